@@ -1,0 +1,308 @@
+"""The assignor contract: what a consumer-group assignor gets and what it returns.
+
+Input is a :class:`GroupSubscription` (topics with partition counts and optional replica racks;
+members with subscriptions, static instance ids, owned partitions, generations and racks). Output
+is a :class:`GroupAssignment` for every member (possibly empty) plus, for cooperative assignors, the
+partitions withheld this round.
+
+At Kafka's scale (a million partitions) objects per partition are too slow, so a
+:class:`GroupAssignment` stores each member's partitions as integer indices into a
+:class:`PartitionSpace` (topics in name order, partitions numbered within). The accessors return
+readable values (:class:`~coordkit.model.TopicPartition`, ``{topic: [partitions]}``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import attrs
+from attrs import field, frozen
+
+from coordkit.model import TopicPartition
+
+DEFAULT_GENERATION = -1
+
+
+class RebalanceProtocol(enum.Enum):
+    EAGER = "eager"  # every member revokes everything, then rejoins
+    COOPERATIVE = "cooperative"  # members revoke only what moves; moved partitions wait a round
+
+
+def java_string_key(text: str) -> bytes:
+    """Sort key equal to Java's ``String.compareTo`` (UTF-16 code unit order)."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+@frozen
+class TopicMetadata:
+    """A topic as the assignor sees it.
+
+    :param partitions: the partition count.
+    :param replica_racks: for rack-aware assignment, the racks holding replicas of each partition.
+    """
+
+    partitions: int = field()
+    replica_racks: tuple[tuple[str, ...], ...] | None = field(
+        default=None, converter=lambda v: None if v is None else tuple(tuple(r) for r in v)
+    )
+
+    @partitions.validator
+    def _check_partitions(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"partitions must be a non-negative integer, got {value!r}")
+
+    @replica_racks.validator
+    def _check_racks(self, attribute: attrs.Attribute[Any], value: tuple[tuple[str, ...], ...] | None) -> None:
+        if value is not None and len(value) != self.partitions:
+            raise ValueError(f"replica_racks lists {len(value)} partitions, the topic has {self.partitions}")
+
+
+def _owned(value: Mapping[str, Iterable[int]] | Iterable[TopicPartition | str]) -> dict[str, tuple[int, ...]]:
+    if isinstance(value, Mapping):
+        return {topic: tuple(parts) for topic, parts in value.items()}
+    grouped: dict[str, list[int]] = {}
+    for item in value:
+        tp = TopicPartition.parse(item) if isinstance(item, str) else item
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return {topic: tuple(parts) for topic, parts in grouped.items()}
+
+
+@frozen
+class MemberSubscription:
+    """One group member as the assignor sees it.
+
+    :param topics: subscribed topic names.
+    :param instance_id: ``group.instance.id`` of a static member.
+    :param owned: partitions the member owned before this rebalance, ``{topic: [partition, ...]}``
+        (a list of ``TopicPartition`` or ``"topic-partition"`` strings is accepted too).
+    :param generation: the generation in which it owned them (``-1`` if unknown).
+    :param rack: the member's rack (``client.rack``).
+    """
+
+    topics: tuple[str, ...] = field(converter=lambda ts: tuple(dict.fromkeys(ts)))
+    instance_id: str | None = None
+    owned: Mapping[str, tuple[int, ...]] = field(factory=dict, converter=_owned)
+    generation: int = DEFAULT_GENERATION
+    rack: str | None = None
+
+    @property
+    def owned_count(self) -> int:
+        return sum(len(parts) for parts in self.owned.values())
+
+
+@frozen
+class GroupSubscription:
+    """Everything an assignor needs: the topics' metadata and every member's subscription."""
+
+    topics: Mapping[str, TopicMetadata] = field(
+        converter=lambda m: {t: v if isinstance(v, TopicMetadata) else TopicMetadata(v) for t, v in m.items()}
+    )
+    members: Mapping[str, MemberSubscription] = field(converter=dict)
+
+    def member_order(self) -> list[str]:
+        """Kafka's member order: static members first by instance id, then the rest by member id."""
+        members = self.members
+        static = [m for m in members if members[m].instance_id is not None]
+        dynamic = [m for m in members if members[m].instance_id is None]
+        static.sort(key=lambda m: (java_string_key(members[m].instance_id or ""), java_string_key(m)))
+        dynamic.sort(key=java_string_key)
+        return static + dynamic
+
+    def space(self) -> PartitionSpace:
+        """The partition space over every topic with metadata."""
+        return PartitionSpace({t: meta.partitions for t, meta in self.topics.items()})
+
+
+class PartitionSpace:
+    """Numbers every partition of a set of topics: topics in name order, then partition number.
+
+    ``index(topic, p) = base[topic] + p``; the inverse uses a binary search over the bases.
+    """
+
+    __slots__ = ("_base_of", "_count_of", "bases", "counts", "topics", "total")
+
+    def __init__(self, partition_counts: Mapping[str, int]):
+        self.topics: list[str] = sorted(partition_counts)
+        self.counts: list[int] = [partition_counts[t] for t in self.topics]
+        self.bases: list[int] = []
+        total = 0
+        for count in self.counts:
+            self.bases.append(total)
+            total += count
+        self.total = total
+        self._base_of = dict(zip(self.topics, self.bases, strict=True))
+        self._count_of = dict(zip(self.topics, self.counts, strict=True))
+
+    def base(self, topic: str) -> int:
+        return self._base_of[topic]
+
+    def index(self, topic: str, partition: int) -> int:
+        return self._base_of[topic] + partition
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._base_of
+
+    def count(self, topic: str) -> int:
+        """Partitions of ``topic`` (0 for a topic without metadata)."""
+        return self._count_of.get(topic, 0)
+
+    def topic_of(self, index: int) -> int:
+        """The position (in :attr:`topics`) of the topic holding global ``index``."""
+        return bisect.bisect_right(self.bases, index) - 1
+
+    def decode(self, index: int) -> TopicPartition:
+        t = bisect.bisect_right(self.bases, index) - 1
+        while self.counts[t] == 0:  # empty topics share their base with the next topic
+            t += 1
+        return TopicPartition(self.topics[t], index - self.bases[t])
+
+    def decode_many(self, indices: Iterable[int]) -> list[TopicPartition]:
+        return [self.decode(i) for i in sorted(indices)]
+
+    def group_by_topic(self, indices: Iterable[int]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        bases, counts, topics = self.bases, self.counts, self.topics
+        for index in sorted(indices):
+            t = bisect.bisect_right(bases, index) - 1
+            while counts[t] == 0:
+                t += 1
+            out.setdefault(topics[t], []).append(index - bases[t])
+        return out
+
+
+class GroupAssignment:
+    """The result of one assignment: each member's partitions, and what is withheld this round.
+
+    Built by assignors from integer indices (:meth:`from_indices`) or from readable values
+    (:meth:`from_partitions`); read with :meth:`partitions`, :meth:`by_topic`, :meth:`owners`.
+    """
+
+    __slots__ = ("_assigned", "_withheld", "space")
+
+    def __init__(
+        self,
+        space: PartitionSpace,
+        assigned: Mapping[str, Sequence[int]],
+        withheld: Mapping[str, Sequence[int]] | None = None,
+    ):
+        self.space = space
+        self._assigned = dict(assigned)
+        self._withheld = {m: w for m, w in (withheld or {}).items() if len(w)}
+
+    @classmethod
+    def from_indices(
+        cls,
+        space: PartitionSpace,
+        assigned: Mapping[str, Sequence[int]],
+        withheld: Mapping[str, Sequence[int]] | None = None,
+    ) -> GroupAssignment:
+        """Build from global partition indices of ``space`` (what fast assignors produce)."""
+        return cls(space, assigned, withheld)
+
+    @classmethod
+    def from_partitions(
+        cls,
+        topics: Mapping[str, int] | PartitionSpace,
+        assignment: Mapping[str, Iterable[TopicPartition | str]],
+        withheld: Mapping[str, Iterable[TopicPartition | str]] | None = None,
+    ) -> GroupAssignment:
+        space = topics if isinstance(topics, PartitionSpace) else PartitionSpace(topics)
+
+        def encode(items: Iterable[TopicPartition | str]) -> list[int]:
+            out = []
+            for item in items:
+                tp = TopicPartition.parse(item) if isinstance(item, str) else item
+                out.append(space.index(tp.topic, tp.partition))
+            return out
+
+        return cls(
+            space,
+            {m: encode(ps) for m, ps in assignment.items()},
+            {m: encode(ps) for m, ps in (withheld or {}).items()},
+        )
+
+    # -- readable accessors
+    @property
+    def members(self) -> list[str]:
+        return list(self._assigned)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._assigned)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self._assigned
+
+    def __len__(self) -> int:
+        return len(self._assigned)
+
+    def partitions(self, member: str) -> list[TopicPartition]:
+        """The member's partitions, sorted by topic then partition."""
+        return self.space.decode_many(self._assigned[member])
+
+    def by_topic(self, member: str) -> dict[str, list[int]]:
+        return self.space.group_by_topic(self._assigned[member])
+
+    def withheld(self, member: str) -> list[TopicPartition]:
+        """Partitions moving to ``member`` that it receives only after their old owner revoked them."""
+        return self.space.decode_many(self._withheld.get(member, ()))
+
+    @property
+    def has_withheld(self) -> bool:
+        return bool(self._withheld)
+
+    def count(self, member: str) -> int:
+        return len(self._assigned[member])
+
+    def counts(self) -> dict[str, int]:
+        return {m: len(ps) for m, ps in self._assigned.items()}
+
+    def owners(self) -> dict[TopicPartition, str]:
+        out = {}
+        for member, indices in self._assigned.items():
+            for tp in self.space.decode_many(indices):
+                out[tp] = member
+        return out
+
+    def as_strings(self) -> dict[str, list[str]]:
+        """``{member: ["topic-partition", ...]}``, the shape JSON output uses."""
+        return {m: [str(tp) for tp in self.partitions(m)] for m in self._assigned}
+
+    def withheld_as_strings(self) -> dict[str, list[str]]:
+        return {m: [str(tp) for tp in self.withheld(m)] for m in self._withheld}
+
+    # -- columnar accessors for metrics and the lab
+    def indices(self, member: str) -> Sequence[int]:
+        return self._assigned[member]
+
+    def withheld_indices(self, member: str) -> Sequence[int]:
+        return self._withheld.get(member, ())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GroupAssignment):
+            return NotImplemented
+        return self.as_strings() == other.as_strings() and self.withheld_as_strings() == other.withheld_as_strings()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        total = sum(len(v) for v in self._assigned.values())
+        return f"<GroupAssignment members={len(self._assigned)} partitions={total}>"
+
+
+@runtime_checkable
+class Assignor(Protocol):
+    """A partition assignment strategy.
+
+    ``name`` is its registry key (Kafka's ``partition.assignment.strategy`` short name);
+    ``protocols`` the rebalance protocols it supports, preferred first.
+    """
+
+    name: ClassVar[str]
+    protocols: ClassVar[tuple[RebalanceProtocol, ...]]
+
+    def assign(self, group: GroupSubscription) -> GroupAssignment:
+        """Assign the partitions of every subscribed topic with metadata to the members."""
+        ...

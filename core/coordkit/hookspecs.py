@@ -1,0 +1,157 @@
+"""Hook specifications for coordkit plugins.
+
+A plugin is a module (or object) with functions marked ``@coordkit.hookimpl`` named after the
+hooks below. Built-in plugins and third-party ones are found the same way: through the entry
+point group ``coordkit`` (see :mod:`coordkit.plugins`).
+
+Hooks come in two groups:
+
+* **registration** hooks, called once per kind of component when it is first needed, receive a
+  ``register`` callback (as in simonw/llm) and call it once per component they provide;
+* **event** hooks, called by the engine as things happen, let a plugin observe (log, trace, export
+  metrics) without touching the engine. Their return values are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from coordkit.store import SessionState
+
+#: The project name: hook markers, plugin manager and entry point group all use it.
+NAME = "coordkit"
+
+_hookspec = pluggy.HookspecMarker(NAME)
+#: Marks a function as the implementation of a coordkit hook.
+hookimpl = pluggy.HookimplMarker(NAME)
+
+
+# -- registration ---------------------------------------------------------------------------------
+
+
+@_hookspec
+def coordkit_register_stores(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    """Register metadata store backends.
+
+    :param register: call ``register(scheme, factory)`` for each URL scheme served; ``factory(url,
+        **options)`` receives a :class:`coordkit.urls.StoreURL` and returns a
+        :class:`coordkit.store.MetadataStore`. Import optional client libraries inside the factory,
+        not at module level, so discovery never fails for a missing extra.
+    """
+
+
+@_hookspec
+def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
+    """Register consumer partition assignors.
+
+    :param register: call ``register(assignor)`` with an object implementing
+        :class:`coordkit.assignment.Assignor`; its ``name`` (e.g. ``"range"``) is the lookup key.
+    """
+
+
+@_hookspec
+def coordkit_register_elections(register: Callable[[Any], None]) -> None:
+    """Register election strategies (controller, partition leader, group coordinator, group leader).
+
+    :param register: call ``register(strategy)``; the strategy's ``kind`` and ``name`` together are
+        the lookup key, so a ``kafka`` controller strategy and a ``kafka`` group-leader strategy
+        can coexist.
+    """
+
+
+@_hookspec
+def coordkit_register_partitioners(register: Callable[[Any], None]) -> None:
+    """Register producer partitioners.
+
+    :param register: call ``register(partitioner_factory)``; the factory's ``name`` is the lookup
+        key and calling it returns a fresh (possibly stateful) partitioner.
+    """
+
+
+@_hookspec
+def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    """Register lab workload generators.
+
+    :param register: call ``register(workload)``; ``workload.name`` is the lookup key.
+    """
+
+
+@_hookspec
+def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    """Register lab metrics.
+
+    :param register: call ``register(metric)``; ``metric.name`` is the lookup key.
+    """
+
+
+@_hookspec
+def coordkit_register_commands(register: Callable[[Any], None]) -> None:
+    """Register subcommands of the ``coordkit`` command line.
+
+    :param register: call ``register(command)`` with a :class:`click.Command` (or group); its
+        ``name`` becomes ``coordkit NAME``.
+    """
+
+
+# -- control-plane events ---------------------------------------------------------------------------
+
+
+@_hookspec
+def coordkit_session_state_changed(store_url: str, session_id: int, state: SessionState) -> None:
+    """A component's store session changed state.
+
+    :param store_url: the store URL, credentials redacted.
+    :param session_id: the session the change concerns.
+    :param state: the new state.
+    """
+
+
+@_hookspec
+def coordkit_broker_registered(broker_id: int, host: str, port: int) -> None:
+    """A broker registered itself under ``/brokers/ids``.
+
+    :param broker_id: the broker id.
+    :param host: the advertised host.
+    :param port: the advertised port.
+    """
+
+
+@_hookspec
+def coordkit_controller_changed(broker_id: int | None, epoch: int) -> None:
+    """A broker became controller (or the controller resigned: ``broker_id`` is ``None``).
+
+    :param broker_id: the new controller, or ``None``.
+    :param epoch: the controller epoch in force.
+    """
+
+
+@_hookspec
+def coordkit_leader_elected(
+    topic: str, partition: int, leader: int, leader_epoch: int, isr: list[int], reason: str
+) -> None:
+    """The controller wrote a new leader for a partition.
+
+    :param reason: the election that chose it (``offline``, ``preferred``, ``reassign``,
+        ``controlled_shutdown``, ``new``).
+    """
+
+
+# -- consumer-group events --------------------------------------------------------------------------
+
+
+@_hookspec
+def coordkit_rebalance_completed(
+    group: str, generation: int, assignment: Mapping[str, list[str]], rounds: int, duration_s: float
+) -> None:
+    """A consumer group reached a stable assignment.
+
+    :param group: the group id.
+    :param generation: the generation of the stable assignment.
+    :param assignment: member id → partitions written ``topic-partition``.
+    :param rounds: join rounds it took (1 for eager, usually 2 for cooperative).
+    :param duration_s: seconds from the first trigger to stability.
+    """

@@ -1,0 +1,378 @@
+"""Kafka's znode layout: the paths and the exact JSON of every node (seeds 000, 001, 003).
+
+Encoders write Kafka's field names and shapes (partition numbers as string keys, timestamps as
+strings, compact JSON in the field order Kafka's own nodes show). Decoders accept any key order and
+whitespace and raise :class:`~coordkit.errors.LayoutError` naming the path and the field on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from coordkit.errors import LayoutError
+from coordkit.model import (
+    BrokerInfo,
+    ConsumerOffset,
+    ConsumerOwner,
+    ConsumerRegistration,
+    ControllerEpoch,
+    ControllerInfo,
+    DeleteTopicMarker,
+    PartitionState,
+    TopicAssignment,
+    TopicConfig,
+    validate_topic_name,
+)
+
+T = TypeVar("T")
+
+# -- paths ----------------------------------------------------------------------------------------
+
+BROKERS = "/brokers"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+ADMIN = "/admin"
+DELETE_TOPICS = "/admin/delete_topics"
+CONFIG = "/config"
+CONFIG_TOPICS = "/config/topics"
+CONSUMERS = "/consumers"
+
+#: Persistent nodes a cluster creates at start-up.
+PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, DELETE_TOPICS, CONFIG_TOPICS, CONSUMERS)
+
+
+def _check_topic(topic: str) -> str:
+    try:
+        return validate_topic_name(topic)
+    except ValueError as exc:
+        raise LayoutError(f"{BROKER_TOPICS}/{topic}", str(exc), field="topic") from None
+
+
+def _check_id(label: str, value: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{_check_id('broker id', broker_id)}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{_check_topic(topic)}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{topic_path(topic)}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{partitions_path(topic)}/{_check_id('partition', partition)}"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{partition_path(topic, partition)}/state"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{_check_topic(topic)}"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{_check_topic(topic)}"
+
+
+def consumer_group_path(group: str) -> str:
+    if not group or "/" in group:
+        raise ValueError(f"consumer group id must be non-empty and contain no '/', got {group!r}")
+    return f"{CONSUMERS}/{group}"
+
+
+def consumer_ids_path(group: str) -> str:
+    return f"{consumer_group_path(group)}/ids"
+
+
+def consumer_registration_path(group: str, consumer_id: str) -> str:
+    return f"{consumer_ids_path(group)}/{consumer_id}"
+
+
+def consumer_owners_path(group: str, topic: str) -> str:
+    return f"{consumer_group_path(group)}/owners/{_check_topic(topic)}"
+
+
+def consumer_owner_path(group: str, topic: str, partition: int) -> str:
+    return f"{consumer_owners_path(group, topic)}/{_check_id('partition', partition)}"
+
+
+def consumer_offsets_path(group: str, topic: str) -> str:
+    return f"{consumer_group_path(group)}/offsets/{_check_topic(topic)}"
+
+
+def consumer_offset_path(group: str, topic: str, partition: int) -> str:
+    return f"{consumer_offsets_path(group, topic)}/{_check_id('partition', partition)}"
+
+
+# -- JSON helpers ---------------------------------------------------------------------------------
+
+
+def _dump(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _load_object(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LayoutError(path, f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise LayoutError(path, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _field(path: str, obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = attrs.NOTHING) -> Any:
+    if name not in obj:
+        if default is not attrs.NOTHING:
+            return default
+        raise LayoutError(path, "missing", field=name)
+    value = obj[name]
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
+        expected = " or ".join(k.__name__ for k in _as_tuple(kind))
+        raise LayoutError(path, f"expected {expected}, got {json.dumps(value)}", field=name)
+    return value
+
+
+def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _int_list(path: str, obj: dict[str, Any], name: str) -> list[int]:
+    values = _field(path, obj, name, list)
+    for item in values:
+        if not isinstance(item, int) or isinstance(item, bool):
+            raise LayoutError(path, f"expected a list of integers, found {json.dumps(item)}", field=name)
+    return values
+
+
+def _timestamp(path: str, obj: dict[str, Any], name: str = "timestamp") -> str:
+    value = _field(path, obj, name, (str, int))
+    text = str(value)
+    if not text.isdigit():
+        raise LayoutError(path, f"expected milliseconds since the epoch, got {json.dumps(value)}", field=name)
+    return text
+
+
+def _build(path: str, factory: Callable[..., T], **kwargs: Any) -> T:
+    try:
+        return factory(**kwargs)
+    except (ValueError, TypeError) as exc:
+        field = next((name for name in kwargs if name in str(exc)), None)
+        raise LayoutError(path, str(exc), field=field) from None
+
+
+def _int_node(path: str, data: bytes, label: str) -> int:
+    text = data.decode(errors="replace").strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise LayoutError(path, f"expected an integer {label}, got {text!r}") from None
+
+
+# -- codecs ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Codec(Generic[T]):
+    """Encodes and decodes the value of one kind of znode."""
+
+    name: str
+    encode: Callable[[T], bytes]
+    decode_: Callable[[str, bytes], T]
+
+    def decode(self, data: bytes, path: str = "?") -> T:
+        return self.decode_(path, data)
+
+
+def _encode_broker(b: BrokerInfo) -> bytes:
+    obj: dict[str, Any] = {}
+    if b.endpoints:
+        obj["endpoints"] = list(b.endpoints)
+    if b.rack is not None:
+        obj["rack"] = b.rack
+    obj.update(jmx_port=b.jmx_port, timestamp=b.timestamp, host=b.host, version=b.version, port=b.port)
+    return _dump(obj)
+
+
+def _decode_broker(path: str, data: bytes) -> BrokerInfo:
+    obj = _load_object(path, data)
+    return _build(
+        path,
+        BrokerInfo,
+        host=_field(path, obj, "host", str),
+        port=_field(path, obj, "port", int),
+        timestamp=_timestamp(path, obj),
+        jmx_port=_field(path, obj, "jmx_port", int, -1),
+        version=_field(path, obj, "version", int),
+        rack=_field(path, obj, "rack", (str, type(None)), None),
+        endpoints=tuple(_field(path, obj, "endpoints", list, [])),
+    )
+
+
+def _encode_topic(t: TopicAssignment) -> bytes:
+    return _dump({"version": t.version, "partitions": {str(p): list(r) for p, r in t.partitions.items()}})
+
+
+def _decode_topic(path: str, data: bytes) -> TopicAssignment:
+    obj = _load_object(path, data)
+    raw = _field(path, obj, "partitions", dict)
+    partitions: dict[int, list[int]] = {}
+    for key in raw:
+        if not isinstance(key, str) or not key.isdigit():
+            raise LayoutError(path, f"partition key {key!r} is not a partition number", field="partitions")
+        partitions[int(key)] = _int_list(path, raw, key)
+    return _build(path, TopicAssignment, partitions=partitions, version=_field(path, obj, "version", int))
+
+
+def _encode_state(s: PartitionState) -> bytes:
+    return _dump(
+        {
+            "controller_epoch": s.controller_epoch,
+            "leader": s.leader,
+            "version": s.version,
+            "leader_epoch": s.leader_epoch,
+            "isr": list(s.isr),
+        }
+    )
+
+
+def _decode_state(path: str, data: bytes) -> PartitionState:
+    obj = _load_object(path, data)
+    return _build(
+        path,
+        PartitionState,
+        leader=_field(path, obj, "leader", int),
+        leader_epoch=_field(path, obj, "leader_epoch", int),
+        isr=tuple(_int_list(path, obj, "isr")),
+        controller_epoch=_field(path, obj, "controller_epoch", int),
+        version=_field(path, obj, "version", int),
+    )
+
+
+def _encode_controller(c: ControllerInfo) -> bytes:
+    return _dump({"version": c.version, "brokerid": c.broker_id, "timestamp": c.timestamp})
+
+
+def _decode_controller(path: str, data: bytes) -> ControllerInfo:
+    obj = _load_object(path, data)
+    return _build(
+        path,
+        ControllerInfo,
+        broker_id=_field(path, obj, "brokerid", int),
+        timestamp=_timestamp(path, obj),
+        version=_field(path, obj, "version", int),
+    )
+
+
+def _decode_epoch(path: str, data: bytes) -> ControllerEpoch:
+    return _build(path, ControllerEpoch, epoch=_int_node(path, data, "controller epoch"))
+
+
+def _encode_registration(r: ConsumerRegistration) -> bytes:
+    return _dump(
+        {"version": r.version, "subscription": dict(r.subscription), "pattern": r.pattern, "timestamp": r.timestamp}
+    )
+
+
+def _decode_registration(path: str, data: bytes) -> ConsumerRegistration:
+    obj = _load_object(path, data)
+    subscription = _field(path, obj, "subscription", dict)
+    for topic, count in subscription.items():
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise LayoutError(path, f"stream count of {topic!r} must be an integer", field="subscription")
+    return _build(
+        path,
+        ConsumerRegistration,
+        subscription=subscription,
+        pattern=_field(path, obj, "pattern", str),
+        timestamp=_timestamp(path, obj),
+        version=_field(path, obj, "version", int),
+    )
+
+
+def _decode_owner(path: str, data: bytes) -> ConsumerOwner:
+    return _build(path, ConsumerOwner, thread_id=data.decode(errors="replace"))
+
+
+def _decode_offset(path: str, data: bytes) -> ConsumerOffset:
+    return _build(path, ConsumerOffset, offset=_int_node(path, data, "offset"))
+
+
+def _encode_config(c: TopicConfig) -> bytes:
+    return _dump({"version": c.version, "config": dict(c.config)})
+
+
+def _decode_config(path: str, data: bytes) -> TopicConfig:
+    obj = _load_object(path, data)
+    config = _field(path, obj, "config", dict)
+    for key, value in config.items():
+        if not isinstance(value, str):
+            raise LayoutError(path, f"value of {key!r} must be a string", field="config")
+    return _build(path, TopicConfig, config=config, version=_field(path, obj, "version", int))
+
+
+def _decode_marker(path: str, data: bytes) -> DeleteTopicMarker:
+    return DeleteTopicMarker()
+
+
+BROKER = Codec[BrokerInfo]("broker registration", _encode_broker, _decode_broker)
+TOPIC = Codec[TopicAssignment]("topic replica assignment", _encode_topic, _decode_topic)
+PARTITION_STATE = Codec[PartitionState]("partition state", _encode_state, _decode_state)
+CONTROLLER_INFO = Codec[ControllerInfo]("controller", _encode_controller, _decode_controller)
+CONTROLLER_EPOCH_VALUE = Codec[ControllerEpoch]("controller epoch", lambda e: str(e.epoch).encode(), _decode_epoch)
+CONSUMER_REGISTRATION = Codec[ConsumerRegistration](
+    "consumer registration", _encode_registration, _decode_registration
+)
+CONSUMER_OWNER = Codec[ConsumerOwner]("consumer owner", lambda o: o.thread_id.encode(), _decode_owner)
+CONSUMER_OFFSET = Codec[ConsumerOffset]("consumer offset", lambda o: str(o.offset).encode(), _decode_offset)
+TOPIC_CONFIG = Codec[TopicConfig]("topic config", _encode_config, _decode_config)
+DELETE_TOPIC = Codec[DeleteTopicMarker]("delete-topic request", lambda _m: b"", _decode_marker)
+
+_SEGMENT = r"[^/]+"
+#: Which codec reads which path (used by ``coordkit tree`` and :func:`decode_znode`).
+ZNODE_CODECS: tuple[tuple[re.Pattern[str], Codec[Any]], ...] = tuple(
+    (re.compile(pattern), codec)
+    for pattern, codec in [
+        (rf"^/brokers/ids/\d+$", BROKER),
+        (rf"^/brokers/topics/{_SEGMENT}$", TOPIC),
+        (rf"^/brokers/topics/{_SEGMENT}/partitions/\d+/state$", PARTITION_STATE),
+        (r"^/controller$", CONTROLLER_INFO),
+        (r"^/controller_epoch$", CONTROLLER_EPOCH_VALUE),
+        (rf"^/admin/delete_topics/{_SEGMENT}$", DELETE_TOPIC),
+        (rf"^/config/topics/{_SEGMENT}$", TOPIC_CONFIG),
+        (rf"^/consumers/{_SEGMENT}/ids/{_SEGMENT}$", CONSUMER_REGISTRATION),
+        (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/\d+$", CONSUMER_OWNER),
+        (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/\d+$", CONSUMER_OFFSET),
+    ]
+)
+
+
+def codec_for(path: str) -> Codec[Any] | None:
+    """The codec of the Kafka znode at ``path``, or ``None`` for paths outside Kafka's layout."""
+    for pattern, codec in ZNODE_CODECS:
+        if pattern.match(path):
+            return codec
+    return None
+
+
+def decode_znode(path: str, data: bytes) -> Any:
+    """Decode the value at ``path`` with its codec; raises ``LayoutError`` for unknown paths."""
+    codec = codec_for(path)
+    if codec is None:
+        raise LayoutError(path, "not a node of Kafka's layout")
+    return codec.decode(data, path)

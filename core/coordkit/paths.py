@@ -1,0 +1,66 @@
+"""ZooKeeper path rules, shared by every store backend so they reject the same paths."""
+
+from __future__ import annotations
+
+from coordkit.errors import InvalidPathError
+
+ROOT = "/"
+SEQUENCE_DIGITS = 10  # ZooKeeper appends %010d to sequential node names
+
+
+def validate(path: str, *, sequential: bool = False) -> str:
+    """Return ``path`` if it is a valid absolute node path, else raise :class:`InvalidPathError`.
+
+    A sequential create may end in ``/`` (the sequence number becomes the whole name), as in
+    ZooKeeper.
+    """
+    if not isinstance(path, str):
+        raise InvalidPathError(f"path must be a string, got {type(path).__name__}", path=repr(path))
+    if not path.startswith("/"):
+        raise InvalidPathError("path must start with '/'", path=path)
+    if path == ROOT:
+        return path
+    body = path[1:-1] if sequential and path.endswith("/") else path[1:]
+    if path.endswith("/") and not sequential:
+        raise InvalidPathError("path must not end with '/'", path=path)
+    for part in body.split("/"):
+        if part == "":
+            raise InvalidPathError("empty path component ('//')", path=path)
+        if part in (".", ".."):
+            raise InvalidPathError(f"relative path component {part!r}", path=path)
+        for ch in part:
+            code = ord(ch)
+            if code == 0 or 0x0001 <= code <= 0x001F or 0x007F <= code <= 0x009F:
+                raise InvalidPathError(f"control character U+{code:04X} in path", path=path)
+            if 0xD800 <= code <= 0xF8FF or 0xFFF0 <= code <= 0xFFFF:
+                raise InvalidPathError(f"character U+{code:04X} not allowed in path", path=path)
+    return path
+
+
+def parent(path: str) -> str:
+    """The parent of ``path`` (``/`` for top-level nodes)."""
+    if path == ROOT:
+        raise InvalidPathError("the root node has no parent", path=path)
+    head = path.rsplit("/", 1)[0]
+    return head or ROOT
+
+
+def basename(path: str) -> str:
+    return path.rsplit("/", 1)[1]
+
+
+def join(base: str, *names: str) -> str:
+    out = base.rstrip("/")
+    for name in names:
+        out = f"{out}/{name}"
+    return out or ROOT
+
+
+def ancestors(path: str) -> list[str]:
+    """Proper ancestors of ``path`` from the top, excluding ``/``: ``/a/b/c`` → ``[/a, /a/b]``."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def sequential_name(prefix_path: str, counter: int) -> str:
+    return f"{prefix_path}{counter:0{SEQUENCE_DIGITS}d}"

@@ -1,0 +1,381 @@
+"""The metadata store contract: ZooKeeper's data model, because Kafka's layout assumes it.
+
+Every backend (memory, ZooKeeper, Redis) implements :class:`MetadataStore`; the contract suite in
+``tests/contract`` holds them all to the same behaviour. Errors come from :mod:`coordkit.errors` and
+are re-exported here.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+import attrs
+
+from coordkit import paths
+from coordkit.errors import (
+    AuthFailedError,
+    BadVersionError,
+    ConnectionLossError,
+    DataTooLargeError,
+    InvalidPathError,
+    NoAuthError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SessionExpiredError,
+    StoreClosedError,
+    StoreError,
+    UnsupportedError,
+)
+
+if TYPE_CHECKING:
+    from coordkit.urls import StoreURL
+
+__all__ = [
+    "ANY_VERSION",
+    "MAX_DATA_SIZE",
+    "AuthFailedError",
+    "BadVersionError",
+    "Check",
+    "ChildrenEvent",
+    "ConnectionLossError",
+    "Create",
+    "DataEvent",
+    "DataTooLargeError",
+    "Delete",
+    "InvalidPathError",
+    "MetadataStore",
+    "NoAuthError",
+    "NoChildrenForEphemeralsError",
+    "NoNodeError",
+    "NodeExistsError",
+    "NotEmptyError",
+    "Op",
+    "SessionExpiredError",
+    "SessionState",
+    "SetData",
+    "Stat",
+    "StoreCharacteristics",
+    "StoreClosedError",
+    "StoreError",
+    "Transaction",
+    "UnsupportedError",
+    "Watch",
+]
+
+ANY_VERSION = -1
+#: Largest node value every backend accepts: ZooKeeper's default jute.maxbuffer is 1 MiB including
+#: request framing, so a round 1,000,000 bytes keeps all backends identical.
+MAX_DATA_SIZE = 1_000_000
+
+
+class SessionState(enum.Enum):
+    """Client session state, as Kafka's ZooKeeper client saw it."""
+
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"  # connection lost, session may still be alive
+    LOST = "lost"  # session expired: ephemerals gone; a new session follows
+    CLOSED = "closed"  # closed by its owner
+
+
+@attrs.frozen
+class Stat:
+    """Node metadata, field for field ZooKeeper's ``Stat``."""
+
+    czxid: int
+    mzxid: int
+    pzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.ephemeral_owner != 0
+
+
+@attrs.frozen
+class StoreCharacteristics:
+    """What a backend guarantees, so a caller can refuse one that lacks something it needs."""
+
+    linearizable_writes: bool
+    durable: bool
+    shared_across_processes: bool
+    ephemeral_nodes: bool = True
+    sequential_nodes: bool = True
+    reliable_watches: bool = True
+    max_data_size: int = MAX_DATA_SIZE
+    notes: str = ""
+
+    def missing(self, *required: str) -> list[str]:
+        unknown = [name for name in required if not hasattr(self, name)]
+        if unknown:
+            raise ValueError(f"unknown store characteristic(s): {', '.join(unknown)}")
+        return [name for name in required if not getattr(self, name)]
+
+
+# -- operations ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Create:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@attrs.frozen
+class SetData:
+    path: str
+    data: bytes
+    version: int = ANY_VERSION
+
+
+@attrs.frozen
+class Delete:
+    path: str
+    version: int = ANY_VERSION
+
+
+@attrs.frozen
+class Check:
+    path: str
+    version: int
+
+
+Op = Create | SetData | Delete | Check
+
+
+# -- watches ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class DataEvent:
+    """The state of a watched node: ``stat is None`` when the node does not exist."""
+
+    path: str
+    data: bytes | None
+    stat: Stat | None
+
+    @property
+    def exists(self) -> bool:
+        return self.stat is not None
+
+
+@attrs.frozen
+class ChildrenEvent:
+    """The children of a watched node: ``children is None`` when the node does not exist."""
+
+    path: str
+    children: tuple[str, ...] | None
+    stat: Stat | None
+
+    @property
+    def exists(self) -> bool:
+        return self.children is not None
+
+
+class Watch(abc.ABC):
+    """A registered watch; :meth:`cancel` stops further deliveries."""
+
+    path: str
+
+    @abc.abstractmethod
+    def cancel(self) -> None: ...
+
+
+DataCallback = Callable[[DataEvent], Any]
+ChildrenCallback = Callable[[ChildrenEvent], Any]
+SessionListener = Callable[[SessionState], Any]
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+class MetadataStore(abc.ABC):
+    """A client session on a ZooKeeper-shaped tree of versioned nodes.
+
+    Watches are level-triggered and persistent: a callback first receives the current state, then
+    the new state after changes. Rapid changes may be coalesced, but a watcher always ends on the
+    latest state, states arrive in commit order, and after a reconnect the store re-reads every
+    watched node and delivers what changed while it was away. Callbacks and session listeners run
+    one at a time on the store's event thread.
+    """
+
+    url: StoreURL
+    characteristics: StoreCharacteristics
+
+    # -- session
+    @property
+    @abc.abstractmethod
+    def session_id(self) -> int:
+        """The current session's id (changes after the session is lost)."""
+
+    @property
+    @abc.abstractmethod
+    def state(self) -> SessionState: ...
+
+    @abc.abstractmethod
+    def add_listener(self, listener: SessionListener) -> None:
+        """Call ``listener(state)`` on the event thread after every session state change."""
+
+    @abc.abstractmethod
+    def remove_listener(self, listener: SessionListener) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End the session (its ephemeral nodes are deleted) and stop the event thread."""
+
+    # -- single operations
+    @abc.abstractmethod
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        """Create a node; returns its path (with the sequence suffix for sequential nodes)."""
+
+    @abc.abstractmethod
+    def get(self, path: str) -> tuple[bytes, Stat]: ...
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> Stat | None: ...
+
+    @abc.abstractmethod
+    def children(self, path: str) -> list[str]:
+        """Names (not paths) of the children, sorted."""
+
+    @abc.abstractmethod
+    def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat: ...
+
+    @abc.abstractmethod
+    def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None: ...
+
+    # -- multi-operations
+    @abc.abstractmethod
+    def commit(self, ops: Sequence[Op]) -> list[Any]:
+        """Apply ``ops`` atomically: all or none.
+
+        :returns: one result per op — the created path for :class:`Create`, the new :class:`Stat`
+            for :class:`SetData`, ``None`` for :class:`Delete` and :class:`Check`.
+        :raises StoreError: the failing op's own error type, with ``op_index`` set; the store is
+            unchanged.
+        """
+
+    def transaction(self) -> Transaction:
+        return Transaction(self)
+
+    @abc.abstractmethod
+    def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        """Read many nodes in one pipelined exchange; a missing node yields a ``NoNodeError``."""
+
+    @abc.abstractmethod
+    def apply(self, ops: Sequence[Op]) -> list[Any]:
+        """Apply independent ops pipelined, not atomically: one result or error per op, in order."""
+
+    # -- watches
+    @abc.abstractmethod
+    def watch_data(self, path: str, callback: DataCallback) -> Watch: ...
+
+    @abc.abstractmethod
+    def watch_children(self, path: str, callback: ChildrenCallback) -> Watch: ...
+
+    # -- conveniences shared by all backends
+    def ensure_path(self, path: str) -> None:
+        """Create ``path`` and any missing ancestors as empty persistent nodes."""
+        paths.validate(path)
+        if path == paths.ROOT or self.exists(path) is not None:
+            return
+        try:
+            self.create(path, b"", make_parents=True)
+        except NodeExistsError:
+            pass
+
+    def require(self, *characteristics: str) -> None:
+        """Raise :class:`UnsupportedError` unless the backend has every named characteristic."""
+        missing = self.characteristics.missing(*characteristics)
+        if missing:
+            raise UnsupportedError(
+                f"store {self.url.redacted()} lacks {', '.join(missing)}"
+                + (f" ({self.characteristics.notes})" if self.characteristics.notes else "")
+            )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url.redacted()} session={self.session_id:#x} {self.state.value}>"
+
+
+class Transaction:
+    """Builder for an atomic multi-op: ``store.transaction().check(...).set(...).commit()``."""
+
+    def __init__(self, store: MetadataStore):
+        self._store = store
+        self.ops: list[Op] = []
+
+    def create(
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False
+    ) -> Self:
+        self.ops.append(Create(path, data, ephemeral, sequential))
+        return self
+
+    def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Self:
+        self.ops.append(SetData(path, data, version))
+        return self
+
+    def delete(self, path: str, version: int = ANY_VERSION) -> Self:
+        self.ops.append(Delete(path, version))
+        return self
+
+    def check(self, path: str, version: int) -> Self:
+        self.ops.append(Check(path, version))
+        return self
+
+    def extend(self, ops: Iterable[Op]) -> Self:
+        self.ops.extend(ops)
+        return self
+
+    def commit(self) -> list[Any]:
+        return self._store.commit(self.ops)
+
+
+def check_data(path: str, data: bytes, limit: int = MAX_DATA_SIZE) -> bytes:
+    """Validate a node value before any backend sends it."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise TypeError(f"{path}: node data must be bytes, got {type(data).__name__}")
+    if len(data) > limit:
+        raise DataTooLargeError(f"value of {len(data):,} bytes exceeds the {limit:,}-byte limit", path=path)
+    return bytes(data)
+
+
+def describe_op(op: Op) -> str:
+    """A short human description of an op for error messages."""
+    match op:
+        case Create(path=p, ephemeral=e, sequential=s):
+            kind = "ephemeral " if e else ""
+            return f"create {kind}{'sequential ' if s else ''}{p}"
+        case SetData(path=p, version=v):
+            return f"set {p}" + (f" at version {v}" if v != ANY_VERSION else "")
+        case Delete(path=p, version=v):
+            return f"delete {p}" + (f" at version {v}" if v != ANY_VERSION else "")
+        case Check(path=p, version=v):
+            return f"check {p} is at version {v}"
+    raise TypeError(f"not a store operation: {op!r}")

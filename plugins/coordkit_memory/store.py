@@ -1,0 +1,235 @@
+"""The memory store client: one session on a :class:`~coordkit_memory.server.MemoryServer`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from coordkit import paths
+from coordkit.errors import (
+    ConnectionLossError,
+    NoNodeError,
+    StoreClosedError,
+    StoreError,
+)
+from coordkit.store import (
+    ANY_VERSION,
+    ChildrenCallback,
+    Create,
+    DataCallback,
+    Delete,
+    MetadataStore,
+    Op,
+    SessionListener,
+    SessionState,
+    SetData,
+    Stat,
+    StoreCharacteristics,
+    Watch,
+)
+from coordkit.watches import EventThread, WatchHub
+
+if TYPE_CHECKING:
+    from coordkit.urls import StoreURL
+    from coordkit_memory.server import MemoryServer
+
+T = TypeVar("T")
+
+CHARACTERISTICS = StoreCharacteristics(
+    linearizable_writes=True,
+    durable=False,
+    shared_across_processes=False,
+    notes="in-process: state lives as long as the process and is shared only by clients in it",
+)
+
+
+class MemoryStore(MetadataStore):
+    """A client session on an in-process server.
+
+    Besides the store contract it can simulate the network: :meth:`disconnect` drops the connection
+    (state SUSPENDED, calls fail with ``ConnectionLossError``, the session expires if the server's
+    clock passes its timeout) and :meth:`reconnect` restores it.
+    """
+
+    characteristics = CHARACTERISTICS
+
+    def __init__(self, server: MemoryServer, url: StoreURL, session_timeout: float):
+        self.url = url
+        self.server = server
+        self.session_timeout = session_timeout
+        self._lock = threading.Lock()
+        self._listeners: list[SessionListener] = []
+        self._events = EventThread(f"coordkit-memory{url.path.replace('/', '-')}")
+        self._hub = WatchHub(self._events, self._read_data, self._read_children)
+        self._state = SessionState.CONNECTED
+        self._session_id = server.open_session(self, session_timeout)
+
+    # -- session
+    @property
+    def session_id(self) -> int:
+        return self._session_id
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    def add_listener(self, listener: SessionListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: SessionListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _set_state(self, state: SessionState) -> None:
+        with self._lock:
+            if self._state is state:
+                return
+            self._state = state
+            listeners = list(self._listeners)
+        for listener in listeners:
+            self._events.post(listener, state)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._state is SessionState.CLOSED:
+                return
+        self.server.close_session(self._session_id)
+        self._set_state(SessionState.CLOSED)
+        self._events.stop()
+
+    def disconnect(self) -> None:
+        """Simulate losing the connection to the server (the session lives on until it times out)."""
+        self._require_open()
+        self.server.client_disconnected(self._session_id)
+        self._set_state(SessionState.SUSPENDED)
+
+    def reconnect(self) -> None:
+        """Restore the connection; if the session expired meanwhile, report LOST and start a new one."""
+        self._require_open()
+        if self._state is not SessionState.SUSPENDED:
+            return
+        if not self.server.client_reconnected(self._session_id):
+            self._set_state(SessionState.LOST)
+            self._session_id = self.server.open_session(self, self.session_timeout)
+        self._set_state(SessionState.CONNECTED)
+        self._hub.resync()
+
+    def _session_expired(self, session_id: int) -> None:
+        """Called by the server when it expires this client's live session."""
+        if session_id != self._session_id or self._state is SessionState.CLOSED:
+            return
+        self._set_state(SessionState.LOST)
+        # Like a ZooKeeper client, establish a fresh session right away.
+        self._session_id = self.server.open_session(self, self.session_timeout)
+        self._set_state(SessionState.CONNECTED)
+        self._hub.resync()
+
+    def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until every watch and listener callback queued so far has run."""
+        return self._events.flush(timeout)
+
+    def _require_open(self) -> None:
+        if self._state is SessionState.CLOSED:
+            raise StoreClosedError("store client is closed")
+
+    def _call(self, path: str | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        state = self._state
+        if state is SessionState.CLOSED:
+            raise StoreClosedError("store client is closed", path=path)
+        if state is SessionState.SUSPENDED:
+            raise ConnectionLossError("not connected to the server", path=path)
+        return fn(*args, **kwargs)
+
+    # -- operations
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        return self._call(
+            path,
+            self.server.create,
+            self._session_id,
+            path,
+            data,
+            ephemeral=ephemeral,
+            sequential=sequential,
+            make_parents=make_parents,
+        )
+
+    def get(self, path: str) -> tuple[bytes, Stat]:
+        return self._call(path, self.server.get, path)
+
+    def exists(self, path: str) -> Stat | None:
+        return self._call(path, self.server.exists, path)
+
+    def children(self, path: str) -> list[str]:
+        return self._call(path, self.server.children, path)[0]
+
+    def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        return self._call(path, self.server.set, self._session_id, path, data, version)
+
+    def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        self._call(path, self.server.delete, self._session_id, path, version, recursive)
+
+    def commit(self, ops: Sequence[Op]) -> list[Any]:
+        return self._call(None, self.server.multi, self._session_id, list(ops))
+
+    def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        return self._call(None, self.server.get_many, list(paths_))
+
+    def apply(self, ops: Sequence[Op]) -> list[Any]:
+        results: list[Any] = []
+        for index, op in enumerate(ops):
+            try:
+                match op:
+                    case Create():
+                        results.append(self.create(op.path, op.data, ephemeral=op.ephemeral, sequential=op.sequential))
+                    case SetData():
+                        results.append(self.set(op.path, op.data, op.version))
+                    case Delete():
+                        results.append(self.delete(op.path, op.version))
+                    case _:
+                        results.append(self.commit([op])[0])
+            except StoreError as exc:
+                exc.op_index = index
+                results.append(exc)
+        return results
+
+    # -- watches
+    def watch_data(self, path: str, callback: DataCallback) -> Watch:
+        paths.validate(path)
+        self._require_open()
+        return self._hub.add_data_watch(path, callback)
+
+    def watch_children(self, path: str, callback: ChildrenCallback) -> Watch:
+        paths.validate(path)
+        self._require_open()
+        return self._hub.add_children_watch(path, callback)
+
+    def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
+        try:
+            return self._call(path, self.server.get, path)
+        except NoNodeError:
+            return None
+
+    def _read_children(self, path: str) -> tuple[list[str], Stat] | None:
+        try:
+            return self._call(path, self.server.children, path)
+        except NoNodeError:
+            return None
+
+    def _changed(self, events: list[tuple[str, str]]) -> None:
+        hub = self._hub
+        for kind, path in events:
+            if kind == "data":
+                hub.notify_data(path)
+            else:
+                hub.notify_children(path)

@@ -1,0 +1,153 @@
+"""Contract: random sequences of operations behave exactly like a plain-dict model of ZooKeeper."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+
+from coordkit import paths
+from coordkit.store import (
+    BadVersionError,
+    Check,
+    Create,
+    Delete,
+    MetadataStore,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    SetData,
+    StoreError,
+)
+from harness.backends import Backend
+
+NAMES = st.sampled_from(["a", "b", "c"])
+PATHS = st.lists(NAMES, min_size=1, max_size=3).map(lambda parts: "/" + "/".join(parts))
+DATA = st.binary(max_size=8)
+VERSIONS = st.integers(min_value=-1, max_value=3)
+
+
+class Model:
+    """ZooKeeper's rules over a dict: path → (data, version)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, tuple[bytes, int]] = {"/": (b"", 0)}
+
+    def children(self, path: str) -> list[str]:
+        prefix = path.rstrip("/") + "/"
+        return sorted(p[len(prefix):] for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix):] and p != "/")
+
+    def apply(self, op: Any) -> None:
+        """Apply one op or raise the error the store must raise."""
+        match op:
+            case Create(path=path, data=data):
+                if path in self.nodes:
+                    raise NodeExistsError("", path=path)
+                if paths.parent(path) not in self.nodes:
+                    raise NoNodeError("", path=path)
+                self.nodes[path] = (data, 0)
+            case SetData(path=path, data=data, version=version):
+                current = self._get(path, version)
+                self.nodes[path] = (data, current[1] + 1)
+            case Delete(path=path, version=version):
+                self._get(path, version)
+                if self.children(path):
+                    raise NotEmptyError("", path=path)
+                del self.nodes[path]
+            case Check(path=path, version=version):
+                self._get(path, version)
+
+    def _get(self, path: str, version: int) -> tuple[bytes, int]:
+        if path not in self.nodes:
+            raise NoNodeError("", path=path)
+        current = self.nodes[path]
+        if version != -1 and current[1] != version:
+            raise BadVersionError("", path=path)
+        return current
+
+
+OPS = st.one_of(
+    st.builds(Create, PATHS, DATA),
+    st.builds(SetData, PATHS, DATA, VERSIONS),
+    st.builds(Delete, PATHS, VERSIONS),
+    st.builds(Check, PATHS, VERSIONS),
+)
+
+
+class StoreMachine(RuleBasedStateMachine):
+    backend: Backend
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: MetadataStore = self.backend.open(self.backend.new_url())
+        self.model = Model()
+
+    def _expect(self, op: Any, run: Any) -> None:
+        expected: type[StoreError] | None = None
+        try:
+            self.model.apply(op)
+        except StoreError as exc:
+            expected = type(exc)
+        try:
+            run()
+        except StoreError as exc:
+            assert expected is type(exc), f"{op}: store raised {type(exc).__name__}, model {expected}"
+            return
+        assert expected is None, f"{op}: store succeeded, model raised {expected.__name__}"
+
+    @rule(op=OPS)
+    def single(self, op: Any) -> None:
+        match op:
+            case Create(path=path, data=data):
+                self._expect(op, lambda: self.store.create(path, data))
+            case SetData(path=path, data=data, version=version):
+                self._expect(op, lambda: self.store.set(path, data, version))
+            case Delete(path=path, version=version):
+                self._expect(op, lambda: self.store.delete(path, version))
+            case Check():
+                self._expect(op, lambda: self.store.commit([op]))
+
+    @rule(ops=st.lists(OPS, min_size=1, max_size=4))
+    def transaction(self, ops: list[Any]) -> None:
+        trial = Model()
+        trial.nodes = dict(self.model.nodes)
+        expected: type[StoreError] | None = None
+        for op in ops:
+            try:
+                trial.apply(op)
+            except StoreError as exc:
+                expected = type(exc)
+                break
+        try:
+            self.store.commit(ops)
+        except StoreError as exc:
+            assert expected is type(exc), f"{ops}: store raised {type(exc).__name__}, model {expected}"
+            return
+        assert expected is None, f"{ops}: store committed, model raised {expected.__name__}"
+        self.model = trial
+
+    @invariant()
+    def tree_matches_model(self) -> None:
+        seen: dict[str, tuple[bytes, int]] = {}
+        stack = ["/"]
+        while stack:
+            path = stack.pop()
+            data, stat = self.store.get(path)
+            seen[path] = (data, stat.version)
+            stack.extend(paths.join(path, c) for c in self.store.children(path))
+        assert seen == self.model.nodes
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+def test_store_behaves_like_the_model(backend: Backend) -> None:
+    machine = type("BoundStoreMachine", (StoreMachine,), {"backend": backend})
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=list(HealthCheck)
+        ),
+    )

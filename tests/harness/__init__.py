@@ -1,0 +1,1 @@
+"""Test harness: store backends for the contract suite, server fixtures, waiting helpers."""
