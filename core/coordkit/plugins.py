@@ -34,6 +34,9 @@ ENV_NO_AUTOLOAD = "COORDKIT_DISABLE_PLUGIN_AUTOLOAD"
 #: ``[project.entry-points.coordkit]`` table of pyproject.toml.
 BUILTIN_PLUGINS: dict[str, str] = {
     "memory": "coordkit_memory",
+    "zookeeper": "coordkit_zookeeper",
+    "redis": "coordkit_redis",
+    "assignors": "coordkit_assignors",
 }
 
 T = TypeVar("T")
