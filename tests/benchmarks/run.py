@@ -1,0 +1,43 @@
+"""Run coordkit's benchmarks: ``python tests/benchmarks/run.py [AREA ...] [--quick]``.
+
+Each ``bench_AREA.py`` beside this file defines ``main(argv: list[str]) -> None`` that prints its
+figures (a table and a JSON line per case). Benchmarks are never timed assertions: they report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def discover() -> dict[str, Path]:
+    return {p.stem.removeprefix("bench_"): p for p in sorted(HERE.glob("bench_*.py"))}
+
+
+def main(argv: list[str]) -> int:
+    available = discover()
+    areas = [a for a in argv if not a.startswith("-")]
+    flags = [a for a in argv if a.startswith("-")]
+    unknown = [a for a in areas if a not in available]
+    if unknown:
+        print(f"unknown benchmark area(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(HERE.parent))  # the test harness (servers) is importable as `harness`
+    for area in areas or list(available):
+        spec = importlib.util.spec_from_file_location(f"bench_{area}", available[area])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        print(f"== benchmark: {area}", flush=True)
+        started = time.perf_counter()
+        module.main(flags)
+        print(f"== {area} done in {time.perf_counter() - started:.1f}s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
