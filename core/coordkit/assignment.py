@@ -36,18 +36,32 @@ def java_string_key(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
+def _racks(value: Iterable[Iterable[str]] | None) -> tuple[tuple[str, ...], ...] | None:
+    return None if value is None else tuple(tuple(racks) for racks in value)
+
+
+def _loads(value: Iterable[float] | None) -> tuple[float, ...] | None:
+    return None if value is None else tuple(float(x) for x in value)
+
+
+def _unique(topics: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(topics))
+
+
 @frozen
 class TopicMetadata:
     """A topic as the assignor sees it.
 
     :param partitions: the partition count.
     :param replica_racks: for rack-aware assignment, the racks holding replicas of each partition.
+    :param loads: per-partition load (bytes/s, lag, ...) for load-aware assignors; ``None`` means
+        every partition weighs 1.
     """
 
     partitions: int = field()
-    replica_racks: tuple[tuple[str, ...], ...] | None = field(
-        default=None, converter=lambda v: None if v is None else tuple(tuple(r) for r in v)
-    )
+    replica_racks: tuple[tuple[str, ...], ...] | None = field(default=None, converter=_racks)
+
+    loads: tuple[float, ...] | None = field(default=None, converter=_loads)
 
     @partitions.validator
     def _check_partitions(self, attribute: attrs.Attribute[int], value: int) -> None:
@@ -55,12 +69,31 @@ class TopicMetadata:
             raise ValueError(f"partitions must be a non-negative integer, got {value!r}")
 
     @replica_racks.validator
-    def _check_racks(self, attribute: attrs.Attribute[Any], value: tuple[tuple[str, ...], ...] | None) -> None:
+    def _check_racks(
+        self, attribute: attrs.Attribute[Any], value: tuple[tuple[str, ...], ...] | None
+    ) -> None:
         if value is not None and len(value) != self.partitions:
-            raise ValueError(f"replica_racks lists {len(value)} partitions, the topic has {self.partitions}")
+            raise ValueError(
+                f"replica_racks lists {len(value)} partitions, the topic has {self.partitions}"
+            )
+
+    @loads.validator
+    def _check_loads(
+        self, attribute: attrs.Attribute[Any], value: tuple[float, ...] | None
+    ) -> None:
+        if value is None:
+            return
+        if len(value) != self.partitions:
+            raise ValueError(
+                f"loads lists {len(value)} partitions, the topic has {self.partitions}"
+            )
+        if any(not x >= 0 for x in value):
+            raise ValueError("loads must be non-negative numbers")
 
 
-def _owned(value: Mapping[str, Iterable[int]] | Iterable[TopicPartition | str]) -> dict[str, tuple[int, ...]]:
+def _owned(
+    value: Mapping[str, Iterable[int]] | Iterable[TopicPartition | str],
+) -> dict[str, tuple[int, ...]]:
     if isinstance(value, Mapping):
         return {topic: tuple(parts) for topic, parts in value.items()}
     grouped: dict[str, list[int]] = {}
@@ -82,7 +115,7 @@ class MemberSubscription:
     :param rack: the member's rack (``client.rack``).
     """
 
-    topics: tuple[str, ...] = field(converter=lambda ts: tuple(dict.fromkeys(ts)))
+    topics: tuple[str, ...] = field(converter=_unique)
     instance_id: str | None = None
     owned: Mapping[str, tuple[int, ...]] = field(factory=dict, converter=_owned)
     generation: int = DEFAULT_GENERATION
@@ -93,13 +126,15 @@ class MemberSubscription:
         return sum(len(parts) for parts in self.owned.values())
 
 
+def _topic_metadata(value: Mapping[str, TopicMetadata | int]) -> dict[str, TopicMetadata]:
+    return {t: v if isinstance(v, TopicMetadata) else TopicMetadata(v) for t, v in value.items()}
+
+
 @frozen
 class GroupSubscription:
     """Everything an assignor needs: the topics' metadata and every member's subscription."""
 
-    topics: Mapping[str, TopicMetadata] = field(
-        converter=lambda m: {t: v if isinstance(v, TopicMetadata) else TopicMetadata(v) for t, v in m.items()}
-    )
+    topics: Mapping[str, TopicMetadata] = field(converter=_topic_metadata)
     members: Mapping[str, MemberSubscription] = field(converter=dict)
 
     def member_order(self) -> list[str]:
@@ -107,7 +142,9 @@ class GroupSubscription:
         members = self.members
         static = [m for m in members if members[m].instance_id is not None]
         dynamic = [m for m in members if members[m].instance_id is None]
-        static.sort(key=lambda m: (java_string_key(members[m].instance_id or ""), java_string_key(m)))
+        static.sort(
+            key=lambda m: (java_string_key(members[m].instance_id or ""), java_string_key(m))
+        )
         dynamic.sort(key=java_string_key)
         return static + dynamic
 
@@ -283,7 +320,10 @@ class GroupAssignment:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GroupAssignment):
             return NotImplemented
-        return self.as_strings() == other.as_strings() and self.withheld_as_strings() == other.withheld_as_strings()
+        return (
+            self.as_strings() == other.as_strings()
+            and self.withheld_as_strings() == other.withheld_as_strings()
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -136,7 +136,13 @@ def _load_object(path: str, data: bytes) -> dict[str, Any]:
     return value
 
 
-def _field(path: str, obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = attrs.NOTHING) -> Any:
+def _field(
+    path: str,
+    obj: dict[str, Any],
+    name: str,
+    kind: type | tuple[type, ...],
+    default: Any = attrs.NOTHING,
+) -> Any:
     if name not in obj:
         if default is not attrs.NOTHING:
             return default
@@ -153,10 +159,12 @@ def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def _int_list(path: str, obj: dict[str, Any], name: str) -> list[int]:
-    values = _field(path, obj, name, list)
+    values: list[int] = _field(path, obj, name, list)
     for item in values:
         if not isinstance(item, int) or isinstance(item, bool):
-            raise LayoutError(path, f"expected a list of integers, found {json.dumps(item)}", field=name)
+            raise LayoutError(
+                path, f"expected a list of integers, found {json.dumps(item)}", field=name
+            )
     return values
 
 
@@ -164,7 +172,9 @@ def _timestamp(path: str, obj: dict[str, Any], name: str = "timestamp") -> str:
     value = _field(path, obj, name, (str, int))
     text = str(value)
     if not text.isdigit():
-        raise LayoutError(path, f"expected milliseconds since the epoch, got {json.dumps(value)}", field=name)
+        raise LayoutError(
+            path, f"expected milliseconds since the epoch, got {json.dumps(value)}", field=name
+        )
     return text
 
 
@@ -172,7 +182,10 @@ def _build(path: str, factory: Callable[..., T], **kwargs: Any) -> T:
     try:
         return factory(**kwargs)
     except (ValueError, TypeError) as exc:
-        field = next((name for name in kwargs if name in str(exc)), None)
+        message = str(exc)
+        # Validators start their messages with the field name; prefer the longest match.
+        starts = [name for name in kwargs if message.startswith(name)]
+        field = max(starts, key=len) if starts else next((n for n in kwargs if n in message), None)
         raise LayoutError(path, str(exc), field=field) from None
 
 
@@ -205,7 +218,9 @@ def _encode_broker(b: BrokerInfo) -> bytes:
         obj["endpoints"] = list(b.endpoints)
     if b.rack is not None:
         obj["rack"] = b.rack
-    obj.update(jmx_port=b.jmx_port, timestamp=b.timestamp, host=b.host, version=b.version, port=b.port)
+    obj.update(
+        jmx_port=b.jmx_port, timestamp=b.timestamp, host=b.host, version=b.version, port=b.port
+    )
     return _dump(obj)
 
 
@@ -225,7 +240,9 @@ def _decode_broker(path: str, data: bytes) -> BrokerInfo:
 
 
 def _encode_topic(t: TopicAssignment) -> bytes:
-    return _dump({"version": t.version, "partitions": {str(p): list(r) for p, r in t.partitions.items()}})
+    return _dump(
+        {"version": t.version, "partitions": {str(p): list(r) for p, r in t.partitions.items()}}
+    )
 
 
 def _decode_topic(path: str, data: bytes) -> TopicAssignment:
@@ -234,9 +251,13 @@ def _decode_topic(path: str, data: bytes) -> TopicAssignment:
     partitions: dict[int, list[int]] = {}
     for key in raw:
         if not isinstance(key, str) or not key.isdigit():
-            raise LayoutError(path, f"partition key {key!r} is not a partition number", field="partitions")
+            raise LayoutError(
+                path, f"partition key {key!r} is not a partition number", field="partitions"
+            )
         partitions[int(key)] = _int_list(path, raw, key)
-    return _build(path, TopicAssignment, partitions=partitions, version=_field(path, obj, "version", int))
+    return _build(
+        path, TopicAssignment, partitions=partitions, version=_field(path, obj, "version", int)
+    )
 
 
 def _encode_state(s: PartitionState) -> bytes:
@@ -285,7 +306,12 @@ def _decode_epoch(path: str, data: bytes) -> ControllerEpoch:
 
 def _encode_registration(r: ConsumerRegistration) -> bytes:
     return _dump(
-        {"version": r.version, "subscription": dict(r.subscription), "pattern": r.pattern, "timestamp": r.timestamp}
+        {
+            "version": r.version,
+            "subscription": dict(r.subscription),
+            "pattern": r.pattern,
+            "timestamp": r.timestamp,
+        }
     )
 
 
@@ -294,7 +320,9 @@ def _decode_registration(path: str, data: bytes) -> ConsumerRegistration:
     subscription = _field(path, obj, "subscription", dict)
     for topic, count in subscription.items():
         if not isinstance(count, int) or isinstance(count, bool):
-            raise LayoutError(path, f"stream count of {topic!r} must be an integer", field="subscription")
+            raise LayoutError(
+                path, f"stream count of {topic!r} must be an integer", field="subscription"
+            )
     return _build(
         path,
         ConsumerRegistration,
@@ -334,31 +362,37 @@ BROKER = Codec[BrokerInfo]("broker registration", _encode_broker, _decode_broker
 TOPIC = Codec[TopicAssignment]("topic replica assignment", _encode_topic, _decode_topic)
 PARTITION_STATE = Codec[PartitionState]("partition state", _encode_state, _decode_state)
 CONTROLLER_INFO = Codec[ControllerInfo]("controller", _encode_controller, _decode_controller)
-CONTROLLER_EPOCH_VALUE = Codec[ControllerEpoch]("controller epoch", lambda e: str(e.epoch).encode(), _decode_epoch)
+CONTROLLER_EPOCH_VALUE = Codec[ControllerEpoch](
+    "controller epoch", lambda e: str(e.epoch).encode(), _decode_epoch
+)
 CONSUMER_REGISTRATION = Codec[ConsumerRegistration](
     "consumer registration", _encode_registration, _decode_registration
 )
-CONSUMER_OWNER = Codec[ConsumerOwner]("consumer owner", lambda o: o.thread_id.encode(), _decode_owner)
-CONSUMER_OFFSET = Codec[ConsumerOffset]("consumer offset", lambda o: str(o.offset).encode(), _decode_offset)
+CONSUMER_OWNER = Codec[ConsumerOwner](
+    "consumer owner", lambda o: o.thread_id.encode(), _decode_owner
+)
+CONSUMER_OFFSET = Codec[ConsumerOffset](
+    "consumer offset", lambda o: str(o.offset).encode(), _decode_offset
+)
 TOPIC_CONFIG = Codec[TopicConfig]("topic config", _encode_config, _decode_config)
 DELETE_TOPIC = Codec[DeleteTopicMarker]("delete-topic request", lambda _m: b"", _decode_marker)
 
 _SEGMENT = r"[^/]+"
 #: Which codec reads which path (used by ``coordkit tree`` and :func:`decode_znode`).
+_ZNODE_PATTERNS: list[tuple[str, Codec[Any]]] = [
+    (r"^/brokers/ids/\d+$", BROKER),
+    (rf"^/brokers/topics/{_SEGMENT}$", TOPIC),
+    (rf"^/brokers/topics/{_SEGMENT}/partitions/\d+/state$", PARTITION_STATE),
+    (r"^/controller$", CONTROLLER_INFO),
+    (r"^/controller_epoch$", CONTROLLER_EPOCH_VALUE),
+    (rf"^/admin/delete_topics/{_SEGMENT}$", DELETE_TOPIC),
+    (rf"^/config/topics/{_SEGMENT}$", TOPIC_CONFIG),
+    (rf"^/consumers/{_SEGMENT}/ids/{_SEGMENT}$", CONSUMER_REGISTRATION),
+    (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/\d+$", CONSUMER_OWNER),
+    (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/\d+$", CONSUMER_OFFSET),
+]
 ZNODE_CODECS: tuple[tuple[re.Pattern[str], Codec[Any]], ...] = tuple(
-    (re.compile(pattern), codec)
-    for pattern, codec in [
-        (rf"^/brokers/ids/\d+$", BROKER),
-        (rf"^/brokers/topics/{_SEGMENT}$", TOPIC),
-        (rf"^/brokers/topics/{_SEGMENT}/partitions/\d+/state$", PARTITION_STATE),
-        (r"^/controller$", CONTROLLER_INFO),
-        (r"^/controller_epoch$", CONTROLLER_EPOCH_VALUE),
-        (rf"^/admin/delete_topics/{_SEGMENT}$", DELETE_TOPIC),
-        (rf"^/config/topics/{_SEGMENT}$", TOPIC_CONFIG),
-        (rf"^/consumers/{_SEGMENT}/ids/{_SEGMENT}$", CONSUMER_REGISTRATION),
-        (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/\d+$", CONSUMER_OWNER),
-        (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/\d+$", CONSUMER_OFFSET),
-    ]
+    (re.compile(pattern), codec) for pattern, codec in _ZNODE_PATTERNS
 )
 
 

@@ -7,12 +7,11 @@ Use :func:`attrs.evolve` for changed copies.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 from attrs import field, frozen, validators
-
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
@@ -26,9 +25,13 @@ def validate_topic_name(topic: str) -> str:
     if topic in (".", ".."):
         raise ValueError(f"topic name {topic!r} is not allowed")
     if len(topic) > MAX_TOPIC_LENGTH:
-        raise ValueError(f"topic name {topic[:20]!r}... is longer than {MAX_TOPIC_LENGTH} characters")
+        raise ValueError(
+            f"topic name {topic[:20]!r}... is longer than {MAX_TOPIC_LENGTH} characters"
+        )
     if not _TOPIC_RE.match(topic):
-        raise ValueError(f"topic name {topic!r} may contain only ASCII letters, digits, '.', '_' and '-'")
+        raise ValueError(
+            f"topic name {topic!r} may contain only ASCII letters, digits, '.', '_' and '-'"
+        )
     return topic
 
 
@@ -51,7 +54,9 @@ def _at_least(minimum: int) -> Any:
 
 def _ms_timestamp(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
     if not isinstance(value, str) or not value.isdigit():
-        raise ValueError(f"{attribute.name} must be milliseconds since the epoch as a string, got {value!r}")
+        raise ValueError(
+            f"{attribute.name} must be milliseconds since the epoch as a string, got {value!r}"
+        )
 
 
 def _check_broker_ids(label: str, value: tuple[int, ...]) -> None:
@@ -66,6 +71,14 @@ def _broker_list(_: Any, attribute: attrs.Attribute[Any], value: tuple[int, ...]
     _check_broker_ids(attribute.name, value)
 
 
+def _replica_map(value: Mapping[int, Iterable[int]]) -> dict[int, tuple[int, ...]]:
+    return {int(p): tuple(r) for p, r in sorted(dict(value).items())}
+
+
+def _sorted_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(sorted(dict(value).items()))
+
+
 @frozen(order=True)
 class TopicPartition:
     """A partition of a topic, written ``topic-partition``."""
@@ -78,7 +91,9 @@ class TopicPartition:
         """Parse ``topic-partition`` (the topic may itself contain ``-``)."""
         topic, sep, number = text.rpartition("-")
         if not sep or not topic or not number.isdigit():
-            raise ValueError(f"{text!r} is not a partition written topic-partition (e.g. 'orders-3')")
+            raise ValueError(
+                f"{text!r} is not a partition written topic-partition (e.g. 'orders-3')"
+            )
         return cls(topic, int(number))
 
     def __str__(self) -> str:
@@ -102,16 +117,16 @@ class BrokerInfo:
 class TopicAssignment:
     """``/brokers/topics/T``: the replica list of every partition (first replica is preferred)."""
 
-    partitions: Mapping[int, tuple[int, ...]] = field(
-        converter=lambda m: {int(p): tuple(r) for p, r in sorted(dict(m).items())}
-    )
+    partitions: Mapping[int, tuple[int, ...]] = field(converter=_replica_map)
     version: int = field(default=1, validator=_at_least(1))
 
     @partitions.validator
     def _check(self, attribute: attrs.Attribute[Any], value: Mapping[int, tuple[int, ...]]) -> None:
         expected = list(range(len(value)))
         if sorted(value) != expected:
-            raise ValueError(f"partitions must be numbered 0..{len(value) - 1}, got {sorted(value)}")
+            raise ValueError(
+                f"partitions must be numbered 0..{len(value) - 1}, got {sorted(value)}"
+            )
         for partition, replicas in value.items():
             if not replicas:
                 raise ValueError(f"partition {partition} has no replicas")
@@ -162,9 +177,11 @@ class ControllerEpoch:
 class ConsumerRegistration:
     """``/consumers/G/ids/C``: a legacy consumer's subscription (topic → stream count), ephemeral."""
 
-    subscription: Mapping[str, int] = field(converter=lambda m: dict(sorted(dict(m).items())))
+    subscription: Mapping[str, int] = field(converter=_sorted_dict)
     timestamp: str = field(validator=_ms_timestamp)
-    pattern: str = field(default="static", validator=validators.in_(("static", "white_list", "black_list")))
+    pattern: str = field(
+        default="static", validator=validators.in_(("static", "white_list", "black_list"))
+    )
     version: int = field(default=1, validator=_at_least(1))
 
     @subscription.validator
@@ -173,7 +190,9 @@ class ConsumerRegistration:
             if not isinstance(topic, str) or not topic:
                 raise ValueError(f"subscription has an empty topic name: {topic!r}")
             if not isinstance(streams, int) or isinstance(streams, bool) or streams < 1:
-                raise ValueError(f"subscription[{topic!r}] must be a stream count >= 1, got {streams!r}")
+                raise ValueError(
+                    f"subscription[{topic!r}] must be a stream count >= 1, got {streams!r}"
+                )
 
 
 @frozen
@@ -194,7 +213,7 @@ class ConsumerOffset:
 class TopicConfig:
     """``/config/topics/T``: per-topic configuration overrides (values are strings)."""
 
-    config: Mapping[str, str] = field(factory=dict, converter=lambda m: dict(sorted(dict(m).items())))
+    config: Mapping[str, str] = field(factory=dict, converter=_sorted_dict)
     version: int = field(default=1, validator=_at_least(1))
 
     @config.validator
@@ -207,4 +226,3 @@ class TopicConfig:
 @frozen
 class DeleteTopicMarker:
     """``/admin/delete_topics/T``: a request to delete topic T (the node holds no data)."""
-

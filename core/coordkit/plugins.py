@@ -37,6 +37,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "zookeeper": "coordkit_zookeeper",
     "redis": "coordkit_redis",
     "assignors": "coordkit_assignors",
+    "lab": "coordkit_lab",
 }
 
 T = TypeVar("T")
@@ -86,7 +87,9 @@ class Registry(Generic[T]):
                 name = self._key(*args)
                 value = args[-1]
                 if not isinstance(name, str) or not name:
-                    raise PluginError(f"plugin {_plugin!r} registered a {self.kind} without a name: {value!r}")
+                    raise PluginError(
+                        f"plugin {_plugin!r} registered a {self.kind} without a name: {value!r}"
+                    )
                 previous = items.get(name)
                 if previous is not None:
                     raise DuplicateNameError(
@@ -102,7 +105,9 @@ class Registry(Generic[T]):
             except (PluginError, UnknownNameError):
                 raise
             except Exception as exc:
-                raise PluginError(f"plugin {plugin_name!r} failed in {self._hook_name}: {exc}") from exc
+                raise PluginError(
+                    f"plugin {plugin_name!r} failed in {self._hook_name}: {exc}"
+                ) from exc
         return items
 
     @property
@@ -133,7 +138,8 @@ class Registry(Generic[T]):
 
 
 def _name_of(component: Any) -> str:
-    return getattr(component, "name", None)  # type: ignore[no-any-return]
+    name = getattr(component, "name", None)
+    return name if isinstance(name, str) else ""
 
 
 def _election_key(strategy: Any) -> str:
@@ -176,14 +182,24 @@ class PluginManager:
         self.stores: Registry[Callable[..., MetadataStore]] = Registry(
             self, "store scheme", "coordkit_register_stores", lambda scheme, _f: scheme
         )
-        self.assignors: Registry[Assignor] = Registry(self, "assignor", "coordkit_register_assignors", _name_of)
-        self.elections: Registry[Any] = Registry(self, "election strategy", "coordkit_register_elections", _election_key)
+        self.assignors: Registry[Assignor] = Registry(
+            self, "assignor", "coordkit_register_assignors", _name_of
+        )
+        self.elections: Registry[Any] = Registry(
+            self, "election strategy", "coordkit_register_elections", _election_key
+        )
         self.partitioners: Registry[Any] = Registry(
             self, "partitioner", "coordkit_register_partitioners", _name_of
         )
-        self.workloads: Registry[Any] = Registry(self, "workload", "coordkit_register_workloads", _name_of)
-        self.metrics: Registry[Any] = Registry(self, "metric", "coordkit_register_metrics", _name_of)
-        self.commands: Registry[Any] = Registry(self, "command", "coordkit_register_commands", _name_of)
+        self.workloads: Registry[Any] = Registry(
+            self, "workload", "coordkit_register_workloads", _name_of
+        )
+        self.metrics: Registry[Any] = Registry(
+            self, "metric", "coordkit_register_metrics", _name_of
+        )
+        self.commands: Registry[Any] = Registry(
+            self, "command", "coordkit_register_commands", _name_of
+        )
 
     # -- loading
     def _load_entry_points(self) -> None:
@@ -281,7 +297,9 @@ class PluginManager:
         try:
             return self.elections.get(f"{kind}/{name}")
         except UnknownNameError:
-            names = [r.name.split("/", 1)[1] for r in self.elections if r.name.startswith(f"{kind}/")]
+            names = [
+                r.name.split("/", 1)[1] for r in self.elections if r.name.startswith(f"{kind}/")
+            ]
             raise UnknownNameError(f"{kind} election strategy", name, names) from None
 
     def partitioner(self, name: str) -> Any:
@@ -299,7 +317,9 @@ class PluginManager:
         return self.pm.hook
 
     def notify_session_state(self, store_url: str, session_id: int, state: SessionState) -> None:
-        self.pm.hook.coordkit_session_state_changed(store_url=store_url, session_id=session_id, state=state)
+        self.pm.hook.coordkit_session_state_changed(
+            store_url=store_url, session_id=session_id, state=state
+        )
 
     def notify_broker_registered(self, broker_id: int, host: str, port: int) -> None:
         self.pm.hook.coordkit_broker_registered(broker_id=broker_id, host=host, port=port)
@@ -308,17 +328,37 @@ class PluginManager:
         self.pm.hook.coordkit_controller_changed(broker_id=broker_id, epoch=epoch)
 
     def notify_leader_elected(
-        self, topic: str, partition: int, leader: int, leader_epoch: int, isr: list[int], reason: str
+        self,
+        topic: str,
+        partition: int,
+        leader: int,
+        leader_epoch: int,
+        isr: list[int],
+        reason: str,
     ) -> None:
         self.pm.hook.coordkit_leader_elected(
-            topic=topic, partition=partition, leader=leader, leader_epoch=leader_epoch, isr=isr, reason=reason
+            topic=topic,
+            partition=partition,
+            leader=leader,
+            leader_epoch=leader_epoch,
+            isr=isr,
+            reason=reason,
         )
 
     def notify_rebalance_completed(
-        self, group: str, generation: int, assignment: Mapping[str, list[str]], rounds: int, duration_s: float
+        self,
+        group: str,
+        generation: int,
+        assignment: Mapping[str, list[str]],
+        rounds: int,
+        duration_s: float,
     ) -> None:
         self.pm.hook.coordkit_rebalance_completed(
-            group=group, generation=generation, assignment=assignment, rounds=rounds, duration_s=duration_s
+            group=group,
+            generation=generation,
+            assignment=assignment,
+            rounds=rounds,
+            duration_s=duration_s,
         )
 
 

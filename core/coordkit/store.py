@@ -362,7 +362,9 @@ def check_data(path: str, data: bytes, limit: int = MAX_DATA_SIZE) -> bytes:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"{path}: node data must be bytes, got {type(data).__name__}")
     if len(data) > limit:
-        raise DataTooLargeError(f"value of {len(data):,} bytes exceeds the {limit:,}-byte limit", path=path)
+        raise DataTooLargeError(
+            f"value of {len(data):,} bytes exceeds the {limit:,}-byte limit", path=path
+        )
     return bytes(data)
 
 

@@ -61,7 +61,9 @@ class StoreURL:
         if self.username or self.password:
             auth = (self.username or "") + (":***" if self.password else "") + "@"
         query = "&".join(f"{k}={v}" for k, v in self.query)
-        return f"{self.scheme}://{auth}{self.host_string}{self.path}" + (f"?{query}" if query else "")
+        return f"{self.scheme}://{auth}{self.host_string}{self.path}" + (
+            f"?{query}" if query else ""
+        )
 
     def __repr__(self) -> str:
         return f"StoreURL({self.redacted()!r})"
@@ -80,7 +82,9 @@ def _parse_host(item: str, scheme: str) -> tuple[str, int | None]:
     try:
         port = int(port_text)
     except ValueError:
-        raise InvalidURLError(f"{scheme} URL: port {port_text!r} of host {host!r} is not a number") from None
+        raise InvalidURLError(
+            f"{scheme} URL: port {port_text!r} of host {host!r} is not a number"
+        ) from None
     if not 0 < port < 65536:
         raise InvalidURLError(f"{scheme} URL: port {port} of host {host!r} is out of range")
     return host, port

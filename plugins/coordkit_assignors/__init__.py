@@ -1,0 +1,34 @@
+"""Consumer partition assignors, registered through ``coordkit_register_assignors``.
+
+Kafka's client-side assignors (``range`` with its rack-aware mode, ``roundrobin``, ``sticky``,
+``cooperative-sticky``), the server-side ``uniform`` assignor of KIP-848, the legacy ZooKeeper
+consumer's ceiling split ``range-ceil`` (seed 003), and ``weighted-sticky``, which balances a
+per-partition load instead of partition counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coordkit import hookimpl
+
+
+@hookimpl
+def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.range import RangeAssignor, RangeCeilAssignor
+    from coordkit_assignors.roundrobin import RoundRobinAssignor
+    from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+    from coordkit_assignors.uniform import UniformAssignor
+    from coordkit_assignors.weighted import WeightedStickyAssignor
+
+    for assignor in (
+        RangeAssignor(),
+        RangeCeilAssignor(),
+        RoundRobinAssignor(),
+        StickyAssignor(),
+        CooperativeStickyAssignor(),
+        UniformAssignor(),
+        WeightedStickyAssignor(),
+    ):
+        register(assignor)

@@ -26,8 +26,12 @@ def open_memory_store(url: StoreURL, **options: Any) -> MemoryStore:
     params = url.params
     unknown = set(params) - {"session_timeout"}
     if unknown:
-        raise InvalidURLError(f"memory URL {url.redacted()!r}: unknown parameter(s) {', '.join(sorted(unknown))}")
-    timeout = float(options.pop("session_timeout", params.get("session_timeout", DEFAULT_SESSION_TIMEOUT)))
+        raise InvalidURLError(
+            f"memory URL {url.redacted()!r}: unknown parameter(s) {', '.join(sorted(unknown))}"
+        )
+    timeout = float(
+        options.pop("session_timeout", params.get("session_timeout", DEFAULT_SESSION_TIMEOUT))
+    )
     clock = options.pop("clock", None)
     if options:
         raise TypeError(f"memory store: unknown option(s) {', '.join(sorted(options))}")

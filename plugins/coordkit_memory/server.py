@@ -23,7 +23,17 @@ from coordkit.errors import (
     SessionExpiredError,
     StoreError,
 )
-from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, Stat, check_data, describe_op
+from coordkit.store import (
+    ANY_VERSION,
+    Check,
+    Create,
+    Delete,
+    Op,
+    SetData,
+    Stat,
+    check_data,
+    describe_op,
+)
 
 if TYPE_CHECKING:
     from coordkit_memory.store import MemoryStore
@@ -32,7 +42,18 @@ DEFAULT_SESSION_TIMEOUT = 10.0
 
 
 class _Node:
-    __slots__ = ("children", "ctime", "cversion", "czxid", "data", "mtime", "mzxid", "owner", "pzxid", "version")
+    __slots__ = (
+        "children",
+        "ctime",
+        "cversion",
+        "czxid",
+        "data",
+        "mtime",
+        "mzxid",
+        "owner",
+        "pzxid",
+        "version",
+    )
 
     def __init__(self, data: bytes, zxid: int, now_ms: int, owner: int):
         self.data = data
@@ -64,6 +85,11 @@ class _Node:
             data_length=len(self.data),
             num_children=len(self.children),
         )
+
+
+def _check_version(node: _Node, version: int, path: str) -> None:
+    if version not in (ANY_VERSION, node.version):
+        raise BadVersionError(f"expected version {version}, node is at {node.version}", path=path)
 
 
 class _Session:
@@ -130,13 +156,17 @@ class MemoryServer:
         from coordkit.urls import StoreURL
         from coordkit_memory.store import MemoryStore
 
-        return MemoryStore(self, StoreURL("memory", path=f"/{self.name}" if self.name else ""), session_timeout)
+        return MemoryStore(
+            self, StoreURL("memory", path=f"/{self.name}" if self.name else ""), session_timeout
+        )
 
     # -- sessions
     def open_session(self, client: MemoryStore, timeout: float) -> int:
         with self._lock:
             session_id = next(self._session_ids)
-            self._sessions[session_id] = _Session(session_id, client, timeout, self.clock.monotonic())
+            self._sessions[session_id] = _Session(
+                session_id, client, timeout, self.clock.monotonic()
+            )
             return session_id
 
     def session_ids(self) -> list[int]:
@@ -188,7 +218,9 @@ class MemoryServer:
         with self._lock:
             now = self.clock.monotonic()
             overdue = [
-                s.id for s in self._sessions.values() if not s.connected and now - s.last_seen > s.timeout
+                s.id
+                for s in self._sessions.values()
+                if not s.connected and now - s.last_seen > s.timeout
             ]
             for session_id in overdue:
                 self._drop_ephemerals(self._sessions.pop(session_id))
@@ -257,7 +289,14 @@ class MemoryServer:
 
     # -- writes
     def create(
-        self, session_id: int, path: str, data: bytes, *, ephemeral: bool, sequential: bool, make_parents: bool
+        self,
+        session_id: int,
+        path: str,
+        data: bytes,
+        *,
+        ephemeral: bool,
+        sequential: bool,
+        make_parents: bool,
     ) -> str:
         paths.validate(path, sequential=sequential)
         data = check_data(path, data)
@@ -267,7 +306,9 @@ class MemoryServer:
             mark = len(self._events)
             try:
                 if make_parents:
-                    for ancestor in paths.ancestors(path.rstrip("/") + ("/x" if path.endswith("/") else "")):
+                    for ancestor in paths.ancestors(
+                        path.rstrip("/") + ("/x" if path.endswith("/") else "")
+                    ):
                         if ancestor not in self._nodes:
                             self._create(ancestor, b"", journal.zxid, 0, False, journal)
                 owner = session_id if ephemeral else 0
@@ -294,8 +335,7 @@ class MemoryServer:
         with self._lock:
             self._session(session_id)
             node = self._node(path)
-            if version != ANY_VERSION and node.version != version:
-                raise BadVersionError(f"expected version {version}, node is at {node.version}", path=path)
+            _check_version(node, version, path)
             if path == "/":
                 raise StoreError("the root node cannot be deleted", path=path)
             zxid = self._next_zxid()
@@ -339,21 +379,21 @@ class MemoryServer:
     def _apply_in(self, journal: _Journal, op: Op, session_id: int) -> Any:
         match op:
             case Create(path=path, data=data, ephemeral=ephemeral, sequential=sequential):
-                return self._create(path, data, journal.zxid, session_id if ephemeral else 0, sequential, journal)
+                return self._create(
+                    path, data, journal.zxid, session_id if ephemeral else 0, sequential, journal
+                )
             case SetData(path=path, data=data, version=version):
                 return self._set(path, data, version, journal.zxid, journal)
             case Delete(path=path, version=version):
                 node = self._node(path)
-                if version != ANY_VERSION and node.version != version:
-                    raise BadVersionError(f"expected version {version}, node is at {node.version}", path=path)
+                _check_version(node, version, path)
                 if node.children:
                     raise NotEmptyError(f"node has {len(node.children)} children", path=path)
                 self._remove(path, journal.zxid, journal)
                 return None
             case Check(path=path, version=version):
                 node = self._node(path)
-                if version != ANY_VERSION and node.version != version:
-                    raise BadVersionError(f"expected version {version}, node is at {node.version}", path=path)
+                _check_version(node, version, path)
                 return None
         raise TypeError(f"not a store operation: {op!r}")
 
@@ -374,9 +414,17 @@ class MemoryServer:
             journal.originals[path] = None if node is None else node.copy()
 
     def _create(
-        self, path: str, data: bytes, zxid: int, owner: int, sequential: bool, journal: _Journal | None
+        self,
+        path: str,
+        data: bytes,
+        zxid: int,
+        owner: int,
+        sequential: bool,
+        journal: _Journal | None,
     ) -> str:
-        parent_path = paths.parent(path.rstrip("/") + "/x") if path.endswith("/") else paths.parent(path)
+        parent_path = (
+            paths.parent(path.rstrip("/") + "/x") if path.endswith("/") else paths.parent(path)
+        )
         parent = self._nodes.get(parent_path)
         if parent is None:
             raise NoNodeError(f"parent {parent_path} does not exist", path=path)
@@ -398,10 +446,11 @@ class MemoryServer:
         self._events.append(("children", parent_path))
         return path
 
-    def _set(self, path: str, data: bytes, version: int, zxid: int, journal: _Journal | None) -> Stat:
+    def _set(
+        self, path: str, data: bytes, version: int, zxid: int, journal: _Journal | None
+    ) -> Stat:
         node = self._node(path)
-        if version != ANY_VERSION and node.version != version:
-            raise BadVersionError(f"expected version {version}, node is at {node.version}", path=path)
+        _check_version(node, version, path)
         self._touch(journal, path)
         node.data = data
         node.version += 1

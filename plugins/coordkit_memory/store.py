@@ -191,11 +191,16 @@ class MemoryStore(MetadataStore):
             try:
                 match op:
                     case Create():
-                        results.append(self.create(op.path, op.data, ephemeral=op.ephemeral, sequential=op.sequential))
+                        results.append(
+                            self.create(
+                                op.path, op.data, ephemeral=op.ephemeral, sequential=op.sequential
+                            )
+                        )
                     case SetData():
                         results.append(self.set(op.path, op.data, op.version))
                     case Delete():
-                        results.append(self.delete(op.path, op.version))
+                        self.delete(op.path, op.version)
+                        results.append(None)
                     case _:
                         results.append(self.commit([op])[0])
             except StoreError as exc:

@@ -24,12 +24,16 @@ def main(argv: list[str]) -> int:
     flags = [a for a in argv if a.startswith("-")]
     unknown = [a for a in areas if a not in available]
     if unknown:
-        print(f"unknown benchmark area(s) {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
+        print(
+            f"unknown benchmark area(s) {', '.join(unknown)}; available: {', '.join(available)}",
+            file=sys.stderr,
+        )
         return 2
     sys.path.insert(0, str(HERE.parent))  # the test harness (servers) is importable as `harness`
     for area in areas or list(available):
         spec = importlib.util.spec_from_file_location(f"bench_{area}", available[area])
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         print(f"== benchmark: {area}", flush=True)

@@ -23,7 +23,9 @@ def test_ephemeral_node_is_owned_by_the_session(store: MetadataStore, other: Met
     assert store.session_id != other.session_id
 
 
-def test_ephemeral_nodes_vanish_when_the_session_closes(store: MetadataStore, other: MetadataStore) -> None:
+def test_ephemeral_nodes_vanish_when_the_session_closes(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/live", b"")
     store.create("/live/a", b"", ephemeral=True)
     store.create("/persistent", b"")
@@ -87,7 +89,9 @@ def test_sequence_counts_every_child_change_of_the_parent(store: MetadataStore) 
     assert store.create("/q/job-", b"", sequential=True) == "/q/job-0000000002"
 
 
-def test_sequential_numbers_are_unique_under_concurrent_creators(open_session: StoreFactory) -> None:
+def test_sequential_numbers_are_unique_under_concurrent_creators(
+    open_session: StoreFactory,
+) -> None:
     stores = [open_session() for _ in range(4)]
     stores[0].create("/q", b"")
     made: list[str] = []
@@ -115,7 +119,9 @@ def test_sequential_numbers_are_unique_under_concurrent_creators(open_session: S
     assert sorted(int(p[-10:]) for p in made) == list(range(200))
 
 
-def test_ephemeral_sequential_node_is_removed_with_its_session(store: MetadataStore, other: MetadataStore) -> None:
+def test_ephemeral_sequential_node_is_removed_with_its_session(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/q", b"")
     path = store.create("/q/job-", b"", ephemeral=True, sequential=True)
     assert other.exists(path) is not None

@@ -62,7 +62,9 @@ def test_failed_create_with_make_parents_leaves_no_parents(store: MetadataStore)
     assert store.exists("/p/q/r") is None
 
 
-@pytest.mark.parametrize("path", ["", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/a\x01"])
+@pytest.mark.parametrize(
+    "path", ["", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/../b", "/a\x00b", "/a\x01"]
+)
 def test_invalid_paths_are_rejected_naming_the_path(store: MetadataStore, path: str) -> None:
     with pytest.raises(InvalidPathError) as info:
         store.create(path, b"")

@@ -16,7 +16,9 @@ from harness.backends import Backend, StoreFactory
 from harness.waiting import wait_for
 
 
-def test_new_session_is_connected_with_a_distinct_id(store: MetadataStore, other: MetadataStore) -> None:
+def test_new_session_is_connected_with_a_distinct_id(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     assert store.state is SessionState.CONNECTED
     assert store.session_id != 0
     assert store.session_id != other.session_id
@@ -72,10 +74,15 @@ def test_context_manager_closes(open_session: StoreFactory) -> None:
 def test_characteristics_are_declared_and_enforced(store: MetadataStore) -> None:
     traits = store.characteristics
     assert isinstance(traits, StoreCharacteristics)
-    assert traits.ephemeral_nodes and traits.sequential_nodes
+    assert traits.ephemeral_nodes
+    assert traits.sequential_nodes
     assert traits.max_data_size >= 1_000_000
     store.require("ephemeral_nodes", "sequential_nodes")
-    lacking = [name for name in ("durable", "linearizable_writes", "shared_across_processes") if not getattr(traits, name)]
+    lacking = [
+        name
+        for name in ("durable", "linearizable_writes", "shared_across_processes")
+        if not getattr(traits, name)
+    ]
     if lacking:
         with pytest.raises(UnsupportedError) as info:
             store.require(*lacking)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -37,7 +38,11 @@ class Model:
 
     def children(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
-        return sorted(p[len(prefix):] for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix):] and p != "/")
+        return sorted(
+            p[len(prefix) :]
+            for p in self.nodes
+            if p.startswith(prefix) and "/" not in p[len(prefix) :] and p != "/"
+        )
 
     def apply(self, op: Any) -> None:
         """Apply one op or raise the error the store must raise."""
@@ -68,6 +73,15 @@ class Model:
         return current
 
 
+def outcome(action: Callable[[], object]) -> type[StoreError] | None:
+    """The store error type ``action`` raises, or ``None`` if it succeeds."""
+    try:
+        action()
+    except StoreError as exc:
+        return type(exc)
+    return None
+
+
 OPS = st.one_of(
     st.builds(Create, PATHS, DATA),
     st.builds(SetData, PATHS, DATA, VERSIONS),
@@ -84,49 +98,31 @@ class StoreMachine(RuleBasedStateMachine):
         self.store: MetadataStore = self.backend.open(self.backend.new_url())
         self.model = Model()
 
-    def _expect(self, op: Any, run: Any) -> None:
-        expected: type[StoreError] | None = None
-        try:
-            self.model.apply(op)
-        except StoreError as exc:
-            expected = type(exc)
-        try:
-            run()
-        except StoreError as exc:
-            assert expected is type(exc), f"{op}: store raised {type(exc).__name__}, model {expected}"
-            return
-        assert expected is None, f"{op}: store succeeded, model raised {expected.__name__}"
+    def _run(self, op: Any) -> object:
+        match op:
+            case Create(path=path, data=data):
+                return self.store.create(path, data)
+            case SetData(path=path, data=data, version=version):
+                return self.store.set(path, data, version)
+            case Delete(path=path, version=version):
+                return self.store.delete(path, version)
+        return self.store.commit([op])
 
     @rule(op=OPS)
     def single(self, op: Any) -> None:
-        match op:
-            case Create(path=path, data=data):
-                self._expect(op, lambda: self.store.create(path, data))
-            case SetData(path=path, data=data, version=version):
-                self._expect(op, lambda: self.store.set(path, data, version))
-            case Delete(path=path, version=version):
-                self._expect(op, lambda: self.store.delete(path, version))
-            case Check():
-                self._expect(op, lambda: self.store.commit([op]))
+        expected = outcome(lambda: self.model.apply(op))
+        actual = outcome(lambda: self._run(op))
+        assert actual is expected, f"{op}: store {actual}, model {expected}"
 
     @rule(ops=st.lists(OPS, min_size=1, max_size=4))
     def transaction(self, ops: list[Any]) -> None:
         trial = Model()
         trial.nodes = dict(self.model.nodes)
-        expected: type[StoreError] | None = None
-        for op in ops:
-            try:
-                trial.apply(op)
-            except StoreError as exc:
-                expected = type(exc)
-                break
-        try:
-            self.store.commit(ops)
-        except StoreError as exc:
-            assert expected is type(exc), f"{ops}: store raised {type(exc).__name__}, model {expected}"
-            return
-        assert expected is None, f"{ops}: store committed, model raised {expected.__name__}"
-        self.model = trial
+        expected = outcome(lambda: [trial.apply(op) for op in ops])
+        actual = outcome(lambda: self.store.commit(ops))
+        assert actual is expected, f"{ops}: store {actual}, model {expected}"
+        if expected is None:
+            self.model = trial
 
     @invariant()
     def tree_matches_model(self) -> None:
@@ -148,6 +144,9 @@ def test_store_behaves_like_the_model(backend: Backend) -> None:
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=list(HealthCheck)
+            max_examples=60,
+            stateful_step_count=25,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
         ),
     )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from harness.backends import StoreFactory
-
 from coordkit.store import (
     BadVersionError,
     Check,
@@ -18,6 +16,7 @@ from coordkit.store import (
     SetData,
     Stat,
 )
+from harness.backends import StoreFactory
 
 
 def snapshot(store: MetadataStore, root: str = "/") -> dict[str, tuple[bytes, int]]:
@@ -106,7 +105,9 @@ def test_transaction_builder(store: MetadataStore) -> None:
     assert store.get("/t")[0] == b"parent"
 
 
-def test_ephemeral_created_in_transaction_belongs_to_session(store: MetadataStore, other: MetadataStore) -> None:
+def test_ephemeral_created_in_transaction_belongs_to_session(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     store.commit([Create("/eph", b"", ephemeral=True)])
     assert other.exists("/eph").ephemeral_owner == store.session_id  # type: ignore[union-attr]
     store.close()

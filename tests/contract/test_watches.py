@@ -28,7 +28,9 @@ class Recorder:
             return [e.data for e in self.events]  # type: ignore[union-attr]
 
 
-def test_data_watch_delivers_current_state_then_changes(store: MetadataStore, other: MetadataStore) -> None:
+def test_data_watch_delivers_current_state_then_changes(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/w", b"v0")
     seen = Recorder()
     store.watch_data("/w", seen)
@@ -39,7 +41,9 @@ def test_data_watch_delivers_current_state_then_changes(store: MetadataStore, ot
     wait_for(lambda: seen.last() is not None and not seen.last().exists, what="deletion")  # type: ignore[union-attr]
 
 
-def test_data_watch_on_missing_node_sees_its_creation(store: MetadataStore, other: MetadataStore) -> None:
+def test_data_watch_on_missing_node_sees_its_creation(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     seen = Recorder()
     store.watch_data("/later", seen)
     wait_for(lambda: len(seen.events) == 1, what="initial state")
@@ -61,7 +65,9 @@ def test_children_watch_tracks_membership(store: MetadataStore, other: MetadataS
     wait_for(lambda: seen.last().children == ("2",), what="ephemeral child gone")  # type: ignore[union-attr]
 
 
-def test_children_watch_ignores_data_changes_of_children(store: MetadataStore, other: MetadataStore) -> None:
+def test_children_watch_ignores_data_changes_of_children(
+    store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/ids/1", b"a", make_parents=True)
     seen = Recorder()
     store.watch_children("/ids", seen)
@@ -109,7 +115,9 @@ def test_two_watchers_on_one_path_both_deliver(store: MetadataStore, other: Meta
     wait_for(lambda: first.values()[-1:] == [b"1"] and second.values()[-1:] == [b"1"], what="both")
 
 
-def test_watch_catches_up_after_connection_loss(backend: Backend, store: MetadataStore, other: MetadataStore) -> None:
+def test_watch_catches_up_after_connection_loss(
+    backend: Backend, store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/state", b"before")
     store.create("/members", b"")
     data_seen, children_seen = Recorder(), Recorder()
@@ -126,13 +134,18 @@ def test_watch_catches_up_after_connection_loss(backend: Backend, store: Metadat
     wait_for(lambda: data_seen.values()[-1:] == [b"after"], what="later change delivered")
 
 
-def test_watch_survives_session_expiry(backend: Backend, store: MetadataStore, other: MetadataStore) -> None:
+def test_watch_survives_session_expiry(
+    backend: Backend, store: MetadataStore, other: MetadataStore
+) -> None:
     store.create("/keep", b"1")
     seen = Recorder()
     store.watch_data("/keep", seen)
     wait_for(lambda: seen.events, what="initial")
     backend.expire(store)
-    wait_for(lambda: store.state is SessionState.CONNECTED and store.exists("/keep") is not None, what="new session")
+    wait_for(
+        lambda: store.state is SessionState.CONNECTED and store.exists("/keep") is not None,
+        what="new session",
+    )
     other.set("/keep", b"2")
     wait_for(lambda: seen.values()[-1:] == [b"2"], what="change after expiry")
 

@@ -23,7 +23,9 @@ class TCPProxy:
         self._closed = threading.Event()
         self._lock = threading.Lock()
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
-        self._thread = threading.Thread(target=self._accept_loop, name=f"proxy-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._accept_loop, name=f"proxy-{self.port}", daemon=True
+        )
         self._thread.start()
 
     @property

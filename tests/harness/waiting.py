@@ -12,7 +12,9 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 20.0
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition") -> T:
+def wait_for(
+    predicate: Callable[[], T], timeout: float = DEFAULT_TIMEOUT, what: str = "condition"
+) -> T:
     deadline = time.monotonic() + timeout
     delay = 0.002
     while True:

@@ -12,7 +12,9 @@ from coordkit.plugins import get_plugin_manager
 
 
 @click.command("plugins")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 def plugins_command(fmt: str) -> None:
     """List installed plugins with their distribution, version and what they registered."""
     infos = get_plugin_manager().plugins()
@@ -38,7 +40,9 @@ def plugins_command(fmt: str) -> None:
     for column in ("plugin", "distribution", "version", "module", "registers"):
         table.add_column(column)
     for p in infos:
-        registers = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(p.registered.items()))
+        registers = "\n".join(
+            f"{kind}: {', '.join(names)}" for kind, names in sorted(p.registered.items())
+        )
         table.add_row(
             p.name + ("" if p.builtin else " (third-party)"),
             p.distribution or "-",

@@ -44,7 +44,11 @@ def describe_value(path: str, data: bytes) -> tuple[str, str | None, str | None]
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        return "0x" + data[:64].hex() + ("…" if len(data) > 64 else ""), codec.name if codec else None, problem
+        return (
+            "0x" + data[:64].hex() + ("…" if len(data) > 64 else ""),
+            codec.name if codec else None,
+            problem,
+        )
     try:
         text = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
     except json.JSONDecodeError:
@@ -90,7 +94,9 @@ def walk(store: MetadataStore, root: str, depth: int | None = None) -> list[Node
     help=f"Store URL (or ${DEFAULT_STORE_ENV}).",
 )
 @click.option("--depth", type=click.IntRange(min=0), help="Stop this many levels below PATH.")
-@click.option("--format", "fmt", type=click.Choice(["tree", "json"]), default="tree", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["tree", "json"]), default="tree", show_default=True
+)
 @click.argument("path", default="/")
 def tree_command(store_url: str, depth: int | None, fmt: str, path: str) -> None:
     """Print the nodes under PATH with their values (Kafka's JSON decoded and checked)."""
@@ -107,7 +113,11 @@ def _as_json(view: NodeView) -> dict[str, Any]:
         value: Any = json.loads(view.text) if view.text else None
     except json.JSONDecodeError:
         value = view.text
-    out: dict[str, Any] = {"value": value, "version": view.stat.version, "ephemeral": view.stat.ephemeral}
+    out: dict[str, Any] = {
+        "value": value,
+        "version": view.stat.version,
+        "ephemeral": view.stat.ephemeral,
+    }
     if view.kind:
         out["kind"] = view.kind
     if view.problem:

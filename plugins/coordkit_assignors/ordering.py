@@ -1,0 +1,173 @@
+"""The columnar view of a group that the assignors share.
+
+Members are numbered by Kafka's member order (static members first by instance id, then the rest by
+member id); partitions by their global index in the group's :class:`PartitionSpace`. Assignors
+work on these integers and on numpy arrays, never on one object per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+import numpy.typing as npt
+
+from coordkit.assignment import GroupAssignment, GroupSubscription, PartitionSpace, java_string_key
+
+IntArray = npt.NDArray[np.int64]
+
+
+class GroupLayout:
+    """A group numbered for columnar assignors.
+
+    :ivar members: member ids in Kafka's member order; a member's position is its number.
+    :ivar subscribers: for every subscribed topic with at least one partition, the positions of
+        its subscribers in ascending order. Members with identical subscriptions share one list:
+        treat the lists as read-only.
+    """
+
+    __slots__ = ("group", "members", "space", "subscribers")
+
+    def __init__(self, group: GroupSubscription):
+        self.group = group
+        self.space: PartitionSpace = group.space()
+        self.members: list[str] = group.member_order()
+        # Group members by subscription first: at Kafka's scale (2,000 members x 500 topics) most
+        # groups have a handful of distinct subscriptions, so this is one pass per distinct one.
+        by_subscription: dict[tuple[str, ...], list[int]] = {}
+        for position, member in enumerate(self.members):
+            by_subscription.setdefault(group.members[member].topics, []).append(position)
+        per_topic: dict[str, list[list[int]]] = {}
+        space = self.space
+        for topics, positions in by_subscription.items():
+            for topic in topics:
+                if space.count(topic) > 0:
+                    per_topic.setdefault(topic, []).append(positions)
+        self.subscribers: dict[str, list[int]] = {
+            topic: lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))
+            for topic, lists in per_topic.items()
+        }
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def topics_in_space_order(self) -> list[str]:
+        """Subscribed topics (with partitions) in partition-space order (topic name order)."""
+        return [t for t in self.space.topics if t in self.subscribers]
+
+    def topics_in_java_order(self) -> list[str]:
+        """Subscribed topics in Java ``String`` order (Kafka's ``TreeSet`` of topic names)."""
+        return sorted(self.subscribers, key=java_string_key)
+
+    def is_homogeneous(self) -> bool:
+        """Whether every member subscribes to every topic that has partitions."""
+        size = len(self.members)
+        return all(len(subs) == size for subs in self.subscribers.values())
+
+    def subscribed_mask(self) -> npt.NDArray[np.bool_]:
+        """A boolean per global partition index: does any member subscribe to its topic?"""
+        mask = np.zeros(self.space.total, dtype=bool)
+        for topic in self.subscribers:
+            base = self.space.base(topic)
+            mask[base : base + self.space.count(topic)] = True
+        return mask
+
+    def loads(self) -> npt.NDArray[np.float64]:
+        """Per global partition index, its load (1.0 where the topic gives none)."""
+        out = np.ones(self.space.total, dtype=np.float64)
+        for topic, meta in self.group.topics.items():
+            if meta.loads is not None and meta.partitions:
+                base = self.space.base(topic)
+                out[base : base + meta.partitions] = meta.loads
+        return out
+
+    def has_loads(self) -> bool:
+        return any(meta.loads is not None for meta in self.group.topics.values())
+
+    def previous_owners(self, *, subscribed_only: bool = True) -> IntArray:
+        """Per global partition index, the position of the member that keeps a claim on it, or -1.
+
+        Claims on partitions that do not exist are ignored, and (``subscribed_only``) so are claims
+        on topics the claimant no longer subscribes to. When several members claim a partition the
+        one with the highest generation wins; a tie at the highest generation means nobody keeps it
+        (Kafka's rule for conflicting ownership in the sticky assignors).
+        """
+        owners = np.full(self.space.total, -1, dtype=np.int64)
+        claim_indices: list[IntArray] = []
+        claim_generations: list[int] = []
+        claim_members: list[int] = []
+        claim_sizes: list[int] = []
+        space = self.space
+        for position, member in enumerate(self.members):
+            sub = self.group.members[member]
+            if not sub.owned:
+                continue
+            subscribed = set(sub.topics) if subscribed_only else None
+            for topic, parts in sub.owned.items():
+                count = space.count(topic)
+                if count == 0 or (subscribed is not None and topic not in subscribed):
+                    continue
+                array = np.fromiter(parts, dtype=np.int64, count=len(parts))
+                array = array[(array >= 0) & (array < count)]
+                if array.size:
+                    claim_indices.append(array + space.base(topic))
+                    claim_generations.append(sub.generation)
+                    claim_members.append(position)
+                    claim_sizes.append(int(array.size))
+        if not claim_indices:
+            return owners
+        indices = np.concatenate(claim_indices)
+        sizes = np.asarray(claim_sizes)
+        generations = np.repeat(np.asarray(claim_generations, dtype=np.int64), sizes)
+        members = np.repeat(np.asarray(claim_members, dtype=np.int64), sizes)
+        # Sort claims by partition, highest generation first; the first claim of each partition wins
+        # unless the next claim on the same partition has the same generation.
+        order = np.lexsort((-generations, indices))
+        indices, generations, members = indices[order], generations[order], members[order]
+        first = np.ones(indices.size, dtype=bool)
+        first[1:] = indices[1:] != indices[:-1]
+        tied = np.zeros(indices.size, dtype=bool)
+        tied[:-1] = (indices[1:] == indices[:-1]) & (generations[1:] == generations[:-1])
+        # A member listing the same partition twice is one claim, not a tie with itself.
+        tied[:-1] &= members[1:] != members[:-1]
+        winners = first & ~tied
+        owners[indices[winners]] = members[winners]
+        return owners
+
+    # -- building the result
+    def result_from_owners(self, indices: IntArray, owners: IntArray) -> GroupAssignment:
+        """The assignment giving ``indices[k]`` to member position ``owners[k]``."""
+        size = len(self.members)
+        if indices.size == 0:
+            return GroupAssignment.from_indices(self.space, {m: [] for m in self.members})
+        counts = np.bincount(owners, minlength=size)
+        order = np.argsort(owners, kind="stable")
+        grouped = indices[order]
+        if indices.size > 1 and not bool(np.all(indices[1:] > indices[:-1])):
+            # A stable sort keeps each member's run in input order: sorted only if the input was.
+            grouped = _sort_runs(grouped, counts)
+        flat: list[int] = grouped.tolist()
+        assigned: dict[str, Sequence[int]] = {}
+        start = 0
+        for member, count in zip(self.members, counts.tolist(), strict=True):
+            assigned[member] = flat[start : start + count]
+            start += count
+        return GroupAssignment.from_indices(self.space, assigned)
+
+    def result_from_lists(self, per_member: Sequence[Sequence[int]]) -> GroupAssignment:
+        """The assignment giving ``per_member[position]`` (global indices) to each member."""
+        return GroupAssignment.from_indices(
+            self.space, {m: sorted(parts) for m, parts in zip(self.members, per_member, strict=True)}
+        )
+
+
+def _sort_runs(grouped: IntArray, counts: npt.NDArray[np.int64]) -> IntArray:
+    out = grouped.copy()
+    start = 0
+    for count in counts.tolist():
+        if count > 1:
+            out[start : start + count].sort()
+        start += count
+    return out

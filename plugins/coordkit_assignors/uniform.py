@@ -1,0 +1,15 @@
+"""Placeholder while the real module is written."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+
+
+class UniformAssignor:
+    name: ClassVar[str] = "uniform"
+    protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+
+    def assign(self, group: GroupSubscription) -> GroupAssignment:
+        raise NotImplementedError

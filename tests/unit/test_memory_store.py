@@ -1,0 +1,89 @@
+"""What the memory store offers beyond the contract: named servers, a controllable clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordkit.clock import ManualClock
+from coordkit.errors import InvalidURLError, SessionExpiredError
+from coordkit.plugins import open_store
+from coordkit.store import SessionState
+from coordkit_memory import MemoryServer
+from harness.waiting import wait_for
+
+
+def test_named_servers_are_shared_and_private_ones_are_not() -> None:
+    a = open_store("memory://shared-test")
+    b = open_store("memory://shared-test")
+    private = open_store("memory://")
+    try:
+        a.create("/x", b"1")
+        assert b.get("/x")[0] == b"1"
+        assert private.exists("/x") is None
+    finally:
+        for s in (a, b, private):
+            s.close()
+        MemoryServer.discard("shared-test")
+    fresh = open_store("memory://shared-test")
+    assert fresh.exists("/x") is None
+    fresh.close()
+
+
+def test_disconnected_session_expires_when_the_clock_passes_its_timeout() -> None:
+    clock = ManualClock()
+    server = MemoryServer(clock=clock)
+    owner = server.connect(session_timeout=5.0)
+    watcher = server.connect()
+    owner.create("/lease", b"", ephemeral=True)
+    states: list[SessionState] = []
+    owner.add_listener(states.append)
+    owner.disconnect()
+    clock.advance(4.9)
+    assert watcher.exists("/lease") is not None  # within the timeout
+    clock.advance(0.2)
+    assert watcher.exists("/lease") is None
+    owner.reconnect()
+    wait_for(
+        lambda: states[-2:] == [SessionState.LOST, SessionState.CONNECTED],
+        what="LOST then CONNECTED",
+    )
+    owner.close()
+    watcher.close()
+
+
+def test_connected_sessions_never_expire_by_time() -> None:
+    clock = ManualClock()
+    server = MemoryServer(clock=clock)
+    store = server.connect(session_timeout=1.0)
+    store.create("/e", b"", ephemeral=True)
+    clock.advance(3600)
+    assert store.exists("/e") is not None
+    assert store.session_id in server.session_ids()
+    store.close()
+
+
+def test_timestamps_follow_the_servers_clock() -> None:
+    clock = ManualClock(wall_ms=1_000)
+    store = MemoryServer(clock=clock).connect()
+    store.create("/t", b"")
+    clock.advance(2.5)
+    stat = store.set("/t", b"x")
+    assert (stat.ctime, stat.mtime) == (1_000, 3_500)
+    store.close()
+
+
+def test_expire_unknown_session_is_an_error() -> None:
+    server = MemoryServer()
+    with pytest.raises(SessionExpiredError):
+        server.expire_session(12345)
+
+
+@pytest.mark.parametrize("url", ["memory://name?bogus=1", "memory://host:1/path"])
+def test_bad_memory_urls(url: str) -> None:
+    with pytest.raises(InvalidURLError):
+        open_store(url)
+
+
+def test_unknown_option_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="colour"):
+        open_store("memory://", colour="blue")
