@@ -137,12 +137,21 @@ class WatchHub:
         self._notify("children", path)
 
     def _notify(self, kind: str, path: str) -> None:
-        key = (kind, path)
+        self.notify_many([(kind, path)])
+
+    def notify_many(self, changes: list[tuple[str, str]]) -> None:
+        """Notify a batch of ``(kind, path)`` changes (kind ``"data"`` or ``"children"``)."""
+        if not self._watches:
+            return
         with self._lock:
-            if key not in self._watches or key in self._pending:
-                return
-            self._pending.add(key)
-        self._events.post(self._refresh, kind, path)
+            due = [
+                key
+                for key in dict.fromkeys(changes)
+                if key in self._watches and key not in self._pending
+            ]
+            self._pending.update(due)
+        for kind, path in due:
+            self._events.post(self._refresh, kind, path)
 
     def resync(self) -> None:
         """Re-read every watched node (after a reconnect or a new session)."""

@@ -143,11 +143,11 @@ class GroupLayout:
         if indices.size == 0:
             return GroupAssignment.from_indices(self.space, {m: [] for m in self.members})
         counts = np.bincount(owners, minlength=size)
-        order = np.argsort(owners, kind="stable")
-        grouped = indices[order]
         if indices.size > 1 and not bool(np.all(indices[1:] > indices[:-1])):
-            # A stable sort keeps each member's run in input order: sorted only if the input was.
-            grouped = _sort_runs(grouped, counts)
+            order = np.lexsort((indices, owners))  # by member, then partition index
+        else:
+            order = np.argsort(owners, kind="stable")  # runs stay in (ascending) input order
+        grouped = indices[order]
         flat: list[int] = grouped.tolist()
         assigned: dict[str, Sequence[int]] = {}
         start = 0
@@ -162,12 +162,3 @@ class GroupLayout:
             self.space, {m: sorted(parts) for m, parts in zip(self.members, per_member, strict=True)}
         )
 
-
-def _sort_runs(grouped: IntArray, counts: npt.NDArray[np.int64]) -> IntArray:
-    out = grouped.copy()
-    start = 0
-    for count in counts.tolist():
-        if count > 1:
-            out[start : start + count].sort()
-        start += count
-    return out

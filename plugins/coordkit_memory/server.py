@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from coordkit import paths
@@ -64,13 +64,6 @@ class _Node:
         self.owner = owner
         self.children: set[str] = set()
 
-    def copy(self) -> _Node:
-        twin = _Node.__new__(_Node)
-        for slot in _Node.__slots__:
-            setattr(twin, slot, getattr(self, slot))
-        twin.children = set(self.children)
-        return twin
-
     def stat(self) -> Stat:
         return Stat(
             czxid=self.czxid,
@@ -105,11 +98,11 @@ class _Session:
 
 
 class _Journal:
-    """Originals of every node a multi-op touched, to restore on failure."""
+    """Undo actions for every change a multi-op made, to run in reverse on failure."""
 
     def __init__(self, zxid: int):
         self.zxid = zxid
-        self.originals: dict[str, _Node | None] = {}
+        self.undo: list[Callable[[], None]] = []
 
 
 class MemoryServer:
@@ -408,11 +401,6 @@ class MemoryServer:
             raise NoNodeError("no node", path=path)
         return node
 
-    def _touch(self, journal: _Journal | None, path: str) -> None:
-        if journal is not None and path not in journal.originals:
-            node = self._nodes.get(path)
-            journal.originals[path] = None if node is None else node.copy()
-
     def _create(
         self,
         path: str,
@@ -434,10 +422,11 @@ class MemoryServer:
             path = paths.sequential_name(path, parent.cversion)
         if path in self._nodes:
             raise NodeExistsError("node already exists", path=path)
-        self._touch(journal, path)
-        self._touch(journal, parent_path)
+        name = paths.basename(path)
+        if journal is not None:
+            journal.undo.append(self._undo_create(path, parent, name, owner))
         self._nodes[path] = _Node(data, zxid, self.clock.wall_ms(), owner)
-        parent.children.add(paths.basename(path))
+        parent.children.add(name)
         parent.cversion += 1
         parent.pzxid = zxid
         if owner:
@@ -451,7 +440,13 @@ class MemoryServer:
     ) -> Stat:
         node = self._node(path)
         _check_version(node, version, path)
-        self._touch(journal, path)
+        if journal is not None:
+            saved = (node.data, node.version, node.mzxid, node.mtime)
+
+            def undo_set() -> None:
+                node.data, node.version, node.mzxid, node.mtime = saved
+
+            journal.undo.append(undo_set)
         node.data = data
         node.version += 1
         node.mzxid = zxid
@@ -461,12 +456,12 @@ class MemoryServer:
 
     def _remove(self, path: str, zxid: int, journal: _Journal | None) -> None:
         parent_path = paths.parent(path)
-        self._touch(journal, path)
-        self._touch(journal, parent_path)
+        parent = self._nodes[parent_path]
         node = self._nodes.pop(path)
+        if journal is not None:
+            journal.undo.append(self._undo_remove(path, node, parent))
         if node.owner and node.owner in self._sessions:
             self._sessions[node.owner].ephemerals.discard(path)
-        parent = self._nodes[parent_path]
         parent.children.discard(paths.basename(path))
         parent.cversion += 1
         parent.pzxid = zxid
@@ -487,15 +482,34 @@ class MemoryServer:
         out.sort(key=lambda p: p.count("/"), reverse=True)
         return out
 
+    def _undo_create(self, path: str, parent: _Node, name: str, owner: int) -> Callable[[], None]:
+        cversion, pzxid = parent.cversion, parent.pzxid
+
+        def undo() -> None:
+            del self._nodes[path]
+            parent.children.discard(name)
+            parent.cversion, parent.pzxid = cversion, pzxid
+            if owner and owner in self._sessions:
+                self._sessions[owner].ephemerals.discard(path)
+
+        return undo
+
+    def _undo_remove(self, path: str, node: _Node, parent: _Node) -> Callable[[], None]:
+        cversion, pzxid = parent.cversion, parent.pzxid
+
+        def undo() -> None:
+            self._nodes[path] = node
+            parent.children.add(paths.basename(path))
+            parent.cversion, parent.pzxid = cversion, pzxid
+            if node.owner and node.owner in self._sessions:
+                self._sessions[node.owner].ephemerals.add(path)
+
+        return undo
+
     def _rollback(self, journal: _Journal) -> None:
-        for path, original in journal.originals.items():
-            current = self._nodes.pop(path, None)
-            if current is not None and current.owner in self._sessions:
-                self._sessions[current.owner].ephemerals.discard(path)
-            if original is not None:
-                self._nodes[path] = original
-                if original.owner in self._sessions:
-                    self._sessions[original.owner].ephemerals.add(path)
+        for undo in reversed(journal.undo):
+            undo()
+        journal.undo.clear()
 
     def _flush(self) -> None:
         """Announce committed changes to connected clients (outside the lock)."""

@@ -232,9 +232,4 @@ class MemoryStore(MetadataStore):
             return None
 
     def _changed(self, events: list[tuple[str, str]]) -> None:
-        hub = self._hub
-        for kind, path in events:
-            if kind == "data":
-                hub.notify_data(path)
-            else:
-                hub.notify_children(path)
+        self._hub.notify_many(events)

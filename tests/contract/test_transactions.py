@@ -138,3 +138,11 @@ def test_concurrent_version_checked_updates_lose_nothing(open_session: StoreFact
     data, stat = stores[0].get("/counter")
     assert int(data) == 90
     assert stat.version == 90
+
+
+def test_failed_transaction_consumes_no_sequence_number(store: MetadataStore) -> None:
+    store.create("/q", b"")
+    with pytest.raises(NoNodeError):
+        store.commit([Create("/q/job-", b"", sequential=True), SetData("/absent", b"")])
+    assert store.children("/q") == []
+    assert store.create("/q/job-", b"", sequential=True) == "/q/job-0000000000"

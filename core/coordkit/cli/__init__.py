@@ -8,6 +8,7 @@ import sys
 import click
 
 from coordkit.__about__ import __version__
+from coordkit.cli.assign import assign_command
 from coordkit.cli.plugin_list import plugins_command
 from coordkit.cli.tree import tree_command
 from coordkit.errors import CoordkitError
@@ -49,6 +50,7 @@ def cli() -> None:
     """
 
 
+cli.add_command(assign_command)
 cli.add_command(plugins_command)
 cli.add_command(tree_command)
 

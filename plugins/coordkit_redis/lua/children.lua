@@ -1,0 +1,8 @@
+-- Children of ARGV[3]: {stat fields as stat.lua..., {names...}} or nil when the node is missing.
+local path = ARGV[3]
+local key = node_key(path)
+local v = redis.call('HMGET', key, 'cz', 'mz', 'pz', 'ct', 'mt', 'v', 'cv', 'eo', 'nc')
+if not v[1] then return false end
+v[10] = redis.call('HSTRLEN', key, 'd')
+v[11] = redis.call('SMEMBERS', children_key(path))
+return v

@@ -1,0 +1,326 @@
+-- coordkit engine: ZooKeeper's data model over Redis hashes and sets.
+--
+-- Prepended to every script. Every script gets KEYS[1] = the store's zxid counter (it carries the
+-- store's hash tag, so Redis Cluster routes the call to the slot holding every key of the store),
+-- ARGV[1] = the key prefix ("{name}:") and ARGV[2] = the change stream's approximate MAXLEN.
+--
+-- Keys (P = ARGV[1]):
+--   P n:<path>     hash: d data, cz czxid, mz mzxid, pz pzxid, ct ctime, mt mtime, v version,
+--                  cv cversion, eo ephemeral owner ('0' = persistent), nc number of children
+--   P c:<path>     set of child names
+--   P s:<sid>      session key, value = timeout in ms, TTL = the session timeout
+--   P deadlines    sorted set: session id -> deadline (server ms); the reaper reads it
+--   P e:<sid>      set of the session's ephemeral paths
+--   P zxid         global transaction counter
+--   P log          change stream: one entry per script, fields z (zxid) and e (events)
+--
+-- Writes go through a transaction overlay (Tx): every check runs against the overlay, and only a
+-- transaction whose checks all passed is flushed to Redis, so a failed op changes nothing.
+
+local P = ARGV[1]
+local MAXLEN = ARGV[2]
+local ZXID = KEYS[1]
+local DEADLINES = P .. 'deadlines'
+local LOG = P .. 'log'
+local FIELDS = {'cz', 'mz', 'pz', 'ct', 'mt', 'v', 'cv', 'eo', 'nc'}
+
+local function node_key(path) return P .. 'n:' .. path end
+local function children_key(path) return P .. 'c:' .. path end
+local function ephemerals_key(sid) return P .. 'e:' .. sid end
+local function session_key(sid) return P .. 's:' .. sid end
+local function fmt(n) return string.format('%d', n) end
+
+local NOW = nil
+local function now_ms()
+  if NOW == nil then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+
+local function parent_of(path)
+  local head = string.match(path, '^(.*)/[^/]*$')
+  if head == '' then return '/' end
+  return head
+end
+
+local function basename(path) return string.match(path, '/([^/]*)$') end
+
+local function child_path(parent, name)
+  if parent == '/' then return '/' .. name end
+  return parent .. '/' .. name
+end
+
+-- Proper ancestors without the root, from the top: /a/b/c -> /a, /a/b
+local function ancestors(path)
+  local out = {}
+  local pos = 2
+  while true do
+    local slash = string.find(path, '/', pos, true)
+    if not slash then break end
+    out[#out + 1] = string.sub(path, 1, slash - 1)
+    pos = slash + 1
+  end
+  return out
+end
+
+local function fail(code, path, message) return nil, {code, path, message} end
+
+-- -- the change stream ----------------------------------------------------------------------------
+
+local EVENTS = {}
+local EVENT_SEEN = {}
+local LAST_ZXID = nil
+
+local function publish_events(list, zxid)
+  for _, e in ipairs(list) do
+    if not EVENT_SEEN[e] then
+      EVENT_SEEN[e] = true
+      EVENTS[#EVENTS + 1] = e
+    end
+  end
+  LAST_ZXID = zxid
+end
+
+-- One stream entry per script call; events are "D<path>" (data), "C<path>" (children) and
+-- "X<sid>" (session expired). Paths never contain '\n' (coordkit.paths forbids control characters).
+local function flush_stream()
+  if #EVENTS > 0 then
+    redis.call('XADD', LOG, 'MAXLEN', '~', MAXLEN, '*', 'z', fmt(LAST_ZXID or 0), 'e', table.concat(EVENTS, '\n'))
+  end
+end
+
+-- -- zxid ------------------------------------------------------------------------------------------
+
+local ZX = nil
+local function current_zxid()
+  if ZX == nil then ZX = tonumber(redis.call('GET', ZXID) or '0') end
+  return ZX
+end
+local function commit_zxid(zxid)
+  ZX = zxid
+end
+local function save_zxid()
+  if ZX ~= nil then redis.call('SET', ZXID, fmt(ZX)) end
+end
+
+-- -- the transaction overlay -----------------------------------------------------------------------
+
+local Tx = {}
+Tx.__index = Tx
+
+local function new_tx(zxid)
+  return setmetatable({zxid = zxid, nodes = {}, origin = {}, order = {}, child_ops = {}, events = {}}, Tx)
+end
+
+function Tx:load(path)
+  local n = self.nodes[path]
+  if n ~= nil then return n end
+  local v = redis.call('HMGET', node_key(path), 'cz', 'mz', 'pz', 'ct', 'mt', 'v', 'cv', 'eo', 'nc')
+  self.order[#self.order + 1] = path
+  if not v[1] then
+    self.nodes[path] = false
+    self.origin[path] = false
+    return false
+  end
+  n = {
+    cz = tonumber(v[1]), mz = tonumber(v[2]), pz = tonumber(v[3]), ct = tonumber(v[4]),
+    mt = tonumber(v[5]), v = tonumber(v[6]), cv = tonumber(v[7]), eo = v[8], nc = tonumber(v[9]),
+    dirty = false, fresh = false,
+  }
+  self.nodes[path] = n
+  self.origin[path] = v[8]
+  return n
+end
+
+function Tx:event(kind, path)
+  self.events[#self.events + 1] = kind .. path
+end
+
+function Tx:stat(n, data_length)
+  return {n.cz, n.mz, n.pz, n.ct, n.mt, n.v, n.cv, tonumber(n.eo), data_length, n.nc}
+end
+
+function Tx:create(path, data, owner, sequential)
+  local parent
+  if string.sub(path, -1) == '/' then
+    parent = string.sub(path, 1, -2)
+    if parent == '' then parent = '/' end
+  else
+    parent = parent_of(path)
+  end
+  local pn = self:load(parent)
+  if not pn then return fail('NONODE', path, 'parent ' .. parent .. ' does not exist') end
+  if pn.eo ~= '0' then return fail('EPHEMERALPARENT', path, 'parent ' .. parent .. ' is ephemeral') end
+  if sequential then path = path .. string.format('%010d', pn.cv) end
+  if self:load(path) then return fail('NODEEXISTS', path, 'node already exists') end
+  local z = self.zxid
+  local now = now_ms()
+  self.nodes[path] = {
+    cz = z, mz = z, pz = z, ct = now, mt = now, v = 0, cv = 0, eo = owner, nc = 0, d = data,
+    dirty = true, fresh = true,
+  }
+  pn.cv = pn.cv + 1
+  pn.pz = z
+  pn.nc = pn.nc + 1
+  pn.dirty = true
+  self.child_ops[#self.child_ops + 1] = {parent, basename(path), true}
+  self:event('D', path)
+  self:event('C', parent)
+  return path
+end
+
+function Tx:existing(path, version)
+  local n = self:load(path)
+  if not n then return fail('NONODE', path, 'no node') end
+  if version ~= -1 and n.v ~= version then
+    return fail('BADVERSION', path, 'expected version ' .. fmt(version) .. ', node is at ' .. fmt(n.v))
+  end
+  return n
+end
+
+function Tx:set(path, data, version)
+  local n, err = self:existing(path, version)
+  if err then return nil, err end
+  n.d = data
+  n.v = n.v + 1
+  n.mz = self.zxid
+  n.mt = now_ms()
+  n.dirty = true
+  self:event('D', path)
+  return n
+end
+
+-- Remove an existing node whose children are already gone.
+function Tx:remove(path)
+  local parent = parent_of(path)
+  local pn = self:load(parent)
+  self.nodes[path] = false
+  pn.nc = pn.nc - 1
+  pn.cv = pn.cv + 1
+  pn.pz = self.zxid
+  pn.dirty = true
+  self.child_ops[#self.child_ops + 1] = {parent, basename(path), false}
+  self:event('D', path)
+  self:event('C', path)
+  self:event('C', parent)
+end
+
+-- Descendants of a stored node, deepest first (reads Redis: only for a fresh overlay).
+local function descendants(path)
+  local queue = {path}
+  local i = 1
+  while i <= #queue do
+    local current = queue[i]
+    i = i + 1
+    for _, name in ipairs(redis.call('SMEMBERS', children_key(current))) do
+      queue[#queue + 1] = child_path(current, name)
+    end
+  end
+  local out = {}
+  for j = #queue, 2, -1 do out[#out + 1] = queue[j] end
+  return out
+end
+
+-- A delete inside a multi-op (as ZooKeeper's multi: never recursive).
+function Tx:delete_in_multi(path, version)
+  local n, err = self:existing(path, version)
+  if err then return nil, err end
+  if n.nc > 0 then return fail('NOTEMPTY', path, 'node has ' .. fmt(n.nc) .. ' children') end
+  if path == '/' then return fail('INVALIDPATH', path, 'the root node has no parent') end
+  self:remove(path)
+  return 1
+end
+
+-- A single delete, optionally of the whole subtree (needs a fresh overlay).
+function Tx:delete(path, version, recursive)
+  local n, err = self:existing(path, version)
+  if err then return nil, err end
+  if path == '/' then return fail('ROOT', path, 'the root node cannot be deleted') end
+  if recursive then
+    for _, d in ipairs(descendants(path)) do
+      self:load(d)
+      self:remove(d)
+    end
+  elseif n.nc > 0 then
+    return fail('NOTEMPTY', path, 'node has ' .. fmt(n.nc) .. ' children')
+  end
+  self:remove(path)
+  return 1
+end
+
+-- Write the overlay to Redis (every check has passed).
+function Tx:flush()
+  for _, path in ipairs(self.order) do
+    local n = self.nodes[path]
+    local was = self.origin[path]
+    local key = node_key(path)
+    if n == false then
+      if was ~= false then
+        redis.call('DEL', key)
+        if was ~= '0' then redis.call('SREM', ephemerals_key(was), path) end
+      end
+    elseif n.dirty then
+      if n.fresh then
+        redis.call('HSET', key, 'd', n.d, 'cz', fmt(n.cz), 'mz', fmt(n.mz), 'pz', fmt(n.pz),
+          'ct', fmt(n.ct), 'mt', fmt(n.mt), 'v', fmt(n.v), 'cv', fmt(n.cv), 'eo', n.eo, 'nc', fmt(n.nc))
+      elseif n.d ~= nil then
+        redis.call('HSET', key, 'd', n.d, 'mz', fmt(n.mz), 'mt', fmt(n.mt), 'v', fmt(n.v),
+          'pz', fmt(n.pz), 'cv', fmt(n.cv), 'nc', fmt(n.nc))
+      else
+        redis.call('HSET', key, 'pz', fmt(n.pz), 'cv', fmt(n.cv), 'nc', fmt(n.nc))
+      end
+      if was ~= false and was ~= '0' and was ~= n.eo then redis.call('SREM', ephemerals_key(was), path) end
+      if n.eo ~= '0' and was ~= n.eo then redis.call('SADD', ephemerals_key(n.eo), path) end
+    end
+  end
+  for _, op in ipairs(self.child_ops) do
+    if op[3] then
+      redis.call('SADD', children_key(op[1]), op[2])
+    else
+      redis.call('SREM', children_key(op[1]), op[2])
+    end
+  end
+  commit_zxid(self.zxid)
+  publish_events(self.events, self.zxid)
+end
+
+-- -- sessions --------------------------------------------------------------------------------------
+
+local function ensure_root()
+  if redis.call('EXISTS', node_key('/')) == 0 then
+    redis.call('HSET', node_key('/'), 'd', '', 'cz', '0', 'mz', '0', 'pz', '0', 'ct', '0', 'mt', '0',
+      'v', '0', 'cv', '0', 'eo', '0', 'nc', '0')
+  end
+end
+
+-- End a session: delete its ephemeral nodes in one transaction, then its keys. `expired` adds an
+-- "X<sid>" event so the owner learns at once that its session is gone.
+local function end_session(sid, expired)
+  local listed = redis.call('ZREM', DEADLINES, sid)
+  local paths = redis.call('SMEMBERS', ephemerals_key(sid))
+  if #paths > 0 then
+    table.sort(paths)
+    local tx = new_tx(current_zxid() + 1)
+    for _, path in ipairs(paths) do
+      local n = tx:load(path)
+      if n and n.eo == sid then tx:remove(path) end
+    end
+    tx:flush()
+  end
+  redis.call('DEL', ephemerals_key(sid), session_key(sid))
+  if expired and (listed == 1 or #paths > 0) then publish_events({'X' .. sid}, current_zxid()) end
+end
+
+-- Expire every session whose deadline has passed (their keys' TTLs ran out at the same moment).
+local function reap_overdue(limit)
+  local due = redis.call('ZRANGEBYSCORE', DEADLINES, '-inf', fmt(now_ms()), 'LIMIT', 0, limit)
+  for _, sid in ipairs(due) do end_session(sid, true) end
+  return #due
+end
+
+local function finish()
+  save_zxid()
+  flush_stream()
+end

@@ -1,0 +1,72 @@
+-- Writes: ARGV[3] session id, ARGV[4] mode, then four words per op: kind, path, data, arg.
+--   kinds: c create (arg: flags e=ephemeral s=sequential p=make parents), s set (arg: version),
+--          d delete (arg: version), r recursive delete (arg: version), k check (arg: version)
+--   mode 'm': all ops in one transaction, all or nothing (ZooKeeper's multi)
+--        -> {'ok', {result...}} or {'err', {index, code, path, message}}
+--   mode 'e': every op its own transaction (bulk apply and single calls)
+--        -> {'ok', {result-or-error...}}
+-- A result is the created path, a stat array (set) or 1; an error is {code, path, message}.
+local sid = ARGV[3]
+local mode = ARGV[4]
+local FIRST = 5
+local count = (#ARGV - FIRST + 1) / 4
+
+if redis.call('EXISTS', session_key(sid)) == 0 then
+  return {'session', {}}
+end
+
+local function run(tx, i, in_multi)
+  local base = FIRST + (i - 1) * 4
+  local kind, path, data, arg = ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
+  if kind == 'c' then
+    local owner = '0'
+    if string.find(arg, 'e', 1, true) then owner = sid end
+    if string.find(arg, 'p', 1, true) then
+      local target = path
+      if string.sub(target, -1) == '/' then target = target .. 'x' end
+      for _, ancestor in ipairs(ancestors(target)) do
+        if not tx:load(ancestor) then
+          local _, err = tx:create(ancestor, '', '0', false)
+          if err then return nil, err end
+        end
+      end
+    end
+    return tx:create(path, data, owner, string.find(arg, 's', 1, true) ~= nil)
+  elseif kind == 's' then
+    local n, err = tx:set(path, data, tonumber(arg))
+    if err then return nil, err end
+    return tx:stat(n, #data)
+  elseif kind == 'd' or kind == 'r' then
+    if in_multi then return tx:delete_in_multi(path, tonumber(arg)) end
+    return tx:delete(path, tonumber(arg), kind == 'r')
+  elseif kind == 'k' then
+    local _, err = tx:existing(path, tonumber(arg))
+    if err then return nil, err end
+    return 1
+  end
+  return fail('BADARG', path, 'unknown operation kind ' .. tostring(kind))
+end
+
+local results = {}
+if mode == 'm' then
+  local tx = new_tx(current_zxid() + 1)
+  for i = 1, count do
+    local result, err = run(tx, i, true)
+    if err then return {'err', {i - 1, err[1], err[2], err[3]}} end
+    results[i] = result
+  end
+  tx:flush()
+else
+  for i = 1, count do
+    local tx = new_tx(current_zxid() + 1)
+    local result, err = run(tx, i, false)
+    if err then
+      results[i] = err
+    else
+      tx:flush()
+      results[i] = result
+    end
+  end
+end
+finish()
+return {'ok', results}

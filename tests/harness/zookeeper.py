@@ -1,0 +1,508 @@
+"""Private ZooKeeper servers for tests and benchmarks, and the contract suite's ZooKeeper backend.
+
+Every server is a ``QuorumPeerMain`` JVM from Debian's ``zookeeper`` package, on free loopback
+ports, with its data in a temporary directory. A server is ready when the ``srvr`` four-letter
+command answers with ``Mode:``. Servers are killed and their directories removed by ``close()``,
+by the fixtures' finalizers and, as a last resort, at interpreter exit.
+
+Timings are small on purpose (``tickTime`` 200 ms, minimum session timeout 400 ms) so that tests of
+session expiry and leader election finish quickly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import MetadataStore, SessionState
+from coordkit.urls import StoreURL
+from harness.proxy import TCPProxy
+from harness.waiting import wait_for
+
+JAVA_DIR = Path("/usr/share/java")
+ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
+#: Debian's zookeeper.jar names its dependencies in its manifest's Class-Path; only a logging
+#: binding is added, so server warnings land in the server's log file instead of nowhere.
+LOG_BINDING_JAR = JAVA_DIR / "slf4j-simple.jar"
+INSTALL_HINT = "apt-get install zookeeper (Debian's package; it brings Java and /usr/share/java/zookeeper.jar)"
+
+TICK_MS = 200
+START_TIMEOUT = 60.0
+
+_live: set[ZooKeeperServer] = set()
+_live_lock = threading.Lock()
+
+
+class ZooKeeperUnavailableError(RuntimeError):
+    """Java or ZooKeeper is not installed: the test fails (it never skips) naming the install."""
+
+
+def require_zookeeper() -> tuple[str, str]:
+    """The java binary and the server class path, or a failure naming ``apt-get install zookeeper``."""
+    java = shutil.which("java")
+    if java is None:
+        raise ZooKeeperUnavailableError(f"java is not installed; run: {INSTALL_HINT}")
+    if not ZOOKEEPER_JAR.is_file():
+        raise ZooKeeperUnavailableError(f"{ZOOKEEPER_JAR} is missing; run: {INSTALL_HINT}")
+    classpath = [str(ZOOKEEPER_JAR)]
+    if LOG_BINDING_JAR.is_file():
+        classpath.append(str(LOG_BINDING_JAR))
+    return java, os.pathsep.join(classpath)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def four_letter(host: str, port: int, command: str = "srvr", timeout: float = 2.0) -> str:
+    """Send a four-letter admin command; returns the reply ('' if the server is not answering)."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(command.encode())
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class ZooKeeperServer:
+    """One ZooKeeper server process (standalone, or one member of an ensemble).
+
+    :param peers: for an ensemble member, ``{server_id: (peer_port, election_port, client_port)}``
+        of every member (including this one); ``None`` for a standalone server.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        server_id: int = 1,
+        client_port: int | None = None,
+        peers: dict[int, tuple[int, int, int]] | None = None,
+        extra_config: dict[str, str] | None = None,
+        jvm_options: tuple[str, ...] = (),
+    ):
+        self.java, self.classpath = require_zookeeper()
+        self.workdir = workdir
+        self.server_id = server_id
+        self.host = "127.0.0.1"
+        self.peers = peers
+        self.client_port = peers[server_id][2] if peers else (client_port or free_port())
+        self.extra_config = dict(extra_config or {})
+        self.jvm_options = jvm_options
+        self.data_dir = workdir / "data"
+        self.config_path = workdir / "zoo.cfg"
+        self.log_path = workdir / "server.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(exist_ok=True)
+        self._write_config()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.client_port}"
+
+    def _write_config(self) -> None:
+        config = {
+            "tickTime": str(TICK_MS),
+            "initLimit": "25",
+            "syncLimit": "10",
+            "dataDir": str(self.data_dir),
+            "clientPort": str(self.client_port),
+            "clientPortAddress": self.host,
+            "maxClientCnxns": "0",
+            "minSessionTimeout": str(2 * TICK_MS),
+            "maxSessionTimeout": "120000",
+            "4lw.commands.whitelist": "*",
+            "admin.enableServer": "false",
+            "autopurge.purgeInterval": "0",
+        }
+        if self.peers:
+            config["standaloneEnabled"] = "false"
+            config["cnxTimeout"] = "1000"
+            for sid, (peer, election, _client) in sorted(self.peers.items()):
+                config[f"server.{sid}"] = f"{self.host}:{peer}:{election}"
+            (self.data_dir / "myid").write_text(f"{self.server_id}\n")
+        config.update(self.extra_config)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+
+    # -- lifecycle
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self, *, wait: bool = True, timeout: float = START_TIMEOUT) -> None:
+        if self.running:
+            return
+        self._log = self.log_path.open("ab")
+        command = [
+            self.java,
+            "-Xms32m",
+            "-Xmx512m",
+            "-XX:+UseSerialGC",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-Dzookeeper.admin.enableServer=false",
+            *self.jvm_options,
+            "-cp",
+            self.classpath,
+            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+            str(self.config_path),
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        with _live_lock:
+            _live.add(self)
+        if wait:
+            self.wait_serving(timeout)
+
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> str:
+        """Wait until ``srvr`` answers with ``Mode:``; returns the mode (standalone/leader/follower)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"ZooKeeper server {self.server_id} on port {self.client_port} exited with "
+                    f"{self.process.returncode}:\n{self.log_tail()}"
+                )
+            mode = self.mode()
+            if mode:
+                return mode
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"ZooKeeper server {self.server_id} on port {self.client_port} not serving after "
+                    f"{timeout}s:\n{self.log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def mode(self) -> str | None:
+        for line in four_letter(self.host, self.client_port, "srvr").splitlines():
+            if line.startswith("Mode:"):
+                return line.split(":", 1)[1].strip()
+        return None
+
+    def kill(self) -> None:
+        """SIGKILL the server (no clean shutdown), as a crash would."""
+        self._terminate(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """SIGTERM the server and wait for it to exit."""
+        self._terminate(signal.SIGTERM)
+
+    def restart(self, *, wait: bool = True) -> None:
+        self.kill()
+        self.start(wait=wait)
+
+    def _terminate(self, sig: signal.Signals) -> None:
+        process = self.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sig)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
+        self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        with _live_lock:
+            _live.discard(self)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+    def close(self) -> None:
+        self.kill()
+
+
+class StandaloneZooKeeper:
+    """A standalone server in its own temporary directory (removed on close)."""
+
+    def __init__(self, **server_options: Any):
+        require_zookeeper()
+        self.root = Path(tempfile.mkdtemp(prefix="coordkit-zk-"))
+        self.server = ZooKeeperServer(self.root / "server", **server_options)
+        _register_cleanup(self)
+
+    @property
+    def hosts(self) -> str:
+        return self.server.address
+
+    def start(self) -> StandaloneZooKeeper:
+        self.server.start()
+        return self
+
+    def close(self) -> None:
+        self.server.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class ZooKeeperEnsemble:
+    """A ``size``-member quorum ensemble on loopback, each member in its own directory."""
+
+    def __init__(self, size: int = 3):
+        require_zookeeper()
+        self.root = Path(tempfile.mkdtemp(prefix="coordkit-zk-ensemble-"))
+        ports = {sid: (free_port(), free_port(), free_port()) for sid in range(1, size + 1)}
+        self.servers = [
+            ZooKeeperServer(self.root / f"server{sid}", server_id=sid, peers=ports) for sid in sorted(ports)
+        ]
+        _register_cleanup(self)
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(s.address for s in self.servers)
+
+    def start(self, timeout: float = START_TIMEOUT) -> ZooKeeperEnsemble:
+        for server in self.servers:
+            server.start(wait=False)
+        for server in self.servers:
+            server.wait_serving(timeout)
+        return self
+
+    def leader(self) -> ZooKeeperServer:
+        leaders = [s for s in self.servers if s.running and s.mode() == "leader"]
+        if len(leaders) != 1:
+            raise AssertionError(f"expected one leader, found {len(leaders)}")
+        return leaders[0]
+
+    def followers(self) -> list[ZooKeeperServer]:
+        return [s for s in self.servers if s.running and s.mode() == "follower"]
+
+    def serving(self) -> list[ZooKeeperServer]:
+        return [s for s in self.servers if s.running and s.mode() is not None]
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_cleanups: list[Any] = []
+
+
+def _register_cleanup(owner: Any) -> None:
+    _cleanups.append(owner)
+
+
+@atexit.register
+def _cleanup_at_exit() -> None:
+    # Last resort when a fixture's finalizer never ran (interrupted run): no JVM outlives us.
+    with _live_lock:
+        live = list(_live)
+    for server in live:
+        with contextlib.suppress(Exception):
+            server.kill()
+    for owner in _cleanups:
+        with contextlib.suppress(Exception):
+            owner.close()
+
+
+# -- faults inflicted on store clients -----------------------------------------------------------
+
+
+def kazoo_client_of(store: MetadataStore) -> Any:
+    return store.client  # type: ignore[attr-defined]
+
+
+def close_session_elsewhere(hosts: str, session_id: int, password: bytes, timeout: float = 10.0) -> None:
+    """End a session on the server side: attach a second client to it, then close that client.
+
+    The server deletes the session's ephemeral nodes at once; the session's original owner learns
+    that its session expired when it next reaches the server.
+    """
+    from kazoo.client import KazooClient
+
+    twin = KazooClient(hosts=hosts, client_id=(session_id, password), timeout=timeout)
+    twin.start(timeout=timeout)
+    try:
+        if twin.client_id is None or twin.client_id[0] != session_id:
+            raise AssertionError(f"could not attach to session {session_id:#x} (it had already expired)")
+    finally:
+        twin.stop()
+        twin.close()
+
+
+class ProxiedStores:
+    """Opens ZooKeeper stores through one :class:`TCPProxy` each, so a test can cut a client off
+    without ending its session, and expire a session on the server side."""
+
+    def __init__(self, server_hosts: str):
+        self.server_hosts = server_hosts
+        self._proxies: dict[int, TCPProxy] = {}
+        self._lock = threading.Lock()
+
+    def open(self, url: str, **options: Any) -> MetadataStore:
+        parsed = StoreURL.parse(url)
+        if len(parsed.hosts) != 1:
+            raise ValueError("a proxied store needs a URL with exactly one host")
+        host, port = parsed.hosts[0]
+        proxy = TCPProxy(host, port or 2181)
+        try:
+            store = get_plugin_manager().store_for(with_hosts(parsed, proxy.address), **options)
+        except BaseException:
+            proxy.close()
+            raise
+        with self._lock:
+            self._proxies[id(store)] = proxy
+
+        def release(state: SessionState) -> None:
+            if state is SessionState.CLOSED:
+                with self._lock:
+                    owned = self._proxies.pop(id(store), None)
+                if owned is not None:
+                    # Closing joins the proxy's threads: not on the store's event thread.
+                    threading.Thread(target=owned.close, daemon=True).start()
+
+        store.add_listener(release)
+        return store
+
+    def proxy(self, store: MetadataStore) -> TCPProxy:
+        with self._lock:
+            return self._proxies[id(store)]
+
+    def disconnect(self, store: MetadataStore, timeout: float = 20.0) -> None:
+        self.proxy(store).cut()
+        wait_for(lambda: store.state is SessionState.SUSPENDED, timeout, "store SUSPENDED after the cut")
+
+    def reconnect(self, store: MetadataStore, timeout: float = 20.0) -> None:
+        self.proxy(store).restore()
+        wait_for(lambda: store.state is not SessionState.SUSPENDED, timeout, "store reconnected")
+
+    def expire(self, store: MetadataStore, timeout: float = 20.0) -> None:
+        """Expire ``store``'s session on the server and wait for its new session."""
+        client_id = kazoo_client_of(store).client_id
+        if client_id is None:
+            raise AssertionError(f"{store!r} is not connected; cannot expire its session")
+        session_id, password = client_id
+        proxy = self.proxy(store)
+        # Cut the owner off first so it cannot re-attach to the session before it is closed.
+        proxy.cut()
+        try:
+            wait_for(lambda: store.state is not SessionState.CONNECTED, timeout, "owner cut off")
+            close_session_elsewhere(self.server_hosts, session_id, password)
+        finally:
+            proxy.restore()
+        wait_for(
+            lambda: store.state is SessionState.CONNECTED and store.session_id != session_id,
+            timeout,
+            "a new session after expiry",
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            proxies, self._proxies = list(self._proxies.values()), {}
+        for proxy in proxies:
+            proxy.close()
+
+
+def with_hosts(url: StoreURL, hosts: str) -> str:
+    """``url`` as text with its hosts replaced (credentials kept, for opening only)."""
+    auth = ""
+    if url.username is not None:
+        auth = quote(url.username, safe="")
+        if url.password is not None:
+            auth += ":" + quote(url.password, safe="")
+        auth += "@"
+    query = "&".join(f"{k}={quote(v, safe='/')}" for k, v in url.query)
+    return f"{url.scheme}://{auth}{hosts}{url.path}" + (f"?{query}" if query else "")
+
+
+# -- the contract suite's backend ----------------------------------------------------------------
+
+
+class ZooKeeperBackend:
+    """One private standalone server per test session (started on first use); each test gets a
+    fresh chroot; every store goes through its own proxy for connection-loss faults."""
+
+    name = "zookeeper"
+    _ids = itertools.count(1)
+
+    def __init__(self) -> None:
+        self._server: StandaloneZooKeeper | None = None
+        self._stores: ProxiedStores | None = None
+        self._run = uuid.uuid4().hex[:8]
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> ProxiedStores:
+        with self._lock:
+            if self._stores is None:
+                self._server = StandaloneZooKeeper().start()
+                self._stores = ProxiedStores(self._server.hosts)
+            return self._stores
+
+    @property
+    def hosts(self) -> str:
+        self._ensure()
+        assert self._server is not None
+        return self._server.hosts
+
+    def new_url(self) -> str:
+        return f"zookeeper://{self.hosts}/coordkit-contract-{self._run}/t{next(self._ids)}"
+
+    def open(self, url: str, **options: Any) -> MetadataStore:
+        return self._ensure().open(url, **options)
+
+    def expire(self, store: MetadataStore) -> None:
+        self._ensure().expire(store)
+
+    def disconnect(self, store: MetadataStore) -> None:
+        self._ensure().disconnect(store)
+
+    def reconnect(self, store: MetadataStore) -> None:
+        self._ensure().reconnect(store)
+
+    def close(self) -> None:
+        with self._lock:
+            stores, self._stores = self._stores, None
+            server, self._server = self._server, None
+        if stores is not None:
+            stores.close()
+        if server is not None:
+            server.close()
+
+
+@contextlib.contextmanager
+def standalone(**server_options: Any) -> Iterator[StandaloneZooKeeper]:
+    server = StandaloneZooKeeper(**server_options).start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@contextlib.contextmanager
+def ensemble(size: int = 3) -> Iterator[ZooKeeperEnsemble]:
+    group = ZooKeeperEnsemble(size)
+    try:
+        yield group.start()
+    finally:
+        group.close()
