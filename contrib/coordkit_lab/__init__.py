@@ -3,7 +3,14 @@
 Workload generators and metrics are plugins (``coordkit_register_workloads``,
 ``coordkit_register_metrics``); scenarios (workload × strategy × event sequence) run on Spark
 executors and end in Parquet, an HTML report and a terminal table. pyspark is imported only when
-a run starts (extra ``coordkit[spark]``).
+a run starts (extra ``coordkit[spark]``); listing what the lab offers needs only the core.
+
+Modules: :mod:`~coordkit_lab.protocols` (the workload / step / metric contract),
+:mod:`~coordkit_lab.events`, :mod:`~coordkit_lab.simulation` (assignment simulation and the
+assignment workload base class), :mod:`~coordkit_lab.workloads` and :mod:`~coordkit_lab.metrics`
+(the built-ins), :mod:`~coordkit_lab.scenarios` (presets and expansion into scenarios),
+:mod:`~coordkit_lab.runner` (one scenario → result rows), :mod:`~coordkit_lab.spark` and
+:mod:`~coordkit_lab.local` (executing many), :mod:`~coordkit_lab.report`, :mod:`~coordkit_lab.cli`.
 """
 
 from __future__ import annotations
@@ -19,3 +26,19 @@ def coordkit_register_commands(register: Callable[[Any], None]) -> None:
     from coordkit_lab.cli import lab
 
     register(lab)
+
+
+@hookimpl
+def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_lab.workloads import BUILTIN_WORKLOADS
+
+    for workload in BUILTIN_WORKLOADS:
+        register(workload)
+
+
+@hookimpl
+def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_lab.metrics import BUILTIN_METRICS
+
+    for metric in BUILTIN_METRICS:
+        register(metric)

@@ -37,6 +37,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "zookeeper": "coordkit_zookeeper",
     "redis": "coordkit_redis",
     "assignors": "coordkit_assignors",
+    "elections": "coordkit_elections",
     "lab": "coordkit_lab",
 }
 

@@ -41,14 +41,27 @@ class UniformAssignor:
 
     def assign(self, group: GroupSubscription) -> GroupAssignment:
         layout = GroupLayout(group)
-        if not layout.subscribers:
-            return layout.result_from_owners(np.empty(0, np.int64), np.empty(0, np.int64))
         if layout.is_homogeneous():
             return _homogeneous(layout)
         return _HeterogeneousBuilder(layout).build()
 
 
+def homogeneous_assignment(group: GroupSubscription) -> GroupAssignment:
+    """The homogeneous builder alone (every member must subscribe to every topic with partitions)."""
+    layout = GroupLayout(group)
+    if not layout.is_homogeneous():
+        raise ValueError("the homogeneous builder needs identical subscriptions")
+    return _homogeneous(layout)
+
+
+def heterogeneous_assignment(group: GroupSubscription) -> GroupAssignment:
+    """The heterogeneous builder, whatever the subscriptions (Kafka's tests force it this way)."""
+    return _HeterogeneousBuilder(GroupLayout(group)).build()
+
+
 def _homogeneous(layout: GroupLayout) -> GroupAssignment:
+    if not layout.subscribers:
+        return layout.result_from_owners(np.empty(0, np.int64), np.empty(0, np.int64))
     size = layout.size
     subscribed = layout.subscribed_mask()
     total = int(subscribed.sum())

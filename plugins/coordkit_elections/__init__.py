@@ -1,0 +1,23 @@
+"""Election strategies: controller (``kafka``, ``latch``) and partition leader (``offline``,
+``offline-unclean``, ``reassign``, ``preferred``, ``controlled-shutdown``), plus the lab's
+broker-failure workload and its metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coordkit import hookimpl
+from coordkit_elections.controller_kafka import KafkaControllerElection
+from coordkit_elections.controller_latch import LatchControllerElection
+from coordkit_elections.partition import PARTITION_STRATEGIES
+
+__all__ = ["KafkaControllerElection", "LatchControllerElection"]
+
+
+@hookimpl
+def coordkit_register_elections(register: Callable[[Any], None]) -> None:
+    register(KafkaControllerElection())
+    register(LatchControllerElection())
+    for strategy in PARTITION_STRATEGIES:
+        register(strategy)

@@ -1,7 +1,8 @@
 """Between store calls and script words: path checks, op encoding, reply decoding.
 
-Ops travel to ``lua/ops.lua`` as four words each (kind, path, data, arg); replies come back as a
-created path, a stat array, ``1``, or an error triple ``[code, path, message]``.
+Ops travel to ``lua/ops.lua`` as four words each (kind, path, data, arg); its reply is one string
+with a line per op (see the script). ``lua/read.lua`` answers bulk reads with one framed string.
+Compact replies matter: redis-py parses RESP in Python, one element at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from coordkit.errors import (
     SessionExpiredError,
     StoreError,
 )
-from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, Stat, check_data
+from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data
 
 # Plain ASCII names without '.'/'..' components are valid by coordkit.paths' rules; anything else
 # (unicode, odd characters, trailing '/') goes through the full check, which is the reference.
@@ -37,7 +38,9 @@ ERRORS: dict[bytes, type[StoreError]] = {
     b"SESSION": SessionExpiredError,
 }
 
+#: One op as script words: kind, path, data, arg.
 Words = tuple[str, str, bytes, str]
+SESSION_EXPIRED = b"!session"
 
 
 def check_path(path: str, *, sequential: bool = False) -> str:
@@ -48,7 +51,7 @@ def check_path(path: str, *, sequential: bool = False) -> str:
 
 
 def check_creatable(path: str, sequential: bool) -> None:
-    """The root is never created (as in the memory store, it has no parent)."""
+    """The root is never created (as in the memory store: it has no parent)."""
     if path == paths.ROOT and not sequential:
         paths.parent(path)
 
@@ -62,37 +65,48 @@ def create_words(
 
 def encode_op(op: Op) -> Words:
     """Validate one op (path, value) and encode it; raises the same errors as the memory store."""
-    match op:
-        case Create(path=path, data=data, ephemeral=ephemeral, sequential=sequential):
-            check_path(path, sequential=sequential)
-            data = check_data(path, data)
-            check_creatable(path, sequential)
-            return create_words(path, data, ephemeral, sequential)
-        case SetData(path=path, data=data, version=version):
-            check_path(path)
-            return ("s", path, check_data(path, data), str(int(version)))
-        case Delete(path=path, version=version):
-            check_path(path)
-            return ("d", path, b"", str(int(version)))
-        case Check(path=path, version=version):
-            check_path(path)
-            return ("k", path, b"", str(int(version)))
+    if isinstance(op, Create):
+        path = check_path(op.path, sequential=op.sequential)
+        data = check_data(path, op.data)
+        check_creatable(path, op.sequential)
+        return create_words(path, data, op.ephemeral, op.sequential)
+    if isinstance(op, SetData):
+        path = check_path(op.path)
+        return ("s", path, check_data(path, op.data), str(int(op.version)))
+    if isinstance(op, Delete):
+        return ("d", check_path(op.path), b"", str(int(op.version)))
+    if isinstance(op, Check):
+        return ("k", check_path(op.path), b"", str(int(op.version)))
     raise TypeError(f"not a store operation: {op!r}")
 
 
-def error_from(reply: Sequence[Any], op_index: int | None = None) -> StoreError:
-    """A store error from a script's ``[code, path, message]`` triple."""
-    code, path, message = reply[0], reply[1], reply[2]
+def pack_command(args: Sequence[bytes | str]) -> bytes:
+    """One RESP command (redis-py's packer encodes argument by argument in Python; bulk calls
+    carry thousands of arguments)."""
+    out = [b"*%d\r\n" % len(args)]
+    append = out.append
+    for arg in args:
+        raw = arg.encode() if type(arg) is str else arg
+        append(b"$%d\r\n%s\r\n" % (len(raw), raw))  # type: ignore[str-bytes-safe]
+    return b"".join(out)
+
+
+def error_from(line: bytes, op_index: int | None = None) -> StoreError:
+    """A store error from ``<code>\\t<path>\\t<message>``."""
+    code, path, message = line.split(b"\t", 2)
     cls = ERRORS.get(code, StoreError)
     return cls(message.decode(errors="replace"), path=path.decode() or None, op_index=op_index)
 
 
-def is_error(reply: Any) -> bool:
-    return type(reply) is list and len(reply) == 3 and type(reply[0]) is bytes
+def multi_error(reply: bytes) -> StoreError:
+    """The error of a failed multi: ``!<index>\\t<code>\\t<path>\\t<message>``."""
+    index, rest = reply[1:].split(b"\t", 1)
+    return error_from(rest, int(index))
 
 
-def stat_from_list(v: Sequence[Any]) -> Stat:
-    """From ``[cz, mz, pz, ct, mt, v, cv, owner, data length, nc]`` (ints, or digit strings)."""
+def stat_from_text(text: bytes) -> Stat:
+    """From ``czxid,mzxid,pzxid,ctime,mtime,version,cversion,owner,data length,children``."""
+    v = text.split(b",")
     return Stat(
         czxid=int(v[0]),
         mzxid=int(v[1]),
@@ -106,6 +120,20 @@ def stat_from_list(v: Sequence[Any]) -> Stat:
         data_length=int(v[8]),
         num_children=int(v[9]),
     )
+
+
+def result_of(line: bytes, op_index: int | None = None) -> Any:
+    """One op's line of an ops.lua reply: its result, or the error instance."""
+    tag = line[:1]
+    if tag == b"P":
+        return line[1:].decode()
+    if tag == b"S":
+        return stat_from_text(line[1:])
+    if tag == b"K":
+        return None
+    if tag == b"E":
+        return error_from(line[1:], op_index)
+    return StoreError(f"unexpected reply from the ops script: {line[:80]!r}", op_index=op_index)
 
 
 def stat_from_script(v: Sequence[Any]) -> Stat:
@@ -143,25 +171,20 @@ def node_from_hash(h: Mapping[bytes, bytes]) -> tuple[bytes, Stat]:
     )
 
 
-def result_of(kind: str, reply: Any) -> Any:
-    """A successful op's result as the store returns it."""
-    if kind == "c":
-        return reply.decode()
-    if kind == "s":
-        return stat_from_list(reply)
-    return None
-
-
-__all__ = [
-    "ANY_VERSION",
-    "check_creatable",
-    "check_path",
-    "create_words",
-    "encode_op",
-    "error_from",
-    "is_error",
-    "node_from_hash",
-    "result_of",
-    "stat_from_list",
-    "stat_from_script",
-]
+def nodes_from_blob(blob: bytes, count: int) -> list[tuple[bytes, Stat] | None]:
+    """Decode read.lua's reply for ``count`` paths (``None`` where a node is missing)."""
+    out: list[tuple[bytes, Stat] | None] = []
+    pos = 0
+    find = blob.find
+    for _ in range(count):
+        end = find(b"\n", pos)
+        header = blob[pos:end]
+        pos = end + 1
+        if header == b"-":
+            out.append(None)
+            continue
+        stat = stat_from_text(header)
+        data = blob[pos : pos + stat.data_length]
+        pos += stat.data_length
+        out.append((data, stat))
+    return out

@@ -98,7 +98,10 @@ class RedisConfig:
             "socket_connect_timeout": self.connect_timeout,
             "retry": Retry(NoBackoff(), 0),
             "decode_responses": False,
+            # RESP2 keeps reply shapes the same on every redis-py version the extra allows.
+            "protocol": 2,
         }
+        kwargs.update(_without_maintenance_notifications())
         if self.tls:
             kwargs["ssl"] = True
             kwargs.update(self.ssl)
@@ -107,6 +110,16 @@ class RedisConfig:
     def __repr__(self) -> str:
         auth = f"{self.username or ''}:***@" if self.password else ""
         return f"RedisConfig({auth}{self.host}:{self.port}/{self.db} prefix={self.prefix!r})"
+
+
+def _without_maintenance_notifications() -> dict[str, Any]:
+    """redis-py 7+ may negotiate push notifications for managed services; they need RESP3 and
+    skip the pool's stale-connection check, so they are turned off where the option exists."""
+    try:
+        from redis.maint_notifications import MaintNotificationsConfig
+    except ImportError:
+        return {}
+    return {"maint_notifications_config": MaintNotificationsConfig(enabled=False)}
 
 
 def _db(url: StoreURL, where: str) -> int:

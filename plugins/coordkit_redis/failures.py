@@ -30,10 +30,14 @@ def translate(exc: BaseException, path: str | None = None) -> StoreError:
     text = str(exc)
     upper = text.upper()
     if isinstance(exc, rex.AuthenticationError):
-        if "NOAUTH" in upper or "AUTHENTICATION REQUIRED" in upper:
+        if "NOAUTH" in upper or "AUTHENTICATION REQUIRED" in upper or "AUTHENTICATED" in upper:
             return NoAuthError(f"the server requires authentication: {text}", path=path)
         return AuthFailedError(f"the server refused the credentials: {text}", path=path)
-    if isinstance(exc, rex.AuthorizationError | rex.NoPermissionError) or "NOPERM" in upper:
+    if (
+        isinstance(exc, rex.AuthorizationError | rex.NoPermissionError)
+        or "NOPERM" in upper
+        or "CAN'T RUN THIS COMMAND" in upper  # an ACL refusal inside a script
+    ):
         return NoAuthError(f"the Redis user may not do this: {text}", path=path)
     if "NOAUTH" in upper:
         return NoAuthError(f"the server requires authentication: {text}", path=path)

@@ -37,6 +37,7 @@ class Scripts:
     reap: LuaScript
     stat: LuaScript
     children: LuaScript
+    read: LuaScript
 
     def all(self) -> tuple[LuaScript, ...]:
         return attrs.astuple(self, recurse=False)

@@ -22,6 +22,7 @@ StoreFactory = Callable[..., MetadataStore]
 #: the store issue.
 BACKENDS: dict[str, str] = {
     "memory": "harness.backends:MemoryBackend",
+    "redis": "harness.redis_server:RedisBackend",
 }
 
 

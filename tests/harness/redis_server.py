@@ -160,7 +160,7 @@ class RedisServer:
         if self.password is not None:
             args += ["--requirepass", self.password]
         for user in self.acl_users:
-            args += ["--user", user]
+            args += ["--user", *user.split()]  # one word per argument, as in a config file
         return args + self.extra_args
 
     def _wait_ready(self, port: int) -> None:
@@ -358,7 +358,20 @@ class RedisBackend:
             raise
         with self._lock:
             self._proxies[id(store)] = proxy
+
+        def release(state: SessionState, key: int = id(store)) -> None:
+            if state is SessionState.CLOSED:
+                self._release(key)
+
+        store.add_listener(release)
         return store
+
+    def _release(self, key: int) -> None:
+        """Close a closed store's proxy in the background (closing waits for its accept loop)."""
+        with self._lock:
+            proxy = self._proxies.pop(key, None)
+        if proxy is not None:
+            threading.Thread(target=proxy.close, name="close-proxy", daemon=True).start()
 
     def _proxy(self, store: MetadataStore) -> TCPProxy:
         with self._lock:
@@ -380,8 +393,11 @@ class RedisBackend:
         with self._lock:
             proxies = list(self._proxies.values())
             self._proxies.clear()
-        for proxy in proxies:
-            proxy.close()
+        closers = [threading.Thread(target=proxy.close, daemon=True) for proxy in proxies]
+        for closer in closers:
+            closer.start()
+        for closer in closers:
+            closer.join(timeout=10)
         self._admin.close()
         self.server.close()
 

@@ -114,32 +114,63 @@ local function new_tx(zxid)
   return setmetatable({zxid = zxid, nodes = {}, origin = {}, order = {}, child_ops = {}, events = {}}, Tx)
 end
 
-function Tx:load(path)
+-- A node's record in the overlay (false: no such node). Checks need only the version, cversion,
+-- owner and child count; `full` also reads what a returned stat needs (set). Numbers stay strings
+-- until arithmetic needs them: a Lua number passed to redis.call is written as its exact digits.
+function Tx:load(path, full)
   local n = self.nodes[path]
-  if n ~= nil then return n end
-  local v = redis.call('HMGET', node_key(path), 'cz', 'mz', 'pz', 'ct', 'mt', 'v', 'cv', 'eo', 'nc')
-  self.order[#self.order + 1] = path
-  if not v[1] then
-    self.nodes[path] = false
-    self.origin[path] = false
-    return false
+  if n ~= nil then
+    if full and n and n.cz == nil then
+      local v = redis.call('HMGET', node_key(path), 'cz', 'mz', 'pz', 'ct', 'mt')
+      n.cz, n.ct = v[1], v[4]
+      if n.mz == nil then n.mz, n.mt = v[2], v[5] end
+      if n.pz == nil then n.pz = v[3] end
+    end
+    return n
   end
-  n = {
-    cz = tonumber(v[1]), mz = tonumber(v[2]), pz = tonumber(v[3]), ct = tonumber(v[4]),
-    mt = tonumber(v[5]), v = tonumber(v[6]), cv = tonumber(v[7]), eo = v[8], nc = tonumber(v[9]),
-    dirty = false, fresh = false,
-  }
+  self.order[#self.order + 1] = path
+  if full then
+    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc', 'cz', 'mz', 'pz', 'ct', 'mt')
+    if not v[1] then
+      self.nodes[path] = false
+      self.origin[path] = false
+      return false
+    end
+    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4]),
+         cz = v[5], mz = v[6], pz = v[7], ct = v[8], mt = v[9]}
+  else
+    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc')
+    if not v[1] then
+      self.nodes[path] = false
+      self.origin[path] = false
+      return false
+    end
+    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4])}
+  end
   self.nodes[path] = n
-  self.origin[path] = v[8]
+  self.origin[path] = n.eo
   return n
+end
+
+-- Existence only (cheaper than a load): a create needs nothing else about its target.
+function Tx:exists(path)
+  local n = self.nodes[path]
+  if n ~= nil then return n ~= false end
+  if redis.call('EXISTS', node_key(path)) == 1 then return true end
+  self.order[#self.order + 1] = path
+  self.nodes[path] = false
+  self.origin[path] = false
+  return false
 end
 
 function Tx:event(kind, path)
   self.events[#self.events + 1] = kind .. path
 end
 
+-- A stat as text: czxid,mzxid,pzxid,ctime,mtime,version,cversion,owner,data length,children
 function Tx:stat(n, data_length)
-  return {n.cz, n.mz, n.pz, n.ct, n.mt, n.v, n.cv, tonumber(n.eo), data_length, n.nc}
+  return n.cz .. ',' .. n.mz .. ',' .. n.pz .. ',' .. n.ct .. ',' .. n.mt .. ',' .. n.v .. ','
+    .. n.cv .. ',' .. n.eo .. ',' .. data_length .. ',' .. n.nc
 end
 
 function Tx:create(path, data, owner, sequential)
@@ -154,13 +185,11 @@ function Tx:create(path, data, owner, sequential)
   if not pn then return fail('NONODE', path, 'parent ' .. parent .. ' does not exist') end
   if pn.eo ~= '0' then return fail('EPHEMERALPARENT', path, 'parent ' .. parent .. ' is ephemeral') end
   if sequential then path = path .. string.format('%010d', pn.cv) end
-  if self:load(path) then return fail('NODEEXISTS', path, 'node already exists') end
+  if self:exists(path) then return fail('NODEEXISTS', path, 'node already exists') end
   local z = self.zxid
   local now = now_ms()
-  self.nodes[path] = {
-    cz = z, mz = z, pz = z, ct = now, mt = now, v = 0, cv = 0, eo = owner, nc = 0, d = data,
-    dirty = true, fresh = true,
-  }
+  self.nodes[path] = {cz = z, mz = z, pz = z, ct = now, mt = now, v = 0, cv = 0, eo = owner, nc = 0,
+                     d = data, dirty = true, fresh = true}
   pn.cv = pn.cv + 1
   pn.pz = z
   pn.nc = pn.nc + 1
@@ -171,17 +200,17 @@ function Tx:create(path, data, owner, sequential)
   return path
 end
 
-function Tx:existing(path, version)
-  local n = self:load(path)
+function Tx:existing(path, version, full)
+  local n = self:load(path, full)
   if not n then return fail('NONODE', path, 'no node') end
   if version ~= -1 and n.v ~= version then
-    return fail('BADVERSION', path, 'expected version ' .. fmt(version) .. ', node is at ' .. fmt(n.v))
+    return fail('BADVERSION', path, 'expected version ' .. version .. ', node is at ' .. n.v)
   end
   return n
 end
 
 function Tx:set(path, data, version)
-  local n, err = self:existing(path, version)
+  local n, err = self:existing(path, version, true)
   if err then return nil, err end
   n.d = data
   n.v = n.v + 1
@@ -227,7 +256,7 @@ end
 function Tx:delete_in_multi(path, version)
   local n, err = self:existing(path, version)
   if err then return nil, err end
-  if n.nc > 0 then return fail('NOTEMPTY', path, 'node has ' .. fmt(n.nc) .. ' children') end
+  if n.nc > 0 then return fail('NOTEMPTY', path, 'node has ' .. n.nc .. ' children') end
   if path == '/' then return fail('INVALIDPATH', path, 'the root node has no parent') end
   self:remove(path)
   return 1
@@ -244,7 +273,7 @@ function Tx:delete(path, version, recursive)
       self:remove(d)
     end
   elseif n.nc > 0 then
-    return fail('NOTEMPTY', path, 'node has ' .. fmt(n.nc) .. ' children')
+    return fail('NOTEMPTY', path, 'node has ' .. n.nc .. ' children')
   end
   self:remove(path)
   return 1
@@ -255,24 +284,25 @@ function Tx:flush()
   for _, path in ipairs(self.order) do
     local n = self.nodes[path]
     local was = self.origin[path]
-    local key = node_key(path)
     if n == false then
       if was ~= false then
-        redis.call('DEL', key)
+        redis.call('DEL', node_key(path))
         if was ~= '0' then redis.call('SREM', ephemerals_key(was), path) end
       end
     elseif n.dirty then
       if n.fresh then
-        redis.call('HSET', key, 'd', n.d, 'cz', fmt(n.cz), 'mz', fmt(n.mz), 'pz', fmt(n.pz),
-          'ct', fmt(n.ct), 'mt', fmt(n.mt), 'v', fmt(n.v), 'cv', fmt(n.cv), 'eo', n.eo, 'nc', fmt(n.nc))
+        redis.call('HSET', node_key(path), 'd', n.d, 'cz', n.cz, 'mz', n.mz, 'pz', n.pz, 'ct', n.ct,
+          'mt', n.mt, 'v', n.v, 'cv', n.cv, 'eo', n.eo, 'nc', n.nc)
       elseif n.d ~= nil then
-        redis.call('HSET', key, 'd', n.d, 'mz', fmt(n.mz), 'mt', fmt(n.mt), 'v', fmt(n.v),
-          'pz', fmt(n.pz), 'cv', fmt(n.cv), 'nc', fmt(n.nc))
+        redis.call('HSET', node_key(path), 'd', n.d, 'mz', n.mz, 'mt', n.mt, 'v', n.v,
+          'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
       else
-        redis.call('HSET', key, 'pz', fmt(n.pz), 'cv', fmt(n.cv), 'nc', fmt(n.nc))
+        redis.call('HSET', node_key(path), 'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
       end
-      if was ~= false and was ~= '0' and was ~= n.eo then redis.call('SREM', ephemerals_key(was), path) end
-      if n.eo ~= '0' and was ~= n.eo then redis.call('SADD', ephemerals_key(n.eo), path) end
+      if was ~= n.eo then
+        if was ~= false and was ~= '0' then redis.call('SREM', ephemerals_key(was), path) end
+        if n.eo ~= '0' then redis.call('SADD', ephemerals_key(n.eo), path) end
+      end
     end
   end
   for _, op in ipairs(self.child_ops) do

@@ -2,17 +2,18 @@
 --   kinds: c create (arg: flags e=ephemeral s=sequential p=make parents), s set (arg: version),
 --          d delete (arg: version), r recursive delete (arg: version), k check (arg: version)
 --   mode 'm': all ops in one transaction, all or nothing (ZooKeeper's multi)
---        -> {'ok', {result...}} or {'err', {index, code, path, message}}
 --   mode 'e': every op its own transaction (bulk apply and single calls)
---        -> {'ok', {result-or-error...}}
--- A result is the created path, a stat array (set) or 1; an error is {code, path, message}.
+-- The reply is one string, one line per op (paths never contain '\n' or '\t'):
+--   P<created path> | S<stat as Tx:stat writes it> | K (done) | E<code>\t<path>\t<message>
+-- or, for the whole call, "!session" (the session has expired) or, in mode 'm',
+-- "!<op index>\t<code>\t<path>\t<message>" (nothing was written).
 local sid = ARGV[3]
 local mode = ARGV[4]
 local FIRST = 5
 local count = (#ARGV - FIRST + 1) / 4
 
 if redis.call('EXISTS', session_key(sid)) == 0 then
-  return {'session', {}}
+  return '!session'
 end
 
 local function run(tx, i, in_multi)
@@ -20,29 +21,39 @@ local function run(tx, i, in_multi)
   local kind, path, data, arg = ARGV[base], ARGV[base + 1], ARGV[base + 2], ARGV[base + 3]
   if kind == 'c' then
     local owner = '0'
-    if string.find(arg, 'e', 1, true) then owner = sid end
-    if string.find(arg, 'p', 1, true) then
-      local target = path
-      if string.sub(target, -1) == '/' then target = target .. 'x' end
-      for _, ancestor in ipairs(ancestors(target)) do
-        if not tx:load(ancestor) then
-          local _, err = tx:create(ancestor, '', '0', false)
-          if err then return nil, err end
+    if arg ~= '' then
+      if string.find(arg, 'e', 1, true) then owner = sid end
+      if string.find(arg, 'p', 1, true) then
+        local target = path
+        if string.sub(target, -1) == '/' then target = target .. 'x' end
+        for _, ancestor in ipairs(ancestors(target)) do
+          if not tx:exists(ancestor) then
+            local _, err = tx:create(ancestor, '', '0', false)
+            if err then return nil, err end
+          end
         end
       end
     end
-    return tx:create(path, data, owner, string.find(arg, 's', 1, true) ~= nil)
+    local created, err = tx:create(path, data, owner, arg ~= '' and string.find(arg, 's', 1, true) ~= nil)
+    if err then return nil, err end
+    return 'P' .. created
   elseif kind == 's' then
     local n, err = tx:set(path, data, tonumber(arg))
     if err then return nil, err end
-    return tx:stat(n, #data)
+    return 'S' .. tx:stat(n, #data)
   elseif kind == 'd' or kind == 'r' then
-    if in_multi then return tx:delete_in_multi(path, tonumber(arg)) end
-    return tx:delete(path, tonumber(arg), kind == 'r')
+    local done, err
+    if in_multi then
+      done, err = tx:delete_in_multi(path, tonumber(arg))
+    else
+      done, err = tx:delete(path, tonumber(arg), kind == 'r')
+    end
+    if err then return nil, err end
+    return 'K'
   elseif kind == 'k' then
     local _, err = tx:existing(path, tonumber(arg))
     if err then return nil, err end
-    return 1
+    return 'K'
   end
   return fail('BADARG', path, 'unknown operation kind ' .. tostring(kind))
 end
@@ -52,7 +63,7 @@ if mode == 'm' then
   local tx = new_tx(current_zxid() + 1)
   for i = 1, count do
     local result, err = run(tx, i, true)
-    if err then return {'err', {i - 1, err[1], err[2], err[3]}} end
+    if err then return '!' .. fmt(i - 1) .. '\t' .. err[1] .. '\t' .. err[2] .. '\t' .. err[3] end
     results[i] = result
   end
   tx:flush()
@@ -61,7 +72,7 @@ else
     local tx = new_tx(current_zxid() + 1)
     local result, err = run(tx, i, false)
     if err then
-      results[i] = err
+      results[i] = 'E' .. err[1] .. '\t' .. err[2] .. '\t' .. err[3]
     else
       tx:flush()
       results[i] = result
@@ -69,4 +80,4 @@ else
   end
 end
 finish()
-return {'ok', results}
+return table.concat(results, '\n')

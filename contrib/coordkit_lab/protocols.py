@@ -1,0 +1,181 @@
+"""The lab's plugin contract: what a workload, a step and a metric are.
+
+A **workload** (registered through ``coordkit_register_workloads``) turns parameters and a seed
+into a sequence of **steps**, one per rebalance, election, ... it simulates with one strategy. A
+**metric** (registered through ``coordkit_register_metrics``) turns one step into one number.
+The runner, the report and the command line only use what is declared here, so a new kind of
+workload (elections, consumer groups on the engine) brings its own step type and metrics and needs
+no change anywhere else:
+
+* ``workload.kind`` names the kind of step it yields (``"assignment"`` here);
+* ``metric.kinds`` lists the kinds a metric understands; the runner asks only those metrics;
+* ``workload.strategies(manager)`` lists the strategies the workload can be run with (for
+  assignment workloads, the registered assignors) and ``simulate`` looks one up by name.
+
+Parameters are JSON scalars (int, float, bool, str) so a scenario is a row of a DataFrame and its
+parameters a JSON string; ``defaults`` lists every parameter a workload accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from coordkit.errors import CoordkitError
+
+if TYPE_CHECKING:
+    from coordkit.plugins import PluginManager
+
+Param = int | float | bool | str
+Params = Mapping[str, Param]
+
+
+class LabError(CoordkitError, ValueError):
+    """A lab run was asked for something inconsistent (unknown parameter, empty selection, ...)."""
+
+
+@runtime_checkable
+class Step(Protocol):
+    """One simulated step: what every kind of step tells the runner.
+
+    ``members`` and ``partitions`` give the step's scale (for elections: brokers and partitions).
+    """
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def event(self) -> str: ...
+
+    @property
+    def event_kind(self) -> str: ...
+
+    @property
+    def members(self) -> int: ...
+
+    @property
+    def partitions(self) -> int: ...
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """A reproducible workload generator.
+
+    ``simulate(params, seed, strategy)`` must yield the same steps (apart from timings) for the
+    same arguments, in any process: draw every random number from ``seed``.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def strategy_kind(self) -> str: ...
+
+    @property
+    def defaults(self) -> Params: ...
+
+    def strategies(self, manager: PluginManager) -> list[str]:
+        """Names of the strategies this workload can run with."""
+        ...
+
+    def generate(self, params: Params, seed: int) -> Any:
+        """The kind-specific instance (for assignment: initial group and events)."""
+        ...
+
+    def simulate(self, params: Params, seed: int, strategy: str) -> Iterator[Step]:
+        """Run ``strategy`` through the generated instance, one step per event."""
+        ...
+
+    def cost(self, params: Params) -> float:
+        """A rough relative cost, used to spread scenarios evenly over Spark tasks."""
+        ...
+
+
+@runtime_checkable
+class Metric(Protocol):
+    """A number computed from one step.
+
+    :ivar better: ``"lower"`` or ``"higher"``: which way is better (the report highlights it).
+    :ivar kinds: the step kinds it applies to.
+    :ivar headline: the question it answers in the report's verdict ("Which balances best?"), or
+        ``None`` for a metric shown only in the tables.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def unit(self) -> str: ...
+
+    @property
+    def better(self) -> Literal["lower", "higher"]: ...
+
+    @property
+    def kinds(self) -> tuple[str, ...]: ...
+
+    @property
+    def headline(self) -> str | None: ...
+
+    def compute(self, step: Any) -> float | None:
+        """The value for ``step``, or ``None`` when the metric does not apply to it."""
+        ...
+
+
+def resolve_params(workload: Workload, params: Mapping[str, Any]) -> dict[str, Param]:
+    """``workload.defaults`` overridden by ``params``; unknown names and wrong types are errors."""
+    defaults = workload.defaults
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise LabError(
+            f"workload {workload.name!r} has no parameter {', '.join(map(repr, unknown))}; "
+            f"its parameters: {', '.join(sorted(defaults))}"
+        )
+    resolved: dict[str, Param] = dict(defaults)
+    for key, value in params.items():
+        resolved[key] = coerce_param(workload.name, key, defaults[key], value)
+    return resolved
+
+
+def coerce_param(workload: str, key: str, default: Param, value: Any) -> Param:
+    """``value`` converted to the type of ``default`` (strings from the command line included)."""
+    where = f"workload {workload!r} parameter {key!r}"
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in {"true", "false", "1", "0", "yes", "no"}:
+            return value.lower() in {"true", "1", "yes"}
+        raise LabError(f"{where} must be true or false, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, bool):
+            raise LabError(f"{where} must be an integer, got {value!r}")
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise LabError(f"{where} must be an integer, got {value!r}") from None
+        if number != float(value):
+            raise LabError(f"{where} must be an integer, got {value!r}")
+        return number
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise LabError(f"{where} must be a number, got {value!r}") from None
+    return str(value)
+
+
+def params_json(params: Params) -> str:
+    """The canonical JSON text of a parameter set (sorted keys): part of every scenario's id."""
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))

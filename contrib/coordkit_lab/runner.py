@@ -1,0 +1,133 @@
+"""One scenario → result rows, the same on a Spark executor and in a plain Python process.
+
+Results are in long format, one row per (scenario, step, metric). A scenario that fails (a
+strategy raising, a metric raising, inconsistent parameters) yields a single ``error`` row whose
+``event`` holds the error, instead of partial results that would bias the means; the run goes on
+and the report lists the failures.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from coordkit_lab.protocols import Metric
+from coordkit_lab.scenarios import ScenarioSpec
+
+if TYPE_CHECKING:
+    from coordkit.plugins import PluginManager
+
+#: The result columns and their Spark SQL types.
+RESULT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("scenario_id", "string"),
+    ("workload", "string"),
+    ("kind", "string"),
+    ("strategy", "string"),
+    ("params", "string"),
+    ("seed", "bigint"),
+    ("replicate", "int"),
+    ("step", "int"),
+    ("event", "string"),
+    ("event_kind", "string"),
+    ("members", "int"),
+    ("partitions", "bigint"),
+    ("metric", "string"),
+    ("value", "double"),
+)
+RESULT_COLUMNS: tuple[str, ...] = tuple(name for name, _ in RESULT_FIELDS)
+RESULT_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in RESULT_FIELDS)
+
+#: The ``metric`` of the row a failed scenario leaves.
+ERROR_METRIC = "error"
+
+ResultRow = tuple[str, str, str, str, str, int, int, int, str, str, int, int, str, float]
+
+
+def metrics_for(manager: PluginManager, kind: str) -> list[Metric]:
+    """The registered metrics that apply to steps of ``kind``, in name order."""
+    return [r.value for r in manager.metrics if kind in r.value.kinds]
+
+
+def _spec(value: ScenarioSpec | Sequence[Any]) -> ScenarioSpec:
+    if isinstance(value, ScenarioSpec):
+        return value
+    return ScenarioSpec(*value)
+
+
+def run_scenario(
+    scenario: ScenarioSpec | Sequence[Any], manager: PluginManager | None = None
+) -> list[ResultRow]:
+    """Simulate one scenario and compute every applicable metric on every step."""
+    if manager is None:
+        from coordkit.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    spec = _spec(scenario)
+    head = (spec.scenario_id, spec.workload, spec.kind, spec.strategy, spec.params)
+    rows: list[ResultRow] = []
+    where = "setting up"
+    try:
+        workload = manager.workload(spec.workload)
+        metrics = metrics_for(manager, spec.kind)
+        params = json.loads(spec.params)
+        where = "simulating step 0"
+        for step in workload.simulate(params, spec.seed, spec.strategy):
+            where = f"step {step.index} ({step.event})"
+            for metric in metrics:
+                where = f"metric {metric.name!r} on step {step.index} ({step.event})"
+                value = metric.compute(step)
+                if value is None:
+                    continue
+                rows.append(
+                    (
+                        *head,
+                        spec.seed,
+                        spec.replicate,
+                        step.index,
+                        step.event,
+                        step.event_kind,
+                        step.members,
+                        step.partitions,
+                        metric.name,
+                        float(value),
+                    )
+                )
+            where = f"simulating step {step.index + 1}"
+    except Exception as exc:
+        message = f"{where}: {type(exc).__name__}: {exc}"
+        return [(*head, spec.seed, spec.replicate, -1, message, ERROR_METRIC, 0, 0, ERROR_METRIC, math.nan)]
+    return rows
+
+
+def run_scenarios(
+    scenarios: Iterable[ScenarioSpec | Sequence[Any]], manager: PluginManager | None = None
+) -> Iterator[ResultRow]:
+    for scenario in scenarios:
+        yield from run_scenario(scenario, manager)
+
+
+def rows_to_columns(rows: Sequence[ResultRow]) -> dict[str, list[Any]]:
+    """Column lists (for a pandas DataFrame or an Arrow record batch)."""
+    columns: dict[str, list[Any]] = {name: [] for name in RESULT_COLUMNS}
+    lists = list(columns.values())
+    for row in rows:
+        for target, value in zip(lists, row, strict=True):
+            target.append(value)
+    return columns
+
+
+def deal(specs: Sequence[ScenarioSpec], buckets: int) -> list[list[ScenarioSpec]]:
+    """Spread scenarios over ``buckets`` tasks so their estimated costs are even (largest first,
+    each to the least loaded bucket)."""
+    import heapq
+
+    count = max(1, min(buckets, len(specs)))
+    heap: list[tuple[float, int]] = [(0.0, i) for i in range(count)]
+    out: list[list[ScenarioSpec]] = [[] for _ in range(count)]
+    for spec in sorted(specs, key=lambda s: (-s.cost, s.scenario_id)):
+        load, index = heapq.heappop(heap)
+        out[index].append(spec)
+        heapq.heappush(heap, (load + max(spec.cost, 1e-9), index))
+    return [b for b in out if b]

@@ -1,0 +1,437 @@
+"""Running scenarios on Apache Spark: session, execution, aggregation, Parquet.
+
+The only module that imports pyspark, and only inside functions, so the rest of the lab (and
+``coordkit lab list``) works without it. Without pyspark a run fails with
+:class:`~coordkit.errors.MissingDependencyError` naming ``pip install coordkit[spark]``.
+
+Execution: the scenarios are dealt into tasks of even estimated cost
+(:func:`~coordkit_lab.runner.deal`), one Spark partition each, and every task runs
+:func:`~coordkit_lab.runner.run_scenario` on its scenarios. Three interchangeable engines do it:
+``rdd`` (``RDD.mapPartitions``, rows pickled back), ``pandas`` (``DataFrame.mapInPandas``) and
+``arrow`` (``DataFrame.mapInArrow``); the benchmark ``python tests/benchmarks/run.py lab`` compares
+them and :data:`DEFAULT_ENGINE` is the fastest measured. Raw rows are written once as Parquet, read
+back and aggregated with Spark SQL, so no scenario ever runs twice.
+
+Clusters: locally (``local[*]``, the default) executors import coordkit from this Python
+environment. For another master (``--master spark://host:7077``, ``yarn``, ``k8s://...``) the
+coordkit packages are zipped on the fly and shipped with ``SparkContext.addPyFile``; the
+executors still need coordkit's dependencies (``pip install 'coordkit[spark]'`` on every node, or
+a packed environment through ``spark.archives``). Built-in plugins load on executors from the zip;
+third-party plugins must be installed there. ``--out`` must then be a directory every node sees
+(or give ``--parquet`` an ``hdfs://`` / ``s3a://`` URI): executors write the raw Parquet files.
+Under ``spark-submit`` the session it prepared (master included) is used::
+
+    coordkit lab package /tmp/coordkit.zip
+    spark-submit --master spark://host:7077 --py-files /tmp/coordkit.zip \\
+        "$(python -c 'import coordkit_lab.__main__ as m; print(m.__file__)')" run --preset full
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
+
+from coordkit.errors import MissingDependencyError
+from coordkit_lab.protocols import LabError
+from coordkit_lab.runner import (
+    ERROR_METRIC,
+    RESULT_FIELDS,
+    RESULT_SCHEMA,
+    ResultRow,
+    deal,
+    rows_to_columns,
+    run_scenario,
+)
+from coordkit_lab.scenarios import SCENARIO_SCHEMA, ScenarioSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ENGINES = ("rdd", "pandas", "arrow")
+#: The engine ``coordkit lab run`` uses (see the module docstring for how it was chosen).
+DEFAULT_ENGINE = "arrow"
+DEFAULT_MASTER = "local[*]"
+INSTALL_HINT = "pip install coordkit[spark]"
+
+#: Tasks per executor core: enough for an even spread and a smooth progress bar, few enough that
+#: per-task overhead stays small.
+TASKS_PER_CORE = 4
+
+_QUIET_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.stderr.type = Console
+appender.stderr.name = stderr
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+# Spark prints "Setting default log level" unless the shell logger is configured too.
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+"""
+
+
+def require_pyspark() -> Any:
+    """Import pyspark or fail with the install command."""
+    try:
+        import pyspark
+        import pyspark.sql
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the lab runs on Apache Spark, and pyspark is not installed: {INSTALL_HINT}"
+        ) from exc
+    return pyspark
+
+
+def prepare_environment() -> None:
+    """Defaults Spark needs on a single machine, unless the caller set them."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def under_spark_submit() -> bool:
+    """Whether this process was started by ``spark-submit`` (its JVM gateway is already up)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def is_local_master(master: str | None) -> bool:
+    return master is None or master == "local" or master.startswith("local[")
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log: Path | None) -> Iterator[None]:
+    """Start the JVM with its stdout/stderr in ``log`` so its chatter never breaks the terminal."""
+    if log is None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    try:
+        with open(log, "ab") as target:
+            os.dup2(target.fileno(), 1)
+            os.dup2(target.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def code_packages() -> list[str]:
+    """The import packages that make up coordkit: the core, the built-in plugins, the lab."""
+    from coordkit.plugins import BUILTIN_PLUGINS
+
+    return list(dict.fromkeys(["coordkit", *BUILTIN_PLUGINS.values(), "coordkit_lab"]))
+
+
+def build_code_zip(target: Path) -> Path:
+    """Zip coordkit's packages (as ``addPyFile`` / ``--py-files`` expect: packages at the root)."""
+    import importlib
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in code_packages():
+            module = importlib.import_module(name)
+            root = Path(module.__file__ or "").parent
+            for path in sorted(root.rglob("*.py")):
+                archive.write(path, Path(name) / path.relative_to(root))
+    return target
+
+
+def create_session(
+    master: str | None = DEFAULT_MASTER,
+    *,
+    app_name: str = "coordkit-lab",
+    log: Path | None = None,
+    config: dict[str, str] | None = None,
+) -> SparkSession:
+    """A Spark session set up for the lab: quiet logs, no UI, few shuffle partitions.
+
+    ``master=None`` keeps whatever master ``spark-submit`` configured. For a non-local master the
+    coordkit packages are zipped and shipped to the executors.
+    """
+    require_pyspark()
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    log4j = Path(tempfile.gettempdir()) / "coordkit-lab-log4j2.properties"
+    log4j.write_text(_QUIET_LOG4J)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        **(config or {}),
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with _jvm_output_to(log):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    actual = spark.sparkContext.master
+    if not is_local_master(actual):
+        archive = build_code_zip(Path(tempfile.mkdtemp(prefix="coordkit-lab-")) / "coordkit.zip")
+        spark.sparkContext.addPyFile(str(archive))
+    return spark
+
+
+# -- the engines (module-level so executors import them by reference) ---------------------------
+
+
+def _run_bucket(bucket: Sequence[Sequence[Any]]) -> Iterator[ResultRow]:
+    for spec in bucket:
+        yield from run_scenario(spec)
+
+
+def _spec_rows(columns: dict[str, list[Any]]) -> Iterator[tuple[Any, ...]]:
+    names = [name for name, _ in _SCENARIO_FIELDS]
+    yield from zip(*(columns[n] for n in names), strict=True)
+
+
+_SCENARIO_FIELDS = tuple(
+    (part.split()[0], part.split()[1]) for part in SCENARIO_SCHEMA.split(", ")
+)
+
+
+def _run_pandas(batches: Iterator[Any]) -> Iterator[Any]:
+    import pandas as pd
+
+    for batch in batches:
+        rows: list[ResultRow] = []
+        for spec in _spec_rows({c: batch[c].tolist() for c in batch.columns}):
+            rows.extend(run_scenario(spec))
+        yield pd.DataFrame(rows_to_columns(rows))
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "double": pa.float64()}
+    return pa.schema([(name, types[kind]) for name, kind in RESULT_FIELDS])
+
+
+def _run_arrow(batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    schema = _arrow_schema()
+    for batch in batches:
+        rows: list[ResultRow] = []
+        for spec in _spec_rows(batch.to_pydict()):
+            rows.extend(run_scenario(spec))
+        yield pa.RecordBatch.from_pydict(rows_to_columns(rows), schema=schema)
+
+
+def scenario_frame(
+    spark: SparkSession, specs: Sequence[ScenarioSpec], *, tasks: int | None = None
+) -> DataFrame:
+    """The scenarios as a DataFrame, one partition per task of even estimated cost."""
+    sc = spark.sparkContext
+    count = tasks or max(1, sc.defaultParallelism * TASKS_PER_CORE)
+    buckets = [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
+    rdd = sc.parallelize(buckets, len(buckets)).flatMap(lambda bucket: bucket)
+    return spark.createDataFrame(rdd, SCENARIO_SCHEMA, verifySchema=False)
+
+
+def results_frame(
+    spark: SparkSession,
+    specs: Sequence[ScenarioSpec],
+    *,
+    engine: str = DEFAULT_ENGINE,
+    tasks: int | None = None,
+) -> DataFrame:
+    """The (lazy) DataFrame of result rows for ``specs``, computed by ``engine``."""
+    if engine not in ENGINES:
+        raise LabError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}")
+    if engine == "rdd":
+        sc = spark.sparkContext
+        count = tasks or max(1, sc.defaultParallelism * TASKS_PER_CORE)
+        buckets = [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
+        rdd = sc.parallelize(buckets, len(buckets)).mapPartitions(
+            lambda part: (row for bucket in part for row in _run_bucket(bucket))
+        )
+        return spark.createDataFrame(rdd, RESULT_SCHEMA, verifySchema=False)
+    frame = scenario_frame(spark, specs, tasks=tasks)
+    if engine == "pandas":
+        return frame.mapInPandas(_run_pandas, RESULT_SCHEMA)
+    return frame.mapInArrow(_run_arrow, RESULT_SCHEMA)
+
+
+# -- progress --------------------------------------------------------------------------------------
+
+
+class TaskProgress:
+    """Polls Spark's status tracker on a thread and reports ``(done, total)`` tasks of a job group.
+
+    Use as a context manager around the action that runs the job group.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        group: str,
+        on_update: Callable[[int, int], None],
+        interval: float = 0.25,
+    ):
+        self._sc = spark.sparkContext
+        self._group = group
+        self._on_update = on_update
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="coordkit-lab-progress", daemon=True)
+        self._seen: dict[int, tuple[int, int]] = {}
+
+    def _poll(self) -> None:
+        tracker = self._sc.statusTracker()
+        for job in tracker.getJobIdsForGroup(self._group):
+            info = tracker.getJobInfo(job)
+            if info is None:
+                continue
+            for stage in info.stageIds:
+                stage_info = tracker.getStageInfo(stage)
+                if stage_info is not None:
+                    self._seen[stage] = (stage_info.numCompletedTasks, stage_info.numTasks)
+        if self._seen:
+            done = sum(d for d, _ in self._seen.values())
+            total = sum(t for _, t in self._seen.values())
+            self._on_update(done, total)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            with contextlib.suppress(Exception):  # the context may be shutting down
+                self._poll()
+
+    def __enter__(self) -> TaskProgress:
+        self._sc.setJobGroup(self._group, "coordkit lab scenarios")
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        with contextlib.suppress(Exception):
+            self._poll()
+        self._sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+
+
+# -- aggregation -------------------------------------------------------------------------------------
+
+
+def _aggregates() -> dict[str, str]:
+    """The Spark SQL aggregations over the ``results`` view (errors excluded, except in
+    ``errors``)."""
+    ok = f"metric <> '{ERROR_METRIC}'"
+    return {
+        "summary": f"""
+            SELECT workload, kind, strategy, metric, count(value) AS n, avg(value) AS mean,
+                   percentile(value, 0.5) AS p50, percentile(value, 0.95) AS p95,
+                   min(value) AS min, max(value) AS max
+            FROM results WHERE {ok}
+            GROUP BY workload, kind, strategy, metric
+            ORDER BY workload, metric, strategy""",
+        "cases": f"""
+            SELECT workload, params, strategy, metric, count(value) AS n, avg(value) AS mean,
+                   max(value) AS max, max(members) AS members, max(partitions) AS partitions
+            FROM results WHERE {ok}
+            GROUP BY workload, params, strategy, metric
+            ORDER BY workload, params, metric, strategy""",
+        "scaling": f"""
+            SELECT kind, strategy, metric, partitions, count(value) AS n, avg(value) AS mean,
+                   percentile(value, 0.5) AS p50
+            FROM results WHERE {ok}
+            GROUP BY kind, strategy, metric, partitions
+            ORDER BY kind, metric, strategy, partitions""",
+        "steps": f"""
+            SELECT r.workload, r.strategy, r.step, r.metric, count(r.value) AS n,
+                   avg(r.value) AS mean
+            FROM results r
+            JOIN (SELECT workload FROM results WHERE {ok} GROUP BY workload
+                  HAVING max(step) >= 5) w ON r.workload = w.workload
+            WHERE r.{ok}
+            GROUP BY r.workload, r.strategy, r.step, r.metric
+            ORDER BY r.workload, r.metric, r.strategy, r.step""",
+        "errors": f"""
+            SELECT workload, params, strategy, replicate, seed, event AS error
+            FROM results WHERE metric = '{ERROR_METRIC}'
+            ORDER BY workload, strategy, params, replicate""",
+        "totals": f"""
+            SELECT count(DISTINCT scenario_id) AS scenarios, count(*) AS rows,
+                   count(DISTINCT CASE WHEN metric = '{ERROR_METRIC}' THEN scenario_id END)
+                       AS failed
+            FROM results""",
+    }
+
+
+@frozen
+class SparkRun:
+    """What a Spark run produced: the aggregated tables (as plain rows) and where Parquet went."""
+
+    tables: dict[str, list[dict[str, Any]]]
+    parquet: str
+    run_seconds: float
+    aggregate_seconds: float
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and value != value:  # NaN → None, so JSON stays valid
+        return None
+    return value
+
+
+def execute(
+    spark: SparkSession,
+    specs: Sequence[ScenarioSpec],
+    parquet: str,
+    *,
+    engine: str = DEFAULT_ENGINE,
+    tasks: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> SparkRun:
+    """Run ``specs``, write raw rows to ``parquet``/raw, aggregate into ``parquet``/<table>."""
+    if not specs:
+        raise LabError("no scenarios to run")
+    results = results_frame(spark, specs, engine=engine, tasks=tasks)
+    raw = f"{parquet.rstrip('/')}/raw"
+    started = time.perf_counter()
+    group = f"coordkit-lab-{os.getpid()}-{time.monotonic_ns()}"
+    if on_progress is None:
+        results.write.mode("overwrite").parquet(raw)
+    else:
+        with TaskProgress(spark, group, on_progress):
+            results.write.mode("overwrite").parquet(raw)
+    run_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    spark.read.parquet(raw).createOrReplaceTempView("results")
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for name, sql in _aggregates().items():
+        frame = spark.sql(sql)
+        if name != "totals":
+            frame.coalesce(1).write.mode("overwrite").parquet(f"{parquet.rstrip('/')}/{name}")
+        tables[name] = [
+            {k: _plain(v) for k, v in row.asDict().items()} for row in frame.collect()
+        ]
+    return SparkRun(tables, parquet, run_seconds, time.perf_counter() - started)
+
+
+def spark_version(spark: SparkSession) -> str:
+    return str(spark.version)

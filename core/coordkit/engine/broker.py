@@ -1,0 +1,366 @@
+"""A broker: its registration under ``/brokers/ids``, its controller candidacy, and (when it
+wins) its controller.
+
+Liveness is the ephemeral ``/brokers/ids/N`` node of the broker's store session. Registration
+fails with :class:`BrokerIdInUseError` when another live session holds the id; after the broker's
+own session is lost it registers again on the new session, replacing a node it finds from one of
+its own earlier sessions (a store may not have reaped it yet).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from coordkit import layout
+from coordkit.clock import Clock, SystemClock
+from coordkit.elections import ControllerCandidate, ControllerElection, ControllerTerm, ElectionKind
+from coordkit.engine import states
+from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller import Controller
+from coordkit.engine.controllership import read_controller
+from coordkit.engine.errors import BrokerIdInUseError, ControllerUnavailableError, EngineError
+from coordkit.engine.events import Observers, StateChange
+from coordkit.engine.states import TP, LeaderIsr
+from coordkit.errors import (
+    BadVersionError,
+    ConnectionLossError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    StoreClosedError,
+    StoreError,
+)
+from coordkit.model import BrokerInfo
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import Delete, MetadataStore, SessionState, SetData
+from coordkit.watches import EventThread
+
+if TYPE_CHECKING:
+    from coordkit.engine.network import Network
+
+log = logging.getLogger("coordkit.engine.broker")
+
+DEFAULT_PORT = 9092
+
+
+class Broker:
+    """One broker on its own store session.
+
+    :param broker_id: Kafka's ``broker.id``.
+    :param store: the broker's store session (closed by :meth:`stop` / :meth:`kill`).
+    :param rack: ``broker.rack``, used by rack-aware replica placement.
+    :param network: the in-process registry through which brokers reach the controller (for
+        controlled shutdown); ``None`` for a broker on its own.
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        store: MetadataStore,
+        *,
+        host: str = "localhost",
+        port: int | None = None,
+        rack: str | None = None,
+        jmx_port: int = -1,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+        observers: Observers | None = None,
+        network: Network | None = None,
+    ):
+        if not isinstance(broker_id, int) or isinstance(broker_id, bool) or broker_id < 0:
+            raise ValueError(f"broker id must be a non-negative integer, got {broker_id!r}")
+        self.broker_id = broker_id
+        self.store = store
+        self.host = host
+        self.port = DEFAULT_PORT + broker_id if port is None else port
+        self.rack = rack
+        self.jmx_port = jmx_port
+        self.config = config or EngineConfig()
+        self.clock: Clock = clock or SystemClock()
+        self.observers = observers or Observers()
+        self.network = network
+        self.controller: Controller | None = None
+        self._lock = threading.RLock()
+        self._worker = EventThread(f"coordkit-broker-{broker_id}")
+        self._sessions: list[int] = []
+        self._registered_session: int | None = None
+        self._candidate: ControllerCandidate | None = None
+        self._started = False
+        self._closed = False
+        self._lost = False
+        self.registrations = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> Broker:
+        """Register and enter the controller election.
+
+        :raises BrokerIdInUseError: another live session holds this broker id.
+        """
+        with self._lock:
+            if self._started:
+                return self
+            self._started = True
+        for root in (*layout.PERSISTENT_ROOTS, layout.BROKER_IDS):
+            self.store.ensure_path(root)
+        self.store.add_listener(self._on_session)
+        self._register()
+        election: ControllerElection = get_plugin_manager().election(
+            ElectionKind.CONTROLLER.value, self.config.controller_election
+        )
+        self._candidate = election.candidate(
+            self.store, self.broker_id, self.clock, self._elected, self._deposed
+        )
+        if self.network is not None:
+            self.network.add(self)
+        self._candidate.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        return self._started and not self._closed
+
+    @property
+    def info(self) -> BrokerInfo:
+        return BrokerInfo(
+            host=self.host,
+            port=self.port,
+            timestamp=str(self.clock.wall_ms()),
+            jmx_port=self.jmx_port,
+            rack=self.rack,
+        )
+
+    def stop(self, *, controlled: bool = True) -> list[TP]:
+        """Stop the broker, by default after a controlled shutdown; returns the partitions it
+        still led when it left."""
+        remaining: list[TP] = []
+        if controlled and self.alive:
+            try:
+                remaining = self.controlled_shutdown()
+            except EngineError as exc:
+                log.warning("broker %s: controlled shutdown failed: %s", self.broker_id, exc)
+        self._shutdown(graceful=True)
+        self.observers.broker_stopped(self.broker_id, controlled)
+        return remaining
+
+    def kill(self) -> None:
+        """Stop as a crash would: the session ends at once, nothing is handed over."""
+        self._shutdown(graceful=False)
+        self.observers.broker_stopped(self.broker_id, False)
+
+    def _shutdown(self, *, graceful: bool) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self.network is not None:
+            self.network.remove(self)
+        if not graceful:
+            # End the session first so that nothing below reaches the store.
+            self.store.close()
+        if self._candidate is not None:
+            try:
+                self._candidate.close()
+            except StoreError:
+                pass
+        self._end_term()
+        self.store.remove_listener(self._on_session)
+        if graceful:
+            self.store.close()
+        self._worker.stop()
+
+    # -- registration --------------------------------------------------------------------------
+
+    def _register(self) -> None:
+        path = layout.broker_path(self.broker_id)
+        session = self.store.session_id
+        if session not in self._sessions:
+            self._sessions.append(session)
+        info = self.info
+        data = layout.BROKER.encode(info)
+        for _ in range(100):
+            try:
+                self.store.create(path, data, ephemeral=True)
+                break
+            except NodeExistsError:
+                stat = self.store.exists(path)
+                if stat is None:
+                    continue  # reaped meanwhile
+                if stat.ephemeral_owner == session:
+                    break  # already ours (a retried create)
+                if stat.ephemeral_owner in self._sessions:
+                    # Ours from a session that is over: replace it.
+                    try:
+                        self.store.commit([Delete(path, stat.version)])
+                    except (NoNodeError, BadVersionError):
+                        pass
+                    continue
+                raise BrokerIdInUseError(
+                    f"broker id {self.broker_id} is already registered at {path} by live session "
+                    f"{stat.ephemeral_owner:#x} (this broker's session is {session:#x}); every "
+                    "broker needs its own broker.id"
+                ) from None
+        else:
+            raise EngineError(f"broker {self.broker_id}: could not register at {path}")
+        self._registered_session = session
+        self.registrations += 1
+        log.info("broker %s registered (session %#x)", self.broker_id, session)
+        self.observers.broker_registered(self.broker_id, info, session)
+
+    def _on_session(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            self._lost = True
+            self._registered_session = None
+        elif state is SessionState.CONNECTED and self._lost:
+            self._lost = False
+            self._worker.post(self._reregister)
+
+    def _reregister(self) -> None:
+        if self._closed:
+            return
+        for _ in range(50):
+            try:
+                self._register()
+                return
+            except ConnectionLossError:
+                time.sleep(0.1)
+            except (SessionExpiredError, StoreClosedError):
+                return
+            except BrokerIdInUseError:
+                log.exception("broker %s cannot register again", self.broker_id)
+                return
+
+    @property
+    def registered(self) -> bool:
+        return self._registered_session is not None and self._registered_session == (
+            self.store.session_id
+        )
+
+    # -- controllership ------------------------------------------------------------------------
+
+    def _elected(self, term: ControllerTerm) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            previous = self.controller
+            controller = Controller(
+                self.store,
+                term,
+                config=self.config,
+                clock=self.clock,
+                observers=self.observers,
+                on_fenced=self._fenced,
+            )
+            self.controller = controller
+        if previous is not None:
+            previous.stop()
+        log.info("broker %s is controller (epoch %s)", self.broker_id, term.epoch)
+        self.observers.controller_changed(self.broker_id, term.epoch)
+        controller.start()
+
+    def _deposed(self, term: ControllerTerm) -> None:
+        if self._end_term(term):
+            log.info("broker %s is no longer controller (epoch %s)", self.broker_id, term.epoch)
+            self.observers.controller_changed(None, term.epoch)
+
+    def _end_term(self, term: ControllerTerm | None = None) -> bool:
+        with self._lock:
+            controller = self.controller
+            if controller is None or (term is not None and controller.term != term):
+                return False
+            self.controller = None
+        controller.stop()
+        return True
+
+    def _fenced(self, term: ControllerTerm) -> None:
+        candidate = self._candidate
+        if candidate is not None and not self._closed:
+            self._worker.post(candidate.resign)
+
+    @property
+    def is_controller(self) -> bool:
+        controller = self.controller
+        return controller is not None and controller.active
+
+    # -- controlled shutdown -------------------------------------------------------------------
+
+    def controlled_shutdown(self, timeout: float | None = None) -> list[TP]:
+        """Ask the controller to move leadership away; returns partitions still led here.
+
+        :raises ControllerUnavailableError: no controller answered in time (or the controller is
+            not a broker of this process's network).
+        """
+        limit = self.config.controlled_shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            current = read_controller(self.store)
+            holder = None
+            if current is not None and self.network is not None:
+                holder = self.network.get(current[0].broker_id)
+            if current is not None and self.network is not None and holder is None:
+                raise ControllerUnavailableError(
+                    f"broker {self.broker_id}: controller {current[0].broker_id} is not a broker "
+                    "of this process; controlled shutdown needs an in-process controller"
+                )
+            controller = holder.controller if holder is not None else None
+            if controller is None or not controller.ready.wait(
+                timeout=max(0.0, deadline - time.monotonic())
+            ):
+                time.sleep(0.02)
+                continue
+            future = controller.controlled_shutdown(self.broker_id)
+            try:
+                return future.result(timeout=max(0.0, deadline - time.monotonic()))
+            except concurrent.futures.TimeoutError:
+                break
+            except EngineError as exc:  # the controller moved meanwhile: ask the next one
+                last_error = exc
+                time.sleep(0.02)
+        raise ControllerUnavailableError(
+            f"broker {self.broker_id}: controlled shutdown not acknowledged within {limit}s"
+            + (f" ({last_error})" if last_error else "")
+        )
+
+    # -- partition leader duties ---------------------------------------------------------------
+
+    def expand_isr(self, tp: TP, replica: int) -> LeaderIsr | None:
+        """As the partition's leader, add a caught-up follower to the ISR (a write conditional on
+        the state node's version, as Kafka's leaders did). ``None`` if this broker does not lead
+        the partition."""
+        path = states.state_path(tp)
+        for _ in range(20):
+            try:
+                data, stat = self.store.get(path)
+            except NoNodeError:
+                return None
+            current = states.decode_state(path, data, stat.version)
+            if current.leader != self.broker_id:
+                return None
+            if replica in current.isr:
+                return current
+            expanded = LeaderIsr(
+                current.leader,
+                current.leader_epoch,
+                (*current.isr, replica),
+                current.controller_epoch,
+            )
+            try:
+                result = self.store.commit([SetData(path, states.encode(expanded), stat.version)])
+            except BadVersionError:
+                continue
+            expanded.zk_version = result[0].version
+            self.observers.partition_states_changed(
+                [StateChange(tp, current, expanded, None, self.broker_id)]
+            )
+            return expanded
+        return None
+
+    def __repr__(self) -> str:
+        role = " controller" if self.is_controller else ""
+        state = "alive" if self.alive else "stopped"
+        return f"<Broker {self.broker_id} {state}{role}>"

@@ -1,0 +1,44 @@
+"""Engine settings, named after the Kafka broker settings they stand for."""
+
+from __future__ import annotations
+
+import attrs
+from attrs import validators
+
+#: Topic config key that turns unclean leader election on or off for one topic (Kafka's name).
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+@attrs.frozen
+class EngineConfig:
+    """How brokers and controllers behave.
+
+    :param controller_election: controller election strategy (``kafka``, ``latch`` or a plugin's).
+    :param offline_election: partition leader election when a leader is lost (``offline``, or
+        ``offline-unclean`` for ``unclean.leader.election.enable=true`` cluster-wide); a topic's
+        own ``unclean.leader.election.enable`` config overrides it.
+    :param preferred_election: strategy of preferred-replica (rebalance) elections.
+    :param controlled_shutdown_election: strategy moving leadership off a broker shutting down.
+    :param auto_leader_rebalance: ``auto.leader.rebalance.enable``.
+    :param leader_imbalance_check_interval: ``leader.imbalance.check.interval.seconds``.
+    :param leader_imbalance_per_broker_percentage: ``leader.imbalance.per.broker.percentage``.
+    :param delete_topic_enable: ``delete.topic.enable``.
+    :param write_batch_ops: store ops per controller multi (each multi adds the epoch check).
+    :param read_batch: paths per pipelined read.
+    :param controlled_shutdown_timeout: how long a broker waits for the controller to move its
+        leaders before it stops anyway.
+    """
+
+    controller_election: str = "kafka"
+    offline_election: str = "offline"
+    preferred_election: str = "preferred"
+    controlled_shutdown_election: str = "controlled-shutdown"
+    auto_leader_rebalance: bool = True
+    leader_imbalance_check_interval: float = attrs.field(default=300.0, validator=validators.gt(0))
+    leader_imbalance_per_broker_percentage: float = attrs.field(
+        default=10.0, validator=validators.ge(0)
+    )
+    delete_topic_enable: bool = True
+    write_batch_ops: int = attrs.field(default=2000, validator=validators.ge(4))
+    read_batch: int = attrs.field(default=20000, validator=validators.ge(1))
+    controlled_shutdown_timeout: float = attrs.field(default=30.0, validator=validators.gt(0))

@@ -1,0 +1,53 @@
+"""Fenced controller writes: every multi starts with a check of ``/controller_epoch``'s version.
+
+The version is the one the controller's own election multi left on the node, so as soon as another
+broker wins an election (which sets the node again) every write of the old controller fails as a
+whole, and the store stays unchanged. A failed check raises :class:`ControllerFencedError`; any
+other failure keeps its store error type with ``op_index`` pointing at the caller's own op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from coordkit import layout
+from coordkit.elections import ControllerTerm
+from coordkit.engine.errors import ControllerFencedError
+from coordkit.errors import BadVersionError, NoNodeError, StoreError
+from coordkit.store import Check, MetadataStore, Op
+
+
+class FencedWriter:
+    """Writes of one controller term."""
+
+    def __init__(self, store: MetadataStore, term: ControllerTerm):
+        self.store = store
+        self.term = term
+        self._check = Check(layout.CONTROLLER_EPOCH, term.epoch_version)
+
+    def commit(self, ops: Sequence[Op]) -> list[Any]:
+        """Commit ``ops`` behind the epoch check; returns the results of ``ops`` only.
+
+        :raises ControllerFencedError: the epoch moved on: this controller was deposed.
+        :raises StoreError: an op of ``ops`` failed; ``op_index`` indexes ``ops``.
+        """
+        try:
+            results = self.store.commit([self._check, *ops])
+        except (BadVersionError, NoNodeError) as exc:
+            if exc.op_index == 0:
+                raise ControllerFencedError(
+                    f"controller {self.term.broker_id} of epoch {self.term.epoch} is fenced: "
+                    f"{layout.CONTROLLER_EPOCH} is no longer at version {self.term.epoch_version}"
+                ) from exc
+            _shift(exc)
+            raise
+        except StoreError as exc:
+            _shift(exc)
+            raise
+        return results[1:]
+
+
+def _shift(exc: StoreError) -> None:
+    if exc.op_index is not None and exc.op_index > 0:
+        exc.op_index -= 1

@@ -1,0 +1,215 @@
+"""A replication model: log end offsets per replica, the high watermark, acks=all.
+
+No record bytes move; each partition keeps the log end offset (LEO) of every replica and its high
+watermark (HW = the minimum LEO over the ISR; it only moves forward while the leader's log is the
+truth). A produce appends to the leader; a replication round lets every live follower fetch up to
+the leader's LEO; records below the HW are acknowledged (acks=all: every ISR member has them).
+
+When a new leader is elected, every replica's log is cut back to the new leader's LEO (Kafka's
+followers truncate to the leader epoch boundary). A clean election never cuts below the HW, since the
+new leader was in the ISR; an unclean one can, and the acknowledged records between its LEO and the
+HW are counted as lost. That is what the lab reports for unclean election.
+
+The model observes the engine (:class:`~coordkit.engine.events.EngineObserver`): partition states
+written by controllers and leaders, brokers stopping and registering.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+from coordkit.engine.events import EngineObserver, StateChange
+from coordkit.engine.states import TP
+from coordkit.model import NO_LEADER, BrokerInfo
+
+
+class PartitionLog:
+    """One partition's replicas as the model sees them."""
+
+    __slots__ = (
+        "acked",
+        "hw",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "leo",
+        "lost",
+        "replicas",
+        "truncated",
+        "zk_version",
+    )
+
+    def __init__(self) -> None:
+        self.leader = NO_LEADER
+        self.leader_epoch = -1
+        self.zk_version = -1
+        self.isr: tuple[int, ...] = ()
+        self.replicas: tuple[int, ...] = ()
+        self.leo: dict[int, int] = {}
+        self.hw = 0
+        self.acked = 0  # records ever acknowledged
+        self.lost = 0  # acknowledged records cut off by unclean elections
+        self.truncated = 0  # unacknowledged records cut off by elections
+
+    def advance_hw(self) -> int:
+        """Recompute the HW from the ISR; returns newly acknowledged records."""
+        if not self.isr:
+            return 0
+        hw = min(self.leo.get(r, 0) for r in self.isr)
+        if hw <= self.hw:
+            return 0
+        gained = hw - self.hw
+        self.hw = hw
+        self.acked += gained
+        return gained
+
+
+@attrs.frozen
+class ReplicationTotals:
+    """Totals over every partition.
+
+    :param produced: records appended to leaders.
+    :param rejected: records refused because the partition had no live leader.
+    :param acked: records acknowledged under acks=all.
+    :param acked_lost: acknowledged records lost to unclean elections.
+    :param truncated: unacknowledged records cut off by elections (never promised to anyone).
+    :param unclean_elections: leader changes to a replica outside the ISR.
+    """
+
+    produced: int
+    rejected: int
+    acked: int
+    acked_lost: int
+    truncated: int
+    unclean_elections: int
+
+
+class ReplicationModel(EngineObserver):
+    """The logs of every partition of one cluster."""
+
+    def __init__(self) -> None:
+        self._logs: dict[TP, PartitionLog] = {}
+        self._down: set[int] = set()
+        self._lock = threading.Lock()
+        self.produced = 0
+        self.rejected = 0
+        self.unclean_elections = 0
+
+    # -- engine events -------------------------------------------------------------------------
+
+    def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
+        with self._lock:
+            for change in changes:
+                log = self._logs.get(change.tp)
+                if log is None:
+                    log = self._logs[change.tp] = PartitionLog()
+                current = change.current
+                # Writes of one partition can reach observers out of order across threads.
+                if (current.leader_epoch, current.zk_version) <= (log.leader_epoch, log.zk_version):
+                    continue
+                if change.replicas:
+                    log.replicas = change.replicas
+                if current.leader != log.leader and current.leader != NO_LEADER:
+                    self._truncate_to(log, log.leo.get(current.leader, 0))
+                    if change.unclean:
+                        self.unclean_elections += 1
+                log.leader = current.leader
+                log.leader_epoch = current.leader_epoch
+                log.zk_version = current.zk_version
+                log.isr = current.isr
+                for replica in (*log.replicas, *current.isr):
+                    log.leo.setdefault(replica, 0)
+                log.advance_hw()
+
+    @staticmethod
+    def _truncate_to(log: PartitionLog, offset: int) -> None:
+        longest = max(log.leo.values(), default=0)
+        if longest > max(offset, log.hw):
+            log.truncated += longest - max(offset, log.hw)
+        for replica, leo in log.leo.items():
+            if leo > offset:
+                log.leo[replica] = offset
+        if log.hw > offset:
+            log.lost += log.hw - offset
+            log.hw = offset
+
+    def broker_stopped(self, broker_id: int, controlled: bool) -> None:
+        with self._lock:
+            self._down.add(broker_id)
+
+    def broker_registered(self, broker_id: int, info: BrokerInfo, session_id: int) -> None:
+        with self._lock:
+            self._down.discard(broker_id)
+
+    def topic_deleted(self, topic: str) -> None:
+        with self._lock:
+            for tp in [tp for tp in self._logs if tp[0] == topic]:
+                del self._logs[tp]
+
+    # -- driving the model ---------------------------------------------------------------------
+
+    def produce(self, tp: TP, records: int) -> int:
+        """Append ``records`` to the partition's leader; returns how many were accepted."""
+        with self._lock:
+            log = self._logs.get(tp)
+            if log is None or log.leader == NO_LEADER or log.leader in self._down:
+                self.rejected += records
+                return 0
+            before = log.leo.get(log.leader, 0)
+            # Records cut off later were appended above what any other replica has.
+            log.leo[log.leader] = before + records
+            self.produced += records
+            log.advance_hw()
+            return records
+
+    def replicate(self, partitions: Iterable[TP] | None = None) -> list[tuple[TP, int]]:
+        """One fetch round: live followers catch up with their leader and the HW advances.
+
+        :returns: ``(partition, follower)`` pairs of caught-up followers outside the ISR, which
+            the partition's leader may now add to it.
+        """
+        ready: list[tuple[TP, int]] = []
+        with self._lock:
+            chosen = list(self._logs) if partitions is None else list(partitions)
+            for tp in chosen:
+                log = self._logs.get(tp)
+                if log is None or log.leader == NO_LEADER or log.leader in self._down:
+                    continue
+                target = log.leo.get(log.leader, 0)
+                for replica in log.replicas or log.isr:
+                    if replica == log.leader or replica in self._down:
+                        continue
+                    log.leo[replica] = target
+                    if replica not in log.isr:
+                        ready.append((tp, replica))
+                log.advance_hw()
+        return ready
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def log(self, tp: TP) -> PartitionLog | None:
+        return self._logs.get(tp)
+
+    def offline(self) -> list[TP]:
+        """Partitions that cannot take writes now (no leader, or its broker is down)."""
+        with self._lock:
+            return sorted(
+                tp
+                for tp, log in self._logs.items()
+                if log.leader == NO_LEADER or log.leader in self._down
+            )
+
+    def totals(self) -> ReplicationTotals:
+        with self._lock:
+            logs = list(self._logs.values())
+            return ReplicationTotals(
+                produced=self.produced,
+                rejected=self.rejected,
+                acked=sum(log.acked for log in logs),
+                acked_lost=sum(log.lost for log in logs),
+                truncated=sum(log.truncated for log in logs),
+                unclean_elections=self.unclean_elections,
+            )

@@ -1,0 +1,140 @@
+"""Partition leadership as the controller keeps it, and a fast codec for the state znode.
+
+The controller reads and writes up to hundreds of thousands of
+``/brokers/topics/T/partitions/P/state`` nodes on failover, so it keeps them as slotted records
+instead of validated :class:`~coordkit.model.PartitionState` objects, and encodes them to the very
+bytes :data:`coordkit.layout.PARTITION_STATE` writes (same field order, compact JSON). Values read
+back that do not parse fall back to the layout codec, whose error names the path and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from coordkit import layout
+from coordkit.model import NO_LEADER, PartitionState
+
+#: Key of a partition inside the engine: ``(topic, partition)`` (hashes fast at 100,000s).
+TP = tuple[str, int]
+
+STATE_VERSION = 1
+
+
+class LeaderIsr:
+    """A partition state plus the version of the node it was read from or written to."""
+
+    __slots__ = ("controller_epoch", "isr", "leader", "leader_epoch", "zk_version")
+
+    def __init__(
+        self,
+        leader: int,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        controller_epoch: int,
+        zk_version: int = -1,
+    ):
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = isr
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    def to_model(self) -> PartitionState:
+        return PartitionState(
+            leader=self.leader,
+            leader_epoch=self.leader_epoch,
+            isr=self.isr,
+            controller_epoch=self.controller_epoch,
+        )
+
+    def same_leadership(self, other: LeaderIsr) -> bool:
+        return (
+            self.leader == other.leader
+            and self.leader_epoch == other.leader_epoch
+            and self.isr == other.isr
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LeaderIsr):
+            return NotImplemented
+        return self.same_leadership(other) and self.controller_epoch == other.controller_epoch
+
+    def __hash__(self) -> int:
+        return hash((self.leader, self.leader_epoch, self.isr, self.controller_epoch))
+
+    def __repr__(self) -> str:
+        return (
+            f"LeaderIsr(leader={self.leader}, leader_epoch={self.leader_epoch}, "
+            f"isr={list(self.isr)}, controller_epoch={self.controller_epoch}, "
+            f"zk_version={self.zk_version})"
+        )
+
+
+def encode_state(leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int) -> bytes:
+    """Exactly ``layout.PARTITION_STATE.encode(...)``, without building a validated object."""
+    isr_text = ",".join(str(r) for r in isr)
+    return (
+        f'{{"controller_epoch":{controller_epoch},"leader":{leader},"version":{STATE_VERSION},'
+        f'"leader_epoch":{leader_epoch},"isr":[{isr_text}]}}'
+    ).encode()
+
+
+def encode(state: LeaderIsr) -> bytes:
+    return encode_state(state.leader, state.leader_epoch, state.isr, state.controller_epoch)
+
+
+def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
+    """Decode a state node; malformed values raise :class:`~coordkit.errors.LayoutError`."""
+    try:
+        obj: Any = json.loads(data)
+        leader = obj["leader"]
+        leader_epoch = obj["leader_epoch"]
+        isr = tuple(obj["isr"])
+        controller_epoch = obj["controller_epoch"]
+        if (
+            type(leader) is int
+            and type(leader_epoch) is int
+            and type(controller_epoch) is int
+            and all(type(r) is int for r in isr)
+        ):
+            return LeaderIsr(leader, leader_epoch, isr, controller_epoch, zk_version)
+    except (ValueError, TypeError, KeyError):
+        pass
+    # Slow path: the layout codec explains exactly what is wrong.
+    model = layout.PARTITION_STATE.decode(data, path)
+    return LeaderIsr(
+        model.leader, model.leader_epoch, model.isr, model.controller_epoch, zk_version
+    )
+
+
+def state_path(tp: TP) -> str:
+    return f"{layout.BROKER_TOPICS}/{tp[0]}/partitions/{tp[1]}/state"
+
+
+def partition_path(tp: TP) -> str:
+    return f"{layout.BROKER_TOPICS}/{tp[0]}/partitions/{tp[1]}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{layout.BROKER_TOPICS}/{topic}/partitions"
+
+
+def parse_state_path(path: str) -> TP | None:
+    """``(topic, partition)`` of a state node path, or ``None`` for any other path."""
+    parts = path.split("/")
+    # ['', 'brokers', 'topics', T, 'partitions', P, 'state']
+    if (
+        len(parts) == 7
+        and parts[1] == "brokers"
+        and parts[2] == "topics"
+        and parts[4] == "partitions"
+        and parts[6] == "state"
+        and parts[5].isdigit()
+    ):
+        return parts[3], int(parts[5])
+    return None

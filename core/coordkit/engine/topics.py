@@ -1,0 +1,217 @@
+"""Topic administration as Kafka's ``AdminZkClient`` did it: writes the store, the controller acts.
+
+* create: ``/config/topics/T`` and ``/brokers/topics/T`` (replica assignment by Kafka's placement
+  over the registered brokers) in one multi; the controller then creates the partition states.
+* add partitions: rewrite ``/brokers/topics/T`` at its version with the new partitions placed as
+  Kafka's ``addPartitions`` does; the controller initialises them.
+* delete: create ``/admin/delete_topics/T``; the controller deletes the topic's nodes.
+* config: ``/config/topics/T``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+from coordkit import layout
+from coordkit.engine.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from coordkit.engine.placement import BrokerMetadata, assign_replicas
+from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
+from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
+from coordkit.store import Create, MetadataStore, SetData
+
+
+class TopicAdmin:
+    """Topic administration on a store session (any session; it need not be a broker's).
+
+    :param rng: source of Kafka's random placement start index (seed it for reproducible runs).
+    """
+
+    def __init__(self, store: MetadataStore, *, rng: random.Random | None = None):
+        self.store = store
+        self.rng = rng or random.Random()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def brokers(self) -> list[BrokerMetadata]:
+        """Registered brokers with their racks, sorted by id (what placement uses)."""
+        ids = sorted(int(c) for c in self.store.children(layout.BROKER_IDS) if c.isdigit())
+        paths = [layout.broker_path(b) for b in ids]
+        out = []
+        for broker, path, result in zip(ids, paths, self.store.get_many(paths), strict=True):
+            if isinstance(result, StoreError):
+                continue
+            out.append(BrokerMetadata(broker, layout.BROKER.decode(result[0], path).rack))
+        return out
+
+    def topics(self) -> list[str]:
+        try:
+            return sorted(self.store.children(layout.BROKER_TOPICS))
+        except NoNodeError:
+            return []
+
+    def assignment(self, topic: str) -> TopicAssignment:
+        path = layout.topic_path(topic)
+        try:
+            data, _ = self.store.get(path)
+        except NoNodeError:
+            raise UnknownTopicError(f"topic {topic!r} does not exist ({path})") from None
+        return layout.TOPIC.decode(data, path)
+
+    def config(self, topic: str) -> dict[str, str]:
+        path = layout.topic_config_path(topic)
+        try:
+            data, _ = self.store.get(path)
+        except NoNodeError:
+            return {}
+        return dict(layout.TOPIC_CONFIG.decode(data, path).config)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        *,
+        config: Mapping[str, str] | None = None,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        rack_aware: bool = True,
+    ) -> TopicAssignment:
+        """Create ``topic``; returns its replica assignment.
+
+        :param assignment: explicit replica lists (partition → brokers); placement otherwise.
+        :raises TopicExistsError: the topic exists (or is still being deleted).
+        """
+        try:
+            validate_topic_name(topic)
+        except ValueError as exc:
+            raise LayoutError(f"{layout.BROKER_TOPICS}/{topic}", str(exc), field="topic") from None
+        if assignment is None:
+            placed = assign_replicas(
+                self.brokers(),
+                partitions,
+                replication_factor,
+                rack_aware=rack_aware,
+                rng=self.rng,
+            )
+        else:
+            placed = {int(p): list(r) for p, r in assignment.items()}
+            self._check_manual(topic, placed)
+        topic_assignment = TopicAssignment(partitions=placed)
+        ops = [
+            Create(
+                layout.topic_config_path(topic),
+                layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config or {}))),
+            ),
+            Create(layout.topic_path(topic), layout.TOPIC.encode(topic_assignment)),
+        ]
+        try:
+            self.store.commit(ops)
+        except NodeExistsError as exc:
+            raise TopicExistsError(
+                f"topic {topic!r} already exists ({exc.path})"
+                + (" or is still being deleted" if self._marked_for_deletion(topic) else "")
+            ) from None
+        except NoNodeError:
+            # First topic of a fresh store: create the roots, then once more.
+            self.store.ensure_path(layout.CONFIG_TOPICS)
+            self.store.ensure_path(layout.BROKER_TOPICS)
+            try:
+                self.store.commit(ops)
+            except NodeExistsError as exc:
+                raise TopicExistsError(f"topic {topic!r} already exists ({exc.path})") from None
+        return topic_assignment
+
+    def _check_manual(self, topic: str, placed: Mapping[int, Sequence[int]]) -> None:
+        sizes = {len(r) for r in placed.values()}
+        if len(sizes) > 1:
+            raise InvalidReplicaAssignmentError(
+                f"topic {topic!r}: partitions have different replication factors {sorted(sizes)}"
+            )
+
+    def _marked_for_deletion(self, topic: str) -> bool:
+        return self.store.exists(layout.delete_topic_path(topic)) is not None
+
+    def add_partitions(
+        self,
+        topic: str,
+        total: int,
+        *,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        rack_aware: bool = True,
+    ) -> TopicAssignment:
+        """Increase ``topic`` to ``total`` partitions (Kafka's ``addPartitions``)."""
+        path = layout.topic_path(topic)
+        for _ in range(10):
+            try:
+                data, stat = self.store.get(path)
+            except NoNodeError:
+                raise UnknownTopicError(f"topic {topic!r} does not exist ({path})") from None
+            existing = layout.TOPIC.decode(data, path)
+            count = existing.partition_count
+            if total <= count:
+                raise InvalidPartitionsError(
+                    f"topic {topic!r} has {count} partitions; the number of partitions can only "
+                    f"be increased, got {total}"
+                )
+            first_replicas = existing.partitions[0]
+            if assignment is None:
+                brokers = self.brokers()
+                # Kafka starts at the first broker with an id >= partition 0's first replica.
+                start = next(
+                    (i for i, b in enumerate(brokers) if b.id >= first_replicas[0]), 0
+                )
+                added = assign_replicas(
+                    brokers,
+                    total - count,
+                    len(first_replicas),
+                    fixed_start_index=start,
+                    start_partition_id=count,
+                    rack_aware=rack_aware,
+                    rng=self.rng,
+                )
+            else:
+                added = {int(p): list(r) for p, r in assignment.items()}
+                wrong = sorted(p for p, r in added.items() if len(r) != len(first_replicas))
+                if wrong:
+                    raise InvalidReplicaAssignmentError(
+                        f"topic {topic!r}: partitions {wrong} do not have the topic's replication "
+                        f"factor {len(first_replicas)}"
+                    )
+            merged = {**existing.partitions, **{p: tuple(r) for p, r in added.items()}}
+            updated = TopicAssignment(partitions=merged, version=existing.version)
+            try:
+                self.store.commit([SetData(path, layout.TOPIC.encode(updated), stat.version)])
+            except BadVersionError:
+                continue
+            return updated
+        raise InvalidPartitionsError(f"topic {topic!r}: assignment kept changing; try again")
+
+    def delete_topic(self, topic: str) -> None:
+        """Queue ``topic`` for deletion (the controller deletes it)."""
+        path = layout.topic_path(topic)
+        if self.store.exists(path) is None:
+            raise UnknownTopicError(f"topic {topic!r} does not exist ({path})")
+        try:
+            self.store.create(layout.delete_topic_path(topic), b"", make_parents=True)
+        except NodeExistsError:
+            pass  # already queued
+
+    def set_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace ``topic``'s config overrides in ``/config/topics/T``."""
+        if self.store.exists(layout.topic_path(topic)) is None:
+            raise UnknownTopicError(
+                f"topic {topic!r} does not exist ({layout.topic_path(topic)})"
+            )
+        data = layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config)))
+        path = layout.topic_config_path(topic)
+        try:
+            self.store.set(path, data)
+        except NoNodeError:
+            self.store.create(path, data, make_parents=True)

@@ -1,0 +1,384 @@
+"""Kafka's ``GeneralAssignmentBuilder``: the sticky assignment when subscriptions differ.
+
+1. Members keep the owned partitions they still subscribe to (rack-aware: and whose replicas are on
+   their rack; anything else dropped means "revocation required").
+2. Unassigned partitions, topics ordered by how many members subscribe to them (then by name), go
+   one by one to the least loaded subscriber (fewest partitions, then smallest id); rack-aware
+   first to rack-matching subscribers only.
+3. Balancing: partitions are visited in that order and moved from a member with at least two more
+   partitions than some other subscriber of the topic, back to their previous owner when that
+   member has two fewer, otherwise to the least loaded subscriber, until the assignment is
+   balanced; if the balance score (sum of pairwise count differences) did not improve, the moves
+   are reverted.
+
+Step 2 at scale is water-filling: consecutive topics with the same subscribers form one run, and a
+run of ``n`` partitions over members with counts ``s`` takes the ``n`` smallest ``(level, member)``
+slots with ``level >= s[member]``, which arrays compute directly. Step 3 keeps Kafka's
+partition-by-partition semantics but finds the next movable partition with array scans, and decides
+"balanced" from per-topic-group maxima and minima (with a remembered violating pair to avoid
+rechecking), instead of Kafka's scan over every member and partition.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from coordkit_assignors.sticky_group import BoolArray, IntArray, StickyGroup
+from coordkit_assignors.sticky_java import java_string_hash
+from coordkit_assignors.sticky_movements import PartitionMovements
+from coordkit_assignors.sticky_racks import StickyRacks
+
+
+class _Subscriptions:
+    """Members grouped by their assignable topics ("classes"), and topics by their subscribers."""
+
+    def __init__(self, group: StickyGroup):
+        class_of_set: dict[frozenset[int], int] = {}
+        self.member_class: IntArray = np.array(
+            [class_of_set.setdefault(s, len(class_of_set)) for s in group.member_topics], dtype=np.int64
+        )
+        self.class_topics = list(class_of_set)
+        classes = len(self.class_topics)
+        self.class_members: list[IntArray] = [
+            np.flatnonzero(self.member_class == k) for k in range(classes)
+        ]
+        topics = len(group.topics)
+        # subscribes[k, t]: does class k subscribe to topic t
+        self.subscribes: BoolArray = np.zeros((classes, topics), dtype=bool)
+        for k, topic_set in enumerate(self.class_topics):
+            if topic_set:
+                self.subscribes[k, list(topic_set)] = True
+        class_sizes = np.array([len(m) for m in self.class_members], dtype=np.int64)
+        self.topic_consumers: IntArray = (self.subscribes * class_sizes[:, None]).sum(axis=0).astype(np.int64)
+        # Topics with the same subscribing classes share a "signature" (the same eligible members).
+        signature_of: dict[tuple[int, ...], int] = {}
+        self.topic_signature: IntArray = np.array(
+            [
+                signature_of.setdefault(tuple(np.flatnonzero(self.subscribes[:, t]).tolist()), len(signature_of))
+                for t in range(topics)
+            ],
+            dtype=np.int64,
+        )
+        self.signature_classes: list[tuple[int, ...]] = list(signature_of)
+        self.signature_members: list[IntArray] = [
+            np.sort(np.concatenate([self.class_members[k] for k in sig])) if sig else np.zeros(0, np.int64)
+            for sig in self.signature_classes
+        ]
+        self.max_assignment: IntArray = (self.subscribes * group.topic_counts[None, :]).sum(axis=1).astype(
+            np.int64
+        )[self.member_class] if classes else np.zeros(0, np.int64)
+
+
+def general_assign(group: StickyGroup, racks: StickyRacks) -> IntArray:
+    """The owner (member number) of every global partition index, -1 outside assignable topics."""
+    owner = np.full(group.space.total, -1, dtype=np.int64)
+    if group.size == 0:
+        return owner
+    subs = _Subscriptions(group)
+
+    # 1. Keep owned partitions the member still subscribes to (and, rack-aware, whose racks match).
+    member, partition = group.owned_member, group.owned_partition
+    keep = subs.subscribes[subs.member_class[member], group.partition_topic[partition]]
+    if racks.enabled and len(partition):
+        keep &= ~racks.mismatch(member, partition)
+    revocation_required = not bool(keep.all())
+    owner[partition[keep]] = member[keep]
+    sizes = np.bincount(member[keep], minlength=group.size).astype(np.int64)
+    initializing = int(sizes.max()) == 0
+
+    # 2. Assign the unassigned partitions to the least loaded subscribers.
+    topic_order = np.lexsort((np.arange(len(group.topics)), subs.topic_consumers))
+    sorted_partitions = group.partitions_of_topics(topic_order)
+    unassigned = sorted_partitions[owner[sorted_partitions] < 0]
+    remaining = unassigned
+    if racks.enabled and len(remaining):
+        remaining = _assign_rack_matching(group, subs, racks, remaining, owner, sizes)
+    _water_fill_runs(group, subs, remaining, owner, sizes)
+
+    # 3. Balance the members and topics that can still change.
+    movable_topic = subs.topic_consumers >= 2
+    participating = (sizes < subs.max_assignment) | (subs.subscribes & movable_topic[None, :]).any(axis=1)[
+        subs.member_class
+    ]
+    if not participating.any():
+        return owner
+    in_play = movable_topic[group.partition_topic[sorted_partitions]]
+    reassignable = sorted_partitions[in_play]
+    unassigned = unassigned[movable_topic[group.partition_topic[unassigned]]]
+    balancer = _Balancer(group, subs, owner, sizes, np.flatnonzero(participating), reassignable)
+    before_owner, before_sizes = owner.copy(), sizes.copy()
+    if not revocation_required:
+        balancer.perform(unassigned)
+    performed = balancer.perform(reassignable)
+    players = np.flatnonzero(participating)
+    if (
+        not initializing
+        and performed
+        and _balance_score(sizes[players]) >= _balance_score(before_sizes[players])
+    ):
+        return before_owner
+    return owner
+
+
+def _balance_score(sizes: IntArray) -> int:
+    """Kafka's ``getBalanceScore``: the sum over member pairs of their count difference."""
+    ordered = np.sort(sizes)
+    n = len(ordered)
+    return int((ordered * (2 * np.arange(n, dtype=np.int64) - (n - 1))).sum())
+
+
+def water_fill(counts: IntArray, n: int) -> IntArray:
+    """Positions (into ``counts``) receiving ``n`` items one by one, each to the position with the
+    fewest items so far, ties to the lowest position; ``counts`` are the starting counts."""
+    if n == 0 or len(counts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    ordered = np.sort(counts)
+    prefix = np.concatenate(([0], np.cumsum(ordered)))
+
+    def below(level: int) -> int:
+        """How many slots lie below ``level``: sum of max(0, level - count)."""
+        k = int(np.searchsorted(ordered, level, side="left"))
+        return k * level - int(prefix[k])
+
+    low, high = int(ordered[0]), int(ordered[0]) + n  # below(low) == 0 < n <= below(high)
+    while high - low > 1:  # the largest level with below(level) < n
+        middle = (low + high) // 2
+        if below(middle) < n:
+            low = middle
+        else:
+            high = middle
+    level = low
+    last = n - below(level)  # slots taken at the last level
+    smallest = int(ordered[0])
+    rows = level - smallest + 1
+    width = len(counts)
+    if rows * width <= 4 * (n + width):
+        grid = np.arange(smallest, level + 1, dtype=np.int64)[:, None] >= counts[None, :]
+        at_last = np.flatnonzero(grid[-1])
+        grid[-1, at_last[last:]] = False
+        return np.nonzero(grid)[1]
+    # Sparse levels: enumerate slots below the last level explicitly, then sort by (level, position).
+    depth = np.maximum(level - counts, 0)
+    positions = np.repeat(np.arange(width, dtype=np.int64), depth)
+    starts = np.concatenate(([0], np.cumsum(depth)[:-1]))
+    levels = counts[positions] + (np.arange(len(positions)) - np.repeat(starts, depth))
+    below_last = positions[np.lexsort((positions, levels))]
+    return np.concatenate((below_last, np.flatnonzero(counts <= level)[:last]))
+
+
+def _water_fill_runs(
+    group: StickyGroup, subs: _Subscriptions, partitions: IntArray, owner: IntArray, sizes: IntArray
+) -> None:
+    """Kafka's ``maybeAssign`` without racks: each partition to its least loaded subscriber."""
+    if len(partitions) == 0:
+        return
+    signature = subs.topic_signature[group.partition_topic[partitions]]
+    breaks = np.flatnonzero(signature[1:] != signature[:-1]) + 1
+    bounds = [0, *breaks.tolist(), len(partitions)]
+    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+        eligible = subs.signature_members[int(signature[start])]
+        picks = water_fill(sizes[eligible], end - start)
+        owner[partitions[start:end]] = eligible[picks]
+        sizes[eligible] += np.bincount(picks, minlength=len(eligible))
+
+
+def _assign_rack_matching(
+    group: StickyGroup,
+    subs: _Subscriptions,
+    racks: StickyRacks,
+    partitions: IntArray,
+    owner: IntArray,
+    sizes: IntArray,
+) -> IntArray:
+    """Kafka's ``maybeAssign`` with rack matching: each partition to the least loaded subscriber that
+    has no rack or a rack holding a replica; returns the partitions nobody matched, in order."""
+    # One heap of (count, member) per (class, rack) with rack -1 for members without a rack.
+    heaps: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for m, (k, r) in enumerate(zip(subs.member_class.tolist(), racks.member_rack.tolist(), strict=True)):
+        heaps.setdefault((k, r), []).append((int(sizes[m]), m))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    classes_of_topic = [np.flatnonzero(subs.subscribes[:, t]).tolist() for t in range(len(group.topics))]
+    racks_of_set = [[-1, *np.flatnonzero(row).tolist()] for row in racks.matches]
+    candidates_cache: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
+    left: list[int] = []
+    topics = group.partition_topic[partitions].tolist()
+    sets = racks.partition_set[partitions].tolist()
+    for partition, topic, set_id in zip(partitions.tolist(), topics, sets, strict=True):
+        key = (topic, set_id)
+        candidates = candidates_cache.get(key)
+        if candidates is None:
+            candidates = [
+                heaps[(k, r)] for k in classes_of_topic[topic] for r in racks_of_set[set_id] if (k, r) in heaps
+            ]
+            candidates_cache[key] = candidates
+        best: list[tuple[int, int]] | None = None
+        for heap in candidates:
+            if heap and (best is None or heap[0] < best[0]):
+                best = heap
+        if best is None:
+            left.append(partition)
+            continue
+        count, member = best[0]
+        heapq.heapreplace(best, (count + 1, member))
+        owner[partition] = member
+        sizes[member] = count + 1
+    return np.array(left, dtype=np.int64)
+
+
+class _Balancer:
+    """Kafka's ``performReassignments`` over arrays.
+
+    Members taking part are those that can still gain partitions or hold partitions of a topic with
+    two or more subscribers; partitions taking part belong to such topics.
+    """
+
+    def __init__(
+        self,
+        group: StickyGroup,
+        subs: _Subscriptions,
+        owner: IntArray,
+        sizes: IntArray,
+        players: IntArray,
+        reassignable: IntArray,
+    ):
+        self.group = group
+        self.subs = subs
+        self.owner = owner
+        self.sizes = sizes
+        self.players = players
+        self.topic_of = group.partition_topic
+        self.signature_of = subs.topic_signature[np.maximum(group.partition_topic, 0)]
+        # Previous owners, kept only where they may take the partition back (Kafka would otherwise
+        # hand a partition to a member not subscribed to its topic).
+        previous = group.previous_owners()
+        has_previous = previous >= 0
+        ok = np.zeros_like(has_previous)
+        idx = np.flatnonzero(has_previous & (group.partition_topic >= 0))
+        ok[idx] = subs.subscribes[subs.member_class[previous[idx]], group.partition_topic[idx]]
+        self.previous = np.where(ok, previous, -1)
+        self.movements = PartitionMovements([java_string_hash(t) for t in group.topics])
+        # Class minima (count, member) and, per signature, the minimum over its classes.
+        self.class_min = np.zeros(len(subs.class_members), dtype=np.int64)
+        self.class_argmin = np.zeros(len(subs.class_members), dtype=np.int64)
+        for k in range(len(subs.class_members)):
+            self._refresh_class(k)
+        self.signatures_of_class: list[list[int]] = [[] for _ in subs.class_members]
+        for s, classes in enumerate(subs.signature_classes):
+            for k in classes:
+                self.signatures_of_class[k].append(s)
+        self.signature_class_arrays = [np.array(c, dtype=np.int64) for c in subs.signature_classes]
+        self.signature_min = np.zeros(len(subs.signature_classes), dtype=np.int64)
+        for s in range(len(subs.signature_classes)):
+            self._refresh_signature(s)
+        # Reassignable partitions grouped by signature, for the full balance check.
+        by_signature = np.argsort(self.signature_of[reassignable], kind="stable")
+        self.check_partitions = reassignable[by_signature]
+        check_signatures = self.signature_of[self.check_partitions]
+        self.check_starts = np.flatnonzero(
+            np.concatenate(([True], check_signatures[1:] != check_signatures[:-1]))
+        ) if len(reassignable) else np.zeros(0, dtype=np.int64)
+        self.check_signature_ids = check_signatures[self.check_starts] if len(reassignable) else self.check_starts
+        self.witness: tuple[int, int] | None = None
+
+    # -- minima
+    def _refresh_class(self, k: int) -> None:
+        members = self.subs.class_members[k]
+        i = int(np.argmin(self.sizes[members]))  # first minimum: the smallest member number
+        self.class_min[k] = self.sizes[members[i]]
+        self.class_argmin[k] = members[i]
+
+    def _refresh_signature(self, s: int) -> None:
+        self.signature_min[s] = self.class_min[self.signature_class_arrays[s]].min()
+
+    def _least_loaded(self, signature: int) -> int:
+        """The first subscriber in Kafka's (count, member id) order."""
+        classes = self.signature_class_arrays[signature]
+        keys = self.class_min[classes] * (self.group.size + 1) + self.class_argmin[classes]
+        return int(self.class_argmin[classes[int(np.argmin(keys))]])
+
+    # -- balance
+    def _balanced(self) -> bool:
+        """Kafka's ``isBalanced``: counts within one, or no partition can go to a subscriber with two
+        fewer partitions than its owner."""
+        counts = self.sizes[self.players]
+        if int(counts.max()) - int(counts.min()) <= 1:
+            return True
+        if self.witness is not None:
+            partition, member = self.witness
+            if self.sizes[self.owner[partition]] >= self.sizes[member] + 2:
+                return False
+        if len(self.check_partitions) == 0:
+            return True
+        owner_counts = self.sizes[self.owner[self.check_partitions]]
+        largest = np.maximum.reduceat(owner_counts, self.check_starts)
+        gaps = largest - self.signature_min[self.check_signature_ids]
+        worst = int(np.argmax(gaps))
+        if gaps[worst] <= 1:
+            self.witness = None
+            return True
+        start = int(self.check_starts[worst])
+        end = int(self.check_starts[worst + 1]) if worst + 1 < len(self.check_starts) else len(owner_counts)
+        partition = int(self.check_partitions[start + int(np.argmax(owner_counts[start:end]))])
+        self.witness = (partition, self._least_loaded(int(self.check_signature_ids[worst])))
+        return False
+
+    def _next_movable(self, partitions: IntArray, start: int) -> int:
+        """Position of the first partition at or after ``start`` that Kafka would move now."""
+        chunk = 64
+        total = len(partitions)
+        while start < total:
+            end = min(total, start + chunk)
+            window = partitions[start:end]
+            held = self.sizes[self.owner[window]]
+            movable = held > self.signature_min[self.signature_of[window]] + 1
+            previous = self.previous[window]
+            has_previous = previous >= 0
+            movable |= has_previous & (held > self.sizes[np.where(has_previous, previous, 0)] + 1)
+            hits = np.flatnonzero(movable)
+            if len(hits):
+                return start + int(hits[0])
+            start = end
+            chunk = min(chunk * 4, 1 << 16)
+        return -1
+
+    def perform(self, partitions: IntArray) -> bool:
+        """One ``performReassignments`` call over ``partitions`` (in order); True if anything moved."""
+        performed = False
+        while True:
+            modified = False
+            position = 0
+            while position < len(partitions) and not self._balanced():
+                position = self._next_movable(partitions, position)
+                if position < 0:
+                    break
+                partition = int(partitions[position])
+                held = int(self.sizes[self.owner[partition]])
+                previous = int(self.previous[partition])
+                if previous >= 0 and held > int(self.sizes[previous]) + 1:
+                    self._reassign(partition, previous)
+                else:
+                    self._reassign(partition, self._least_loaded(int(self.signature_of[partition])))
+                performed = modified = True
+                position += 1
+            if not modified:
+                return performed
+
+    def _reassign(self, partition: int, new: int) -> None:
+        topic = int(self.topic_of[partition])
+        moving = self.movements.partition_to_move(partition, int(self.owner[partition]), new, topic)
+        if moving != partition:
+            topic = int(self.topic_of[moving])
+        old = int(self.owner[moving])
+        number = moving - int(self.group.topic_bases[topic])
+        self.movements.move(moving, old, new, topic, number)
+        self.owner[moving] = new
+        self.sizes[old] -= 1
+        self.sizes[new] += 1
+        changed = {int(self.subs.member_class[old]), int(self.subs.member_class[new])}
+        for k in changed:
+            self._refresh_class(k)
+        for s in {s for k in changed for s in self.signatures_of_class[k]}:
+            self._refresh_signature(s)

@@ -1,0 +1,122 @@
+"""Java collection orders that Kafka's sticky assignor depends on.
+
+Kafka iterates ``HashMap``/``HashSet`` instances in several places where the order decides the
+result: which members keep ``maxQuota`` owned partitions in the constrained assignment (members in
+``HashMap<String, ...>`` order), which earlier owner a partition remembers when two stale
+generations tie, and which partition returns to its previous consumer when several moved between the
+same pair (``HashSet<TopicPartition>`` order). To give Kafka's answers we compute those orders:
+``String.hashCode``, ``TopicPartition.hashCode``, ``HashMap``'s hash spreading, table sizing and
+resizing, and insertion order within a bucket.
+
+Not emulated: tree bins (a bucket holding 8 or more keys in a table of 64 or more buckets orders them
+as a red-black tree); member ids or moved partitions that collide that much do not occur in practice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from coordkit.assignment import java_string_key
+
+_INITIAL_CAPACITY = 16
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+_MASK32 = 0xFFFFFFFF
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode()`` as an unsigned 32-bit value (``s[0]*31^(n-1) + ... + s[n-1]``)."""
+    units = java_string_key(text)
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
+    return h
+
+
+def topic_partition_hash(topic_hash: int, partition: int) -> int:
+    """``TopicPartition.hashCode()``: ``31 * (31 + partition) + topic.hashCode()``, 32-bit."""
+    return (31 * (31 + partition) + topic_hash) & _MASK32
+
+
+def spread(h: int) -> int:
+    """``HashMap.hash``: the high half folded into the low half."""
+    return h ^ (h >> 16)
+
+
+class JavaHashOrder:
+    """Insertion into a default-constructed ``java.util.HashMap``/``HashSet``, tracking its table size.
+
+    Keys are arbitrary hashables standing for the Java keys; the caller supplies each key's Java
+    ``hashCode``. ``first()`` and ``order()`` give Java's iteration order: bucket index, then
+    insertion order within the bucket. Removal keeps the table size (Java never shrinks a table).
+    """
+
+    __slots__ = ("_buckets", "_capacity", "_entries", "_seq")
+
+    def __init__(self) -> None:
+        self._capacity = 0  # Java allocates the table on the first insertion
+        self._entries: dict[Hashable, tuple[int, int]] = {}  # key -> (spread hash, insertion seq)
+        self._buckets: dict[int, int] = {}  # bucket index -> keys in it, for the current capacity
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def capacity(self) -> int:
+        """The table size (0 before the first insertion)."""
+        return self._capacity
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def _resize(self) -> None:
+        self._capacity *= 2
+        mask = self._capacity - 1
+        buckets: dict[int, int] = {}
+        for h, _ in self._entries.values():
+            buckets[h & mask] = buckets.get(h & mask, 0) + 1
+        self._buckets = buckets
+
+    def add(self, key: Hashable, java_hash: int) -> None:
+        if key in self._entries:
+            return
+        if self._capacity == 0:
+            self._capacity = _INITIAL_CAPACITY
+        h = spread(java_hash)
+        bucket = h & (self._capacity - 1)
+        already = self._buckets.get(bucket, 0)
+        self._entries[key] = (h, self._seq)
+        self._buckets[bucket] = already + 1
+        self._seq += 1
+        # putVal: a ninth key in one bucket asks for a tree bin; small tables resize instead.
+        if already >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:
+            self._resize()
+        if len(self._entries) > self._capacity * 3 // 4:
+            self._resize()
+
+    def remove(self, key: Hashable) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._buckets[entry[0] & (self._capacity - 1)] -= 1
+
+    def _sort_key(self, item: tuple[Hashable, tuple[int, int]]) -> tuple[int, int]:
+        h, seq = item[1]
+        return (h & (self._capacity - 1), seq)
+
+    def first(self) -> Hashable:
+        """The first key in Java iteration order (the set must not be empty)."""
+        return min(self._entries.items(), key=self._sort_key)[0]
+
+    def order(self) -> list[Hashable]:
+        return [key for key, _ in sorted(self._entries.items(), key=self._sort_key)]
+
+
+def hashmap_iteration_order(keys: Sequence[str]) -> list[int]:
+    """Positions of ``keys`` in the iteration order of a ``HashMap`` they were put into in order."""
+    table = JavaHashOrder()
+    for position, key in enumerate(keys):
+        table.add(position, java_string_hash(key))
+    capacity = max(table.capacity, 1)
+    spread_hashes = [spread(java_string_hash(key)) & (capacity - 1) for key in keys]
+    return sorted(range(len(keys)), key=lambda position: (spread_hashes[position], position))

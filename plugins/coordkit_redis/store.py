@@ -1,0 +1,400 @@
+"""The Redis store client: one ZooKeeper-style session on a Redis server (redis-py).
+
+Reads are single commands (HGETALL) or small read-only scripts; every write is one atomic Lua
+script (see ``lua/``); bulk calls stream batches of ops (or paths) to scripts over one connection.
+Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the change stream
+(:mod:`coordkit_redis.changes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import redis
+import redis.exceptions as rex
+
+from coordkit.errors import (
+    ConnectionLossError,
+    NoNodeError,
+    SessionExpiredError,
+    StoreClosedError,
+    StoreError,
+)
+from coordkit.store import (
+    ANY_VERSION,
+    ChildrenCallback,
+    DataCallback,
+    MetadataStore,
+    Op,
+    SessionListener,
+    SessionState,
+    Stat,
+    StoreCharacteristics,
+    Watch,
+    check_data,
+    describe_op,
+)
+from coordkit.urls import StoreURL
+from coordkit.watches import EventThread, WatchHub
+from coordkit_redis.bulk import stream_calls
+from coordkit_redis.codec import (
+    SESSION_EXPIRED,
+    Words,
+    check_creatable,
+    check_path,
+    create_words,
+    encode_op,
+    multi_error,
+    node_from_hash,
+    nodes_from_blob,
+    result_of,
+    stat_from_script,
+)
+from coordkit_redis.config import RedisConfig, probe_characteristics
+from coordkit_redis.failures import is_connection_failure, translate
+from coordkit_redis.keys import KeySpace
+from coordkit_redis.scripts import SCRIPTS, LuaScript
+from coordkit_redis.sessions import MAX_BLOCK, SessionKeeper
+
+#: Ops per script call in apply(), and a bound on the bytes one call carries.
+BATCH_OPS = 1000
+BATCH_BYTES = 4 * 1024 * 1024
+#: Paths per read.lua call in get_many().
+READ_BATCH = 1000
+
+Batch = list[tuple[int, Words]]
+
+
+class RedisStore(MetadataStore):
+    """A client session on a Redis server emulating ZooKeeper (see ``lua/engine.lua``)."""
+
+    characteristics: StoreCharacteristics
+
+    def __init__(self, url: StoreURL, config: RedisConfig):
+        self.url = url
+        self.config = config
+        self.keys = KeySpace(config.prefix)
+        self._script_prefix = (self.keys.zxid, self.keys.base, str(config.stream_maxlen))
+        self._client = redis.Redis(**config.connection_kwargs())
+        label = f"{config.prefix}@{config.host}:{config.port}"
+        self._events = EventThread(f"coordkit-redis-events-{label}")
+        self._hub = WatchHub(self._events, self._read_data, self._read_children)
+        keeper_client: Any = None
+        try:
+            # A single-connection client connects (and authenticates) at once.
+            keeper_timeout = max(1.0, config.session_timeout / 3) + MAX_BLOCK + config.connect_timeout
+            keeper_client = redis.Redis(
+                **config.connection_kwargs(socket_timeout=keeper_timeout),
+                single_connection_client=True,
+            )
+            self._keeper = SessionKeeper(
+                name=label,
+                run_script=self._run_script,
+                ops_client=self._client,
+                keeper_client=keeper_client,
+                timeout=config.session_timeout,
+                events=self._events,
+                hub=self._hub,
+                stream_key=self.keys.log,
+            )
+            self.characteristics = probe_characteristics(self._client)
+            self._keeper.open()
+        except BaseException as exc:
+            self._events.stop()
+            self._client.close()
+            if keeper_client is not None:
+                keeper_client.close()
+            if isinstance(exc, rex.RedisError | OSError):
+                raise translate(exc) from None
+            raise
+        self._keeper_client = keeper_client
+
+    # -- plumbing
+    def _run_script(self, client: Any, script: LuaScript, *args: Any) -> Any:
+        """EVALSHA, loading the script first if the server does not know it (NOSCRIPT ran nothing)."""
+        try:
+            return client.execute_command("EVALSHA", script.sha, 1, *self._script_prefix, *args)
+        except rex.NoScriptError:
+            client.execute_command("SCRIPT", "LOAD", script.source)
+            return client.execute_command("EVALSHA", script.sha, 1, *self._script_prefix, *args)
+
+    def _failed(self, exc: BaseException, path: str | None) -> StoreError:
+        if is_connection_failure(exc):
+            self._keeper.connection_failed()
+        return translate(exc, path)
+
+    def _require_connected(self, path: str | None) -> None:
+        state = self._keeper.state
+        if state is SessionState.CLOSED:
+            raise StoreClosedError("store client is closed", path=path)
+        if state is SessionState.SUSPENDED:
+            raise ConnectionLossError("not connected to the Redis server", path=path)
+
+    def _session_gone(self, session_id: int, path: str | None = None) -> SessionExpiredError:
+        self._keeper.session_rejected()
+        return SessionExpiredError(f"session {session_id:#x} has expired", path=path)
+
+    def _write(self, words: Words) -> Any:
+        """One op in its own transaction; returns its result or raises its error."""
+        path = words[1]
+        self._require_connected(path)
+        session_id = self._keeper.session_id
+        try:
+            reply = self._run_script(self._client, SCRIPTS.ops, str(session_id), "e", *words)
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, path) from None
+        if reply == SESSION_EXPIRED:
+            raise self._session_gone(session_id, path)
+        result = result_of(reply)
+        if isinstance(result, StoreError):
+            raise result
+        return result
+
+    # -- session
+    @property
+    def session_id(self) -> int:
+        return self._keeper.session_id
+
+    @property
+    def state(self) -> SessionState:
+        return self._keeper.state
+
+    def add_listener(self, listener: SessionListener) -> None:
+        self._keeper.add_listener(listener)
+
+    def remove_listener(self, listener: SessionListener) -> None:
+        self._keeper.remove_listener(listener)
+
+    def close(self) -> None:
+        if self._keeper.state is SessionState.CLOSED:
+            return
+        self._keeper.close()
+        self._events.stop()
+        self._client.close()
+        self._keeper_client.close()
+
+    def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until every watch and listener callback queued so far has run."""
+        return self._events.flush(timeout)
+
+    # -- single operations
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        check_path(path, sequential=sequential)
+        data = check_data(path, data)
+        check_creatable(path, sequential)
+        return self._write(create_words(path, data, ephemeral, sequential, make_parents))  # type: ignore[no-any-return]
+
+    def get(self, path: str) -> tuple[bytes, Stat]:
+        check_path(path)
+        self._require_connected(path)
+        try:
+            node = self._client.execute_command("HGETALL", self.keys.node(path))
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, path) from None
+        if not node:
+            raise NoNodeError("no node", path=path)
+        return node_from_hash(node)
+
+    def exists(self, path: str) -> Stat | None:
+        check_path(path)
+        self._require_connected(path)
+        try:
+            reply = self._run_script(self._client, SCRIPTS.stat, path)
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, path) from None
+        return None if reply is None else stat_from_script(reply)
+
+    def children(self, path: str) -> list[str]:
+        found = self._children(path)
+        if found is None:
+            raise NoNodeError("no node", path=path)
+        return found[0]
+
+    def _children(self, path: str) -> tuple[list[str], Stat] | None:
+        check_path(path)
+        self._require_connected(path)
+        try:
+            reply = self._run_script(self._client, SCRIPTS.children, path)
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, path) from None
+        if reply is None:
+            return None
+        return sorted(name.decode() for name in reply[10]), stat_from_script(reply)
+
+    def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        check_path(path)
+        data = check_data(path, data)
+        return self._write(("s", path, data, str(int(version))))  # type: ignore[no-any-return]
+
+    def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        check_path(path)
+        self._write(("r" if recursive else "d", path, b"", str(int(version))))
+
+    # -- multi-operations
+    def commit(self, ops: Sequence[Op]) -> list[Any]:
+        ops = list(ops)
+        args: list[bytes | str] = []
+        for index, op in enumerate(ops):
+            try:
+                args.extend(encode_op(op))
+            except StoreError as exc:
+                exc.op_index = index
+                raise
+        self._require_connected(None)
+        if not ops:
+            return []
+        session_id = self._keeper.session_id
+        try:
+            reply = self._run_script(self._client, SCRIPTS.ops, str(session_id), "m", *args)
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, None) from None
+        if reply == SESSION_EXPIRED:
+            raise self._session_gone(session_id)
+        if reply[:1] == b"!":
+            error = multi_error(reply)
+            index = error.op_index
+            assert index is not None
+            error.message = f"{error.message} [transaction op {index}: {describe_op(ops[index])}]"
+            raise error
+        return [result_of(line) for line in reply.split(b"\n")]
+
+    def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        results: list[Any] = [None] * len(paths_)
+        wanted: list[tuple[int, str]] = []
+        for index, path in enumerate(paths_):
+            try:
+                wanted.append((index, check_path(path)))
+            except StoreError as exc:
+                exc.op_index = index
+                results[index] = exc
+        if not wanted:
+            return results
+        batches = [wanted[i : i + READ_BATCH] for i in range(0, len(wanted), READ_BATCH)]
+
+        def on_reply(batch: list[tuple[int, str]], reply: Any) -> None:
+            if isinstance(reply, Exception):
+                self._fail(results, [(i, p) for i, p in batch], self._failed(reply, None))
+                return
+            for (index, path), node in zip(batch, nodes_from_blob(reply, len(batch)), strict=True):
+                results[index] = NoNodeError("no node", path=path, op_index=index) if node is None else node
+
+        def calls(todo: list[list[tuple[int, str]]]) -> Iterator[tuple[list[tuple[int, str]], list[str]]]:
+            for batch in todo:
+                yield batch, [path for _, path in batch]
+
+        self._stream(SCRIPTS.read, batches, calls, on_reply, results, lambda b: b)
+        return results  # type: ignore[no-any-return]
+
+    def apply(self, ops: Sequence[Op]) -> list[Any]:
+        ops = list(ops)
+        results: list[Any] = [None] * len(ops)
+        batches: list[Batch] = []
+        batch: Batch = []
+        size = 0
+        for index, op in enumerate(ops):
+            try:
+                words = encode_op(op)
+            except StoreError as exc:
+                exc.op_index = index
+                results[index] = exc
+                continue
+            if batch and (len(batch) >= BATCH_OPS or size + len(words[2]) > BATCH_BYTES):
+                batches.append(batch)
+                batch, size = [], 0
+            batch.append((index, words))
+            size += len(words[1]) + len(words[2]) + 16
+        if batch:
+            batches.append(batch)
+        if not batches:
+            return results
+        session_id = self._keeper.session_id
+        session = str(session_id)
+
+        def calls(todo: list[Batch]) -> Iterator[tuple[Batch, list[bytes | str]]]:
+            for batch in todo:
+                args: list[bytes | str] = [session, "e"]
+                for _, words in batch:
+                    args.extend(words)
+                yield batch, args
+
+        def on_reply(batch: Batch, reply: Any) -> None:
+            if isinstance(reply, Exception):
+                self._fail(results, [(i, w[1]) for i, w in batch], self._failed(reply, None))
+            elif reply == SESSION_EXPIRED:
+                self._fail(results, [(i, w[1]) for i, w in batch], self._session_gone(session_id))
+            else:
+                for (index, _), line in zip(batch, reply.split(b"\n"), strict=True):
+                    results[index] = result_of(line, index)
+
+        self._stream(SCRIPTS.ops, batches, calls, on_reply, results, lambda b: [(i, w[1]) for i, w in b])
+        return results
+
+    def _stream(
+        self,
+        script: LuaScript,
+        batches: list[Any],
+        calls: Any,
+        on_reply: Any,
+        results: list[Any],
+        targets: Any,
+    ) -> None:
+        """Stream ``batches`` to ``script``; on connection loss every unanswered op gets the error."""
+        answered: set[int] = set()
+
+        def record(batch: Any, reply: Any) -> None:
+            answered.add(id(batch))
+            on_reply(batch, reply)
+
+        try:
+            self._require_connected(None)
+            todo = batches
+            for _attempt in range(2):
+                todo = stream_calls(self._client, script, self._script_prefix, calls(todo), record)
+                if not todo:
+                    return
+                # NOSCRIPT: the server restarted or was flushed; those calls did not run.
+                self._client.execute_command("SCRIPT", "LOAD", script.source)
+            raise StoreError(f"the server does not keep the {script.name} script loaded")
+        except (rex.RedisError, OSError, StoreError) as exc:
+            error = exc if isinstance(exc, StoreError) else self._failed(exc, None)
+            for batch in batches:
+                if id(batch) not in answered:
+                    self._fail(results, targets(batch), error)
+
+    @staticmethod
+    def _fail(results: list[Any], targets: list[tuple[int, str]], error: StoreError) -> None:
+        for index, path in targets:
+            results[index] = type(error)(error.message, path=path, op_index=index)
+
+    # -- watches
+    def watch_data(self, path: str, callback: DataCallback) -> Watch:
+        check_path(path)
+        self._require_open()
+        return self._hub.add_data_watch(path, callback)
+
+    def watch_children(self, path: str, callback: ChildrenCallback) -> Watch:
+        check_path(path)
+        self._require_open()
+        return self._hub.add_children_watch(path, callback)
+
+    def _require_open(self) -> None:
+        if self._keeper.state is SessionState.CLOSED:
+            raise StoreClosedError("store client is closed")
+
+    def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
+        try:
+            return self.get(path)
+        except NoNodeError:
+            return None
+
+    def _read_children(self, path: str) -> tuple[list[str], Stat] | None:
+        return self._children(path)
