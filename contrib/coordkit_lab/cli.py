@@ -1,39 +1,255 @@
-"""``coordkit lab``: the project's main job."""
+"""``coordkit lab``: the project's main job.
+
+``coordkit lab run`` (no arguments: the quick preset on local Spark) → ``lab-report/index.html``;
+``coordkit lab list`` shows what can be combined (no Spark needed); ``coordkit lab show DIR``
+re-prints a past run; ``coordkit lab package ZIP`` builds the code zip for ``spark-submit``.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from coordkit.plugins import get_plugin_manager
+from coordkit_lab.report import load_report, print_report
+from coordkit_lab.scenarios import DEFAULT_SEED, PRESETS, expand, get_preset, split_names
+from coordkit_lab.spark import DEFAULT_ENGINE, DEFAULT_MASTER, ENGINES
+
+
+def _console() -> Console:
+    """A console; when output is not a terminal, wide enough for the key table (not 80)."""
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(width=160)
+    return console
 
 
 @click.group("lab")
 def lab() -> None:
-    """Compare assignment and election strategies across generated workloads (on Spark)."""
+    """Compare strategies across generated workloads (on Spark)."""
 
 
 @lab.command("list")
 def list_command() -> None:
-    """List the strategies, workloads and metrics the lab can combine."""
+    """List the workloads, metrics, strategies and presets the lab can combine."""
     manager = get_plugin_manager()
-    table = Table(title="coordkit lab components")
-    table.add_column("kind")
-    table.add_column("names")
-    table.add_row("assignors", ", ".join(manager.assignors.names()) or "-")
-    table.add_row("workloads", ", ".join(manager.workloads.names()) or "-")
-    table.add_row("metrics", ", ".join(manager.metrics.names()) or "-")
-    Console().print(table)
+    console = _console()
+
+    workloads = Table(title="workloads (coordkit_register_workloads)")
+    for column in ("name", "kind", "strategies", "parameters (defaults)", "description"):
+        workloads.add_column(column)
+    for reg in manager.workloads:
+        w = reg.value
+        defaults = ", ".join(f"{k}={v}" for k, v in w.defaults.items())
+        workloads.add_row(w.name, w.kind, w.strategy_kind, defaults, w.description)
+    console.print(workloads)
+
+    metrics = Table(title="metrics (coordkit_register_metrics)")
+    for column in ("name", "unit", "better", "kinds", "description"):
+        metrics.add_column(column)
+    for reg in manager.metrics:
+        m = reg.value
+        metrics.add_row(m.name, m.unit, m.better, ", ".join(m.kinds), m.description)
+    console.print(metrics)
+
+    strategies = Table(title="strategies")
+    for column in ("kind", "name", "protocols", "plugin"):
+        strategies.add_column(column)
+    for reg in manager.assignors:
+        protocols = ", ".join(p.value for p in getattr(reg.value, "protocols", ()))
+        strategies.add_row("assignor", reg.name, protocols, reg.plugin)
+    console.print(strategies)
+
+    presets = Table(title="presets (coordkit lab run --preset NAME)")
+    for column in ("name", "scenarios", "description"):
+        presets.add_column(column)
+    for preset in PRESETS.values():
+        try:
+            count = str(len(expand(preset, manager)))
+        except Exception as exc:  # a broken plugin must not hide the listing
+            count = f"? ({type(exc).__name__})"
+        presets.add_row(preset.name, count, preset.description)
+    console.print(presets)
+
+
+def _progress_bar(console: Console) -> Progress:
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("tasks"),
+        TimeElapsedColumn(),
+        console=console,
+    )
 
 
 @lab.command("run")
-def run_command() -> None:
-    """Run the lab (the scenario runner arrives with the lab issue)."""
-    names = ", ".join(get_plugin_manager().assignors.names())
-    click.echo(
-        "The Spark lab is not built yet: it arrives with the lab issue (#4).\n"
-        f"Strategies it will compare: {names}.\n"
-        "Meanwhile: `coordkit assign --assignor NAME FILE` runs one assignor; `coordkit lab list` "
-        "shows what is installed."
+@click.option(
+    "--preset",
+    type=click.Choice(list(PRESETS)),
+    default="quick",
+    show_default=True,
+    help="which scenarios to run",
+)
+@click.option(
+    "--strategies",
+    "-s",
+    multiple=True,
+    metavar="NAMES",
+    help="only these strategies (comma separated or repeated; default: all registered)",
+)
+@click.option(
+    "--workloads",
+    "-w",
+    multiple=True,
+    metavar="NAMES",
+    help="only these workloads (comma separated or repeated); one the preset lacks runs with "
+    "its defaults",
+)
+@click.option(
+    "--master",
+    default=None,
+    metavar="URL",
+    help=f"Spark master (default {DEFAULT_MASTER}; under spark-submit, the one it set)",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("lab-report"),
+    show_default=True,
+    help="directory for index.html, summary.json and the Parquet tables",
+)
+@click.option(
+    "--parquet",
+    default=None,
+    metavar="URI",
+    help="where Parquet goes instead of OUT (hdfs://, s3a://, a shared path on a cluster)",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="the run's seed; every scenario's seed derives from it",
+)
+@click.option(
+    "--replicates", type=click.IntRange(min=1), default=None, help="seeds per parameter set"
+)
+@click.option("--engine", type=click.Choice(ENGINES), default=DEFAULT_ENGINE, hidden=True)
+@click.option("--tasks", type=click.IntRange(min=1), default=None, hidden=True)
+def run_command(
+    preset: str,
+    strategies: tuple[str, ...],
+    workloads: tuple[str, ...],
+    master: str | None,
+    out: Path,
+    parquet: str | None,
+    seed: int,
+    replicates: int | None,
+    engine: str,
+    tasks: int | None,
+) -> None:
+    """Run the scenarios of a preset on Spark and write the report (the main job)."""
+    from coordkit_lab.pipeline import run_lab
+    from coordkit_lab.spark import require_pyspark
+
+    require_pyspark()
+    console = _console()
+    manager = get_plugin_manager()
+    chosen = get_preset(preset)
+    specs = expand(
+        chosen,
+        manager,
+        seed=seed,
+        strategies=split_names(strategies),
+        workloads=split_names(workloads),
+        replicates=replicates,
     )
+    workload_names = sorted({s.workload for s in specs})
+    strategy_names = sorted({s.strategy for s in specs})
+    console.print(
+        f"[bold]coordkit lab[/]: preset [cyan]{preset}[/], {len(specs)} scenarios "
+        f"({len(workload_names)} workloads × {len(strategy_names)} strategies), seed {seed}"
+    )
+    progress = _progress_bar(console)
+    with progress:
+        starting = progress.add_task("starting Spark", total=None)
+        running: list[TaskID] = []
+
+        def on_started(spark: object) -> None:
+            progress.update(starting, visible=False)
+            sc = spark.sparkContext  # type: ignore[attr-defined]
+            running.append(progress.add_task(f"scenarios on {sc.master}", total=None))
+
+        def on_progress(done: int, total: int) -> None:
+            if running:
+                progress.update(running[0], completed=done, total=total)
+
+        result = run_lab(
+            specs,
+            out,
+            master=master,
+            parquet=parquet,
+            engine=engine,
+            tasks=tasks,
+            run_info={"preset": preset, "seed": seed},
+            manager=manager,
+            on_started=on_started,
+            on_progress=on_progress,
+        )
+    print_report(result.data, console)
+    run = result.data["run"]
+    console.print(
+        f"{run['scenarios']} scenarios in {run['wall_seconds']:.1f} s "
+        f"({run['run_seconds']:.1f} s running them on {run['master']})"
+    )
+    console.print(f"Report: [bold]{result.page}[/]")
+    console.print(f"Parquet: {result.parquet}/raw (every row), {result.parquet}/aggregates")
+    if result.failed:
+        console.print(f"[bold red]{result.failed} scenario(s) failed[/] (listed in the report)")
+        sys.exit(1)
+
+
+@lab.command("show")
+@click.argument(
+    "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("lab-report")
+)
+def show_command(directory: Path) -> None:
+    """Print the key table of a past run (its DIRECTORY/summary.json)."""
+    data = load_report(directory)
+    console = _console()
+    run = data.get("run", {})
+    console.print(
+        f"[bold]coordkit lab[/] run of {run.get('started', '?')}: preset {run.get('preset', '?')}, "
+        f"{run.get('scenarios', '?')} scenarios, seed {run.get('seed', '?')}"
+    )
+    print_report(data, console)
+    page = directory / "index.html"
+    if page.is_file():
+        console.print(f"Report: [bold]{page.resolve()}[/]")
+
+
+@lab.command("package")
+@click.argument(
+    "target", type=click.Path(dir_okay=False, path_type=Path), default=Path("coordkit.zip")
+)
+def package_command(target: Path) -> None:
+    """Zip coordkit's packages for `spark-submit --py-files`."""
+    from coordkit_lab.spark import build_code_zip
+
+    click.echo(str(build_code_zip(target).resolve()))

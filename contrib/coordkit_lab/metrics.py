@@ -174,7 +174,9 @@ def rack_locality(step: AssignmentStep) -> float | None:
             continue
         base = space.base(topic)
         masks[base : base + meta.partitions] = [
-            mask_of[replicas] if replicas in mask_of else mask_of.setdefault(
+            mask_of[replicas]
+            if replicas in mask_of
+            else mask_of.setdefault(
                 replicas, sum(1 << rack_id[r] for r in set(replicas) if r in rack_id)
             )
             for replicas in meta.replica_racks
@@ -248,9 +250,7 @@ BUILTIN_METRICS: tuple[StepMetric, ...] = (
         revoked,
         headline="Which interrupts consumers least (revocations)?",
     ),
-    StepMetric(
-        "orphaned", "partitions of crashed members", "partitions", "lower", orphaned
-    ),
+    StepMetric("orphaned", "partitions of crashed members", "partitions", "lower", orphaned),
     StepMetric("rounds", "assignment rounds until stable", "rounds", "lower", rounds),
     StepMetric(
         "unassigned",

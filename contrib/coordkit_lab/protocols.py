@@ -92,8 +92,11 @@ class Workload(Protocol):
         """The kind-specific instance (for assignment: initial group and events)."""
         ...
 
-    def simulate(self, params: Params, seed: int, strategy: str) -> Iterator[Step]:
-        """Run ``strategy`` through the generated instance, one step per event."""
+    def simulate(
+        self, params: Params, seed: int, strategy: str, manager: PluginManager | None = None
+    ) -> Iterator[Step]:
+        """Run ``strategy`` (looked up in ``manager``, default the process-wide one) through the
+        generated instance, one step per event."""
         ...
 
     def cost(self, params: Params) -> float:

@@ -33,7 +33,9 @@ INDEX_FILE = "index.html"
 FORMAT_VERSION = 1
 
 #: Shown in the key table after the headline metrics, when present.
-EXTRA_KEY_METRICS = ("moved_excess", "rounds")
+EXTRA_KEY_METRICS = ("moved_min", "rounds")
+#: Reference values (bounds), shown but never highlighted as "best".
+REFERENCE_METRICS = frozenset({"moved_min"})
 #: The metric the scaling chart and exponent use.
 SCALING_METRIC = "assign_ms"
 #: The per-step metrics charted for long event sequences.
@@ -118,14 +120,45 @@ def best_of(values: Mapping[str, float], better: str) -> tuple[tuple[str, ...], 
     return tuple(sorted(s for s, v in values.items() if _close(v, target))), target
 
 
+#: Column order of the built-in metrics (balance, movement, protocol cost, speed); metrics from
+#: plugins follow in name order.
+PREFERRED_ORDER = (
+    "count_balance",
+    "topic_balance",
+    "load_balance",
+    "moved",
+    "moved_min",
+    "moved_excess",
+    "revoked",
+    "orphaned",
+    "rounds",
+    "rack_locality",
+    "unassigned",
+    "assign_ms",
+)
+
+
+def _ordered(names: Iterable[str]) -> list[str]:
+    rank = {name: i for i, name in enumerate(PREFERRED_ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
 def headline_metrics(data: ReportData) -> list[str]:
-    return [name for name, info in data["metrics"].items() if info.get("headline")]
+    return _ordered(name for name, info in data["metrics"].items() if info.get("headline"))
 
 
 def key_metrics(data: ReportData) -> list[str]:
     present = {row["metric"] for row in data["tables"].get("summary", [])}
-    names = [m for m in headline_metrics(data) if m in present]
-    return names + [m for m in EXTRA_KEY_METRICS if m in present and m not in names]
+    names = {m for m in headline_metrics(data) if m in present}
+    return _ordered(names | {m for m in EXTRA_KEY_METRICS if m in present})
+
+
+def winners(values: Mapping[str, float], metric: str, data: ReportData) -> set[str]:
+    """The strategies to highlight: the best, unless every one ties or the metric is a bound."""
+    if metric in REFERENCE_METRICS or metric not in data["metrics"]:
+        return set()
+    best = set(best_of(values, data["metrics"][metric]["better"])[0])
+    return best if len(best) < len(values) else set()
 
 
 def verdicts(data: ReportData) -> list[Verdict]:
@@ -148,9 +181,7 @@ def verdicts(data: ReportData) -> list[Verdict]:
             continue
         mean_rank = {s: sum(r) / len(r) for s, r in ranks[metric].items()}
         winners, value = best_of(mean_rank, "lower")
-        out.append(
-            Verdict("overall", metric, data["metrics"][metric]["headline"], winners, value)
-        )
+        out.append(Verdict("overall", metric, data["metrics"][metric]["headline"], winners, value))
     return out
 
 
@@ -193,8 +224,12 @@ def scaling(data: ReportData, metric: str = SCALING_METRIC) -> list[Scaling]:
         for partitions, value in points[strategy]:
             merged[partitions].append(value)
         series = sorted((p, sum(v) / len(v)) for p, v in merged.items())
-        exponent = _slope(series) if len(series) >= 2 else None
-        out.append(Scaling(strategy, series[0][0], series[0][1], series[-1][0], series[-1][1], exponent))
+        # Fit the growth over the largest two decades, where fixed per-call costs no longer hide it.
+        fitted = [(p, v) for p, v in series if p * 100 >= series[-1][0]]
+        exponent = _slope(fitted) if fitted[-1][0] >= 4 * fitted[0][0] else None
+        out.append(
+            Scaling(strategy, series[0][0], series[0][1], series[-1][0], series[-1][1], exponent)
+        )
     return out
 
 
@@ -204,7 +239,9 @@ def _slope(series: Sequence[tuple[int, float]]) -> float | None:
     if len(xs) < 2 or max(xs) == min(xs):
         return None
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
 
 
 # -- formatting ----------------------------------------------------------------------------------
@@ -242,19 +279,18 @@ def key_table(data: ReportData) -> Table:
         table.add_column(f"{metric}\n{info['unit']} {arrow}", justify="right")
     for workload in sorted(means):
         strategies = sorted({s for m in means[workload].values() for s in m})
-        best = {
-            m: set(best_of(means[workload].get(m, {}), data["metrics"][m]["better"])[0])
-            for m in columns
-        }
+        best = {m: winners(means[workload].get(m, {}), m, data) for m in columns}
         for i, strategy in enumerate(strategies):
             cells = []
             for metric in columns:
                 value = means[workload].get(metric, {}).get(strategy)
                 text = fmt(value, data["metrics"][metric]["unit"])
-                if strategy in best[metric] and len(best[metric]) < len(strategies):
+                if strategy in best[metric]:
                     text = f"[bold green]{text}[/]"
                 cells.append(text)
-            table.add_row(workload if i == 0 else "", strategy, *cells, end_section=i == len(strategies) - 1)
+            table.add_row(
+                workload if i == 0 else "", strategy, *cells, end_section=i == len(strategies) - 1
+            )
     return table
 
 
@@ -400,11 +436,15 @@ def _step_charts(data: ReportData) -> list[tuple[str, str]]:
     for workload in sorted(per):
         metrics = [m for m in STEP_METRICS if m in per[workload]]
         plt = _pyplot()
-        figure, axes = plt.subplots(1, len(metrics), figsize=(6.2 * len(metrics), 3.6), squeeze=False)
+        figure, axes = plt.subplots(
+            1, len(metrics), figsize=(6.2 * len(metrics), 3.6), squeeze=False
+        )
         for axis, metric in zip(axes[0], metrics, strict=True):
             for strategy in sorted(per[workload][metric]):
                 points = sorted(per[workload][metric][strategy])
-                axis.plot([s for s, _ in points], [v for _, v in points], label=strategy, linewidth=1.2)
+                axis.plot(
+                    [s for s, _ in points], [v for _, v in points], label=strategy, linewidth=1.2
+                )
             axis.set_xlabel("step (event)")
             axis.set_ylabel(f"{metric} (mean over runs)")
             axis.set_title(f"{workload}: partitions {metric} per step", fontsize=10)
@@ -419,7 +459,7 @@ def _verdict_html(data: ReportData) -> str:
     questions = [data["metrics"][m]["headline"] for m in headline_metrics(data)]
     questions = [q for q in questions if any(v.question == q for v in found)]
     by_cell = {(v.workload, v.question): v for v in found}
-    workloads = sorted({v.workload for v in found if v.workload != "overall"}) + ["overall"]
+    workloads = [*sorted({v.workload for v in found if v.workload != "overall"}), "overall"]
     rows = []
     for workload in workloads:
         cells = [f"<td class='name'><b>{_e(workload)}</b></td>"]
@@ -463,17 +503,16 @@ def _key_tables_html(data: ReportData) -> str:
         for metric in columns:
             info = data["metrics"][metric]
             arrow = "↓" if info["better"] == "lower" else "↑"
-            headers.append(f"<th title='{_e(info['description'])}'>{_e(metric)}<br><small>{_e(info['unit'])} {arrow}</small></th>")
-        best = {
-            m: set(best_of(means[workload].get(m, {}), data["metrics"][m]["better"])[0])
-            for m in columns
-        }
+            headers.append(
+                f"<th title='{_e(info['description'])}'>{_e(metric)}<br><small>{_e(info['unit'])} {arrow}</small></th>"
+            )
+        best = {m: winners(means[workload].get(m, {}), m, data) for m in columns}
         rows = []
         for strategy in strategies:
             cells = [f"<td class='name'>{_e(strategy)}</td>"]
             for metric in columns:
                 value = means[workload].get(metric, {}).get(strategy)
-                css = " class='best'" if strategy in best[metric] and len(best[metric]) < len(strategies) else ""
+                css = " class='best'" if strategy in best[metric] else ""
                 cells.append(f"<td{css}>{_e(fmt(value, data['metrics'][metric]['unit']))}</td>")
             rows.append(cells)
         parts.append(f"<h3>{_e(workload)}</h3>" + _table(headers, rows, css="key"))
@@ -482,7 +521,9 @@ def _key_tables_html(data: ReportData) -> str:
 
 def _detail_html(data: ReportData) -> str:
     """Per workload and parameter set: every metric's mean, strategies as columns."""
-    rows_by: dict[str, dict[tuple[str, str], dict[str, float | None]]] = defaultdict(lambda: defaultdict(dict))
+    rows_by: dict[str, dict[tuple[str, str], dict[str, float | None]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
     for row in data["tables"].get("cases", []):
         rows_by[row["workload"]][(row["params"], row["metric"])][row["strategy"]] = row["mean"]
     parts = []
@@ -494,10 +535,13 @@ def _detail_html(data: ReportData) -> str:
         for (params, metric), values in sorted(rows_by[workload].items()):
             info = data["metrics"].get(metric, {"unit": "", "better": "lower"})
             present = {s: v for s, v in values.items() if v is not None}
-            winners = set(best_of(present, info["better"])[0])
-            cells = [f"<td class='name'><code>{_e(params)}</code></td>", f"<td class='name'>{_e(metric)}</td>"]
+            best = winners(present, metric, data)
+            cells = [
+                f"<td class='name'><code>{_e(params)}</code></td>",
+                f"<td class='name'>{_e(metric)}</td>",
+            ]
             for s in strategies:
-                css = " class='best'" if s in winners and len(winners) < len(strategies) else ""
+                css = " class='best'" if s in best else ""
                 cells.append(f"<td{css}>{_e(fmt(values.get(s), info['unit']))}</td>")
             rows.append(cells)
         parts.append(
@@ -544,7 +588,12 @@ def _metrics_html(data: ReportData) -> str:
         ]
         for name, info in data["metrics"].items()
     ]
-    headers = ["<th class='name'>metric</th>", "<th class='name'>unit</th>", "<th class='name'>better</th>", "<th class='name'>what</th>"]
+    headers = [
+        "<th class='name'>metric</th>",
+        "<th class='name'>unit</th>",
+        "<th class='name'>better</th>",
+        "<th class='name'>what</th>",
+    ]
     return _table(headers, rows, css="metrics")
 
 
@@ -561,7 +610,12 @@ def _errors_html(data: ReportData) -> str:
         ]
         for r in errors[:200]
     ]
-    headers = ["<th class='name'>workload</th>", "<th class='name'>strategy</th>", "<th class='name'>parameters</th>", "<th class='name'>error</th>"]
+    headers = [
+        "<th class='name'>workload</th>",
+        "<th class='name'>strategy</th>",
+        "<th class='name'>parameters</th>",
+        "<th class='name'>error</th>",
+    ]
     return (
         f"<div class='errors' id='errors'><h2>{len(errors)} failed scenario(s)</h2>"
         "<p>Failed scenarios are left out of every table and chart.</p>"
@@ -580,8 +634,14 @@ def render_html(data: ReportData) -> str:
         ("result rows", totals.get("rows")),
         ("strategies", ", ".join(run.get("strategies", []))),
         ("workloads", ", ".join(run.get("workloads", []))),
-        ("Spark", f"{run.get('spark_version', '?')} on {run.get('master', '?')} ({run.get('engine', '?')} engine)"),
-        ("wall time", f"{run.get('wall_seconds', 0):.1f} s (scenarios {run.get('run_seconds', 0):.1f} s)"),
+        (
+            "Spark",
+            f"{run.get('spark_version', '?')} on {run.get('master', '?')} ({run.get('engine', '?')} engine)",
+        ),
+        (
+            "wall time",
+            f"{run.get('wall_seconds', 0):.1f} s (scenarios {run.get('run_seconds', 0):.1f} s)",
+        ),
         ("started", run.get("started")),
     ]
     meta = " · ".join(f"{_e(k)}: <b>{_e(v)}</b>" for k, v in facts if v not in (None, ""))

@@ -73,7 +73,7 @@ def run_scenario(
         metrics = metrics_for(manager, spec.kind)
         params = json.loads(spec.params)
         where = "simulating step 0"
-        for step in workload.simulate(params, spec.seed, spec.strategy):
+        for step in workload.simulate(params, spec.seed, spec.strategy, manager):
             where = f"step {step.index} ({step.event})"
             for metric in metrics:
                 where = f"metric {metric.name!r} on step {step.index} ({step.event})"
@@ -97,7 +97,20 @@ def run_scenario(
             where = f"simulating step {step.index + 1}"
     except Exception as exc:
         message = f"{where}: {type(exc).__name__}: {exc}"
-        return [(*head, spec.seed, spec.replicate, -1, message, ERROR_METRIC, 0, 0, ERROR_METRIC, math.nan)]
+        return [
+            (
+                *head,
+                spec.seed,
+                spec.replicate,
+                -1,
+                message,
+                ERROR_METRIC,
+                0,
+                0,
+                ERROR_METRIC,
+                math.nan,
+            )
+        ]
     return rows
 
 

@@ -88,14 +88,23 @@ class PresetCase:
 
     def combinations(self) -> list[dict[str, Param]]:
         keys = sorted(self.grid)
-        return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(self.grid[k] for k in keys))]
+        return [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*(self.grid[k] for k in keys))
+        ]
+
+
+def _cases(value: Iterable[PresetCase]) -> tuple[PresetCase, ...]:
+    return tuple(value)
 
 
 @frozen
 class Preset:
+    """A named set of workload grids; ``replicates`` is the default number of seeds per grid point."""
+
     name: str
     description: str
-    cases: tuple[PresetCase, ...] = field(converter=tuple)
+    cases: tuple[PresetCase, ...] = field(converter=_cases)
     replicates: int = 2
 
 

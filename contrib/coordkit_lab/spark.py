@@ -29,13 +29,14 @@ Under ``spark-submit`` the session it prepared (master included) is used::
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import tempfile
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +177,7 @@ def create_session(
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
@@ -208,9 +209,7 @@ def _spec_rows(columns: dict[str, list[Any]]) -> Iterator[tuple[Any, ...]]:
     yield from zip(*(columns[n] for n in names), strict=True)
 
 
-_SCENARIO_FIELDS = tuple(
-    (part.split()[0], part.split()[1]) for part in SCENARIO_SCHEMA.split(", ")
-)
+_SCENARIO_FIELDS = tuple((part.split()[0], part.split()[1]) for part in SCENARIO_SCHEMA.split(", "))
 
 
 def _run_pandas(batches: Iterator[Any]) -> Iterator[Any]:
@@ -336,49 +335,68 @@ class TaskProgress:
 # -- aggregation -------------------------------------------------------------------------------------
 
 
-def _aggregates() -> dict[str, str]:
-    """The Spark SQL aggregations over the ``results`` view (errors excluded, except in
-    ``errors``)."""
-    ok = f"metric <> '{ERROR_METRIC}'"
-    return {
-        "summary": f"""
-            SELECT workload, kind, strategy, metric, count(value) AS n, avg(value) AS mean,
-                   percentile(value, 0.5) AS p50, percentile(value, 0.95) AS p95,
-                   min(value) AS min, max(value) AS max
-            FROM results WHERE {ok}
-            GROUP BY workload, kind, strategy, metric
-            ORDER BY workload, metric, strategy""",
-        "cases": f"""
-            SELECT workload, params, strategy, metric, count(value) AS n, avg(value) AS mean,
-                   max(value) AS max, max(members) AS members, max(partitions) AS partitions
-            FROM results WHERE {ok}
-            GROUP BY workload, params, strategy, metric
-            ORDER BY workload, params, metric, strategy""",
-        "scaling": f"""
-            SELECT kind, strategy, metric, partitions, count(value) AS n, avg(value) AS mean,
-                   percentile(value, 0.5) AS p50
-            FROM results WHERE {ok}
-            GROUP BY kind, strategy, metric, partitions
-            ORDER BY kind, metric, strategy, partitions""",
-        "steps": f"""
-            SELECT r.workload, r.strategy, r.step, r.metric, count(r.value) AS n,
-                   avg(r.value) AS mean
-            FROM results r
-            JOIN (SELECT workload FROM results WHERE {ok} GROUP BY workload
-                  HAVING max(step) >= 5) w ON r.workload = w.workload
-            WHERE r.{ok}
-            GROUP BY r.workload, r.strategy, r.step, r.metric
-            ORDER BY r.workload, r.metric, r.strategy, r.step""",
-        "errors": f"""
-            SELECT workload, params, strategy, replicate, seed, event AS error
-            FROM results WHERE metric = '{ERROR_METRIC}'
-            ORDER BY workload, strategy, params, replicate""",
-        "totals": f"""
-            SELECT count(DISTINCT scenario_id) AS scenarios, count(*) AS rows,
-                   count(DISTINCT CASE WHEN metric = '{ERROR_METRIC}' THEN scenario_id END)
-                       AS failed
-            FROM results""",
-    }
+#: The aggregated tables: name → the columns they group by. One Spark SQL query computes all of
+#: them at once (``GROUPING SETS``), so the aggregation costs two Spark jobs, not two per table.
+AGGREGATES: dict[str, tuple[str, ...]] = {
+    "summary": ("workload", "kind", "strategy", "metric"),
+    "cases": ("workload", "params", "strategy", "metric"),
+    "scaling": ("kind", "strategy", "metric", "partitions"),
+    "steps": ("workload", "strategy", "step", "metric"),
+}
+#: Every grouped column, in order of first appearance (the order ``grouping_id`` must follow).
+_GROUP_COLUMNS = tuple(dict.fromkeys(c for columns in AGGREGATES.values() for c in columns))
+#: Workloads with fewer steps than this are left out of ``steps`` (nothing to chart).
+MIN_CHARTED_STEPS = 5
+
+
+def _grouping_id(columns: tuple[str, ...]) -> int:
+    """Spark's ``grouping_id()`` for a grouping set: bit set for every column *not* grouped."""
+    width = len(_GROUP_COLUMNS)
+    return sum(1 << (width - 1 - i) for i, c in enumerate(_GROUP_COLUMNS) if c not in columns)
+
+
+def aggregate_sql() -> str:
+    cases = " ".join(
+        f"WHEN {_grouping_id(columns)} THEN '{name}'" for name, columns in AGGREGATES.items()
+    )
+    sets = ", ".join(f"({', '.join(columns)})" for columns in AGGREGATES.values())
+    group = ", ".join(_GROUP_COLUMNS)
+    return f"""
+        SELECT CASE grouping_id({group}) {cases} END AS aggregate, {group},
+               count(value) AS n, avg(value) AS mean,
+               percentile(value, 0.5) AS p50, percentile(value, 0.95) AS p95,
+               min(value) AS min, max(value) AS max,
+               max(members) AS case_members, max(partitions) AS case_partitions
+        FROM results WHERE metric <> '{ERROR_METRIC}'
+        GROUP BY GROUPING SETS ({sets})"""
+
+
+ERRORS_SQL = f"""
+    SELECT scenario_id, workload, params, strategy, replicate, seed, event AS error
+    FROM results WHERE metric = '{ERROR_METRIC}'
+    ORDER BY workload, strategy, params, replicate"""
+
+_TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "summary": (*AGGREGATES["summary"], "n", "mean", "p50", "p95", "min", "max"),
+    "cases": (*AGGREGATES["cases"], "n", "mean", "max", "case_members", "case_partitions"),
+    "scaling": (*AGGREGATES["scaling"], "n", "mean", "p50"),
+    "steps": (*AGGREGATES["steps"], "n", "mean"),
+}
+
+
+def split_aggregates(rows: Iterable[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The combined query's rows as one list per table, with that table's columns, sorted."""
+    tables: dict[str, list[dict[str, Any]]] = {name: [] for name in AGGREGATES}
+    for row in rows:
+        name = row["aggregate"]
+        tables[name].append({c: _plain(row[c]) for c in _TABLE_COLUMNS[name]})
+    longest: dict[str, int] = {}
+    for row in tables["steps"]:
+        longest[row["workload"]] = max(longest.get(row["workload"], 0), int(row["step"]))
+    tables["steps"] = [r for r in tables["steps"] if longest[r["workload"]] >= MIN_CHARTED_STEPS]
+    for name, columns in AGGREGATES.items():
+        tables[name].sort(key=lambda r, cols=columns: tuple(str(r[c]) for c in cols))  # type: ignore[misc]
+    return tables
 
 
 @frozen
@@ -392,7 +410,7 @@ class SparkRun:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, float) and value != value:  # NaN → None, so JSON stays valid
+    if isinstance(value, float) and math.isnan(value):  # NaN → None, so JSON stays valid
         return None
     return value
 
@@ -406,7 +424,8 @@ def execute(
     tasks: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> SparkRun:
-    """Run ``specs``, write raw rows to ``parquet``/raw, aggregate into ``parquet``/<table>."""
+    """Run ``specs``, write the raw rows to ``PARQUET/raw`` and the aggregated tables to
+    ``PARQUET/aggregates`` (partitioned by ``aggregate``: summary, cases, scaling, steps)."""
     if not specs:
         raise LabError("no scenarios to run")
     results = results_frame(spark, specs, engine=engine, tasks=tasks)
@@ -422,14 +441,27 @@ def execute(
 
     started = time.perf_counter()
     spark.read.parquet(raw).createOrReplaceTempView("results")
-    tables: dict[str, list[dict[str, Any]]] = {}
-    for name, sql in _aggregates().items():
-        frame = spark.sql(sql)
-        if name != "totals":
-            frame.coalesce(1).write.mode("overwrite").parquet(f"{parquet.rstrip('/')}/{name}")
-        tables[name] = [
-            {k: _plain(v) for k, v in row.asDict().items()} for row in frame.collect()
+    try:
+        combined = spark.sql(aggregate_sql()).cache()  # written, then collected: computed once
+        combined.coalesce(1).write.mode("overwrite").partitionBy("aggregate").parquet(
+            f"{parquet.rstrip('/')}/aggregates"
+        )
+        tables = split_aggregates(row.asDict() for row in combined.collect())
+        combined.unpersist()
+        tables["errors"] = [
+            {k: _plain(v) for k, v in row.asDict().items()}
+            for row in spark.sql(ERRORS_SQL).collect()
         ]
+    finally:
+        spark.catalog.dropTempView("results")
+    failed = len({e["scenario_id"] for e in tables["errors"]})
+    tables["totals"] = [
+        {
+            "scenarios": len(specs),
+            "rows": sum(int(r["n"]) for r in tables["summary"]) + len(tables["errors"]),
+            "failed": failed,
+        }
+    ]
     return SparkRun(tables, parquet, run_seconds, time.perf_counter() - started)
 
 

@@ -75,7 +75,9 @@ def _positive(workload: str, params: Params, *keys: str) -> None:
     for key in keys:
         value = params[key]
         if not isinstance(value, int | float) or value < 1:
-            raise LabError(f"workload {workload!r} parameter {key!r} must be at least 1, got {value!r}")
+            raise LabError(
+                f"workload {workload!r} parameter {key!r} must be at least 1, got {value!r}"
+            )
 
 
 class KafkaGridWorkload(AssignmentWorkload):
@@ -128,9 +130,7 @@ class KafkaGridWorkload(AssignmentWorkload):
             covered = min(members, topics - 1)  # highest topic index consumers i, i+1 reach
             rest = names[covered + 1 :]
             group = [
-                Member(
-                    member_name(i), (names[i % topics], names[(i + 1) % topics], *rest), rack(i)
-                )
+                Member(member_name(i), (names[i % topics], names[(i + 1) % topics], *rest), rack(i))
                 for i in range(members)
             ]
         events: list[GroupEvent] = []
@@ -177,9 +177,9 @@ class ZipfLoadWorkload(AssignmentWorkload):
     )
     defaults: ClassVar[Mapping[str, Param]] = {
         "members": 10,
-        "topics": 4,
-        "partitions_per_topic": 16,
-        "exponent": 1.2,
+        "topics": 8,
+        "partitions_per_topic": 32,
+        "exponent": 0.9,
     }
 
     def generate(self, params: Params, seed: int) -> AssignmentCase:
@@ -193,12 +193,14 @@ class ZipfLoadWorkload(AssignmentWorkload):
         loads *= total / loads.sum()
         names = [topic_name(t) for t in range(topics)]
         metadata = {
-            name: TopicMetadata(per_topic, loads=loads[i * per_topic : (i + 1) * per_topic].tolist())
+            name: TopicMetadata(
+                per_topic, loads=loads[i * per_topic : (i + 1) * per_topic].tolist()
+            )
             for i, name in enumerate(names)
         }
         group = [Member(member_name(i), names) for i in range(members)]
         leaver = member_name(int(rng.integers(members)))
-        events = [MemberJoined(member_name(members), names), MemberLeft(leaver)]
+        events: list[GroupEvent] = [MemberJoined(member_name(members), names), MemberLeft(leaver)]
         return AssignmentCase(metadata, group, events)
 
     def cost(self, params: Params) -> float:
@@ -296,9 +298,7 @@ class _GroupState:
             subscribers = tuple(self.members)
             for member in subscribers:
                 self.members[member] = (*self.members[member], topic)
-            return TopicCreated(
-                topic, count, subscribers, replica_racks=self._replica_racks(count)
-            )
+            return TopicCreated(topic, count, subscribers, replica_racks=self._replica_racks(count))
         if kind == "delete-topic":
             topic = self._pick(topic_names)
             del self.topics[topic]
@@ -364,9 +364,7 @@ class RandomClusterWorkload(AssignmentWorkload):
         sizes = rng.integers(1, _int(params, "max_partitions") + 1, size=topics).tolist()
         names = [topic_name(t) for t in range(topics)]
         metadata = {
-            name: TopicMetadata(
-                size, random_replica_racks(rng, size, racks) if racks else None
-            )
+            name: TopicMetadata(size, random_replica_racks(rng, size, racks) if racks else None)
             for name, size in zip(names, sizes, strict=True)
         }
         group = []
@@ -424,7 +422,11 @@ class ChurnWorkload(AssignmentWorkload):
             for i in range(members)
         ]
         state = _GroupState(
-            rng, {m.name: m.topics for m in group}, dict.fromkeys(names, per_topic), racks, per_topic
+            rng,
+            {m.name: m.topics for m in group},
+            dict.fromkeys(names, per_topic),
+            racks,
+            per_topic,
         )
         events = [state.draw(mix) for _ in range(_int(params, "steps"))]
         return AssignmentCase(metadata, group, events)
@@ -432,8 +434,10 @@ class ChurnWorkload(AssignmentWorkload):
     def cost(self, params: Params) -> float:
         resolved = resolve_params(self, params)
         partitions = _int(resolved, "topics") * _int(resolved, "partitions_per_topic")
-        return float(partitions) * (_int(resolved, "steps") + 1) * math.log2(
-            _int(resolved, "members") + 1
+        return (
+            float(partitions)
+            * (_int(resolved, "steps") + 1)
+            * math.log2(_int(resolved, "members") + 1)
         )
 
 

@@ -130,12 +130,16 @@ def _topic_metadata(value: Mapping[str, TopicMetadata | int]) -> dict[str, Topic
     return {t: v if isinstance(v, TopicMetadata) else TopicMetadata(v) for t, v in value.items()}
 
 
+def _member_map(members: Mapping[str, MemberSubscription]) -> dict[str, MemberSubscription]:
+    return dict(members)  # a typed converter: mypy cannot read dict's overloaded constructor
+
+
 @frozen
 class GroupSubscription:
     """Everything an assignor needs: the topics' metadata and every member's subscription."""
 
     topics: Mapping[str, TopicMetadata] = field(converter=_topic_metadata)
-    members: Mapping[str, MemberSubscription] = field(converter=dict)
+    members: Mapping[str, MemberSubscription] = field(converter=_member_map)
 
     def member_order(self) -> list[str]:
         """Kafka's member order: static members first by instance id, then the rest by member id."""

@@ -85,9 +85,7 @@ def _object(value: object, path: str, allowed: tuple[str, ...] | None) -> Mappin
     if allowed is not None:
         unknown = [k for k in value if k not in allowed]
         if unknown:
-            raise _fail(
-                _join(path, unknown[0]), f"unknown field (allowed: {', '.join(allowed)})"
-            )
+            raise _fail(_join(path, unknown[0]), f"unknown field (allowed: {', '.join(allowed)})")
     return value
 
 
@@ -166,7 +164,9 @@ def _parse_topic(value: object, path: str) -> TopicMetadata:
     if _is_int(value):
         fields: Mapping[str, Any] = {"partitions": value}
     elif not isinstance(value, dict):
-        raise _fail(path, f"expected a partition count or an object with 'partitions', got {_kind(value)}")
+        raise _fail(
+            path, f"expected a partition count or an object with 'partitions', got {_kind(value)}"
+        )
     else:
         fields = _object(value, path, TOPIC_FIELDS)
         if "partitions" not in fields:
@@ -187,7 +187,10 @@ def _parse_topic(value: object, path: str) -> TopicMetadata:
             entries = _list(replica, f"{racks_path}[{p}]")
             for r, rack in enumerate(entries):
                 if not isinstance(rack, str) or not rack:
-                    raise _fail(f"{racks_path}[{p}][{r}]", f"rack must be a non-empty string, got {_kind(rack)}")
+                    raise _fail(
+                        f"{racks_path}[{p}][{r}]",
+                        f"rack must be a non-empty string, got {_kind(rack)}",
+                    )
             racks.append(entries)
 
     loads: list[float] | None = None
@@ -198,8 +201,15 @@ def _parse_topic(value: object, path: str) -> TopicMetadata:
             raise _fail(loads_path, f"lists {len(raw)} partitions, the topic has {partitions}")
         loads = []
         for p, load in enumerate(raw):
-            if isinstance(load, bool) or not isinstance(load, int | float) or not math.isfinite(load) or load < 0:
-                raise _fail(f"{loads_path}[{p}]", f"load must be a non-negative number, got {load!r}")
+            if (
+                isinstance(load, bool)
+                or not isinstance(load, int | float)
+                or not math.isfinite(load)
+                or load < 0
+            ):
+                raise _fail(
+                    f"{loads_path}[{p}]", f"load must be a non-negative number, got {load!r}"
+                )
             loads.append(float(load))
     return TopicMetadata(partitions, replica_racks=racks, loads=loads)
 
@@ -226,13 +236,17 @@ def _parse_member(
             raise _fail(where, f"expected 'topic-partition', got {_kind(item)}")
         topic, sep, number = item.rpartition("-")
         if not sep or not topic or not number.isdigit() or not number.isascii():
-            raise _fail(where, f"{item!r} is not a partition written topic-partition (e.g. 'orders-3')")
+            raise _fail(
+                where, f"{item!r} is not a partition written topic-partition (e.g. 'orders-3')"
+            )
         meta = topics.get(topic)
         if meta is None:
             known = ", ".join(sorted(topics)) or "none"
             raise _fail(where, f"unknown topic {topic} (topics: {known})")
         if int(number) >= meta.partitions:
-            raise _fail(where, f"partition {item} does not exist ({topic} has {meta.partitions} partitions)")
+            raise _fail(
+                where, f"partition {item} does not exist ({topic} has {meta.partitions} partitions)"
+            )
         if item in owned:
             raise _fail(where, f"partition {item} is listed twice")
         owned.append(item)
@@ -268,7 +282,9 @@ def dump_group(group: GroupSubscription) -> dict[str, Any]:
         if sub.instance_id is not None:
             member["instance_id"] = sub.instance_id
         if sub.owned:
-            member["owned"] = [f"{t}-{p}" for t, parts in sorted(sub.owned.items()) for p in sorted(parts)]
+            member["owned"] = [
+                f"{t}-{p}" for t, parts in sorted(sub.owned.items()) for p in sorted(parts)
+            ]
         if sub.generation != DEFAULT_GENERATION:
             member["generation"] = sub.generation
         if sub.rack is not None:
@@ -323,9 +339,7 @@ def member_loads(group: GroupSubscription, assignment: GroupAssignment) -> dict[
         if meta.loads is not None and topic in space and meta.partitions:
             base = space.base(topic)
             weights[base : base + meta.partitions] = meta.loads
-    return {
-        m: float(weights[_target(assignment, m)].sum()) for m in assignment.members
-    }
+    return {m: float(weights[_target(assignment, m)].sum()) for m in assignment.members}
 
 
 def _target(assignment: GroupAssignment, member: str) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -337,9 +351,14 @@ def _target(assignment: GroupAssignment, member: str) -> np.ndarray[Any, np.dtyp
     )
 
 
-def summarize(group: GroupSubscription, assignment: GroupAssignment, time_s: float = 0.0) -> AssignmentSummary:
+def summarize(
+    group: GroupSubscription, assignment: GroupAssignment, time_s: float = 0.0
+) -> AssignmentSummary:
     space = assignment.space
-    counts = {m: len(assignment.indices(m)) + len(assignment.withheld_indices(m)) for m in assignment.members}
+    counts = {
+        m: len(assignment.indices(m)) + len(assignment.withheld_indices(m))
+        for m in assignment.members
+    }
     withheld = sum(len(assignment.withheld_indices(m)) for m in assignment.members)
     load_balance = None
     if any(meta.loads is not None for meta in group.topics.values()) and counts:
@@ -358,7 +377,9 @@ def summarize(group: GroupSubscription, assignment: GroupAssignment, time_s: flo
     )
 
 
-def count_moves(group: GroupSubscription, assignment: GroupAssignment, space: PartitionSpace | None = None) -> int:
+def count_moves(
+    group: GroupSubscription, assignment: GroupAssignment, space: PartitionSpace | None = None
+) -> int:
     """Previously owned partitions whose new owner (assigned or withheld) is none of their claimants.
 
     Partitions nobody gets any more (their topic left every subscription) are revocations, not
@@ -377,7 +398,9 @@ def count_moves(group: GroupSubscription, assignment: GroupAssignment, space: Pa
             count = space.count(topic)
             if not count:
                 continue
-            idx = np.asarray([p for p in parts if 0 <= p < count], dtype=np.int64) + space.base(topic)
+            idx = np.asarray([p for p in parts if 0 <= p < count], dtype=np.int64) + space.base(
+                topic
+            )
             claimed[idx] = True
             stayed[idx[target[idx] == i]] = True
     return int(np.count_nonzero(claimed & ~stayed & (target >= 0)))
@@ -397,7 +420,9 @@ def assignment_to_json(
     return out
 
 
-def assignment_from_json(data: Mapping[str, Any], topics: Mapping[str, int] | PartitionSpace) -> GroupAssignment:
+def assignment_from_json(
+    data: Mapping[str, Any], topics: Mapping[str, int] | PartitionSpace
+) -> GroupAssignment:
     """Rebuild a :class:`GroupAssignment` from :func:`assignment_to_json` output."""
     assigned = _object(data.get("assignment"), "assignment", None)
     withheld = _object(data.get("withheld", {}), "withheld", None)

@@ -246,8 +246,9 @@ class ControllerCandidate(Protocol):
         """Enter the election (asynchronous: callbacks report the outcome)."""
         ...
 
-    def resign(self) -> None:
-        """Give up a held term (the candidate stays in the running for later terms)."""
+    def resign(self, term: ControllerTerm | None = None) -> None:
+        """Give up the held term, if it is still ``term`` (any held term when ``None``); the
+        candidate stays in the running for later terms."""
         ...
 
     def close(self) -> None:

@@ -44,10 +44,18 @@ class GroupLayout:
             for topic in topics:
                 if space.count(topic) > 0:
                     per_topic.setdefault(topic, []).append(positions)
-        self.subscribers: dict[str, list[int]] = {
-            topic: lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))
-            for topic, lists in per_topic.items()
-        }
+        # Topics with the same subscription groups share one merged list too.
+        merged: dict[tuple[int, ...], list[int]] = {}
+        self.subscribers: dict[str, list[int]] = {}
+        for topic, lists in per_topic.items():
+            if len(lists) == 1:
+                self.subscribers[topic] = lists[0]
+                continue
+            key = tuple(id(positions) for positions in lists)
+            subscribers = merged.get(key)
+            if subscribers is None:
+                subscribers = merged[key] = sorted(chain.from_iterable(lists))
+            self.subscribers[topic] = subscribers
 
     @property
     def size(self) -> int:
@@ -109,7 +117,7 @@ class GroupLayout:
                 count = space.count(topic)
                 if count == 0 or (subscribed is not None and topic not in subscribed):
                     continue
-                array = np.fromiter(parts, dtype=np.int64, count=len(parts))
+                array = np.unique(np.fromiter(parts, dtype=np.int64, count=len(parts)))
                 array = array[(array >= 0) & (array < count)]
                 if array.size:
                     claim_indices.append(array + space.base(topic))
@@ -130,8 +138,6 @@ class GroupLayout:
         first[1:] = indices[1:] != indices[:-1]
         tied = np.zeros(indices.size, dtype=bool)
         tied[:-1] = (indices[1:] == indices[:-1]) & (generations[1:] == generations[:-1])
-        # A member listing the same partition twice is one claim, not a tie with itself.
-        tied[:-1] &= members[1:] != members[:-1]
         winners = first & ~tied
         owners[indices[winners]] = members[winners]
         return owners
@@ -159,6 +165,6 @@ class GroupLayout:
     def result_from_lists(self, per_member: Sequence[Sequence[int]]) -> GroupAssignment:
         """The assignment giving ``per_member[position]`` (global indices) to each member."""
         return GroupAssignment.from_indices(
-            self.space, {m: sorted(parts) for m, parts in zip(self.members, per_member, strict=True)}
+            self.space,
+            {m: sorted(parts) for m, parts in zip(self.members, per_member, strict=True)},
         )
-

@@ -82,7 +82,8 @@ class RangeAssignor:
         layout = GroupLayout(group)
         if _may_need_racks(group):
             states = [
-                _TopicRanges(layout, topic, self.prefer_rack_aware) for topic in layout.topics_in_space_order()
+                _TopicRanges(layout, topic, self.prefer_rack_aware)
+                for topic in layout.topics_in_space_order()
             ]
             if any(state.needs_rack_aware for state in states):
                 return _rack_aware_assignment(layout, states)
@@ -166,7 +167,9 @@ class _TopicRanges:
 
     def racks_match(self, consumer: int, partition: int) -> bool:
         rack = self.rack_of[consumer]
-        return rack is None or (self.partition_racks is not None and rack in self.partition_racks[partition])
+        return rack is None or (
+            self.partition_racks is not None and rack in self.partition_racks[partition]
+        )
 
     def max_assignable(self, consumer: int) -> int:
         limit = self.quota + (1 if self.extra > 0 else 0) - self.assigned[consumer]
@@ -230,7 +233,9 @@ def _rack_aware_assignment(layout: GroupLayout, states: list[_TopicRanges]) -> G
     for state in states:
         indices.extend(range(state.base, state.base + state.count))
         owners.extend(state.owner)
-    return layout.result_from_owners(np.asarray(indices, dtype=np.int64), np.asarray(owners, dtype=np.int64))
+    return layout.result_from_owners(
+        np.asarray(indices, dtype=np.int64), np.asarray(owners, dtype=np.int64)
+    )
 
 
 def _match_co_partitioned(consumers: list[int], count: int, states: list[_TopicRanges]) -> None:

@@ -64,7 +64,9 @@ def _claimed_by_another(sticky: StickyGroup, owner: IntArray) -> BoolArray:
     return (owner >= 0) & (claimers > _claimed_by_owner(sticky, owner))
 
 
-def _group_by_member(sticky: StickyGroup, partitions: IntArray, owners: IntArray) -> list[list[int]]:
+def _group_by_member(
+    sticky: StickyGroup, partitions: IntArray, owners: IntArray
+) -> list[list[int]]:
     order = np.argsort(owners, kind="stable")
     flat: list[int] = partitions[order].tolist()
     ends = np.cumsum(np.bincount(owners, minlength=sticky.size)).tolist()

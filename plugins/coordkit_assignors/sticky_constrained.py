@@ -84,7 +84,16 @@ def constrained_assign(group: StickyGroup, racks: StickyRacks) -> ConstrainedAss
     if racks.enabled and len(unassigned):
         unassigned = racks.sort_by_rack_consumers(unassigned)
         unassigned, over_min = _assign_rack_aware_round_robin(
-            unassigned, owner, sizes, under_min, exactly_min, racks, min_quota, max_quota, extra, over_min
+            unassigned,
+            owner,
+            sizes,
+            under_min,
+            exactly_min,
+            racks,
+            min_quota,
+            max_quota,
+            extra,
+            over_min,
         )
 
     # 3. Round-robin to the members under minQuota, then one each to members at minQuota.
@@ -162,7 +171,9 @@ def _assign_rack_aware_round_robin(
 
     left: list[int] = []
     next_under = 0
-    for partition, set_id in zip(unassigned.tolist(), partition_set[unassigned].tolist(), strict=True):
+    for partition, set_id in zip(
+        unassigned.tolist(), partition_set[unassigned].tolist(), strict=True
+    ):
         row = matches[set_id]
         consumer = -1
         if under_min and any(under_tally[r] for r in matching_racks[set_id]):

@@ -21,7 +21,9 @@ rechecking), instead of Kafka's scan over every member and partition.
 
 from __future__ import annotations
 
+import gc
 import heapq
+import itertools
 
 import numpy as np
 
@@ -37,7 +39,8 @@ class _Subscriptions:
     def __init__(self, group: StickyGroup):
         class_of_set: dict[frozenset[int], int] = {}
         self.member_class: IntArray = np.array(
-            [class_of_set.setdefault(s, len(class_of_set)) for s in group.member_topics], dtype=np.int64
+            [class_of_set.setdefault(s, len(class_of_set)) for s in group.member_topics],
+            dtype=np.int64,
         )
         self.class_topics = list(class_of_set)
         classes = len(self.class_topics)
@@ -51,24 +54,34 @@ class _Subscriptions:
             if topic_set:
                 self.subscribes[k, list(topic_set)] = True
         class_sizes = np.array([len(m) for m in self.class_members], dtype=np.int64)
-        self.topic_consumers: IntArray = (self.subscribes * class_sizes[:, None]).sum(axis=0).astype(np.int64)
+        self.topic_consumers: IntArray = (
+            (self.subscribes * class_sizes[:, None]).sum(axis=0).astype(np.int64)
+        )
         # Topics with the same subscribing classes share a "signature" (the same eligible members).
         signature_of: dict[tuple[int, ...], int] = {}
         self.topic_signature: IntArray = np.array(
             [
-                signature_of.setdefault(tuple(np.flatnonzero(self.subscribes[:, t]).tolist()), len(signature_of))
+                signature_of.setdefault(
+                    tuple(np.flatnonzero(self.subscribes[:, t]).tolist()), len(signature_of)
+                )
                 for t in range(topics)
             ],
             dtype=np.int64,
         )
         self.signature_classes: list[tuple[int, ...]] = list(signature_of)
         self.signature_members: list[IntArray] = [
-            np.sort(np.concatenate([self.class_members[k] for k in sig])) if sig else np.zeros(0, np.int64)
+            np.sort(np.concatenate([self.class_members[k] for k in sig]))
+            if sig
+            else np.zeros(0, np.int64)
             for sig in self.signature_classes
         ]
-        self.max_assignment: IntArray = (self.subscribes * group.topic_counts[None, :]).sum(axis=1).astype(
-            np.int64
-        )[self.member_class] if classes else np.zeros(0, np.int64)
+        self.max_assignment: IntArray = (
+            (self.subscribes * group.topic_counts[None, :])
+            .sum(axis=1)
+            .astype(np.int64)[self.member_class]
+            if classes
+            else np.zeros(0, np.int64)
+        )
 
 
 def general_assign(group: StickyGroup, racks: StickyRacks) -> IntArray:
@@ -99,9 +112,9 @@ def general_assign(group: StickyGroup, racks: StickyRacks) -> IntArray:
 
     # 3. Balance the members and topics that can still change.
     movable_topic = subs.topic_consumers >= 2
-    participating = (sizes < subs.max_assignment) | (subs.subscribes & movable_topic[None, :]).any(axis=1)[
-        subs.member_class
-    ]
+    participating = (sizes < subs.max_assignment) | (subs.subscribes & movable_topic[None, :]).any(
+        axis=1
+    )[subs.member_class]
     if not participating.any():
         return owner
     in_play = movable_topic[group.partition_topic[sorted_partitions]]
@@ -177,7 +190,7 @@ def _water_fill_runs(
     signature = subs.topic_signature[group.partition_topic[partitions]]
     breaks = np.flatnonzero(signature[1:] != signature[:-1]) + 1
     bounds = [0, *breaks.tolist(), len(partitions)]
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+    for start, end in itertools.pairwise(bounds):
         eligible = subs.signature_members[int(signature[start])]
         picks = water_fill(sizes[eligible], end - start)
         owner[partitions[start:end]] = eligible[picks]
@@ -196,11 +209,15 @@ def _assign_rack_matching(
     has no rack or a rack holding a replica; returns the partitions nobody matched, in order."""
     # One heap of (count, member) per (class, rack) with rack -1 for members without a rack.
     heaps: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for m, (k, r) in enumerate(zip(subs.member_class.tolist(), racks.member_rack.tolist(), strict=True)):
+    for m, (k, r) in enumerate(
+        zip(subs.member_class.tolist(), racks.member_rack.tolist(), strict=True)
+    ):
         heaps.setdefault((k, r), []).append((int(sizes[m]), m))
     for heap in heaps.values():
         heapq.heapify(heap)
-    classes_of_topic = [np.flatnonzero(subs.subscribes[:, t]).tolist() for t in range(len(group.topics))]
+    classes_of_topic = [
+        np.flatnonzero(subs.subscribes[:, t]).tolist() for t in range(len(group.topics))
+    ]
     racks_of_set = [[-1, *np.flatnonzero(row).tolist()] for row in racks.matches]
     candidates_cache: dict[tuple[int, int], list[list[tuple[int, int]]]] = {}
     left: list[int] = []
@@ -211,7 +228,10 @@ def _assign_rack_matching(
         candidates = candidates_cache.get(key)
         if candidates is None:
             candidates = [
-                heaps[(k, r)] for k in classes_of_topic[topic] for r in racks_of_set[set_id] if (k, r) in heaps
+                heaps[(k, r)]
+                for k in classes_of_topic[topic]
+                for r in racks_of_set[set_id]
+                if (k, r) in heaps
             ]
             candidates_cache[key] = candidates
         best: list[tuple[int, int]] | None = None
@@ -232,7 +252,9 @@ class _Balancer:
     """Kafka's ``performReassignments`` over arrays.
 
     Members taking part are those that can still gain partitions or hold partitions of a topic with
-    two or more subscribers; partitions taking part belong to such topics.
+    two or more subscribers; partitions taking part belong to such topics. Moves are applied one at
+    a time, as Kafka does, with scalar state in Python lists (fast to read and write one element)
+    mirrored in numpy arrays (fast to scan); the mirrors are built only once a move is needed.
     """
 
     def __init__(
@@ -248,67 +270,86 @@ class _Balancer:
         self.subs = subs
         self.owner = owner
         self.sizes = sizes
-        self.players = players
-        self.topic_of = group.partition_topic
         self.signature_of = subs.topic_signature[np.maximum(group.partition_topic, 0)]
-        # Previous owners, kept only where they may take the partition back (Kafka would otherwise
-        # hand a partition to a member not subscribed to its topic).
-        previous = group.previous_owners()
-        has_previous = previous >= 0
-        ok = np.zeros_like(has_previous)
-        idx = np.flatnonzero(has_previous & (group.partition_topic >= 0))
-        ok[idx] = subs.subscribes[subs.member_class[previous[idx]], group.partition_topic[idx]]
-        self.previous = np.where(ok, previous, -1)
-        self.movements = PartitionMovements([java_string_hash(t) for t in group.topics])
-        # Class minima (count, member) and, per signature, the minimum over its classes.
-        self.class_min = np.zeros(len(subs.class_members), dtype=np.int64)
-        self.class_argmin = np.zeros(len(subs.class_members), dtype=np.int64)
-        for k in range(len(subs.class_members)):
-            self._refresh_class(k)
-        self.signatures_of_class: list[list[int]] = [[] for _ in subs.class_members]
-        for s, classes in enumerate(subs.signature_classes):
-            for k in classes:
-                self.signatures_of_class[k].append(s)
-        self.signature_class_arrays = [np.array(c, dtype=np.int64) for c in subs.signature_classes]
-        self.signature_min = np.zeros(len(subs.signature_classes), dtype=np.int64)
-        for s in range(len(subs.signature_classes)):
-            self._refresh_signature(s)
+        self.signature_classes = subs.signature_classes
+        self.signature_min = np.array(
+            [
+                min((int(sizes[subs.class_members[k]].min()) for k in classes), default=0)
+                for classes in subs.signature_classes
+            ],
+            dtype=np.int64,
+        )
+        # Counts of the members taking part, for Kafka's first test (max - min <= 1) in O(1).
+        player_counts = sizes[players].tolist()
+        self.histogram: dict[int, int] = {}
+        for count in player_counts:
+            self.histogram[count] = self.histogram.get(count, 0) + 1
+        self.lowest, self.highest = min(player_counts), max(player_counts)
         # Reassignable partitions grouped by signature, for the full balance check.
         by_signature = np.argsort(self.signature_of[reassignable], kind="stable")
         self.check_partitions = reassignable[by_signature]
         check_signatures = self.signature_of[self.check_partitions]
-        self.check_starts = np.flatnonzero(
-            np.concatenate(([True], check_signatures[1:] != check_signatures[:-1]))
-        ) if len(reassignable) else np.zeros(0, dtype=np.int64)
-        self.check_signature_ids = check_signatures[self.check_starts] if len(reassignable) else self.check_starts
+        boundary = np.ones(len(check_signatures), dtype=bool)
+        boundary[1:] = check_signatures[1:] != check_signatures[:-1]
+        self.check_starts = np.flatnonzero(boundary)
+        self.check_ends = np.append(self.check_starts[1:], len(check_signatures))
+        self.check_signature_ids = check_signatures[self.check_starts]
         self.witness: tuple[int, int] | None = None
+        self.hot = False
 
-    # -- minima
-    def _refresh_class(self, k: int) -> None:
-        members = self.subs.class_members[k]
-        i = int(np.argmin(self.sizes[members]))  # first minimum: the smallest member number
-        self.class_min[k] = self.sizes[members[i]]
-        self.class_argmin[k] = members[i]
+    def _warm_up(self) -> None:
+        """Build the scalar mirrors and per-class heaps before the first move."""
+        group, subs = self.group, self.subs
+        self.hot = True
+        self.owner_list: list[int] = self.owner.tolist()
+        self.size_list: list[int] = self.sizes.tolist()
+        self.signature_list: list[int] = self.signature_of.tolist()
+        self.signature_min_list: list[int] = self.signature_min.tolist()
+        self.topic_list: list[int] = group.partition_topic.tolist()
+        self.base_list: list[int] = group.topic_bases.tolist()
+        # Previous owners, kept only where they may take the partition back (Kafka would otherwise
+        # hand a partition to a member not subscribed to its topic).
+        previous = group.previous_owners()
+        ok = np.zeros(len(previous), dtype=bool)
+        idx = np.flatnonzero((previous >= 0) & (group.partition_topic >= 0))
+        ok[idx] = subs.subscribes[subs.member_class[previous[idx]], group.partition_topic[idx]]
+        self.previous = np.where(ok, previous, -1)
+        self.previous_list: list[int] = self.previous.tolist()
+        self.class_list: list[int] = subs.member_class.tolist()
+        # One heap of (count, member) per class; stale entries (count changed) are skipped lazily.
+        self.heaps: list[list[tuple[int, int]]] = []
+        for members in subs.class_members:
+            heap = [(self.size_list[m], m) for m in members.tolist()]
+            heapq.heapify(heap)
+            self.heaps.append(heap)
+        self.signatures_of_class: list[list[int]] = [[] for _ in subs.class_members]
+        for s, classes in enumerate(subs.signature_classes):
+            for k in classes:
+                self.signatures_of_class[k].append(s)
+        self.movements = PartitionMovements([java_string_hash(t) for t in group.topics])
 
-    def _refresh_signature(self, s: int) -> None:
-        self.signature_min[s] = self.class_min[self.signature_class_arrays[s]].min()
+    # -- least loaded members
+    def _class_top(self, k: int) -> tuple[int, int]:
+        heap, sizes = self.heaps[k], self.size_list
+        while heap[0][0] != sizes[heap[0][1]]:
+            heapq.heappop(heap)
+        return heap[0]
 
     def _least_loaded(self, signature: int) -> int:
         """The first subscriber in Kafka's (count, member id) order."""
-        classes = self.signature_class_arrays[signature]
-        keys = self.class_min[classes] * (self.group.size + 1) + self.class_argmin[classes]
-        return int(self.class_argmin[classes[int(np.argmin(keys))]])
+        return min(self._class_top(k) for k in self.signature_classes[signature])[1]
 
     # -- balance
     def _balanced(self) -> bool:
         """Kafka's ``isBalanced``: counts within one, or no partition can go to a subscriber with two
         fewer partitions than its owner."""
-        counts = self.sizes[self.players]
-        if int(counts.max()) - int(counts.min()) <= 1:
+        if self.highest - self.lowest <= 1:
             return True
+        sizes = self.size_list if self.hot else self.sizes
         if self.witness is not None:
             partition, member = self.witness
-            if self.sizes[self.owner[partition]] >= self.sizes[member] + 2:
+            owner = self.owner_list[partition] if self.hot else self.owner[partition]
+            if sizes[owner] >= sizes[member] + 2:
                 return False
         if len(self.check_partitions) == 0:
             return True
@@ -319,24 +360,50 @@ class _Balancer:
         if gaps[worst] <= 1:
             self.witness = None
             return True
-        start = int(self.check_starts[worst])
-        end = int(self.check_starts[worst + 1]) if worst + 1 < len(self.check_starts) else len(owner_counts)
+        start, end = int(self.check_starts[worst]), int(self.check_ends[worst])
         partition = int(self.check_partitions[start + int(np.argmax(owner_counts[start:end]))])
-        self.witness = (partition, self._least_loaded(int(self.check_signature_ids[worst])))
+        signature = int(self.check_signature_ids[worst])
+        classes = self.signature_classes[signature]
+        member = min(
+            (int(self.sizes[m]), int(m))
+            for k in classes
+            for m in [
+                self.subs.class_members[k][int(np.argmin(self.sizes[self.subs.class_members[k]]))]
+            ]
+        )[1]
+        self.witness = (partition, member)
         return False
 
-    def _next_movable(self, partitions: IntArray, start: int) -> int:
+    def _next_movable(self, partitions: list[int], array: IntArray, start: int) -> int:
         """Position of the first partition at or after ``start`` that Kafka would move now."""
-        chunk = 64
+        owner, sizes, signature, lowest, previous = (
+            self.owner_list,
+            self.size_list,
+            self.signature_list,
+            self.signature_min_list,
+            self.previous_list,
+        )
         total = len(partitions)
+        end = min(total, start + 16)
+        for position in range(start, end):  # a move is often right here: check a few one by one
+            partition = partitions[position]
+            held = sizes[owner[partition]]
+            if held > lowest[signature[partition]] + 1:
+                return position
+            before = previous[partition]
+            if before >= 0 and held > sizes[before] + 1:
+                return position
+        start, chunk = end, 256
         while start < total:
             end = min(total, start + chunk)
-            window = partitions[start:end]
-            held = self.sizes[self.owner[window]]
-            movable = held > self.signature_min[self.signature_of[window]] + 1
-            previous = self.previous[window]
-            has_previous = previous >= 0
-            movable |= has_previous & (held > self.sizes[np.where(has_previous, previous, 0)] + 1)
+            window = array[start:end]
+            held_array = self.sizes[self.owner[window]]
+            movable = held_array > self.signature_min[self.signature_of[window]] + 1
+            before_array = self.previous[window]
+            has_previous = before_array >= 0
+            movable |= has_previous & (
+                held_array > self.sizes[np.where(has_previous, before_array, 0)] + 1
+            )
             hits = np.flatnonzero(movable)
             if len(hits):
                 return start + int(hits[0])
@@ -344,41 +411,80 @@ class _Balancer:
             chunk = min(chunk * 4, 1 << 16)
         return -1
 
-    def perform(self, partitions: IntArray) -> bool:
-        """One ``performReassignments`` call over ``partitions`` (in order); True if anything moved."""
+    def perform(self, array: IntArray) -> bool:
+        """One ``performReassignments`` call over ``array`` (in order); True if anything moved."""
+        if self._balanced():
+            return False
+        if not self.hot:
+            self._warm_up()
+        partitions: list[int] = array.tolist()
+        # Moves allocate many short-lived, acyclic objects; collection passes over the caller's
+        # (large) input would only cost time.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._perform(partitions, array)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _perform(self, partitions: list[int], array: IntArray) -> bool:
         performed = False
         while True:
             modified = False
             position = 0
             while position < len(partitions) and not self._balanced():
-                position = self._next_movable(partitions, position)
+                position = self._next_movable(partitions, array, position)
                 if position < 0:
                     break
-                partition = int(partitions[position])
-                held = int(self.sizes[self.owner[partition]])
-                previous = int(self.previous[partition])
-                if previous >= 0 and held > int(self.sizes[previous]) + 1:
+                partition = partitions[position]
+                held = self.size_list[self.owner_list[partition]]
+                previous = self.previous_list[partition]
+                if previous >= 0 and held > self.size_list[previous] + 1:
                     self._reassign(partition, previous)
                 else:
-                    self._reassign(partition, self._least_loaded(int(self.signature_of[partition])))
+                    self._reassign(partition, self._least_loaded(self.signature_list[partition]))
                 performed = modified = True
                 position += 1
             if not modified:
                 return performed
 
     def _reassign(self, partition: int, new: int) -> None:
-        topic = int(self.topic_of[partition])
-        moving = self.movements.partition_to_move(partition, int(self.owner[partition]), new, topic)
-        if moving != partition:
-            topic = int(self.topic_of[moving])
-        old = int(self.owner[moving])
-        number = moving - int(self.group.topic_bases[topic])
-        self.movements.move(moving, old, new, topic, number)
+        topic = self.topic_list[partition]
+        owner = self.owner_list
+        moving = self.movements.partition_to_move(partition, owner[partition], new, topic)
+        old = owner[moving]
+        self.movements.move(moving, old, new, topic, moving - self.base_list[topic])
+        owner[moving] = new
         self.owner[moving] = new
-        self.sizes[old] -= 1
-        self.sizes[new] += 1
-        changed = {int(self.subs.member_class[old]), int(self.subs.member_class[new])}
-        for k in changed:
-            self._refresh_class(k)
-        for s in {s for k in changed for s in self.signatures_of_class[k]}:
-            self._refresh_signature(s)
+        sizes = self.size_list
+        for member, step in ((old, -1), (new, 1)):
+            before = sizes[member]
+            after = before + step
+            sizes[member] = after
+            self.sizes[member] = after
+            histogram = self.histogram
+            histogram[before] -= 1
+            histogram[after] = histogram.get(after, 0) + 1
+            self.highest = max(self.highest, after)
+            self.lowest = min(self.lowest, after)
+            if not histogram[before]:
+                del histogram[before]
+                if before == self.highest:
+                    self.highest = before - 1
+                if before == self.lowest:
+                    self.lowest = before + 1
+            heapq.heappush(self.heaps[self.class_list[member]], (after, member))
+        old_class, new_class = self.class_list[old], self.class_list[new]
+        signatures = self.signatures_of_class[old_class]
+        if new_class != old_class:
+            signatures = sorted({*signatures, *self.signatures_of_class[new_class]})
+        for s in signatures:
+            classes = self.signature_classes[s]
+            low = (
+                self._class_top(classes[0])[0]
+                if len(classes) == 1
+                else min(self._class_top(k)[0] for k in classes)
+            )
+            self.signature_min_list[s] = low
+            self.signature_min[s] = low

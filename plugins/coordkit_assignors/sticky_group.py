@@ -14,7 +14,12 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import DEFAULT_GENERATION, GroupSubscription, PartitionSpace, java_string_key
+from coordkit.assignment import (
+    DEFAULT_GENERATION,
+    GroupSubscription,
+    PartitionSpace,
+    java_string_key,
+)
 from coordkit_assignors.sticky_java import hashmap_iteration_order
 
 IntArray = npt.NDArray[np.int64]
@@ -48,10 +53,14 @@ class StickyGroup:
         subs = [group.members[m] for m in self.member_ids]
         self.size = len(self.member_ids)
         self.generations: IntArray = np.array([s.generation for s in subs], dtype=np.int64)
-        self.max_generation = int(max(DEFAULT_GENERATION, *self.generations)) if self.size else DEFAULT_GENERATION
+        self.max_generation = (
+            int(max(DEFAULT_GENERATION, *self.generations)) if self.size else DEFAULT_GENERATION
+        )
         # Within a bucket Java keeps insertion (JoinGroup) order, which a GroupSubscription does not
         # carry: inserting in id order keeps the result independent of how members are listed.
-        self.hash_order: IntArray = np.array(hashmap_iteration_order(self.member_ids), dtype=np.int64)
+        self.hash_order: IntArray = np.array(
+            hashmap_iteration_order(self.member_ids), dtype=np.int64
+        )
         self.racks: list[str | None] = [s.rack or None for s in subs]
 
         # Topics: Kafka's partitionsPerTopic holds subscribed topics with metadata and partitions.
@@ -63,7 +72,9 @@ class StickyGroup:
         )
         topic_number = {t: i for i, t in enumerate(self.topics)}
         self.topic_bases: IntArray = np.array([space.base(t) for t in self.topics], dtype=np.int64)
-        self.topic_counts: IntArray = np.array([space.count(t) for t in self.topics], dtype=np.int64)
+        self.topic_counts: IntArray = np.array(
+            [space.count(t) for t in self.topics], dtype=np.int64
+        )
         self.total = int(self.topic_counts.sum())
 
         raw_sets: dict[tuple[str, ...], frozenset[str]] = {}
@@ -72,14 +83,18 @@ class StickyGroup:
         for s in subs:
             if s.topics not in valid_sets:
                 raw_sets[s.topics] = frozenset(s.topics)
-                valid_sets[s.topics] = frozenset(topic_number[t] for t in s.topics if t in topic_number)
+                valid_sets[s.topics] = frozenset(
+                    topic_number[t] for t in s.topics if t in topic_number
+                )
             self.member_topics.append(valid_sets[s.topics])
         self.all_subscriptions_equal = len(set(raw_sets.values())) <= 1
         self.raw_topics: list[frozenset[str]] = [raw_sets[s.topics] for s in subs]
 
         # Per global partition index: its topic number, -1 outside the assignable topics.
         self.partition_topic: IntArray = np.full(space.total, -1, dtype=np.int64)
-        for number, (base, count) in enumerate(zip(self.topic_bases, self.topic_counts, strict=True)):
+        for number, (base, count) in enumerate(
+            zip(self.topic_bases, self.topic_counts, strict=True)
+        ):
             self.partition_topic[base : base + count] = number
 
         self._read_claims()
@@ -110,8 +125,12 @@ class StickyGroup:
         lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         claims = int(lengths.sum())
         numbers = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=claims)
-        bases = np.fromiter(map(base_of.get, topic_keys, repeat(-1)), dtype=np.int64, count=len(topic_keys))
-        counts = np.fromiter(map(count_of.get, topic_keys, repeat(0)), dtype=np.int64, count=len(topic_keys))
+        bases = np.fromiter(
+            map(base_of.get, topic_keys, repeat(-1)), dtype=np.int64, count=len(topic_keys)
+        )
+        counts = np.fromiter(
+            map(count_of.get, topic_keys, repeat(0)), dtype=np.int64, count=len(topic_keys)
+        )
         entry_member = np.repeat(np.arange(self.size, dtype=np.int64), entries)
         member = np.repeat(entry_member, lengths)
         base = np.repeat(bases, lengths)
@@ -139,9 +158,13 @@ class StickyGroup:
         generation = self.generations[member]
         starts = np.flatnonzero(np.concatenate(([True], partition[1:] != partition[:-1])))
         best = np.maximum.reduceat(generation, starts)
-        group_of_claim = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(partition))))
+        group_of_claim = np.repeat(
+            np.arange(len(starts)), np.diff(np.append(starts, len(partition)))
+        )
         at_best = generation == best[group_of_claim]
-        holders = np.bincount(group_of_claim, weights=at_best, minlength=len(starts)).astype(np.int64)
+        holders = np.bincount(group_of_claim, weights=at_best, minlength=len(starts)).astype(
+            np.int64
+        )
         keep = at_best & (holders[group_of_claim] == 1)
         self.owned_member, self.owned_partition = member[keep], partition[keep]
         self.contested = partition[starts[holders > 1]]
@@ -150,7 +173,9 @@ class StickyGroup:
         """Per global partition: how many members claim it, and the sum of their numbers."""
         n = self.space.total
         claimers = np.bincount(self.claim_partition, minlength=n)
-        sums = np.bincount(self.claim_partition, weights=self.claim_member, minlength=n).astype(np.int64)
+        sums = np.bincount(self.claim_partition, weights=self.claim_member, minlength=n).astype(
+            np.int64
+        )
         return claimers, sums
 
     def previous_owners(self) -> IntArray:

@@ -51,12 +51,11 @@ class JavaHashOrder:
     insertion order within the bucket. Removal keeps the table size (Java never shrinks a table).
     """
 
-    __slots__ = ("_buckets", "_capacity", "_entries", "_seq")
+    __slots__ = ("_capacity", "_entries", "_seq")
 
     def __init__(self) -> None:
         self._capacity = 0  # Java allocates the table on the first insertion
         self._entries: dict[Hashable, tuple[int, int]] = {}  # key -> (spread hash, insertion seq)
-        self._buckets: dict[int, int] = {}  # bucket index -> keys in it, for the current capacity
         self._seq = 0
 
     def __len__(self) -> int:
@@ -70,35 +69,26 @@ class JavaHashOrder:
     def __contains__(self, key: object) -> bool:
         return key in self._entries
 
-    def _resize(self) -> None:
-        self._capacity *= 2
-        mask = self._capacity - 1
-        buckets: dict[int, int] = {}
-        for h, _ in self._entries.values():
-            buckets[h & mask] = buckets.get(h & mask, 0) + 1
-        self._buckets = buckets
-
     def add(self, key: Hashable, java_hash: int) -> None:
-        if key in self._entries:
+        entries = self._entries
+        if key in entries:
             return
         if self._capacity == 0:
             self._capacity = _INITIAL_CAPACITY
         h = spread(java_hash)
-        bucket = h & (self._capacity - 1)
-        already = self._buckets.get(bucket, 0)
-        self._entries[key] = (h, self._seq)
-        self._buckets[bucket] = already + 1
+        # putVal: a ninth key in one bucket asks for a tree bin, and tables under 64 buckets resize
+        # instead. Only a table that small holding 8+ keys can hit this, so count only then.
+        if len(entries) >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:
+            mask = self._capacity - 1
+            if sum(1 for hh, _ in entries.values() if hh & mask == h & mask) >= _TREEIFY_THRESHOLD:
+                self._capacity *= 2
+        entries[key] = (h, self._seq)
         self._seq += 1
-        # putVal: a ninth key in one bucket asks for a tree bin; small tables resize instead.
-        if already >= _TREEIFY_THRESHOLD and self._capacity < _MIN_TREEIFY_CAPACITY:
-            self._resize()
-        if len(self._entries) > self._capacity * 3 // 4:
-            self._resize()
+        if len(entries) > self._capacity * 3 // 4:
+            self._capacity *= 2
 
     def remove(self, key: Hashable) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is not None:
-            self._buckets[entry[0] & (self._capacity - 1)] -= 1
+        self._entries.pop(key, None)
 
     def _sort_key(self, item: tuple[Hashable, tuple[int, int]]) -> tuple[int, int]:
         h, seq = item[1]
@@ -106,6 +96,8 @@ class JavaHashOrder:
 
     def first(self) -> Hashable:
         """The first key in Java iteration order (the set must not be empty)."""
+        if len(self._entries) == 1:
+            return next(iter(self._entries))
         return min(self._entries.items(), key=self._sort_key)[0]
 
     def order(self) -> list[Hashable]:

@@ -63,8 +63,12 @@ class StickyRacks:
         self.matches: BoolArray = np.array(
             [[rack in s for rack in racks_in_order] for s in rack_sets], dtype=bool
         ).reshape(len(rack_sets), len(racks_in_order))
-        members_per_rack = np.bincount(self.member_rack[self.member_rack >= 0], minlength=len(rack_number))
-        self.consumers_per_set: IntArray = (self.matches * members_per_rack[None, :]).sum(axis=1).astype(np.int64)
+        members_per_rack = np.bincount(
+            self.member_rack[self.member_rack >= 0], minlength=len(rack_number)
+        )
+        self.consumers_per_set: IntArray = (
+            (self.matches * members_per_rack[None, :]).sum(axis=1).astype(np.int64)
+        )
 
     def mismatch(self, members: IntArray, partitions: IntArray) -> BoolArray:
         """Element-wise: does the member have a rack that holds no replica of the partition."""

@@ -27,9 +27,15 @@ from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol, java_string_key
-from coordkit_assignors.ordering import GroupLayout
+from coordkit.assignment import (
+    GroupAssignment,
+    GroupSubscription,
+    RebalanceProtocol,
+    java_string_key,
+)
+from coordkit_assignors.ordering import GroupLayout, IntArray
 
 #: Kafka's cap on the balancing passes over the topics (each roughly halves the imbalance).
 MAX_BALANCING_PASSES = 16
@@ -90,7 +96,9 @@ def _homogeneous(layout: GroupLayout) -> GroupAssignment:
     free = np.flatnonzero(free_mask)
     room = quota - np.bincount(kept_by, minlength=size)
     fill_by = np.repeat(np.arange(size, dtype=np.int64), room)  # members below quota, member order
-    return layout.result_from_owners(np.concatenate((kept, free)), np.concatenate((kept_by, fill_by)))
+    return layout.result_from_owners(
+        np.concatenate((kept, free)), np.concatenate((kept_by, fill_by))
+    )
 
 
 class _Balancer:
@@ -100,8 +108,8 @@ class _Balancer:
     leftwards as partitions are handed out or taken away, so picking the next member is O(1).
     """
 
-    def __init__(self, sizes: list[int]):
-        self.sizes = sizes
+    def __init__(self, sizes: npt.NDArray[np.int64]):
+        self.sizes = sizes  # shared with the builder, which updates it as partitions move
         self.sorted: list[int] = []
         self.least_end = 0
         self.least_count = 0
@@ -111,25 +119,40 @@ class _Balancer:
         self.most_count = 0
         self.next_most = 0
 
-    def initialize(self, members: list[int]) -> int:
-        sizes = self.sizes
-        self.sorted = ordered = sorted(members, key=lambda m: (sizes[m], m))
+    def initialize(self, members: IntArray, needed: int | None = None) -> int:
+        """Start over with ``members`` (ascending positions); returns their count spread.
+
+        :param needed: when only ``needed`` least loaded picks will follow (no most loaded ones),
+            only the ``needed + 1`` least loaded members are ordered: the range of equally loaded
+            members cannot wrap around within that many picks, so the rest is never looked at.
+        """
+        counts = self.sizes[members]
+        if needed is not None and needed + 1 < len(members):
+            # Unique keys in (count, position) order; partial selection, then order the few.
+            keys = counts * len(members) + np.arange(len(members))
+            chosen = np.argpartition(keys, needed)[: needed + 1]
+            order = chosen[np.argsort(keys[chosen])]
+        else:
+            order = np.argsort(counts, kind="stable")  # ties keep ascending positions
+        self.sorted = ordered = members[order].tolist()
         n = len(ordered)
         self.least_end = 0
-        self.least_count = sizes[ordered[0]] - 1
+        self.least_count = int(counts[order[0]]) - 1
         self.next_least = 0
         self.most_start = n
         self.most_end = n
-        self.most_count = sizes[ordered[-1]] + 1
+        self.most_count = int(counts[order[-1]]) + 1
         self.next_most = n - 1
-        return sizes[ordered[-1]] - sizes[ordered[0]]
+        return int(counts.max() - counts.min())
 
     def next_least_loaded(self) -> int:
         ordered, sizes = self.sorted, self.sizes
         if self.next_least >= self.least_end:
             # Everyone in the range got one: raise its level and take in members at that level.
             self.least_count += 1
-            while self.least_end < len(ordered) and sizes[ordered[self.least_end]] == self.least_count:
+            while (
+                self.least_end < len(ordered) and sizes[ordered[self.least_end]] == self.least_count
+            ):
                 self.least_end += 1
             self.next_least = 0
         member = ordered[self.next_least]
@@ -171,12 +194,24 @@ class _HeterogeneousBuilder:
         previous = layout.previous_owners()
         self.previous: list[int] = previous.tolist()
         self.owner: list[int] = list(self.previous)
-        self.sizes: list[int] = np.bincount(previous[previous >= 0], minlength=layout.size).tolist()
+        self.sizes = np.bincount(previous[previous >= 0], minlength=layout.size).astype(np.int64)
+        self._arrays: dict[int, IntArray] = {}  # subscriber lists as arrays, by list identity
+
+    def _subscribers(self, topic: str) -> IntArray:
+        subscribers = self.layout.subscribers[topic]
+        array = self._arrays.get(id(subscribers))
+        if array is None:
+            array = self._arrays[id(subscribers)] = np.asarray(subscribers, dtype=np.int64)
+        return array
 
     def _topic_order(self, topics: list[str]) -> list[str]:
         def key(topic: str) -> tuple[Fraction, int, bytes]:
             subscribers = len(self.layout.subscribers[topic])
-            return (-Fraction(self.space.count(topic), subscribers), subscribers, java_string_key(topic))
+            return (
+                -Fraction(self.space.count(topic), subscribers),
+                subscribers,
+                java_string_key(topic),
+            )
 
         return sorted(topics, key=key)
 
@@ -197,7 +232,7 @@ class _HeterogeneousBuilder:
             if free:
                 unassigned[topic] = free
         for topic in self._topic_order(list(unassigned)):
-            balancer.initialize(layout.subscribers[topic])
+            balancer.initialize(self._subscribers(topic), needed=len(unassigned[topic]))
             for index in unassigned[topic]:
                 self._move(index, balancer.next_least_loaded())
 
@@ -220,8 +255,8 @@ class _HeterogeneousBuilder:
                     last_changed = position
 
     def _balance_topic(self, topic: str, balancer: _Balancer) -> int:
-        if balancer.initialize(self.layout.subscribers[topic]) <= 1:
-            return 0
+        if balancer.initialize(self._subscribers(topic)) <= 1:
+            return 0  # already balanced
         base, count = self.space.base(topic), self.space.count(topic)
         owner, previous = self.owner, self.previous
         # Group the topic's partitions by owner; within an owner, partitions it owned before the

@@ -61,7 +61,8 @@ class _WeightedBuilder:
     def __init__(self, layout: GroupLayout, tolerance: float):
         self.layout = layout
         self.space = space = layout.space
-        self.weight: list[float] = layout.loads().tolist()
+        weights = layout.loads()
+        self.weight: list[float] = weights.tolist()
         # Per partition, its topic's subscriber list (shared lists: identity marks equal eligibility).
         self.eligible: dict[str, list[int]] = layout.subscribers
         self.topic_of: list[str] = []
@@ -72,7 +73,7 @@ class _WeightedBuilder:
         self.parts: list[list[int]] = [[] for _ in range(layout.size)]
         active = {m for subs in self.eligible.values() for m in subs}
         mask = layout.subscribed_mask()
-        total = float(np.asarray(self.weight)[mask].sum()) if mask.any() else 0.0
+        total = float(weights[mask].sum())
         self.cap = total / len(active) * (1 + tolerance) if active else 0.0
         self.subscribed_mask = mask
 
@@ -86,7 +87,9 @@ class _WeightedBuilder:
         previous = self.layout.previous_owners()
         kept = np.zeros(self.space.total, dtype=bool)
         owned_by: list[list[int]] = [[] for _ in range(self.layout.size)]
-        for index, member in zip(np.flatnonzero(previous >= 0).tolist(), previous[previous >= 0].tolist(), strict=True):
+        for index, member in zip(
+            np.flatnonzero(previous >= 0).tolist(), previous[previous >= 0].tolist(), strict=True
+        ):
             owned_by[member].append(index)
         for member, owned in enumerate(owned_by):
             for index in sorted(owned, key=lambda i: (-weight[i], i)):

@@ -13,6 +13,7 @@ from typing import Any
 
 from coordkit.clock import Clock
 from coordkit.elections import ControllerTerm, DeposedCallback, ElectedCallback
+from coordkit.engine.controllership import holds_controller
 from coordkit.errors import ConnectionLossError, SessionExpiredError, StoreClosedError, StoreError
 from coordkit.store import MetadataStore, SessionState
 from coordkit.watches import EventThread
@@ -26,7 +27,8 @@ class CandidateBase:
     """Base of the controller candidates of this plugin.
 
     :ivar attempts: claims of ``/controller`` tried (each one epoch read plus one multi).
-    :ivar wakeups: watch deliveries that made this candidate look at the election again.
+    :ivar wakeups: watch deliveries after a watch's first one, i.e. changes a candidate was woken
+        for: on failover, the herd a strategy wakes.
     """
 
     strategy = "?"
@@ -49,6 +51,8 @@ class CandidateBase:
         self._closed = False
         self._started = False
         self._joined_session = 0
+        self._watched: set[str] = set()
+        self._armed: set[str] = set()
         self.attempts = 0
         self.wakeups = 0
 
@@ -65,8 +69,12 @@ class CandidateBase:
         self.store.add_listener(self._on_session)
         self._post(self._enter)
 
-    def resign(self) -> None:
-        self._post(self._resign)
+    def resign(self, term: ControllerTerm | None = None) -> None:
+        self._post(self._resign_if_held, term)
+
+    def _resign_if_held(self, term: ControllerTerm | None) -> None:
+        if self._term is not None and (term is None or term == self._term):
+            self._resign()
 
     def close(self) -> None:
         if self._closed:
@@ -111,10 +119,34 @@ class CandidateBase:
         log.info("%s election: broker %s won epoch %s", self.strategy, self.broker_id, term.epoch)
         self._on_elected(term)
 
+    def _still_held(self) -> bool:
+        """Whether the store still shows this session holding ``/controller`` under a term (watch
+        events can trail the candidate's own claim, so losing a term is checked on the store)."""
+        return self._term is not None and holds_controller(self.store, self.broker_id)
+
     def _lose_term(self) -> None:
         term, self._term = self._term, None
         if term is not None:
             self._on_deposed(term)
+
+    def quiet(self) -> bool:
+        """Every watch this candidate holds has delivered its first (current-state) event and no
+        step is queued: from here on, each delivery is a wakeup."""
+        return self._armed <= self._watched and self._worker.flush(timeout=5)
+
+    def _arming(self, watch_key: str) -> None:
+        self._armed.add(watch_key)
+
+    def _delivered(self, watch_key: str) -> None:
+        """Count a wakeup unless this is the watch's first (current-state) delivery."""
+        if watch_key in self._watched:
+            self.wakeups += 1
+        else:
+            self._watched.add(watch_key)
+
+    def _unwatched(self, watch_key: str) -> None:
+        self._watched.discard(watch_key)
+        self._armed.discard(watch_key)
 
     def _post(self, fn: Callable[..., Any], *args: Any) -> None:
         if not self._closed:

@@ -7,7 +7,12 @@ from __future__ import annotations
 from coordkit import layout
 from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
-from coordkit.engine.controllership import claim_controller, read_controller, release_controller
+from coordkit.engine.controllership import (
+    claim_controller,
+    holds_controller,
+    read_controller,
+    release_controller,
+)
 from coordkit.errors import LayoutError
 from coordkit.store import DataEvent, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
@@ -32,16 +37,23 @@ class KafkaCandidate(CandidateBase):
     def _enter(self) -> None:
         self._mark_joined()
         if self._watch is None:
+            self._arming("controller")
             self._watch = self.store.watch_data(
                 layout.CONTROLLER, lambda e: self._post(self._controller_node, e)
             )
 
     def _controller_node(self, event: DataEvent) -> None:
-        self.wakeups += 1
+        self._delivered("controller")
         if event.exists and event.data is not None and event.stat is not None:
-            if self._term is not None and not self._mine(event.data, event.stat.ephemeral_owner):
+            mine = self._mine(event.data, event.stat.ephemeral_owner)
+            if self._term is not None and not mine and not self._still_held():
                 self._lose_term()
+            elif self._term is None and mine:
+                # Held by this session without a term (a resignation cut short): hand it back.
+                release_controller(self.store, self.broker_id)
             return
+        if self._still_held():
+            return  # a stale event from before our own claim
         self._lose_term()
         self._attempt()
 

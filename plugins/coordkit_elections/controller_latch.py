@@ -11,7 +11,7 @@ from __future__ import annotations
 from coordkit import layout, paths
 from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
-from coordkit.engine.controllership import claim_controller, release_controller
+from coordkit.engine.controllership import claim_controller, holds_controller, release_controller
 from coordkit.errors import BadVersionError, LayoutError, NoNodeError
 from coordkit.store import Check, DataEvent, Delete, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
@@ -84,8 +84,10 @@ class LatchCandidate(CandidateBase):
         if self._predecessor_watch is not None:
             self._predecessor_watch.cancel()
             self._predecessor_watch = None
+            self._unwatched(f"predecessor:{self._predecessor}")
         self._predecessor = path
         if path is not None:
+            self._arming(f"predecessor:{path}")
             self._predecessor_watch = self.store.watch_data(
                 path, lambda e, p=path: self._post(self._predecessor_node, p, e)
             )
@@ -93,24 +95,32 @@ class LatchCandidate(CandidateBase):
     def _predecessor_node(self, path: str, event: DataEvent) -> None:
         if path != self._predecessor:
             return
-        self.wakeups += 1
+        self._delivered(f"predecessor:{path}")
         if not event.exists:
             self._evaluate()
 
     def _watch_controller(self, on: bool) -> None:
         if on and self._controller_watch is None:
+            self._arming("controller")
             self._controller_watch = self.store.watch_data(
                 layout.CONTROLLER, lambda e: self._post(self._controller_node, e)
             )
         elif not on and self._controller_watch is not None:
             self._controller_watch.cancel()
             self._controller_watch = None
+            self._unwatched("controller")
 
     def _controller_node(self, event: DataEvent) -> None:
-        self.wakeups += 1
+        self._delivered("controller")
         if event.exists and event.data is not None and event.stat is not None:
-            if self._term is not None and not self._mine(event.data, event.stat.ephemeral_owner):
+            if (
+                self._term is not None
+                and not self._mine(event.data, event.stat.ephemeral_owner)
+                and not self._still_held()
+            ):
                 self._lose_term()
+            return
+        if self._still_held():
             return
         self._lose_term()
         self._evaluate()

@@ -1,8 +1,9 @@
 """The change stream: every write script appends one entry naming what it changed; each client
 reads the stream from the last revision (entry id) it saw and tells its WatchHub.
 
-Entry field ``e`` holds newline-separated events: ``D<path>`` (the node's data or existence may have
-changed), ``C<path>`` (its children may have changed), ``X<sid>`` (that session expired). After a
+Entry field ``e`` holds events as newline-separated kind and subject pairs: ``D``, path (the node's
+data or existence may have changed), ``C``, path (its children may have changed), ``X``, session id
+(that session expired). After a
 reconnect reading resumes at the last revision seen; if the stream was trimmed past it, or reset
 (a server that lost its data), the feed asks for a full resync instead.
 """
@@ -58,15 +59,21 @@ class ChangeFeed:
             self.revision = START
             return lost
         newest = parse_revision(info["last-generated-id"])
-        deleted = info.get("max-deleted-entry-id")
-        trimmed = parse_revision(deleted) if deleted else START
-        first = info.get("first-entry")
+        if newest == self.revision:
+            return False
         if newest < self.revision:
-            self.revision = newest  # reset: the server lost entries we had already seen
+            self.revision = newest  # reset: the server lost entries this client had seen
             return True
-        oldest_kept = parse_revision(first[0]) if first else None
-        if trimmed > self.revision or (
-            deleted is None and oldest_kept is not None and oldest_kept > self.revision
+        # Trimming removes entries from the head only: if the oldest entry kept is newer than the
+        # last one read, entries in between may be gone (a false alarm costs one resync).
+        first = info.get("recorded-first-entry-id")
+        if first is None and info.get("first-entry"):
+            first = info["first-entry"][0]
+        deleted = info.get("max-deleted-entry-id")
+        if (
+            not info.get("length")
+            or (first is not None and parse_revision(first) > self.revision)
+            or (deleted is not None and parse_revision(deleted) > self.revision)
         ):
             self.revision = newest
             return True
@@ -95,23 +102,24 @@ class ChangeFeed:
         return len(entries)
 
     def dispatch(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
-        watched = set(self._hub.watched())
+        """Notify the hub of every watched path the entries name; report expired sessions."""
+        wanted = {
+            (b"D" if kind == "data" else b"C", path.encode()): (kind, path)
+            for kind, path in self._hub.watched()
+        }
+        changes: list[tuple[str, str]] = []
         for entry_id, fields in entries:
             self.revision = parse_revision(entry_id)
             payload = fields.get(b"e", b"")
-            if not watched and not (payload.startswith(b"X") or b"\nX" in payload):
+            if not wanted and not (payload.startswith(b"X\n") or b"\nX\n" in payload):
                 continue
-            for event in payload.split(b"\n"):
-                self._event(event, watched)
-
-    def _event(self, event: bytes, watched: set[tuple[str, str]]) -> None:
-        kind = event[:1]
-        if kind == b"X":
-            self._on_session_expired(int(event[1:]))
-            return
-        path = event[1:].decode()
-        if kind == b"D":
-            if ("data", path) in watched:
-                self._hub.notify_data(path)
-        elif kind == b"C" and ("children", path) in watched:
-            self._hub.notify_children(path)
+            words = payload.split(b"\n")
+            for kind, subject in zip(words[::2], words[1::2], strict=True):
+                if kind == b"X":
+                    self._on_session_expired(int(subject))
+                    continue
+                hit = wanted.get((kind, subject))
+                if hit is not None:
+                    changes.append(hit)
+        if changes:
+            self._hub.notify_many(changes)

@@ -86,8 +86,8 @@ def pack_command(args: Sequence[bytes | str]) -> bytes:
     out = [b"*%d\r\n" % len(args)]
     append = out.append
     for arg in args:
-        raw = arg.encode() if type(arg) is str else arg
-        append(b"$%d\r\n%s\r\n" % (len(raw), raw))  # type: ignore[str-bytes-safe]
+        raw = arg.encode() if isinstance(arg, str) else arg
+        append(b"$%d\r\n%s\r\n" % (len(raw), raw))
     return b"".join(out)
 
 
@@ -171,10 +171,13 @@ def node_from_hash(h: Mapping[bytes, bytes]) -> tuple[bytes, Stat]:
     )
 
 
-def nodes_from_blob(blob: bytes, count: int) -> list[tuple[bytes, Stat] | None]:
-    """Decode read.lua's reply for ``count`` paths (``None`` where a node is missing)."""
+def nodes_from_blob(blob: bytes) -> list[tuple[bytes, Stat] | None]:
+    """Decode read.lua's reply: one entry per path it answered (``None`` where a node is missing);
+    it may answer fewer paths than it was asked for (its byte budget)."""
     out: list[tuple[bytes, Stat] | None] = []
-    pos = 0
+    end = blob.index(b"\n")
+    count = int(blob[:end])
+    pos = end + 1
     find = blob.find
     for _ in range(count):
         end = find(b"\n", pos)

@@ -21,7 +21,7 @@ DEFAULT_PORT = 6379
 DEFAULT_SESSION_TIMEOUT = 10.0
 DEFAULT_SOCKET_TIMEOUT = 10.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
-DEFAULT_STREAM_MAXLEN = 10_000
+DEFAULT_STREAM_MAXLEN = 2_000
 
 NUMBER_PARAMS = ("session_timeout", "socket_timeout", "connect_timeout")
 SSL_PARAMS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_check_hostname")
@@ -168,6 +168,8 @@ def _ssl(settings: dict[str, Any], where: str) -> tuple[tuple[str, Any], ...]:
         if flag not in ("true", "false", "1", "0", "yes", "no"):
             raise InvalidURLError(f"{where}: ssl_check_hostname must be true or false")
         out.append(("ssl_check_hostname", flag in ("true", "1", "yes")))
+    elif dict(out).get("ssl_cert_reqs") == "none":
+        out.append(("ssl_check_hostname", False))  # nothing is verified, not even the name
     return tuple(out)
 
 

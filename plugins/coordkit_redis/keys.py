@@ -62,7 +62,3 @@ class KeySpace:
 
     def ephemerals(self, session_id: int) -> str:
         return f"{self.base}e:{session_id}"
-
-    def pattern(self) -> str:
-        """A SCAN pattern matching every key of the store."""
-        return "{" + re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "}:*"

@@ -26,7 +26,7 @@ from coordkit.store import SessionListener, SessionState
 from coordkit.watches import EventThread, WatchHub
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.failures import is_connection_failure, translate
-from coordkit_redis.scripts import SCRIPTS, LuaScript
+from coordkit_redis.scripts import SCRIPTS
 
 log = logging.getLogger("coordkit.store.redis")
 
@@ -113,13 +113,18 @@ class SessionKeeper:
         """Start the first session (raises the mapped error if the server is unreachable)."""
         self._open_session(self._ops_client)
         self._feed.start_at_end(self._ops_client)
-        self._thread = threading.Thread(target=self._run, name=f"coordkit-redis-{self._name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"coordkit-redis-{self._name}", daemon=True
+        )
         self._thread.start()
 
     def _open_session(self, client: Any) -> None:
         for _ in range(8):
             session_id = new_session_id()
-            if self._run_script(client, SCRIPTS.session_open, str(session_id), self._timeout_ms) == 1:
+            opened = self._run_script(
+                client, SCRIPTS.session_open, str(session_id), self._timeout_ms
+            )
+            if int(opened) == 1:
                 self._session_id = session_id
                 return
         raise StoreError("could not allocate a unique session id")
@@ -128,11 +133,18 @@ class SessionKeeper:
         """End the session server-side (deleting its ephemerals) and stop the keeper thread."""
         with self._session_lock:
             self._stop.set()
-            if self._state is SessionState.CONNECTED:
+            # Also when SUSPENDED: the connection may be back (at worst this waits for the
+            # connect timeout); a LOST session has no ephemerals left to delete.
+            if self._state in (SessionState.CONNECTED, SessionState.SUSPENDED):
                 try:
                     self._run_script(self._ops_client, SCRIPTS.session_close, str(self._session_id))
                 except Exception as exc:  # the session will expire on the server by itself
-                    log.warning("%s: could not end session %#x: %s", self._name, self._session_id, translate(exc))
+                    log.warning(
+                        "%s: could not end session %#x: %s",
+                        self._name,
+                        self._session_id,
+                        translate(exc),
+                    )
             self._set_state(SessionState.CLOSED)
         self._interrupt()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -203,14 +215,19 @@ class SessionKeeper:
         except Exception:
             pass
 
-    def _heartbeat(self) -> bool:
+    def _renew(self) -> bool:
+        """Run the heartbeat script: True if the session was still alive (now renewed)."""
+        reply = self._run_script(
+            self._client, SCRIPTS.heartbeat, str(self._session_id), self._timeout_ms
+        )
+        return int(reply) == 1
+
+    def _heartbeat(self) -> None:
         with self._session_lock:
             if self._stop.is_set():
-                return False
-            alive = self._run_script(self._client, SCRIPTS.heartbeat, str(self._session_id), self._timeout_ms) == 1
-            if not alive:
+                return
+            if not self._renew():
                 self._replace_session()
-            return alive
 
     def _recover(self) -> None:
         """Back from SUSPENDED (session alive, or lost meanwhile) or retrying after LOST."""
@@ -220,8 +237,7 @@ class SessionKeeper:
             if self._state is SessionState.LOST:
                 self._replace_session()
                 return
-            alive = self._run_script(self._client, SCRIPTS.heartbeat, str(self._session_id), self._timeout_ms) == 1
-            if not alive:
+            if not self._renew():
                 self._replace_session()
                 return
             resync = self._feed.needs_resync(self._client) or self._hub.stale()

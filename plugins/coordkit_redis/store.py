@@ -8,7 +8,7 @@ Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the ch
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
@@ -60,8 +60,9 @@ from coordkit_redis.sessions import MAX_BLOCK, SessionKeeper
 #: Ops per script call in apply(), and a bound on the bytes one call carries.
 BATCH_OPS = 1000
 BATCH_BYTES = 4 * 1024 * 1024
-#: Paths per read.lua call in get_many().
+#: Paths per read.lua call in get_many(), and the data bytes after which a call stops early.
 READ_BATCH = 1000
+READ_BUDGET = 8 * 1024 * 1024
 
 Batch = list[tuple[int, Words]]
 
@@ -76,14 +77,16 @@ class RedisStore(MetadataStore):
         self.config = config
         self.keys = KeySpace(config.prefix)
         self._script_prefix = (self.keys.zxid, self.keys.base, str(config.stream_maxlen))
-        self._client = redis.Redis(**config.connection_kwargs())
+        self._client: Any = redis.Redis(**config.connection_kwargs())
         label = f"{config.prefix}@{config.host}:{config.port}"
         self._events = EventThread(f"coordkit-redis-events-{label}")
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
         keeper_client: Any = None
         try:
             # A single-connection client connects (and authenticates) at once.
-            keeper_timeout = max(1.0, config.session_timeout / 3) + MAX_BLOCK + config.connect_timeout
+            keeper_timeout = (
+                max(1.0, config.session_timeout / 3) + MAX_BLOCK + config.connect_timeout
+            )
             keeper_client = redis.Redis(
                 **config.connection_kwargs(socket_timeout=keeper_timeout),
                 single_connection_client=True,
@@ -191,7 +194,8 @@ class RedisStore(MetadataStore):
         check_path(path, sequential=sequential)
         data = check_data(path, data)
         check_creatable(path, sequential)
-        return self._write(create_words(path, data, ephemeral, sequential, make_parents))  # type: ignore[no-any-return]
+        created: str = self._write(create_words(path, data, ephemeral, sequential, make_parents))
+        return created
 
     def get(self, path: str) -> tuple[bytes, Stat]:
         check_path(path)
@@ -233,7 +237,8 @@ class RedisStore(MetadataStore):
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
         check_path(path)
         data = check_data(path, data)
-        return self._write(("s", path, data, str(int(version))))  # type: ignore[no-any-return]
+        stat: Stat = self._write(("s", path, data, str(int(version))))
+        return stat
 
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
         check_path(path)
@@ -261,13 +266,14 @@ class RedisStore(MetadataStore):
             raise self._session_gone(session_id)
         if reply[:1] == b"!":
             error = multi_error(reply)
-            index = error.op_index
-            assert index is not None
-            error.message = f"{error.message} [transaction op {index}: {describe_op(ops[index])}]"
+            failed = error.op_index
+            assert failed is not None
+            error.message = f"{error.message} [transaction op {failed}: {describe_op(ops[failed])}]"
             raise error
         return [result_of(line) for line in reply.split(b"\n")]
 
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        self._require_connected(None)
         results: list[Any] = [None] * len(paths_)
         wanted: list[tuple[int, str]] = []
         for index, path in enumerate(paths_):
@@ -276,23 +282,28 @@ class RedisStore(MetadataStore):
             except StoreError as exc:
                 exc.op_index = index
                 results[index] = exc
-        if not wanted:
-            return results
-        batches = [wanted[i : i + READ_BATCH] for i in range(0, len(wanted), READ_BATCH)]
+        retry: list[list[tuple[int, str]]] = []
 
         def on_reply(batch: list[tuple[int, str]], reply: Any) -> None:
             if isinstance(reply, Exception):
-                self._fail(results, [(i, p) for i, p in batch], self._failed(reply, None))
-                return
-            for (index, path), node in zip(batch, nodes_from_blob(reply, len(batch)), strict=True):
-                results[index] = NoNodeError("no node", path=path, op_index=index) if node is None else node
+                raise self._failed(reply, None)
+            nodes = nodes_from_blob(reply)
+            for (index, path), node in zip(batch, nodes, strict=False):
+                results[index] = (
+                    NoNodeError("no node", path=path, op_index=index) if node is None else node
+                )
+            if len(nodes) < len(batch):  # the script's byte budget ran out: ask again
+                retry.append(batch[len(nodes) :])
 
-        def calls(todo: list[list[tuple[int, str]]]) -> Iterator[tuple[list[tuple[int, str]], list[str]]]:
-            for batch in todo:
-                yield batch, [path for _, path in batch]
+        pending = [wanted[i : i + READ_BATCH] for i in range(0, len(wanted), READ_BATCH)]
+        while pending:
+            self._stream(SCRIPTS.read, pending, self._read_args, on_reply)
+            pending, retry = retry, []
+        return results
 
-        self._stream(SCRIPTS.read, batches, calls, on_reply, results, lambda b: b)
-        return results  # type: ignore[no-any-return]
+    @staticmethod
+    def _read_args(batch: list[tuple[int, str]]) -> list[bytes | str]:
+        return [str(READ_BUDGET), *(path for _, path in batch)]
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
         ops = list(ops)
@@ -318,61 +329,62 @@ class RedisStore(MetadataStore):
             return results
         session_id = self._keeper.session_id
         session = str(session_id)
+        answered: set[int] = set()
 
-        def calls(todo: list[Batch]) -> Iterator[tuple[Batch, list[bytes | str]]]:
-            for batch in todo:
-                args: list[bytes | str] = [session, "e"]
-                for _, words in batch:
-                    args.extend(words)
-                yield batch, args
+        def args_of(batch: Batch) -> list[bytes | str]:
+            args: list[bytes | str] = [session, "e"]
+            for _, words in batch:
+                args.extend(words)
+            return args
 
         def on_reply(batch: Batch, reply: Any) -> None:
+            answered.add(id(batch))
             if isinstance(reply, Exception):
-                self._fail(results, [(i, w[1]) for i, w in batch], self._failed(reply, None))
+                self._fail(results, batch, self._failed(reply, None))
             elif reply == SESSION_EXPIRED:
-                self._fail(results, [(i, w[1]) for i, w in batch], self._session_gone(session_id))
+                self._fail(results, batch, self._session_gone(session_id))
             else:
                 for (index, _), line in zip(batch, reply.split(b"\n"), strict=True):
                     results[index] = result_of(line, index)
 
-        self._stream(SCRIPTS.ops, batches, calls, on_reply, results, lambda b: [(i, w[1]) for i, w in b])
+        try:
+            self._require_connected(None)
+            self._stream(SCRIPTS.ops, batches, args_of, on_reply)
+        except StoreError as exc:
+            # Not atomic: whatever was answered stands; every other op gets the error.
+            for unanswered in batches:
+                if id(unanswered) not in answered:
+                    self._fail(results, unanswered, exc)
         return results
 
     def _stream(
         self,
         script: LuaScript,
-        batches: list[Any],
-        calls: Any,
-        on_reply: Any,
-        results: list[Any],
-        targets: Any,
+        batches: Sequence[Any],
+        args_of: Callable[[Any], Sequence[bytes | str]],
+        on_reply: Callable[[Any, Any], None],
     ) -> None:
-        """Stream ``batches`` to ``script``; on connection loss every unanswered op gets the error."""
-        answered: set[int] = set()
+        """Run ``script`` once per batch, in order, streamed over one connection.
 
-        def record(batch: Any, reply: Any) -> None:
-            answered.add(id(batch))
-            on_reply(batch, reply)
-
+        :raises StoreError: the connection failed (batches answered so far have been handled).
+        """
+        todo: Sequence[Any] = batches
         try:
-            self._require_connected(None)
-            todo = batches
             for _attempt in range(2):
-                todo = stream_calls(self._client, script, self._script_prefix, calls(todo), record)
+                calls = ((batch, args_of(batch)) for batch in todo)
+                todo = stream_calls(self._client, script, self._script_prefix, calls, on_reply)
                 if not todo:
                     return
                 # NOSCRIPT: the server restarted or was flushed; those calls did not run.
                 self._client.execute_command("SCRIPT", "LOAD", script.source)
-            raise StoreError(f"the server does not keep the {script.name} script loaded")
-        except (rex.RedisError, OSError, StoreError) as exc:
-            error = exc if isinstance(exc, StoreError) else self._failed(exc, None)
-            for batch in batches:
-                if id(batch) not in answered:
-                    self._fail(results, targets(batch), error)
+        except (rex.RedisError, OSError) as exc:
+            raise self._failed(exc, None) from None
+        raise StoreError(f"the server does not keep the {script.name} script loaded")
 
     @staticmethod
-    def _fail(results: list[Any], targets: list[tuple[int, str]], error: StoreError) -> None:
-        for index, path in targets:
+    def _fail(results: list[Any], batch: Sequence[tuple[int, Any]], error: StoreError) -> None:
+        for index, item in batch:
+            path = item if isinstance(item, str) else item[1]
             results[index] = type(error)(error.message, path=path, op_index=index)
 
     # -- watches

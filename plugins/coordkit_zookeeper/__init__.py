@@ -1,0 +1,52 @@
+"""The ZooKeeper metadata store, on kazoo (extra ``zookeeper``).
+
+``zookeeper://[user:pass@]host:port[,host:port...][/chroot][?session_timeout=S&tls=true&ca=...]``
+
+* Several hosts form the ensemble the client may connect to; the chroot (created if missing) is
+  the store's root, so one ensemble can hold many independent trees.
+* ``user:pass@`` authenticates with ZooKeeper's ``digest`` scheme; nodes the store creates get the
+  ACL "this user may do anything, anyone may read", so other credentials cannot change them
+  (they get ``NoAuthError``). Credentials never appear in logs, errors or ``repr``.
+* ``tls=true`` connects over TLS (to the servers' ``secureClientPort``); ``ca=``, ``cert=``,
+  ``key=``, ``verify=``, ``check_hostname=`` configure it. See :mod:`coordkit_zookeeper.config`
+  for every parameter and open option.
+
+kazoo is imported only when a ``zookeeper://`` store is opened.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from coordkit import hookimpl
+from coordkit.errors import MissingDependencyError
+from coordkit.urls import StoreURL
+
+if TYPE_CHECKING:
+    from coordkit_zookeeper.store import ZooKeeperStore
+
+__all__ = ["open_zookeeper_store"]
+
+INSTALL_HINT = "pip install coordkit[zookeeper]"
+
+
+def open_zookeeper_store(url: StoreURL, **options: Any) -> ZooKeeperStore:
+    """Open ``zookeeper://...``; options: ``session_timeout``, ``connect_timeout``,
+    ``request_timeout`` (seconds, overriding the URL's), ``keyfile_password`` (TLS key)."""
+    from coordkit_zookeeper.config import ZooKeeperConfig
+
+    config = ZooKeeperConfig.from_url(url, **options)
+    try:
+        import kazoo  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"the ZooKeeper store needs the kazoo client library: {INSTALL_HINT}"
+        ) from exc
+    from coordkit_zookeeper.store import ZooKeeperStore
+
+    return ZooKeeperStore(url, config)
+
+
+@hookimpl
+def coordkit_register_stores(register: Any) -> None:
+    register("zookeeper", open_zookeeper_store)

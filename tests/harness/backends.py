@@ -23,6 +23,7 @@ StoreFactory = Callable[..., MetadataStore]
 BACKENDS: dict[str, str] = {
     "memory": "harness.backends:MemoryBackend",
     "redis": "harness.redis_server:RedisBackend",
+    "zookeeper": "harness.zookeeper:ZooKeeperBackend",
 }
 
 

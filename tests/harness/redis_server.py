@@ -274,7 +274,9 @@ class RedisServer:
         if self.password is not None:
             options["password"] = self.password
         if self.tls:
-            options.update(ssl=True, ssl_ca_certs=self.tls_files["ca_cert"], ssl_check_hostname=False)
+            options.update(
+                ssl=True, ssl_ca_certs=self.tls_files["ca_cert"], ssl_check_hostname=False
+            )
         options.update(kwargs)
         return redis.Redis(host=self.host, port=port or self.port, **options)
 

@@ -39,7 +39,13 @@ ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
 #: Debian's zookeeper.jar names its dependencies in its manifest's Class-Path; only a logging
 #: binding is added, so server warnings land in the server's log file instead of nowhere.
 LOG_BINDING_JAR = JAVA_DIR / "slf4j-simple.jar"
-INSTALL_HINT = "apt-get install zookeeper (Debian's package; it brings Java and /usr/share/java/zookeeper.jar)"
+INSTALL_HINT = (
+    "apt-get install zookeeper (Debian's package; it brings Java and /usr/share/java/zookeeper.jar)"
+)
+
+#: Kill the JVM if the test process dies without cleaning up (SIGKILL, a crashed runner). The
+#: signal follows the *thread* that started the server, so start servers from long-lived threads.
+SETPRIV = shutil.which("setpriv")
 
 TICK_MS = 200
 START_TIMEOUT = 60.0
@@ -171,8 +177,14 @@ class ZooKeeperServer:
             "org.apache.zookeeper.server.quorum.QuorumPeerMain",
             str(self.config_path),
         ]
+        if SETPRIV is not None:
+            command = [SETPRIV, "--pdeathsig", "KILL", *command]
         self.process = subprocess.Popen(
-            command, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         with _live_lock:
             _live.add(self)
@@ -212,6 +224,15 @@ class ZooKeeperServer:
         """SIGTERM the server and wait for it to exit."""
         self._terminate(signal.SIGTERM)
 
+    def pause(self) -> None:
+        """SIGSTOP the server: connections stay open but nothing answers (a hung server)."""
+        if self.process is not None:
+            self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGCONT)
+
     def restart(self, *, wait: bool = True) -> None:
         self.kill()
         self.start(wait=wait)
@@ -221,6 +242,7 @@ class ZooKeeperServer:
         if process is not None and process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 process.send_signal(sig)
+                process.send_signal(signal.SIGCONT)  # a paused server must still die
             try:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
@@ -273,7 +295,8 @@ class ZooKeeperEnsemble:
         self.root = Path(tempfile.mkdtemp(prefix="coordkit-zk-ensemble-"))
         ports = {sid: (free_port(), free_port(), free_port()) for sid in range(1, size + 1)}
         self.servers = [
-            ZooKeeperServer(self.root / f"server{sid}", server_id=sid, peers=ports) for sid in sorted(ports)
+            ZooKeeperServer(self.root / f"server{sid}", server_id=sid, peers=ports)
+            for sid in sorted(ports)
         ]
         _register_cleanup(self)
 
@@ -333,7 +356,9 @@ def kazoo_client_of(store: MetadataStore) -> Any:
     return store.client  # type: ignore[attr-defined]
 
 
-def close_session_elsewhere(hosts: str, session_id: int, password: bytes, timeout: float = 10.0) -> None:
+def close_session_elsewhere(
+    hosts: str, session_id: int, password: bytes, timeout: float = 10.0
+) -> None:
     """End a session on the server side: attach a second client to it, then close that client.
 
     The server deletes the session's ephemeral nodes at once; the session's original owner learns
@@ -345,7 +370,9 @@ def close_session_elsewhere(hosts: str, session_id: int, password: bytes, timeou
     twin.start(timeout=timeout)
     try:
         if twin.client_id is None or twin.client_id[0] != session_id:
-            raise AssertionError(f"could not attach to session {session_id:#x} (it had already expired)")
+            raise AssertionError(
+                f"could not attach to session {session_id:#x} (it had already expired)"
+            )
     finally:
         twin.stop()
         twin.close()
@@ -391,7 +418,9 @@ class ProxiedStores:
 
     def disconnect(self, store: MetadataStore, timeout: float = 20.0) -> None:
         self.proxy(store).cut()
-        wait_for(lambda: store.state is SessionState.SUSPENDED, timeout, "store SUSPENDED after the cut")
+        wait_for(
+            lambda: store.state is SessionState.SUSPENDED, timeout, "store SUSPENDED after the cut"
+        )
 
     def reconnect(self, store: MetadataStore, timeout: float = 20.0) -> None:
         self.proxy(store).restore()

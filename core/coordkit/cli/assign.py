@@ -39,7 +39,9 @@ Every member field but "topics" is optional."""
     show_default=True,
     help="Assignor name (`coordkit plugins` lists them).",
 )
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
 @click.argument("file", type=click.File("r", encoding="utf-8"), default="-", required=False)
 def assign_command(assignor_name: str, fmt: str, file: IO[str]) -> None:
     """Assign a consumer group's partitions with an assignor and summarise the result."""

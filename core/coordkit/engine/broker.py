@@ -279,7 +279,7 @@ class Broker:
     def _fenced(self, term: ControllerTerm) -> None:
         candidate = self._candidate
         if candidate is not None and not self._closed:
-            self._worker.post(candidate.resign)
+            self._worker.post(candidate.resign, term)
 
     @property
     def is_controller(self) -> bool:

@@ -277,10 +277,10 @@ class Controller:
                 self._queue.put((fn, args, future))
             return
         except Exception as exc:
-            if future is not None:
-                future.set_exception(exc)
             if not self._end_term_on(exc):
                 log.exception("controller %s: %s failed", self.broker_id, _name(fn))
+            if future is not None:
+                future.set_exception(exc)
             return
         if future is not None:
             future.set_result(result)

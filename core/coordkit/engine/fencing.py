@@ -19,11 +19,17 @@ from coordkit.store import Check, MetadataStore, Op
 
 
 class FencedWriter:
-    """Writes of one controller term."""
+    """Writes of one controller term.
+
+    A term is bound to the session that won it: once that session is gone (the store client moved
+    on to a new one) the term is over, whatever the epoch node says, and writes are refused
+    locally before they reach the store.
+    """
 
     def __init__(self, store: MetadataStore, term: ControllerTerm):
         self.store = store
         self.term = term
+        self.session_id = store.session_id
         self._check = Check(layout.CONTROLLER_EPOCH, term.epoch_version)
 
     def commit(self, ops: Sequence[Op]) -> list[Any]:
@@ -32,6 +38,11 @@ class FencedWriter:
         :raises ControllerFencedError: the epoch moved on: this controller was deposed.
         :raises StoreError: an op of ``ops`` failed; ``op_index`` indexes ``ops``.
         """
+        if self.store.session_id != self.session_id:
+            raise ControllerFencedError(
+                f"controller {self.term.broker_id} of epoch {self.term.epoch}: the session that "
+                f"won the term ({self.session_id:#x}) has ended"
+            )
         try:
             results = self.store.commit([self._check, *ops])
         except (BadVersionError, NoNodeError) as exc:

@@ -22,7 +22,6 @@ local MAXLEN = ARGV[2]
 local ZXID = KEYS[1]
 local DEADLINES = P .. 'deadlines'
 local LOG = P .. 'log'
-local FIELDS = {'cz', 'mz', 'pz', 'ct', 'mt', 'v', 'cv', 'eo', 'nc'}
 
 local function node_key(path) return P .. 'n:' .. path end
 local function children_key(path) return P .. 'c:' .. path end
@@ -39,13 +38,17 @@ local function now_ms()
   return NOW
 end
 
-local function parent_of(path)
-  local head = string.match(path, '^(.*)/[^/]*$')
-  if head == '' then return '/' end
-  return head
+-- Parent path and name: scan back from the end for the last '/' (47).
+local byte, sub = string.byte, string.sub
+local function split(path)
+  for i = #path, 1, -1 do
+    if byte(path, i) == 47 then
+      if i == 1 then return '/', sub(path, 2) end
+      return sub(path, 1, i - 1), sub(path, i + 1)
+    end
+  end
+  return '/', path
 end
-
-local function basename(path) return string.match(path, '/([^/]*)$') end
 
 local function child_path(parent, name)
   if parent == '/' then return '/' .. name end
@@ -69,26 +72,22 @@ local function fail(code, path, message) return nil, {code, path, message} end
 
 -- -- the change stream ----------------------------------------------------------------------------
 
+-- Events of the transactions committed so far, as kind, path pairs: D (data or existence of the
+-- node may have changed), C (its children may have changed), X (the session <path> expired).
 local EVENTS = {}
-local EVENT_SEEN = {}
 local LAST_ZXID = nil
 
-local function publish_events(list, zxid)
-  for _, e in ipairs(list) do
-    if not EVENT_SEEN[e] then
-      EVENT_SEEN[e] = true
-      EVENTS[#EVENTS + 1] = e
-    end
-  end
-  LAST_ZXID = zxid
-end
-
--- One stream entry per script call; events are "D<path>" (data), "C<path>" (children) and
--- "X<sid>" (session expired). Paths never contain '\n' (coordkit.paths forbids control characters).
+-- One stream entry per script call, field e = kind and path alternating, '\n'-separated (paths
+-- never contain '\n': coordkit.paths forbids control characters).
 local function flush_stream()
   if #EVENTS > 0 then
-    redis.call('XADD', LOG, 'MAXLEN', '~', MAXLEN, '*', 'z', fmt(LAST_ZXID or 0), 'e', table.concat(EVENTS, '\n'))
+    redis.call('XADD', LOG, 'MAXLEN', '~', MAXLEN, '*', 'z', LAST_ZXID or 0, 'e', table.concat(EVENTS, '\n'))
   end
+end
+
+local function publish(kind, path)
+  EVENTS[#EVENTS + 1] = kind
+  EVENTS[#EVENTS + 1] = path
 end
 
 -- -- zxid ------------------------------------------------------------------------------------------
@@ -110,8 +109,13 @@ end
 local Tx = {}
 Tx.__index = Tx
 
+-- Events go straight to EVENTS; a discarded transaction cuts them back to its mark.
 local function new_tx(zxid)
-  return setmetatable({zxid = zxid, nodes = {}, origin = {}, order = {}, child_ops = {}, events = {}}, Tx)
+  return setmetatable({zxid = zxid, nodes = {}, origin = {}, child_ops = {}, mark = #EVENTS}, Tx)
+end
+
+function Tx:discard()
+  for i = #EVENTS, self.mark + 1, -1 do EVENTS[i] = nil end
 end
 
 -- A node's record in the overlay (false: no such node). Checks need only the version, cversion,
@@ -128,7 +132,6 @@ function Tx:load(path, full)
     end
     return n
   end
-  self.order[#self.order + 1] = path
   if full then
     local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc', 'cz', 'mz', 'pz', 'ct', 'mt')
     if not v[1] then
@@ -157,14 +160,14 @@ function Tx:exists(path)
   local n = self.nodes[path]
   if n ~= nil then return n ~= false end
   if redis.call('EXISTS', node_key(path)) == 1 then return true end
-  self.order[#self.order + 1] = path
   self.nodes[path] = false
   self.origin[path] = false
   return false
 end
 
 function Tx:event(kind, path)
-  self.events[#self.events + 1] = kind .. path
+  EVENTS[#EVENTS + 1] = kind
+  EVENTS[#EVENTS + 1] = path
 end
 
 -- A stat as text: czxid,mzxid,pzxid,ctime,mtime,version,cversion,owner,data length,children
@@ -175,11 +178,11 @@ end
 
 function Tx:create(path, data, owner, sequential)
   local parent
-  if string.sub(path, -1) == '/' then
-    parent = string.sub(path, 1, -2)
+  if byte(path, #path) == 47 then
+    parent = sub(path, 1, -2)
     if parent == '' then parent = '/' end
   else
-    parent = parent_of(path)
+    parent = split(path)
   end
   local pn = self:load(parent)
   if not pn then return fail('NONODE', path, 'parent ' .. parent .. ' does not exist') end
@@ -193,8 +196,10 @@ function Tx:create(path, data, owner, sequential)
   pn.cv = pn.cv + 1
   pn.pz = z
   pn.nc = pn.nc + 1
+  pn.kids = true
   pn.dirty = true
-  self.child_ops[#self.child_ops + 1] = {parent, basename(path), true}
+  local _, name = split(path)
+  self.child_ops[#self.child_ops + 1] = {parent, name, true}
   self:event('D', path)
   self:event('C', parent)
   return path
@@ -223,14 +228,15 @@ end
 
 -- Remove an existing node whose children are already gone.
 function Tx:remove(path)
-  local parent = parent_of(path)
+  local parent, name = split(path)
   local pn = self:load(parent)
   self.nodes[path] = false
   pn.nc = pn.nc - 1
   pn.cv = pn.cv + 1
   pn.pz = self.zxid
+  pn.kids = true
   pn.dirty = true
-  self.child_ops[#self.child_ops + 1] = {parent, basename(path), false}
+  self.child_ops[#self.child_ops + 1] = {parent, name, false}
   self:event('D', path)
   self:event('C', path)
   self:event('C', parent)
@@ -281,9 +287,10 @@ end
 
 -- Write the overlay to Redis (every check has passed).
 function Tx:flush()
-  for _, path in ipairs(self.order) do
-    local n = self.nodes[path]
-    local was = self.origin[path]
+  -- Distinct keys: the order of node writes does not matter; child set changes keep theirs.
+  local origin = self.origin
+  for path, n in pairs(self.nodes) do
+    local was = origin[path]
     if n == false then
       if was ~= false then
         redis.call('DEL', node_key(path))
@@ -293,9 +300,11 @@ function Tx:flush()
       if n.fresh then
         redis.call('HSET', node_key(path), 'd', n.d, 'cz', n.cz, 'mz', n.mz, 'pz', n.pz, 'ct', n.ct,
           'mt', n.mt, 'v', n.v, 'cv', n.cv, 'eo', n.eo, 'nc', n.nc)
-      elseif n.d ~= nil then
+      elseif n.d ~= nil and n.kids then
         redis.call('HSET', node_key(path), 'd', n.d, 'mz', n.mz, 'mt', n.mt, 'v', n.v,
           'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
+      elseif n.d ~= nil then
+        redis.call('HSET', node_key(path), 'd', n.d, 'mz', n.mz, 'mt', n.mt, 'v', n.v)
       else
         redis.call('HSET', node_key(path), 'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
       end
@@ -313,7 +322,7 @@ function Tx:flush()
     end
   end
   commit_zxid(self.zxid)
-  publish_events(self.events, self.zxid)
+  LAST_ZXID = self.zxid
 end
 
 -- -- sessions --------------------------------------------------------------------------------------
@@ -340,7 +349,7 @@ local function end_session(sid, expired)
     tx:flush()
   end
   redis.call('DEL', ephemerals_key(sid), session_key(sid))
-  if expired and (listed == 1 or #paths > 0) then publish_events({'X' .. sid}, current_zxid()) end
+  if expired and (listed == 1 or #paths > 0) then publish('X', sid) end
 end
 
 -- Expire every session whose deadline has passed (their keys' TTLs ran out at the same moment).

@@ -72,6 +72,7 @@ else
     local tx = new_tx(current_zxid() + 1)
     local result, err = run(tx, i, false)
     if err then
+      tx:discard()
       results[i] = 'E' .. err[1] .. '\t' .. err[2] .. '\t' .. err[3]
     else
       tx:flush()

@@ -19,7 +19,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, MemberSubscription, TopicMetadata
+from coordkit.assignment import (
+    GroupAssignment,
+    GroupSubscription,
+    MemberSubscription,
+    TopicMetadata,
+)
 from coordkit.assignment_io import member_loads
 from coordkit.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
@@ -33,7 +38,9 @@ TOPIC_NAMES = ("t0", "t1", "t2", "t3")
 MEMBER_ALPHABET = "abAB-_\uff5e\U00010000"
 
 PROPERTY_SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
@@ -41,30 +48,55 @@ PROPERTY_SETTINGS = settings(
 def topic_metadata(draw: st.DrawFn) -> TopicMetadata:
     count = draw(st.integers(0, 12))
     racks = draw(
-        st.none() | st.lists(st.lists(st.sampled_from("abc"), max_size=3, unique=True), min_size=count, max_size=count)
+        st.none()
+        | st.lists(
+            st.lists(st.sampled_from("abc"), max_size=3, unique=True),
+            min_size=count,
+            max_size=count,
+        )
     )
     loads = draw(
         st.none()
-        | st.lists(st.floats(0, 100, allow_nan=False, allow_infinity=False), min_size=count, max_size=count)
+        | st.lists(
+            st.floats(0, 100, allow_nan=False, allow_infinity=False), min_size=count, max_size=count
+        )
     )
     return TopicMetadata(count, replica_racks=racks, loads=loads)
 
 
 @st.composite
 def groups(draw: st.DrawFn, *, identical: bool = False, owned: bool = True) -> GroupSubscription:
-    topics = {name: draw(topic_metadata()) for name in TOPIC_NAMES[: draw(st.integers(0, len(TOPIC_NAMES)))]}
+    topics = {
+        name: draw(topic_metadata())
+        for name in TOPIC_NAMES[: draw(st.integers(0, len(TOPIC_NAMES)))]
+    }
     subscribable = [*topics, "no-metadata"]
     member_ids = draw(
-        st.lists(st.text(MEMBER_ALPHABET, min_size=1, max_size=3), min_size=1, max_size=6, unique=True)
+        st.lists(
+            st.text(MEMBER_ALPHABET, min_size=1, max_size=3), min_size=1, max_size=6, unique=True
+        )
     )
-    instance_ids = iter(draw(st.lists(st.text("ix", min_size=1, max_size=3), unique=True, min_size=len(member_ids), max_size=len(member_ids))))
+    instance_ids = iter(
+        draw(
+            st.lists(
+                st.text("ix", min_size=1, max_size=3),
+                unique=True,
+                min_size=len(member_ids),
+                max_size=len(member_ids),
+            )
+        )
+    )
     shared = draw(st.lists(st.sampled_from(subscribable), unique=True)) if identical else None
     existing = [(t, p) for t, meta in topics.items() for p in range(meta.partitions)]
     members = {}
     for member in member_ids:
-        claims = draw(st.lists(st.sampled_from(existing), unique=True)) if owned and existing else []
+        claims = (
+            draw(st.lists(st.sampled_from(existing), unique=True)) if owned and existing else []
+        )
         members[member] = MemberSubscription(
-            shared if shared is not None else draw(st.lists(st.sampled_from(subscribable), unique=True)),
+            shared
+            if shared is not None
+            else draw(st.lists(st.sampled_from(subscribable), unique=True)),
             instance_id=next(instance_ids) if draw(st.booleans()) else None,
             owned=[TopicPartition(t, p) for t, p in claims],
             generation=draw(st.integers(-1, 3)),
@@ -90,7 +122,9 @@ def with_owned(group: GroupSubscription, assignment: GroupAssignment) -> GroupSu
     return GroupSubscription(
         group.topics,
         {
-            m: MemberSubscription(s.topics, instance_id=s.instance_id, owned=owners[m], generation=5, rack=s.rack)
+            m: MemberSubscription(
+                s.topics, instance_id=s.instance_id, owned=owners[m], generation=5, rack=s.rack
+            )
             for m, s in group.members.items()
         },
     )
@@ -104,15 +138,23 @@ def assign(name: str, group: GroupSubscription) -> GroupAssignment:
 
 
 def test_every_built_in_assignor_is_covered() -> None:
-    assert {"range", "range-ceil", "roundrobin", "sticky", "cooperative-sticky", "uniform", "weighted-sticky"} <= set(
-        ASSIGNOR_NAMES
-    )
+    assert {
+        "range",
+        "range-ceil",
+        "roundrobin",
+        "sticky",
+        "cooperative-sticky",
+        "uniform",
+        "weighted-sticky",
+    } <= set(ASSIGNOR_NAMES)
 
 
 @every_assignor
 @PROPERTY_SETTINGS
 @given(group=groups())
-def test_each_subscribed_partition_exactly_once_to_a_subscriber(assignor_name: str, group: GroupSubscription) -> None:
+def test_each_subscribed_partition_exactly_once_to_a_subscriber(
+    assignor_name: str, group: GroupSubscription
+) -> None:
     assignment = assign(assignor_name, group)
     assert sorted(assignment.members) == sorted(group.members)
     handed_out = Counter(tp for _, tp in targets(assignment))
@@ -132,7 +174,9 @@ def test_each_subscribed_partition_exactly_once_to_a_subscriber(assignor_name: s
 @every_assignor
 @PROPERTY_SETTINGS
 @given(group=groups())
-def test_deterministic_whatever_the_member_order(assignor_name: str, group: GroupSubscription) -> None:
+def test_deterministic_whatever_the_member_order(
+    assignor_name: str, group: GroupSubscription
+) -> None:
     first = assign(assignor_name, group)
     assert assign(assignor_name, group) == first
     reversed_group = GroupSubscription(group.topics, dict(reversed(list(group.members.items()))))
@@ -147,7 +191,11 @@ def test_own_result_as_owned_is_a_fixed_point(assignor_name: str, group: GroupSu
     next_group = with_owned(group, first)
     if assignor_name == "weighted-sticky":
         loads = member_loads(group, first)
-        active = [m for m, s in group.members.items() if any(group.topics.get(t, TopicMetadata(0)).partitions for t in s.topics)]
+        active = [
+            m
+            for m, s in group.members.items()
+            if any(group.topics.get(t, TopicMetadata(0)).partitions for t in s.topics)
+        ]
         assume(active)
         cap = sum(loads.values()) / len(active) * (1 + DEFAULT_TOLERANCE)
         assume(max(loads.values()) <= cap)
@@ -160,7 +208,9 @@ def test_own_result_as_owned_is_a_fixed_point(assignor_name: str, group: GroupSu
 @every_assignor
 @PROPERTY_SETTINGS
 @given(group=groups(identical=True))
-def test_identical_subscriptions_balance_counts(assignor_name: str, group: GroupSubscription) -> None:
+def test_identical_subscriptions_balance_counts(
+    assignor_name: str, group: GroupSubscription
+) -> None:
     assignment = assign(assignor_name, group)
     counts = Counter({m: 0 for m in group.members})
     counts.update(m for m, _ in targets(assignment))
@@ -175,7 +225,9 @@ def test_identical_subscriptions_balance_counts(assignor_name: str, group: Group
 @given(group=groups(identical=True))
 def test_weighted_load_balance_bounds(group: GroupSubscription) -> None:
     subscribed = [t for t in next(iter(group.members.values())).topics if t in group.topics]
-    weights = [w for t in subscribed for w in (group.topics[t].loads or [1.0] * group.topics[t].partitions)]
+    weights = [
+        w for t in subscribed for w in (group.topics[t].loads or [1.0] * group.topics[t].partitions)
+    ]
     assume(weights)
     mean = sum(weights) / len(group.members)
     heaviest = max(weights)
@@ -185,7 +237,9 @@ def test_weighted_load_balance_bounds(group: GroupSubscription) -> None:
     top = max(member_loads(group, assignment).values())
     # Kept partitions stay within the cap; every other one lands on a member at or below the mean.
     assert top <= max(mean * (1 + DEFAULT_TOLERANCE), mean + heaviest) * (1 + 1e-9) + 1e-9
-    fresh = GroupSubscription(group.topics, {m: MemberSubscription(s.topics) for m, s in group.members.items()})
+    fresh = GroupSubscription(
+        group.topics, {m: MemberSubscription(s.topics) for m, s in group.members.items()}
+    )
     fresh_top = max(member_loads(fresh, assign("weighted-sticky", fresh)).values())
     # From scratch it is greedy LPT: the first `members` partitions open one member each; any later
     # one (at most the (m+1)-th heaviest) lands on a member whose load is at most the mean.

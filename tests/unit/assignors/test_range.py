@@ -8,7 +8,12 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, MemberSubscription, TopicMetadata
+from coordkit.assignment import (
+    GroupAssignment,
+    GroupSubscription,
+    MemberSubscription,
+    TopicMetadata,
+)
 from coordkit_assignors.range import (
     RangeAssignor,
     RangeCeilAssignor,
@@ -48,9 +53,10 @@ def sets(assignment: GroupAssignment) -> dict[str, set[str]]:
 def expect(spec: Mapping[str, str | Sequence[str]]) -> dict[str, set[str]]:
     """``{"c": "t1-0, t1-1"}`` → ``{"c": {"t1-0", "t1-1"}}``."""
     out = {}
-    for member, parts in spec.items():
-        if isinstance(parts, str):
-            parts = [p.strip() for p in parts.split(",") if p.strip()]
+    for member, given in spec.items():
+        parts = (
+            [p.strip() for p in given.split(",") if p.strip()] if isinstance(given, str) else given
+        )
         out[member] = set(parts)
     return out
 
@@ -78,15 +84,24 @@ class KafkaRangeCase:
         if self.broker_racks <= 0:
             brokers: list[str | None] = [None] * self.replication
         else:
-            brokers = [ALL_RACKS[i % self.broker_racks] for i in range(self.broker_racks * self.replication)]
-        return TopicMetadata(partitions, replica_racks=replica_racks(partitions, self.replication, brokers))
+            brokers = [
+                ALL_RACKS[i % self.broker_racks]
+                for i in range(self.broker_racks * self.replication)
+            ]
+        return TopicMetadata(
+            partitions, replica_racks=replica_racks(partitions, self.replication, brokers)
+        )
 
-    def member(self, topics: Sequence[str], index: int, instance_id: str | None = None) -> MemberSubscription:
+    def member(
+        self, topics: Sequence[str], index: int, instance_id: str | None = None
+    ) -> MemberSubscription:
         rack_count = self.broker_racks if self.broker_racks > 0 else len(ALL_RACKS)
         rack = ALL_RACKS[index % rack_count] if self.consumer_rack else None
         return MemberSubscription(topics, instance_id=instance_id, rack=rack)
 
-    def assign(self, topics: Mapping[str, int], members: Mapping[str, MemberSubscription]) -> dict[str, set[str]]:
+    def assign(
+        self, topics: Mapping[str, int], members: Mapping[str, MemberSubscription]
+    ) -> dict[str, set[str]]:
         group = GroupSubscription({t: self.topic(n) for t, n in topics.items()}, members)
         return sets(self.assignor.assign(group))
 
@@ -115,12 +130,18 @@ def test_only_assigns_partitions_from_subscribed_topics(kafka: KafkaRangeCase) -
 
 
 def test_one_consumer_multiple_topics(kafka: KafkaRangeCase) -> None:
-    result = kafka.assign({"topic1": 1, "topic2": 2}, {"consumer1": kafka.member(["topic1", "topic2"], 0)})
+    result = kafka.assign(
+        {"topic1": 1, "topic2": 2}, {"consumer1": kafka.member(["topic1", "topic2"], 0)}
+    )
     assert result == expect({"consumer1": "topic1-0, topic2-0, topic2-1"})
 
 
-@pytest.mark.parametrize(("partitions", "expected"), [(1, ("topic1-0", "")), (2, ("topic1-0", "topic1-1"))])
-def test_two_consumers_one_topic(kafka: KafkaRangeCase, partitions: int, expected: tuple[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("partitions", "expected"), [(1, ("topic1-0", "")), (2, ("topic1-0", "topic1-1"))]
+)
+def test_two_consumers_one_topic(
+    kafka: KafkaRangeCase, partitions: int, expected: tuple[str, str]
+) -> None:
     members = {"consumer1": kafka.member(["topic1"], 0), "consumer2": kafka.member(["topic1"], 1)}
     result = kafka.assign({"topic1": partitions}, members)
     assert result == expect({"consumer1": expected[0], "consumer2": expected[1]})
@@ -133,7 +154,11 @@ def test_multiple_consumers_mixed_topics(kafka: KafkaRangeCase) -> None:
         "consumer3": kafka.member(["topic1"], 2),
     }
     assert kafka.assign({"topic1": 3, "topic2": 2}, members) == expect(
-        {"consumer1": "topic1-0", "consumer2": "topic1-1, topic2-0, topic2-1", "consumer3": "topic1-2"}
+        {
+            "consumer1": "topic1-0",
+            "consumer2": "topic1-1, topic2-0, topic2-1",
+            "consumer3": "topic1-2",
+        }
     )
 
 
@@ -171,7 +196,9 @@ def test_static_consumer_sorts_before_dynamic_one(kafka: KafkaRangeCase) -> None
 def test_static_member_range_assignment_persistent(config: RackConfig) -> None:
     kafka = KafkaRangeCase(config, max_consumers=5)
     both = ["topic1", "topic2"]
-    members = {f"consumer{i}": kafka.member(both, i - 1, instance_id=f"instance{i}") for i in (1, 2, 3)}
+    members = {
+        f"consumer{i}": kafka.member(both, i - 1, instance_id=f"instance{i}") for i in (1, 2, 3)
+    }
     members["consumer4"] = kafka.member(both, 3)
     expected = expect(
         {
@@ -190,13 +217,17 @@ def test_static_member_range_assignment_persistent(config: RackConfig) -> None:
     assert kafka.assign({"topic1": 5, "topic2": 4}, members) == expected
 
 
-def by_instance(result: Mapping[str, set[str]], members: Mapping[str, MemberSubscription]) -> dict[str, set[str]]:
+def by_instance(
+    result: Mapping[str, set[str]], members: Mapping[str, MemberSubscription]
+) -> dict[str, set[str]]:
     return {members[m].instance_id or m: parts for m, parts in result.items()}
 
 
 def test_static_member_assignment_persistent_after_member_id_changes(kafka: KafkaRangeCase) -> None:
     both = ["topic1", "topic2"]
-    members = {f"consumer{i}": kafka.member(both, i - 1, instance_id=f"instance{i}") for i in (1, 2, 3)}
+    members = {
+        f"consumer{i}": kafka.member(both, i - 1, instance_id=f"instance{i}") for i in (1, 2, 3)
+    }
     topics = {"topic1": 5, "topic2": 5}
     first = by_instance(kafka.assign(topics, members), members)
     assert first == expect(
@@ -215,7 +246,10 @@ def test_static_member_assignment_persistent_after_member_id_changes(kafka: Kafk
 def test_rack_aware_static_members_persist_after_member_id_changes() -> None:
     assignor = RangeAssignor(prefer_rack_aware=True)
     brokers: list[str | None] = [ALL_RACKS[i % 3] for i in range(6)]  # 3 racks x replication 2
-    topics = {t: TopicMetadata(5, replica_racks=replica_racks(5, 2, brokers)) for t in ("topic1", "topic2")}
+    topics = {
+        t: TopicMetadata(5, replica_racks=replica_racks(5, 2, brokers))
+        for t in ("topic1", "topic2")
+    }
     both = ["topic1", "topic2"]
     members = {
         f"consumer{i}": MemberSubscription(both, instance_id=f"instance{i}", rack=ALL_RACKS[i - 1])
@@ -252,7 +286,9 @@ def verify_rack_assignment(
     metadata = {}
     next_index = 0
     for topic, count in topics.items():
-        metadata[topic] = TopicMetadata(count, replica_racks=replica_racks(count, replication, broker_racks, next_index))
+        metadata[topic] = TopicMetadata(
+            count, replica_racks=replica_racks(count, replication, broker_racks, next_index)
+        )
         next_index += count
     members = {
         f"consumer{i}": MemberSubscription(ts, rack=rack)
@@ -281,8 +317,12 @@ def verify_non_rack_aware(
     verify_rack_assignment(plain, topics, 3, racks(3), null_racks(3), consumer_topics, expected, -1)
     verify_rack_assignment(plain, topics, 3, racks(3), racks(3), consumer_topics, expected, 0)
     verify_rack_assignment(plain, topics, 4, racks(4), racks(3), consumer_topics, expected, 0)
-    verify_rack_assignment(plain, topics, 3, racks(3), ["d", "e", "f"], consumer_topics, expected, -1)
-    verify_rack_assignment(plain, topics, 3, racks(3), [None, "e", "f"], consumer_topics, expected, -1)
+    verify_rack_assignment(
+        plain, topics, 3, racks(3), ["d", "e", "f"], consumer_topics, expected, -1
+    )
+    verify_rack_assignment(
+        plain, topics, 3, racks(3), [None, "e", "f"], consumer_topics, expected, -1
+    )
     preferring = RangeAssignor(prefer_rack_aware=True)
     verify_rack_assignment(preferring, topics, 3, racks(3), racks(3), consumer_topics, expected, 0)
 
@@ -291,7 +331,13 @@ def test_rack_aware_assignment_with_uniform_subscription() -> None:
     topics = {"t1": 6, "t2": 7, "t3": 2}
     consumer_topics = [["t1", "t2", "t3"]] * 3
     verify_non_rack_aware(
-        topics, consumer_topics, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"]
+        topics,
+        consumer_topics,
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t3-0",
+            "t1-2, t1-3, t2-3, t2-4, t3-1",
+            "t1-4, t1-5, t2-5, t2-6",
+        ],
     )
     assignor = RangeAssignor()
     # Lower replication: racks hold a subset of the partitions, matched on a best-effort basis.
@@ -315,7 +361,13 @@ def test_rack_aware_assignment_with_non_equal_subscription() -> None:
     all_topics = ["t1", "t2", "t3"]
     consumer_topics = [all_topics, all_topics, ["t1", "t3"]]
     verify_non_rack_aware(
-        topics, consumer_topics, ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"]
+        topics,
+        consumer_topics,
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0",
+            "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1",
+            "t1-4, t1-5",
+        ],
     )
     assignor = RangeAssignor()
     verify_rack_assignment(
@@ -335,7 +387,11 @@ def test_rack_aware_assignment_with_non_equal_subscription() -> None:
 def test_rack_aware_assignment_prioritises_co_partitioning() -> None:
     topics = {"t1": 5, "t2": 5, "t3": 5}
     consumer_topics = [["t1", "t2", "t3"]] * 3
-    plain = ["t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"]
+    plain = [
+        "t1-0, t1-1, t2-0, t2-1, t3-0, t3-1",
+        "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3",
+        "t1-4, t2-4, t3-4",
+    ]
     verify_non_rack_aware(topics, consumer_topics, plain)
     assignor = RangeAssignor()
     verify_rack_assignment(assignor, topics, 1, racks(3), racks(3), consumer_topics, plain, 10)
@@ -348,7 +404,13 @@ def test_rack_aware_assignment_with_uniform_partitions_non_equal_subscription() 
     all_topics = ["t1", "t2", "t3"]
     consumer_topics = [all_topics, all_topics, ["t1", "t3"]]
     verify_non_rack_aware(
-        topics, consumer_topics, ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"]
+        topics,
+        consumer_topics,
+        [
+            "t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1",
+            "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3",
+            "t1-4, t3-4",
+        ],
     )
     assignor = RangeAssignor()
     # Co-partitioning wins over rack alignment for the topics with equal subscriptions (t1, t3).
@@ -371,8 +433,15 @@ def test_rack_aware_assignment_with_co_partitioning() -> None:
     topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2}
     consumer_racks: list[str | None] = ["a", "b", "b", "a"]
     consumer_topics = [["t1", "t2"], ["t1", "t2"], ["t3", "t4"], ["t3", "t4"]]
-    plain = ["t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"]
-    verify_rack_assignment(assignor, topics, 3, racks(2), consumer_racks, consumer_topics, plain, -1)
+    plain = [
+        "t1-0, t1-1, t1-2, t2-0, t2-1, t2-2",
+        "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5",
+        "t3-0, t4-0",
+        "t3-1, t4-1",
+    ]
+    verify_rack_assignment(
+        assignor, topics, 3, racks(2), consumer_racks, consumer_topics, plain, -1
+    )
     verify_rack_assignment(assignor, topics, 2, racks(2), consumer_racks, consumer_topics, plain, 0)
     verify_rack_assignment(
         assignor, topics, 1, racks(2), consumer_racks, consumer_topics,
@@ -380,7 +449,12 @@ def test_rack_aware_assignment_with_co_partitioning() -> None:
     )  # fmt: skip
 
     everything = [["t1", "t2", "t3", "t4"]] * 4
-    plain = ["t1-0, t1-1, t2-0, t2-1, t3-0, t4-0", "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1", "t1-4, t2-4", "t1-5, t2-5"]
+    plain = [
+        "t1-0, t1-1, t2-0, t2-1, t3-0, t4-0",
+        "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1",
+        "t1-4, t2-4",
+        "t1-5, t2-5",
+    ]
     verify_rack_assignment(assignor, topics, 3, racks(2), consumer_racks, everything, plain, -1)
     verify_rack_assignment(assignor, topics, 2, racks(2), consumer_racks, everything, plain, 0)
     verify_rack_assignment(
@@ -403,15 +477,21 @@ def test_co_partitioned_assignment_with_same_subscription() -> None:
         "t1-2, t1-3, t2-2, t2-3, t3-1, t4-1, t5-2, t6-2",
         "t1-4, t1-5, t2-4, t2-5, t5-3, t6-3",
     ]
-    verify_rack_assignment(RangeAssignor(), topics, 3, null_racks(3), consumer_racks, consumer_topics, plain, -1)
+    verify_rack_assignment(
+        RangeAssignor(), topics, 3, null_racks(3), consumer_racks, consumer_topics, plain, -1
+    )
     preferring = RangeAssignor(prefer_rack_aware=True)
-    verify_rack_assignment(preferring, topics, 3, racks(3), consumer_racks, consumer_topics, plain, 0)
+    verify_rack_assignment(
+        preferring, topics, 3, racks(3), consumer_racks, consumer_topics, plain, 0
+    )
     rack_aware = [
         "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
         "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
         "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3",
     ]
-    verify_rack_assignment(preferring, topics, 2, racks(3), consumer_racks, consumer_topics, rack_aware, 0)
+    verify_rack_assignment(
+        preferring, topics, 2, racks(3), consumer_racks, consumer_topics, rack_aware, 0
+    )
 
 
 @pytest.mark.parametrize(
@@ -430,7 +510,11 @@ def test_co_partitioned_assignment_with_same_subscription() -> None:
     ],
 )
 def test_use_rack_aware_assignment(
-    consumer_racks: set[str], partition_racks: set[str], on_subset: bool | None, expected: bool, preferred: bool
+    consumer_racks: set[str],
+    partition_racks: set[str],
+    on_subset: bool | None,
+    expected: bool,
+    preferred: bool,
 ) -> None:
     """Kafka's testUseRackAwareAssignment: racks must meet, and some partition must miss a rack."""
     all_racks = ("a", "b", "c")
@@ -441,7 +525,10 @@ def test_use_rack_aware_assignment(
     else:
         per_partition = [frozenset(all_racks)] * 10
     assert use_rack_aware_assignment(consumer_racks, partition_racks, per_partition) is expected
-    assert use_rack_aware_assignment(consumer_racks, partition_racks, per_partition, prefer=True) is preferred
+    assert (
+        use_rack_aware_assignment(consumer_racks, partition_racks, per_partition, prefer=True)
+        is preferred
+    )
 
 
 # -- behaviour beyond Kafka's test list ----------------------------------------------------------
@@ -460,7 +547,9 @@ def test_member_order_is_java_utf16_order() -> None:
     # which sorts before 0xFF5E. Python's own sort would put the other member first.
     supplementary, bmp = "c\U00010000", "c\uff5e"
     assert sorted([supplementary, bmp]) == [bmp, supplementary]
-    group = GroupSubscription({"t": 2}, {bmp: MemberSubscription(["t"]), supplementary: MemberSubscription(["t"])})
+    group = GroupSubscription(
+        {"t": 2}, {bmp: MemberSubscription(["t"]), supplementary: MemberSubscription(["t"])}
+    )
     assert sets(RangeAssignor().assign(group)) == {supplementary: {"t-0"}, bmp: {"t-1"}}
 
 
@@ -468,7 +557,11 @@ def test_range_ignores_owned_partitions() -> None:
     topics = {"t": 4}
     fresh = GroupSubscription(topics, {m: MemberSubscription(["t"]) for m in ("A", "B")})
     owned = GroupSubscription(
-        topics, {"A": MemberSubscription(["t"], owned=["t-3"]), "B": MemberSubscription(["t"], owned=["t-0"])}
+        topics,
+        {
+            "A": MemberSubscription(["t"], owned=["t-3"]),
+            "B": MemberSubscription(["t"], owned=["t-0"]),
+        },
     )
     assert RangeAssignor().assign(owned) == RangeAssignor().assign(fresh)
 
@@ -480,8 +573,9 @@ def test_rack_mode_keeps_per_topic_counts_of_plain_range() -> None:
     group = GroupSubscription(topics, members)
     result = RangeAssignor().assign(group)
     assert sorted(result.counts().values(), reverse=True) == [3, 2, 2]
+    replicas = replica_racks(7, 1, brokers)
     for member, sub in members.items():  # every partition on its consumer's rack
-        assert all(sub.rack in topics["t"].replica_racks[tp.partition] for tp in result.partitions(member))  # type: ignore[index]
+        assert all(sub.rack in replicas[tp.partition] for tp in result.partitions(member))
 
 
 @pytest.mark.parametrize(
@@ -510,3 +604,19 @@ def test_range_ceil_contiguous_blocks_of_ceiling_size() -> None:
             "node3": "other-4",
         }
     )
+
+
+def test_duplicate_instance_ids_fall_back_to_member_id_order() -> None:
+    # Kafka's coordinator never lets two live members share a group.instance.id (the newer fences
+    # the older; `coordkit assign` rejects such input). The assignor itself stays deterministic.
+    both = ["t"]
+    members = {
+        "m2": MemberSubscription(both, instance_id="same"),
+        "m1": MemberSubscription(both, instance_id="same"),
+        "m0": MemberSubscription(both),
+    }
+    assert sets(RangeAssignor().assign(GroupSubscription({"t": 3}, members))) == {
+        "m1": {"t-0"},
+        "m2": {"t-1"},
+        "m0": {"t-2"},
+    }

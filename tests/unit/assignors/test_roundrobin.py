@@ -11,10 +11,14 @@ from coordkit_assignors.roundrobin import RoundRobinAssignor
 
 
 def assign(
-    topics: Mapping[str, int], subs: Mapping[str, Sequence[str]], static: Mapping[str, str] | None = None
+    topics: Mapping[str, int],
+    subs: Mapping[str, Sequence[str]],
+    static: Mapping[str, str] | None = None,
 ) -> dict[str, set[str]]:
     static = static or {}
-    group = GroupSubscription(topics, {m: MemberSubscription(ts, instance_id=static.get(m)) for m, ts in subs.items()})
+    group = GroupSubscription(
+        topics, {m: MemberSubscription(ts, instance_id=static.get(m)) for m, ts in subs.items()}
+    )
     return {m: set(ps) for m, ps in RoundRobinAssignor().assign(group).as_strings().items()}
 
 
@@ -31,7 +35,9 @@ def test_one_consumer_nonexistent_topic() -> None:
 
 
 def test_one_consumer_one_topic() -> None:
-    assert assign({"topic": 3}, {"consumer": ["topic"]}) == {"consumer": parts("topic-0, topic-1, topic-2")}
+    assert assign({"topic": 3}, {"consumer": ["topic"]}) == {
+        "consumer": parts("topic-0, topic-1, topic-2")
+    }
 
 
 def test_only_assigns_partitions_from_subscribed_topics() -> None:
@@ -75,7 +81,9 @@ def test_two_dynamic_consumers_two_topics_six_partitions() -> None:
     }
 
 
-@pytest.mark.parametrize("static", [{"consumer-b": "instance1", "consumer-a": "instance2"}, {"consumer-b": "instance1"}])
+@pytest.mark.parametrize(
+    "static", [{"consumer-b": "instance1", "consumer-a": "instance2"}, {"consumer-b": "instance1"}]
+)
 def test_static_consumers_sort_first_by_instance_id(static: dict[str, str]) -> None:
     both = ["topic1", "topic2"]
     result = assign({"topic1": 3, "topic2": 3}, {"consumer-b": both, "consumer-a": both}, static)
@@ -109,10 +117,15 @@ def test_static_member_assignment_persistent_after_member_id_changes() -> None:
         result = assign({"topic1": 3, "topic2": 3}, subs, member_to_instance)
         return {member_to_instance[m]: ps for m, ps in result.items()}
 
-    first = by_instance({"consumer1": "instance1", "consumer2": "instance2", "consumer3": "instance3"})
+    first = by_instance(
+        {"consumer1": "instance1", "consumer2": "instance2", "consumer3": "instance3"}
+    )
     assert first == {f"instance{i + 1}": {f"topic1-{i}", f"topic2-{i}"} for i in range(3)}
     # The same instances rejoin under other member ids, in another member-id order.
-    assert by_instance({"consumer4": "instance1", "consumer5": "instance2", "consumer1": "instance3"}) == first
+    assert (
+        by_instance({"consumer4": "instance1", "consumer5": "instance2", "consumer1": "instance3"})
+        == first
+    )
 
 
 def test_cursor_is_not_reset_between_topics() -> None:

@@ -39,7 +39,9 @@ from coordkit_assignors.sticky_java import (
 TP = tuple[str, int]
 VECTORS = Path("/work/shared/reference/kafka-vectors.json")
 DIFF_SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
@@ -53,7 +55,13 @@ def jkey(text: str) -> bytes:
 
 
 class _RackInfo:
-    def __init__(self, partitions: Mapping[str, int], group: GroupSubscription, subs: Mapping[str, Any], prefer: bool):
+    def __init__(
+        self,
+        partitions: Mapping[str, int],
+        group: GroupSubscription,
+        subs: Mapping[str, Any],
+        prefer: bool,
+    ):
         consumers_by_rack: dict[str, list[str]] = {}
         for member in subs:
             rack = group.members[member].rack
@@ -85,7 +93,8 @@ class _RackInfo:
                     self.consumer_racks[m] = rack
             self.partition_racks = partition_racks
         self.num_consumers = {
-            tp: sum(len(consumers_by_rack.get(r, [])) for r in racks) for tp, racks in partition_racks.items()
+            tp: sum(len(consumers_by_rack.get(r, [])) for r in racks)
+            for tp, racks in partition_racks.items()
         }
 
     def racks_mismatch(self, consumer: str, tp: TP) -> bool:
@@ -136,7 +145,11 @@ class KafkaStickyReference:
         return [(t, p) for t, ps in sub.owned.items() for p in ps]
 
     def _all_subscriptions_equal(
-        self, all_topics: set[str], subs: Mapping[str, MemberSubscription], owned: dict[str, list[TP]], multi: set[TP]
+        self,
+        all_topics: set[str],
+        subs: Mapping[str, MemberSubscription],
+        owned: dict[str, list[TP]],
+        multi: set[TP],
     ) -> bool:
         equal = True
         subscribed: set[str] = set()
@@ -144,7 +157,9 @@ class KafkaStickyReference:
         for consumer, sub in subs.items():
             if not subscribed:
                 subscribed.update(sub.topics)
-            elif equal and not (len(sub.topics) == len(subscribed) and subscribed.issuperset(sub.topics)):
+            elif equal and not (
+                len(sub.topics) == len(subscribed) and subscribed.issuperset(sub.topics)
+            ):
                 equal = False
             generation = sub.generation
             self.max_generation = max(self.max_generation, generation)
@@ -173,7 +188,11 @@ class KafkaStickyReference:
 
     # -- ConstrainedAssignmentBuilder
     def _constrained(
-        self, partitions: Mapping[str, int], racks: _RackInfo, current: dict[str, list[TP]], multi: set[TP]
+        self,
+        partitions: Mapping[str, int],
+        racks: _RackInfo,
+        current: dict[str, list[TP]],
+        multi: set[TP],
     ) -> dict[str, list[TP]]:
         assert self.transferring is not None
         total = sum(partitions.values())
@@ -188,7 +207,8 @@ class KafkaStickyReference:
         assigned: list[TP] = []
         for consumer, parts in current.items():
             mine = sorted(
-                (tp for tp in parts if not racks.racks_mismatch(consumer, tp)), key=lambda tp: (tp[1], jkey(tp[0]))
+                (tp for tp in parts if not racks.racks_mismatch(consumer, tp)),
+                key=lambda tp: (tp[1], jkey(tp[0])),
             )
             mine = [tp for tp in mine if tp not in multi]
             if len(mine) < min_quota:
@@ -209,7 +229,12 @@ class KafkaStickyReference:
                 if over < expected:
                     exactly_min.append(consumer)
         taken = set(assigned)
-        unassigned = [(t, p) for t in sorted(partitions, key=jkey) for p in range(partitions[t]) if (t, p) not in taken]
+        unassigned = [
+            (t, p)
+            for t in sorted(partitions, key=jkey)
+            for p in range(partitions[t])
+            if (t, p) not in taken
+        ]
         under.sort(key=jkey)
         exactly_min.sort(key=jkey)
         unassigned = racks.sort_partitions(unassigned)
@@ -237,7 +262,9 @@ class KafkaStickyReference:
                     else:
                         index += 1
                     next_index = 0 if not under else index % len(under)
-                elif exactly_min and over < expected:  # coordkit: Kafka lacks the `over < expected` guard
+                elif (
+                    exactly_min and over < expected
+                ):  # coordkit: Kafka lacks the `over < expected` guard
                     first = racks.next_rack_consumer(tp, exactly_min, 0)
                     if first >= 0:
                         consumer = exactly_min[first]
@@ -320,7 +347,9 @@ class KafkaStickyReference:
             left = []
             for tp in parts:
                 for consumer in ordered():
-                    if tp[0] in consumer_topics[consumer] and not (with_racks and racks.racks_mismatch(consumer, tp)):
+                    if tp[0] in consumer_topics[consumer] and not (
+                        with_racks and racks.racks_mismatch(consumer, tp)
+                    ):
                         current[consumer].append(tp)
                         owner_of[tp] = consumer
                         break
@@ -456,7 +485,9 @@ class KafkaStickyReference:
         return current
 
 
-def kafka_cooperative(reference: KafkaStickyReference, group: GroupSubscription) -> tuple[dict[str, set[TP]], dict[str, set[TP]]]:
+def kafka_cooperative(
+    reference: KafkaStickyReference, group: GroupSubscription
+) -> tuple[dict[str, set[TP]], dict[str, set[TP]]]:
     """Kafka's CooperativeStickyAssignor on top of the transcription: (assigned, withheld)."""
     assignment = reference.assign(group)
     transferring = reference.transferring
@@ -487,7 +518,9 @@ def group_of(
     return GroupSubscription(topics, members)
 
 
-def sub(topics: Sequence[str], owned: Iterable[str] = (), generation: int = 1, rack: str | None = None) -> MemberSubscription:
+def sub(
+    topics: Sequence[str], owned: Iterable[str] = (), generation: int = 1, rack: str | None = None
+) -> MemberSubscription:
     return MemberSubscription(topics, owned=list(owned), generation=generation, rack=rack)
 
 
@@ -519,9 +552,9 @@ def assert_valid_and_balanced(group: GroupSubscription, result: GroupAssignment)
             big, small = (a, b) if result.count(a) > result.count(b) else (b, a)
             if result.count(big) - result.count(small) <= 1:
                 continue
-            assert not {tp.topic for tp in result.partitions(big)} & set(group.members[small].topics), (
-                f"{big} ({result.count(big)}) could give {small} ({result.count(small)}) a partition"
-            )
+            assert not {tp.topic for tp in result.partitions(big)} & set(
+                group.members[small].topics
+            ), f"{big} ({result.count(big)}) could give {small} ({result.count(small)}) a partition"
 
 
 def fully_balanced(result: GroupAssignment) -> bool:
@@ -530,11 +563,19 @@ def fully_balanced(result: GroupAssignment) -> bool:
 
 
 def resubscribe(
-    group: GroupSubscription, result: GroupAssignment, generation: int = 1, topics: Mapping[str, Sequence[str]] | None = None
+    group: GroupSubscription,
+    result: GroupAssignment,
+    generation: int = 1,
+    topics: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, MemberSubscription]:
     """Every member now owns what ``result`` gave it."""
     return {
-        m: sub(topics[m] if topics else s.topics, [str(tp) for tp in result.partitions(m)], generation, s.rack)
+        m: sub(
+            topics[m] if topics else s.topics,
+            [str(tp) for tp in result.partitions(m)],
+            generation,
+            s.rack,
+        )
         for m, s in group.members.items()
     }
 
@@ -592,7 +633,9 @@ def test_one_consumer_one_topic() -> None:
 
 
 def test_only_assigns_partitions_from_subscribed_topics() -> None:
-    group = group_of({"topic": 2}, {"consumer": sub(["topic"], ["topic-0", "topic-1", "other-0", "other-1"])})
+    group = group_of(
+        {"topic": 2}, {"consumer": sub(["topic"], ["topic-0", "topic-1", "other-0", "other-1"])}
+    )
     assert strings(STICKY.assign(group)) == {"consumer": ["topic-0", "topic-1"]}
 
 
@@ -602,19 +645,27 @@ def test_one_consumer_multiple_topics() -> None:
 
 
 def test_two_consumers_one_topic_one_partition() -> None:
-    result = STICKY.assign(group_of({"topic": 1}, {"consumer1": sub(["topic"]), "consumer2": sub(["topic"])}))
+    result = STICKY.assign(
+        group_of({"topic": 1}, {"consumer1": sub(["topic"]), "consumer2": sub(["topic"])})
+    )
     assert sorted(result.counts().values()) == [0, 1]
 
 
 def test_two_consumers_one_topic_two_partitions() -> None:
-    result = STICKY.assign(group_of({"topic": 2}, {"consumer1": sub(["topic"]), "consumer2": sub(["topic"])}))
+    result = STICKY.assign(
+        group_of({"topic": 2}, {"consumer1": sub(["topic"]), "consumer2": sub(["topic"])})
+    )
     assert strings(result) == {"consumer1": ["topic-0"], "consumer2": ["topic-1"]}
 
 
 def test_multiple_consumers_mixed_topic_subscriptions() -> None:
     group = group_of(
         {"topic1": 3, "topic2": 2},
-        {"consumer1": sub(["topic1"]), "consumer2": sub(["topic1", "topic2"]), "consumer3": sub(["topic1"])},
+        {
+            "consumer1": sub(["topic1"]),
+            "consumer2": sub(["topic1", "topic2"]),
+            "consumer3": sub(["topic1"]),
+        },
     )
     assert strings(STICKY.assign(group)) == {
         "consumer1": ["topic1-0", "topic1-2"],
@@ -636,7 +687,10 @@ def test_consumer_owning_min_quota_expected_max_quota() -> None:
     both = ["topic1", "topic2"]
     group = group_of(
         {"topic1": 2, "topic2": 3},
-        {"consumer1": sub(both, ["topic1-0", "topic2-1"]), "consumer2": sub(both, ["topic1-1", "topic2-2"])},
+        {
+            "consumer1": sub(both, ["topic1-0", "topic2-1"]),
+            "consumer2": sub(both, ["topic1-1", "topic2-2"]),
+        },
     )
     assert strings(STICKY.assign(group)) == {
         "consumer1": ["topic1-0", "topic2-0", "topic2-1"],
@@ -666,7 +720,11 @@ def test_all_consumers_are_under_min_quota() -> None:
     both = ["topic1", "topic2"]
     group = group_of(
         {"topic1": 2, "topic2": 3},
-        {"consumer1": sub(both, ["topic1-0"]), "consumer2": sub(both, ["topic1-1"]), "consumer3": sub(both)},
+        {
+            "consumer1": sub(both, ["topic1-0"]),
+            "consumer2": sub(both, ["topic1-1"]),
+            "consumer3": sub(both),
+        },
     )
     assert strings(STICKY.assign(group)) == {
         "consumer1": ["topic1-0", "topic2-1"],
@@ -679,10 +737,18 @@ def test_add_remove_consumer_one_topic() -> None:
     first = STICKY.assign(group_of({"topic": 3}, {"consumer1": sub(["topic"])}))
     assert strings(first) == {"consumer1": ["topic-0", "topic-1", "topic-2"]}
     second = STICKY.assign(
-        group_of({"topic": 3}, {"consumer1": sub(["topic"], first.as_strings()["consumer1"]), "consumer2": sub(["topic"])})
+        group_of(
+            {"topic": 3},
+            {
+                "consumer1": sub(["topic"], first.as_strings()["consumer1"]),
+                "consumer2": sub(["topic"]),
+            },
+        )
     )
     assert strings(second) == {"consumer1": ["topic-0", "topic-1"], "consumer2": ["topic-2"]}
-    third = STICKY.assign(group_of({"topic": 3}, {"consumer2": sub(["topic"], second.as_strings()["consumer2"])}))
+    third = STICKY.assign(
+        group_of({"topic": 3}, {"consumer2": sub(["topic"], second.as_strings()["consumer2"])})
+    )
     assert strings(third) == {"consumer2": ["topic-0", "topic-1", "topic-2"]}
 
 
@@ -699,7 +765,9 @@ def test_topic_balance_after_reassignment() -> None:
     group = group_of(topics, {**resubscribe(group, result), "consumer2": sub(both)})
     result = STICKY.assign(group)
     assert per_topic_counts(result) == {6}
-    group = group_of(topics, {**resubscribe(group, result), "consumer3": sub(both), "consumer4": sub(both)})
+    group = group_of(
+        topics, {**resubscribe(group, result), "consumer3": sub(both), "consumer4": sub(both)}
+    )
     result = STICKY.assign(group)
     assert per_topic_counts(result) == {3}
     kept = resubscribe(group, result)
@@ -718,7 +786,9 @@ def test_add_remove_two_consumers_two_topics() -> None:
         "consumer1": ["topic1-0", "topic1-2", "topic2-1", "topic2-3"],
         "consumer2": ["topic1-1", "topic2-0", "topic2-2"],
     }
-    group = group_of(topics, {**resubscribe(group, result), "consumer3": sub(both), "consumer4": sub(both)})
+    group = group_of(
+        topics, {**resubscribe(group, result), "consumer3": sub(both), "consumer4": sub(both)}
+    )
     result = STICKY.assign(group)
     assert strings(result) == {
         "consumer1": ["topic1-0", "topic2-1"],
@@ -738,7 +808,15 @@ def test_poor_round_robin_assignment_scenario() -> None:
     topics = {f"topic{i}": (i % 2) + 1 for i in range(1, 6)}
     all5 = list(topics)
     odd = ["topic1", "topic3", "topic5"]
-    group = group_of(topics, {"consumer1": sub(all5), "consumer2": sub(odd), "consumer3": sub(odd), "consumer4": sub(all5)})
+    group = group_of(
+        topics,
+        {
+            "consumer1": sub(all5),
+            "consumer2": sub(odd),
+            "consumer3": sub(odd),
+            "consumer4": sub(all5),
+        },
+    )
     result = STICKY.assign(group)
     assert_valid_and_balanced(group, result)
     assert fully_balanced(result)
@@ -749,12 +827,22 @@ def test_add_remove_topic_two_consumers() -> None:
     first = STICKY.assign(group)
     assert sorted(first.counts().values()) == [1, 2]
     topics = {"topic": 3, "topic2": 3}
-    group = group_of(topics, resubscribe(group, first, topics={"consumer1": ["topic", "topic2"], "consumer2": ["topic", "topic2"]}))
+    group = group_of(
+        topics,
+        resubscribe(
+            group,
+            first,
+            topics={"consumer1": ["topic", "topic2"], "consumer2": ["topic", "topic2"]},
+        ),
+    )
     second = STICKY.assign(group)
     assert sorted(second.counts().values()) == [3, 3]
     for member in ("consumer1", "consumer2"):
         assert set(first.partitions(member)) <= set(second.partitions(member))
-    group = group_of({"topic2": 3}, resubscribe(group, second, topics={"consumer1": ["topic2"], "consumer2": ["topic2"]}))
+    group = group_of(
+        {"topic2": 3},
+        resubscribe(group, second, topics={"consumer1": ["topic2"], "consumer2": ["topic2"]}),
+    )
     third = STICKY.assign(group)
     assert sorted(third.counts().values()) == [1, 2]
     for member in ("consumer1", "consumer2"):
@@ -763,7 +851,9 @@ def test_add_remove_topic_two_consumers() -> None:
 
 def test_reassignment_after_one_consumer_leaves_moves_only_its_partitions() -> None:
     topics = {name("t", i, 20): i for i in range(1, 20)}
-    members = {name("c", i, 20): sub([name("t", j, 20) for j in range(1, i + 1)]) for i in range(1, 20)}
+    members = {
+        name("c", i, 20): sub([name("t", j, 20) for j in range(1, i + 1)]) for i in range(1, 20)
+    }
     group = group_of(topics, members)
     first = STICKY.assign(group)
     assert_valid_and_balanced(group, first)
@@ -806,7 +896,9 @@ def test_large_assignment_with_multiple_consumers_leaving_and_random_subscriptio
     rand = random.Random(7)
     topics = {name("t", i, 40): rand.randint(1, 10) for i in range(40)}
     members = {
-        name("c", i, 200): sub([name("t", rand.randrange(40), 40) for _ in range(rand.randrange(20))] or ["t00"])
+        name("c", i, 200): sub(
+            [name("t", rand.randrange(40), 40) for _ in range(rand.randrange(20))] or ["t00"]
+        )
         for i in range(200)
     }
     group = group_of(topics, members)
@@ -822,7 +914,9 @@ def test_large_assignment_with_multiple_consumers_leaving_and_random_subscriptio
 
 def test_new_subscription_keeps_assignment_valid() -> None:
     topics = {name("t", i, 5): 1 for i in range(1, 5)}
-    members = {name("c", i, 3): sub([name("t", j, 5) for j in range(i, 3 * i - 1)] or []) for i in range(3)}
+    members = {
+        name("c", i, 3): sub([name("t", j, 5) for j in range(i, 3 * i - 1)] or []) for i in range(3)
+    }
     group = group_of(topics, members)
     result = STICKY.assign(group)
     assert_valid_and_balanced(group, result)
@@ -839,7 +933,10 @@ def test_move_existing_assignments() -> None:
         {
             "consumer1": sub(["topic1", "topic2"], ["topic1-0"]),
             "consumer2": sub(["topic1", "topic2", "topic3", "topic4"], ["topic2-0", "topic3-0"]),
-            "consumer3": sub(["topic2", "topic3", "topic4", "topic5", "topic6"], ["topic4-0", "topic5-0", "topic6-0"]),
+            "consumer3": sub(
+                ["topic2", "topic3", "topic4", "topic5", "topic6"],
+                ["topic4-0", "topic5-0", "topic6-0"],
+            ),
         },
     )
     result = STICKY.assign(group)
@@ -861,20 +958,27 @@ def test_stickiness_when_potential_leader_leaves() -> None:
 
 
 def test_assignment_updated_for_deleted_topic() -> None:
-    group = group_of({"topic1": 1, "topic3": 100}, {"consumer": sub(["topic1", "topic2", "topic3"])})
+    group = group_of(
+        {"topic1": 1, "topic3": 100}, {"consumer": sub(["topic1", "topic2", "topic3"])}
+    )
     assert STICKY.assign(group).count("consumer") == 101
 
 
 def test_no_exception_when_only_subscribed_topic_deleted() -> None:
     first = STICKY.assign(group_of({"topic": 3}, {"consumer": sub(["topic"])}))
-    result = STICKY.assign(group_of({}, {"consumer": sub(["topic"], first.as_strings()["consumer"])}))
+    result = STICKY.assign(
+        group_of({}, {"consumer": sub(["topic"], first.as_strings()["consumer"])})
+    )
     assert strings(result) == {"consumer": []}
 
 
 def test_owned_partitions_of_deleted_topic_are_dropped() -> None:
     group = group_of(
         {"t1": 2},
-        {"a": sub(["t1", "gone"], ["t1-0", "gone-0", "gone-1", "t1-7"]), "b": sub(["t1", "gone"], ["t1-1"])},
+        {
+            "a": sub(["t1", "gone"], ["t1-0", "gone-0", "gone-1", "t1-7"]),
+            "b": sub(["t1", "gone"], ["t1-1"]),
+        },
     )
     assert strings(STICKY.assign(group)) == {"a": ["t1-0"], "b": ["t1-1"]}
 
@@ -882,7 +986,11 @@ def test_owned_partitions_of_deleted_topic_are_dropped() -> None:
 def test_all_consumers_reach_expected_quota_and_are_considered_filled() -> None:
     group = group_of(
         {"topic": 4},
-        {"consumer1": sub(["topic"], ["topic-0", "topic-1"]), "consumer2": sub(["topic"], ["topic-2"]), "consumer3": sub(["topic"])},
+        {
+            "consumer1": sub(["topic"], ["topic-0", "topic-1"]),
+            "consumer2": sub(["topic"], ["topic-2"]),
+            "consumer3": sub(["topic"]),
+        },
     )
     assert strings(STICKY.assign(group)) == {
         "consumer1": ["topic-0", "topic-1"],
@@ -892,7 +1000,9 @@ def test_all_consumers_reach_expected_quota_and_are_considered_filled() -> None:
 
 
 @pytest.mark.parametrize("stale_generation", [9, DEFAULT_GENERATION])
-def test_owned_partitions_invalidated_for_consumer_with_stale_or_no_generation(stale_generation: int) -> None:
+def test_owned_partitions_invalidated_for_consumer_with_stale_or_no_generation(
+    stale_generation: int,
+) -> None:
     both = ["topic", "topic2"]
     owned = ["topic-0", "topic-2", "topic2-1"]
     group = group_of(
@@ -914,7 +1024,11 @@ def test_partition_claimed_by_two_members_in_same_generation_goes_to_neither() -
             "consumer3": sub(["topic"]),
         },
     )
-    assert strings(STICKY.assign(group)) == {"consumer1": ["topic-1"], "consumer2": ["topic-2"], "consumer3": ["topic-0"]}
+    assert strings(STICKY.assign(group)) == {
+        "consumer1": ["topic-1"],
+        "consumer2": ["topic-2"],
+        "consumer3": ["topic-0"],
+    }
 
 
 def test_partitions_assigned_to_highest_generation() -> None:
@@ -965,8 +1079,12 @@ def test_owned_partitions_invalidated_for_consumer_with_multiple_generations() -
     }
 
 
-@pytest.mark.parametrize("order", [(1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)])
-def test_subscription_not_equal_and_same_partition_with_three_generations(order: tuple[int, int, int]) -> None:
+@pytest.mark.parametrize(
+    "order", [(1, 2, 3), (1, 3, 2), (2, 1, 3), (2, 3, 1), (3, 1, 2), (3, 2, 1)]
+)
+def test_subscription_not_equal_and_same_partition_with_three_generations(
+    order: tuple[int, int, int],
+) -> None:
     group = group_of(
         {"topic": 6, "topic1": 1},
         {
@@ -998,7 +1116,9 @@ def test_large_uniform_group_is_balanced() -> None:
 def test_non_equal_subscription_large_group_is_valid_and_sticky() -> None:
     topics = {name("t", i, 100): 20 for i in range(100)}
     first_half, second_half = list(topics)[:50], list(topics)[50:]
-    members = {name("c", i, 500): sub(first_half if i % 4 == 0 else second_half) for i in range(500)}
+    members = {
+        name("c", i, 500): sub(first_half if i % 4 == 0 else second_half) for i in range(500)
+    }
     group = group_of(topics, members)
     result = STICKY.assign(group)
     assert_valid_and_balanced(group, result)
@@ -1047,7 +1167,10 @@ def rack_group(
         offset += count
     members = {
         f"consumer{i}": sub(
-            topics, owned[i].split(", ") if owned and i < len(owned) else [], DEFAULT_GENERATION, consumer_racks[i]
+            topics,
+            owned[i].split(", ") if owned and i < len(owned) else [],
+            DEFAULT_GENERATION,
+            consumer_racks[i],
         )
         for i, topics in enumerate(consumer_topics)
     }
@@ -1066,7 +1189,9 @@ def verify_rack_assignment(
 ) -> None:
     group, metas = rack_group(replication, broker_racks, consumer_racks, consumer_topics, owned)
     result = assignor.assign(group)
-    got = [", ".join(sorted(result.as_strings()[f"consumer{i}"])) for i in range(len(consumer_topics))]
+    got = [
+        ", ".join(sorted(result.as_strings()[f"consumer{i}"])) for i in range(len(consumer_topics))
+    ]
     assert got == list(expected)
     if mismatched >= 0:
         count = 0
@@ -1081,9 +1206,21 @@ def verify_rack_assignment(
 
 
 ALL3 = ["t1", "t2", "t3"]
-UNIFORM = ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"]
-NON_EQUAL = ["t1-5, t2-0, t2-2, t2-4, t2-6", "t1-3, t2-1, t2-3, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-4, t3-1"]
-MISALIGNED_OWNED = ["t1-0, t1-1, t1-2, t1-3, t1-4", "t1-5, t2-0, t2-1, t2-2, t2-3", "t2-4, t2-5, t2-6, t3-0, t3-1"]
+UNIFORM = [
+    "t1-0, t1-3, t2-0, t2-3, t2-6",
+    "t1-1, t1-4, t2-1, t2-4, t3-0",
+    "t1-2, t1-5, t2-2, t2-5, t3-1",
+]
+NON_EQUAL = [
+    "t1-5, t2-0, t2-2, t2-4, t2-6",
+    "t1-3, t2-1, t2-3, t2-5, t3-0",
+    "t1-0, t1-1, t1-2, t1-4, t3-1",
+]
+MISALIGNED_OWNED = [
+    "t1-0, t1-1, t1-2, t1-3, t1-4",
+    "t1-5, t2-0, t2-1, t2-2, t2-3",
+    "t2-4, t2-5, t2-6, t3-0, t3-1",
+]
 PREFER = StickyAssignor(prefer_rack_aware=True)
 RACK_CASES = [
     # (assignor, replication, broker racks, consumer racks, expected, mismatched)
@@ -1098,22 +1235,35 @@ RACK_CASES = [
 
 
 @pytest.mark.parametrize("with_owned", [False, True])
-@pytest.mark.parametrize(("assignor", "replication", "brokers", "consumers", "expected", "mismatched"), RACK_CASES)
+@pytest.mark.parametrize(
+    ("assignor", "replication", "brokers", "consumers", "expected", "mismatched"), RACK_CASES
+)
 def test_rack_aware_uniform_subscription_matches_non_rack_result_when_racks_cannot_help(
-    assignor: StickyAssignor, replication: int, brokers: list[str | None], consumers: list[str | None],
-    expected: None, mismatched: int, with_owned: bool,
+    assignor: StickyAssignor,
+    replication: int,
+    brokers: list[str | None],
+    consumers: list[str | None],
+    expected: None,
+    mismatched: int,
+    with_owned: bool,
 ) -> None:
     owned = UNIFORM if with_owned else None
-    verify_rack_assignment(assignor, replication, brokers, consumers, [ALL3] * 3, owned, UNIFORM, mismatched)
+    verify_rack_assignment(
+        assignor, replication, brokers, consumers, [ALL3] * 3, owned, UNIFORM, mismatched
+    )
 
 
 @pytest.mark.parametrize("with_owned", [False, True])
 @pytest.mark.parametrize(
     ("replication", "brokers", "mismatched"), [(1, racks(3), 0), (2, racks(3), 0), (3, racks(2), 5)]
 )
-def test_rack_aware_uniform_subscription(replication: int, brokers: list[str | None], mismatched: int, with_owned: bool) -> None:
+def test_rack_aware_uniform_subscription(
+    replication: int, brokers: list[str | None], mismatched: int, with_owned: bool
+) -> None:
     owned = UNIFORM if with_owned else None
-    verify_rack_assignment(STICKY, replication, brokers, racks(3), [ALL3] * 3, owned, UNIFORM, mismatched)
+    verify_rack_assignment(
+        STICKY, replication, brokers, racks(3), [ALL3] * 3, owned, UNIFORM, mismatched
+    )
 
 
 def test_rack_aware_uniform_subscription_improves_misaligned_ownership() -> None:
@@ -1122,28 +1272,61 @@ def test_rack_aware_uniform_subscription_improves_misaligned_ownership() -> None
 
 
 @pytest.mark.parametrize("with_owned", [False, True])
-@pytest.mark.parametrize(("assignor", "replication", "brokers", "consumers", "expected", "mismatched"), RACK_CASES)
+@pytest.mark.parametrize(
+    ("assignor", "replication", "brokers", "consumers", "expected", "mismatched"), RACK_CASES
+)
 def test_rack_aware_non_equal_subscription_matches_non_rack_result_when_racks_cannot_help(
-    assignor: StickyAssignor, replication: int, brokers: list[str | None], consumers: list[str | None],
-    expected: None, mismatched: int, with_owned: bool,
+    assignor: StickyAssignor,
+    replication: int,
+    brokers: list[str | None],
+    consumers: list[str | None],
+    expected: None,
+    mismatched: int,
+    with_owned: bool,
 ) -> None:
     owned = NON_EQUAL if with_owned else None
     topics = [ALL3, ALL3, ["t1", "t3"]]
-    verify_rack_assignment(assignor, replication, brokers, consumers, topics, owned, NON_EQUAL, mismatched)
+    verify_rack_assignment(
+        assignor, replication, brokers, consumers, topics, owned, NON_EQUAL, mismatched
+    )
 
 
 @pytest.mark.parametrize(
     ("replication", "brokers", "expected", "mismatched"),
     [
-        (1, racks(3), ["t1-3, t2-0, t2-2, t2-3, t2-6", "t1-4, t2-1, t2-4, t2-5, t3-0", "t1-0, t1-1, t1-2, t1-5, t3-1"], 4),
-        (2, racks(3), ["t1-3, t2-0, t2-2, t2-5, t2-6", "t1-0, t2-1, t2-3, t2-4, t3-0", "t1-1, t1-2, t1-4, t1-5, t3-1"], 0),
+        (
+            1,
+            racks(3),
+            [
+                "t1-3, t2-0, t2-2, t2-3, t2-6",
+                "t1-4, t2-1, t2-4, t2-5, t3-0",
+                "t1-0, t1-1, t1-2, t1-5, t3-1",
+            ],
+            4,
+        ),
+        (
+            2,
+            racks(3),
+            [
+                "t1-3, t2-0, t2-2, t2-5, t2-6",
+                "t1-0, t2-1, t2-3, t2-4, t3-0",
+                "t1-1, t1-2, t1-4, t1-5, t3-1",
+            ],
+            0,
+        ),
         (3, racks(2), NON_EQUAL, 5),
     ],
 )
-def test_rack_aware_non_equal_subscription(replication: int, brokers: list[str | None], expected: list[str], mismatched: int) -> None:
+def test_rack_aware_non_equal_subscription(
+    replication: int, brokers: list[str | None], expected: list[str], mismatched: int
+) -> None:
     topics = [ALL3, ALL3, ["t1", "t3"]]
-    verify_rack_assignment(STICKY, replication, brokers, racks(3), topics, None, expected, mismatched)
-    verify_rack_assignment(STICKY, replication, brokers, racks(3), topics, expected, expected, mismatched)
+    verify_rack_assignment(
+        STICKY, replication, brokers, racks(3), topics, None, expected, mismatched
+    )
+    verify_rack_assignment(
+        STICKY, replication, brokers, racks(3), topics, expected, expected, mismatched
+    )
 
 
 def test_rack_aware_constrained_never_leaves_a_member_below_min_quota() -> None:
@@ -1160,7 +1343,8 @@ def test_rack_aware_constrained_never_leaves_a_member_below_min_quota() -> None:
     )
     result = STICKY.assign(group)
     assert sorted(result.counts().values()) == [1, 1, 2]
-    assert ("t", 0) in as_sets(result)["consumer0"] and ("t", 1) in as_sets(result)["consumer1"]
+    assert ("t", 0) in as_sets(result)["consumer0"]
+    assert ("t", 1) in as_sets(result)["consumer1"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1178,7 +1362,12 @@ def test_java_string_hash_matches_java() -> None:
 
 def test_hashmap_order_of_kafka_test_consumers() -> None:
     keys = ["consumer1", "consumer2", "consumer3", "consumer4"]
-    assert [keys[i] for i in hashmap_iteration_order(keys)] == ["consumer4", "consumer3", "consumer2", "consumer1"]
+    assert [keys[i] for i in hashmap_iteration_order(keys)] == [
+        "consumer4",
+        "consumer3",
+        "consumer2",
+        "consumer1",
+    ]
 
 
 def test_java_hash_set_resizes_and_keeps_insertion_order_within_buckets() -> None:
@@ -1233,7 +1422,8 @@ def groups(draw: st.DrawFn, racks_too: bool = False) -> tuple[GroupSubscription,
         replica_racks = None
         if racks_too and draw(st.booleans()):
             replica_racks = [
-                tuple(draw(st.lists(st.sampled_from(RACK_POOL), max_size=2, unique=True))) for _ in range(count)
+                tuple(draw(st.lists(st.sampled_from(RACK_POOL), max_size=2, unique=True)))
+                for _ in range(count)
             ]
         metas[t] = TopicMetadata(count, replica_racks=replica_racks)
     member_ids = draw(st.lists(st.sampled_from(MEMBER_POOL), min_size=1, max_size=7, unique=True))
@@ -1241,7 +1431,9 @@ def groups(draw: st.DrawFn, racks_too: bool = False) -> tuple[GroupSubscription,
     identical = draw(st.booleans())
     common = draw(st.lists(st.sampled_from(subscribable), min_size=1, max_size=4, unique=True))
     subscriptions = {
-        m: common if identical else draw(st.lists(st.sampled_from(subscribable), min_size=1, max_size=4, unique=True))
+        m: common
+        if identical
+        else draw(st.lists(st.sampled_from(subscribable), min_size=1, max_size=4, unique=True))
         for m in member_ids
     }
     generations = {m: draw(st.sampled_from([DEFAULT_GENERATION, 1, 2, 3])) for m in member_ids}
@@ -1252,8 +1444,12 @@ def groups(draw: st.DrawFn, racks_too: bool = False) -> tuple[GroupSubscription,
             claimants = draw(st.lists(st.sampled_from(member_ids), max_size=2, unique=True))
             for m in claimants:
                 owned[m].append(f"{t}-{p}")
-    member_racks = {m: (draw(st.sampled_from([None, *RACK_POOL])) if racks_too else None) for m in member_ids}
-    members = {m: sub(subscriptions[m], owned[m], generations[m], member_racks[m]) for m in member_ids}
+    member_racks = {
+        m: (draw(st.sampled_from([None, *RACK_POOL])) if racks_too else None) for m in member_ids
+    }
+    members = {
+        m: sub(subscriptions[m], owned[m], generations[m], member_racks[m]) for m in member_ids
+    }
     return group_of(metas, members), draw(st.booleans())
 
 
@@ -1265,7 +1461,9 @@ def reference_sets(assignment: Mapping[str, list[TP]]) -> dict[str, set[TP]]:
 @DIFF_SETTINGS
 def test_matches_kafka_transcription(case: tuple[GroupSubscription, bool]) -> None:
     group, _ = case
-    assert as_sets(StickyAssignor().assign(group)) == reference_sets(KafkaStickyReference().assign(group))
+    assert as_sets(StickyAssignor().assign(group)) == reference_sets(
+        KafkaStickyReference().assign(group)
+    )
 
 
 @given(groups(racks_too=True))
@@ -1284,3 +1482,143 @@ def test_cooperative_matches_kafka_transcription(case: tuple[GroupSubscription, 
     assigned, withheld = kafka_cooperative(KafkaStickyReference(), group)
     assert as_sets(ours) == assigned
     assert withheld_sets(ours) == withheld
+
+
+def _perturbed_case(rng: Any, with_racks: bool) -> tuple[GroupSubscription, bool]:
+    """A group that rebalanced once, then changed: members left, joined, resubscribed, lost
+    generations; owned partitions come from the first assignment (what Kafka sees in practice)."""
+    topic_count = rng.randint(1, 8)
+    sizes = {f"t{i}": rng.randint(1, 25) for i in range(topic_count)}
+    metas = {}
+    for topic, count in sizes.items():
+        replica_racks = None
+        if with_racks and rng.random() < 0.7:
+            replica_racks = [tuple(rng.sample("abc", rng.randint(0, 2))) for _ in range(count)]
+        metas[topic] = TopicMetadata(count, replica_racks=replica_racks)
+    ids = [f"m{i}" for i in range(rng.randint(2, 14))]
+    topics = list(sizes)
+    subscriptions = {m: rng.sample(topics, rng.randint(1, topic_count)) for m in ids}
+    member_racks = {m: rng.choice([None, "a", "b", "c"]) if with_racks else None for m in ids}
+    first = STICKY.assign(
+        group_of(metas, {m: sub(subscriptions[m], rack=member_racks[m]) for m in ids})
+    )
+    members = {}
+    for m in ids:
+        if rng.random() < 0.15:
+            continue
+        owned = [str(tp) for tp in first.partitions(m)]
+        if rng.random() < 0.2:
+            owned = owned[: len(owned) // 2]
+        topics_now = (
+            subscriptions[m]
+            if rng.random() < 0.7
+            else rng.sample(topics, rng.randint(1, topic_count))
+        )
+        members[m] = sub(
+            topics_now, owned, rng.choice([1, 1, 1, 0, DEFAULT_GENERATION]), member_racks[m]
+        )
+    for i in range(rng.randint(0, 3)):
+        members[f"n{i}"] = sub(
+            rng.sample(topics, rng.randint(1, topic_count)),
+            rack=rng.choice([None, "a", "b"]) if with_racks else None,
+        )
+    members = members or {"solo": sub(topics)}
+    return group_of(metas, members), rng.random() < 0.3
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_matches_kafka_transcription_after_membership_changes(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    for i in range(60):
+        group, prefer = _perturbed_case(rng, with_racks=i % 2 == 1)
+        ours = StickyAssignor(prefer_rack_aware=prefer).assign(group)
+        assert as_sets(ours) == reference_sets(KafkaStickyReference(prefer).assign(group)), (
+            seed,
+            i,
+        )
+        if i % 2 == 0:
+            assigned, withheld = kafka_cooperative(KafkaStickyReference(), group)
+            cooperative = CooperativeStickyAssignor().assign(group)
+            assert (as_sets(cooperative), withheld_sets(cooperative)) == (assigned, withheld), (
+                seed,
+                i,
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+# ---------------------------------------------------------------------------------------------
+
+PROPERTY_SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@given(groups(racks_too=True))
+@PROPERTY_SETTINGS
+def test_every_subscribed_partition_assigned_once_to_a_subscriber(
+    case: tuple[GroupSubscription, bool],
+) -> None:
+    group, prefer = case
+    result = StickyAssignor(prefer_rack_aware=prefer).assign(group)
+    wanted = {t for s in group.members.values() for t in s.topics}
+    expected = sorted(
+        (t, p) for t, meta in group.topics.items() if t in wanted for p in range(meta.partitions)
+    )
+    seen = sorted((tp.topic, tp.partition) for m in result for tp in result.partitions(m))
+    assert seen == expected
+    assert set(result) == set(group.members)
+    assert not result.has_withheld
+    for member in result:
+        assert {tp.topic for tp in result.partitions(member)} <= set(group.members[member].topics)
+    assert_valid_and_balanced(group, result)
+
+
+@given(groups(), st.randoms(use_true_random=False))
+@PROPERTY_SETTINGS
+def test_deterministic_whatever_the_member_listing_order(
+    case: tuple[GroupSubscription, bool], rand: Any
+) -> None:
+    group, _ = case
+    items = list(group.members.items())
+    rand.shuffle(items)
+    shuffled = GroupSubscription(group.topics, dict(items))
+    assert STICKY.assign(group) == STICKY.assign(shuffled)
+
+
+@given(groups())
+@PROPERTY_SETTINGS
+def test_identical_subscriptions_are_fully_balanced(case: tuple[GroupSubscription, bool]) -> None:
+    group, _ = case
+    first = next(iter(group.members.values())).topics
+    same = GroupSubscription(
+        group.topics,
+        {
+            m: sub(first, [f"{t}-{p}" for t, ps in s.owned.items() for p in ps], s.generation)
+            for m, s in group.members.items()
+        },
+    )
+    assert fully_balanced(STICKY.assign(same))
+
+
+@given(groups(), st.data())
+@PROPERTY_SETTINGS
+def test_members_that_stay_keep_everything_when_one_leaves(
+    case: tuple[GroupSubscription, bool], data: st.DataObject
+) -> None:
+    group, _ = case
+    first_topics = next(iter(group.members.values())).topics
+    fresh = GroupSubscription(group.topics, {m: sub(first_topics) for m in group.members})
+    before = STICKY.assign(fresh)
+    leaving = data.draw(st.sampled_from(sorted(group.members)))
+    members = {m: s for m, s in resubscribe(fresh, before).items() if m != leaving}
+    if not members:
+        return
+    after = STICKY.assign(GroupSubscription(group.topics, members))
+    for member in members:
+        assert set(before.partitions(member)) <= set(after.partitions(member))
+    assert fully_balanced(after)

@@ -9,14 +9,20 @@ import pytest
 
 from coordkit.assignment import GroupAssignment, GroupSubscription, MemberSubscription
 from coordkit.assignment_io import count_moves
-from coordkit_assignors.uniform import UniformAssignor, heterogeneous_assignment, homogeneous_assignment
+from coordkit_assignors.uniform import (
+    UniformAssignor,
+    heterogeneous_assignment,
+    homogeneous_assignment,
+)
 
 Spec = Mapping[str, tuple[Sequence[str], Mapping[str, Sequence[int]]]]
 
 
 def group(topics: Mapping[str, int], members: Spec) -> GroupSubscription:
     """``members``: member → (subscribed topics, owned {topic: [partitions]})."""
-    return GroupSubscription(topics, {m: MemberSubscription(ts, owned=owned) for m, (ts, owned) in members.items()})
+    return GroupSubscription(
+        topics, {m: MemberSubscription(ts, owned=owned) for m, (ts, owned) in members.items()}
+    )
 
 
 def by_topic(assignment: GroupAssignment) -> dict[str, dict[str, list[int]]]:
@@ -51,8 +57,15 @@ def test_first_assignment_two_members_two_topics() -> None:
 
 
 def test_first_assignment_more_members_than_partitions() -> None:
-    g = group({"topic3": 1, "topic1": 2}, {"A": (["topic3"], {}), "B": (["topic3"], {}), "C": (["topic1"], {})})
-    assert by_topic(UniformAssignor().assign(g)) == {"A": {"topic3": [0]}, "B": {}, "C": {"topic1": [0, 1]}}
+    g = group(
+        {"topic3": 1, "topic1": 2},
+        {"A": (["topic3"], {}), "B": (["topic3"], {}), "C": (["topic1"], {})},
+    )
+    assert by_topic(UniformAssignor().assign(g)) == {
+        "A": {"topic3": [0]},
+        "B": {},
+        "C": {"topic1": [0, 1]},
+    }
 
 
 def test_reassignment_given_unbalanced_previous_assignment() -> None:
@@ -61,7 +74,10 @@ def test_reassignment_given_unbalanced_previous_assignment() -> None:
         {
             "A": (["topic1"], {"topic1": [0, 1, 2]}),
             "B": (["topic1", "topic2"], {"topic1": [3], "topic2": [0]}),
-            "C": (["topic1", "topic2", "topic3"], {"topic1": [4, 5], "topic2": [1, 2, 3], "topic3": [0, 1, 2, 3]}),
+            "C": (
+                ["topic1", "topic2", "topic3"],
+                {"topic1": [4, 5], "topic2": [1, 2, 3], "topic3": [0, 1, 2, 3]},
+            ),
         },
     )
     assert by_topic(UniformAssignor().assign(g)) == {
@@ -76,7 +92,10 @@ def test_reassignment_when_partitions_are_added() -> None:
         {"topic1": 6, "topic2": 5, "topic3": 3, "topic4": 3},
         {
             "A": (["topic1", "topic3"], {"topic1": [0, 1, 2, 3], "topic3": [0, 1]}),
-            "B": (["topic1", "topic2", "topic3", "topic4"], {"topic2": [0, 1, 2], "topic4": [0, 1, 2]}),
+            "B": (
+                ["topic1", "topic2", "topic3", "topic4"],
+                {"topic2": [0, 1, 2], "topic4": [0, 1, 2]},
+            ),
         },
     )
     assert by_topic(UniformAssignor().assign(g)) == {
@@ -134,7 +153,10 @@ def test_balancing_stops_when_topic_partitions_run_out() -> None:
     everything = ["topic1", "topic2", "topic3"]
     g = group(
         {"topic1": 2, "topic2": 2, "topic3": 2},
-        {"A": (everything, {"topic1": [0, 1], "topic2": [0, 1], "topic3": [0, 1]}), "B": (everything, {})},
+        {
+            "A": (everything, {"topic1": [0, 1], "topic2": [0, 1], "topic3": [0, 1]}),
+            "B": (everything, {}),
+        },
     )
     assert by_topic(heterogeneous_assignment(g)) == {
         "A": {"topic2": [0], "topic3": [0, 1]},
@@ -184,7 +206,11 @@ def test_homogeneous_member_added_moves_only_its_quota() -> None:
         {"A": (both, {"t1": [0, 1, 2]}), "B": (both, {"t3": [0, 1, 2]}), "C": (both, {})},
     )
     result = UniformAssignor().assign(g)
-    assert by_topic(result) == {"A": {"t1": [0, 1]}, "B": {"t3": [0, 1]}, "C": {"t1": [2], "t3": [2]}}
+    assert by_topic(result) == {
+        "A": {"t1": [0, 1]},
+        "B": {"t3": [0, 1]},
+        "C": {"t1": [2], "t3": [2]},
+    }
     assert count_moves(g, result) == 2
 
 
@@ -239,13 +265,20 @@ def test_conflicting_claims_of_equal_generation_are_both_dropped() -> None:
             "C": MemberSubscription(["t"], owned=["t-1", "t-2"], generation=4),
         },
     )
-    assert by_topic(UniformAssignor().assign(g)) == {"A": {"t": [2]}, "B": {"t": [0]}, "C": {"t": [1]}}
+    assert by_topic(UniformAssignor().assign(g)) == {
+        "A": {"t": [2]},
+        "B": {"t": [0]},
+        "C": {"t": [1]},
+    }
 
 
 def test_claims_on_missing_partitions_are_ignored() -> None:
     g = GroupSubscription(
         {"t": 2},
-        {"A": MemberSubscription(["t"], owned={"t": [5], "gone": [0]}), "B": MemberSubscription(["t"], owned=["t-0"])},
+        {
+            "A": MemberSubscription(["t"], owned={"t": [5], "gone": [0]}),
+            "B": MemberSubscription(["t"], owned=["t-0"]),
+        },
     )
     assert by_topic(UniformAssignor().assign(g)) == {"A": {"t": [1]}, "B": {"t": [0]}}
 
@@ -254,9 +287,15 @@ def test_claims_on_missing_partitions_are_ignored() -> None:
 def test_stable_when_owned_equals_previous_result(members: int) -> None:
     topics = {"a": 11, "b": 5, "c": 17}
     subs = {f"m{i:02}": list(topics) if i % 3 else ["a", "c"] for i in range(members)}
-    first = UniformAssignor().assign(GroupSubscription(topics, {m: MemberSubscription(ts) for m, ts in subs.items()}))
+    first = UniformAssignor().assign(
+        GroupSubscription(topics, {m: MemberSubscription(ts) for m, ts in subs.items()})
+    )
     again_group = GroupSubscription(
-        topics, {m: MemberSubscription(ts, owned=first.partitions(m), generation=1) for m, ts in subs.items()}
+        topics,
+        {
+            m: MemberSubscription(ts, owned=first.partitions(m), generation=1)
+            for m, ts in subs.items()
+        },
     )
     again = UniformAssignor().assign(again_group)
     assert again == first

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coordkit.assignment import GroupSubscription, MemberSubscription
 from coordkit.plugins import get_plugin_manager
+from harness.vectors import kafka_vectors
 
-#: The shared reference file (override with COORDKIT_KAFKA_VECTORS).
-VECTORS_PATH = Path(os.environ.get("COORDKIT_KAFKA_VECTORS", "/work/shared/reference/kafka-vectors.json"))
 #: vector section → registered assignor name
 SECTIONS = {"range": "range", "roundrobin": "roundrobin", "sticky_fresh": "sticky"}
 
 
 def load_cases() -> list[Any]:
-    if not VECTORS_PATH.is_file():
-        raise FileNotFoundError(f"Kafka vectors not found at {VECTORS_PATH}; set COORDKIT_KAFKA_VECTORS")
-    vectors = json.loads(VECTORS_PATH.read_text())
+    vectors = kafka_vectors()
     return [
         pytest.param(SECTIONS[section], case, id=f"{section}-{case['id']}")
         for section in SECTIONS
@@ -34,7 +28,10 @@ def test_vector(assignor_name: str, case: dict[str, Any]) -> None:
     static = case.get("static", {})
     group = GroupSubscription(
         case["partitions"],
-        {m: MemberSubscription(topics, instance_id=static.get(m)) for m, topics in case["subs"].items()},
+        {
+            m: MemberSubscription(topics, instance_id=static.get(m))
+            for m, topics in case["subs"].items()
+        },
     )
     assignment = get_plugin_manager().assignor(assignor_name).assign(group)
     # Expected lists are sets: order within a member is not part of the contract.

@@ -1,0 +1,98 @@
+"""A whole lab run: scenarios → Spark → Parquet → report. The command line and the tests call this."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attrs import frozen
+
+from coordkit_lab.report import ReportData, build_report_data, metric_info, write_report
+from coordkit_lab.scenarios import ScenarioSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from coordkit.plugins import PluginManager
+
+
+@frozen
+class LabResult:
+    data: ReportData
+    page: Path
+    parquet: str
+
+    @property
+    def failed(self) -> int:
+        totals = self.data["tables"].get("totals") or [{}]
+        return int(totals[0].get("failed") or 0)
+
+
+def run_lab(
+    specs: Sequence[ScenarioSpec],
+    out: Path,
+    *,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    parquet: str | None = None,
+    engine: str | None = None,
+    tasks: int | None = None,
+    run_info: dict[str, Any] | None = None,
+    manager: PluginManager | None = None,
+    on_started: Callable[[SparkSession], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> LabResult:
+    """Run ``specs`` on ``spark`` (or a new session on ``master``, stopped at the end) and write
+    the report into ``out``."""
+    from coordkit.plugins import get_plugin_manager
+    from coordkit_lab import spark as lab_spark
+
+    manager = manager or get_plugin_manager()
+    started_at = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    started = time.perf_counter()
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    own_session = spark is None
+    if spark is None:
+        spark = lab_spark.create_session(
+            None
+            if master is None and lab_spark.under_spark_submit()
+            else master or lab_spark.DEFAULT_MASTER,
+            log=out / "spark.log",
+        )
+    try:
+        if on_started is not None:
+            on_started(spark)
+        target = parquet or out.as_uri()
+        result = lab_spark.execute(
+            spark,
+            specs,
+            target,
+            engine=engine or lab_spark.DEFAULT_ENGINE,
+            tasks=tasks,
+            on_progress=on_progress,
+        )
+        info = {
+            **(run_info or {}),
+            "scenarios": len(specs),
+            "strategies": sorted({s.strategy for s in specs}),
+            "workloads": sorted({s.workload for s in specs}),
+            "master": spark.sparkContext.master,
+            "parallelism": spark.sparkContext.defaultParallelism,
+            "engine": engine or lab_spark.DEFAULT_ENGINE,
+            "spark_version": lab_spark.spark_version(spark),
+            "started": started_at.isoformat(),
+            "run_seconds": round(result.run_seconds, 3),
+            "aggregate_seconds": round(result.aggregate_seconds, 3),
+            "parquet": target,
+        }
+    finally:
+        if own_session:
+            spark.stop()
+    info["wall_seconds"] = round(time.perf_counter() - started, 3)
+    data = build_report_data(info, metric_info(r.value for r in manager.metrics), result.tables)
+    page = write_report(data, out)
+    return LabResult(data, page, target)

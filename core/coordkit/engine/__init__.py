@@ -1,0 +1,55 @@
+"""The control-plane engine: brokers, controller election and fencing, topics, partition
+leadership, and a replication model, on any metadata store, in Kafka's znode layout.
+
+* :mod:`~coordkit.engine.broker` — registration, controller candidacy, controlled shutdown;
+* :mod:`~coordkit.engine.controller` — a controller term: loading, watching, electing, fencing;
+* :mod:`~coordkit.engine.controllership` — claiming ``/controller`` + ``/controller_epoch``;
+* :mod:`~coordkit.engine.fencing` — epoch-checked writes;
+* :mod:`~coordkit.engine.topics`, :mod:`~coordkit.engine.placement` — topic admin, Kafka's placement;
+* :mod:`~coordkit.engine.replication` — LEO/HW per replica, acks=all, unclean-election loss;
+* :mod:`~coordkit.engine.cluster` — N brokers in one process;
+* :mod:`~coordkit.engine.history` — split-brain checks over what reached the store;
+* :mod:`~coordkit.engine.instrument` — store operation counting.
+"""
+
+from coordkit.engine.broker import Broker
+from coordkit.engine.cluster import Cluster, ClusterView, PartitionView, store_opener
+from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller import Controller
+from coordkit.engine.errors import (
+    BrokerIdInUseError,
+    ControllerFencedError,
+    ControllerUnavailableError,
+    EngineError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from coordkit.engine.events import EngineObserver, Observers, StateChange
+from coordkit.engine.history import HistoryRecorder
+from coordkit.engine.instrument import InstrumentedStore, OpCounts
+from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.topics import TopicAdmin
+
+__all__ = [
+    "Broker",
+    "BrokerIdInUseError",
+    "Cluster",
+    "ClusterView",
+    "Controller",
+    "ControllerFencedError",
+    "ControllerUnavailableError",
+    "EngineConfig",
+    "EngineError",
+    "EngineObserver",
+    "HistoryRecorder",
+    "InstrumentedStore",
+    "Observers",
+    "OpCounts",
+    "PartitionView",
+    "ReplicationModel",
+    "StateChange",
+    "TopicAdmin",
+    "TopicExistsError",
+    "UnknownTopicError",
+    "store_opener",
+]

@@ -1,0 +1,400 @@
+"""N brokers in one process on one store: what ``coordkit cluster``, the tests, the benchmarks and
+the lab run.
+
+Each broker gets its own store session (so each has its own ephemeral registration and may be
+killed, expired or restarted on its own), wrapped to count store operations and, optionally, to
+record the history checked for split brain. An extra admin session creates topics and reads the
+cluster back (:meth:`Cluster.view`) the way ``coordkit tree`` would.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import attrs
+
+from coordkit import layout
+from coordkit.clock import Clock, SystemClock
+from coordkit.engine import states
+from coordkit.engine.broker import Broker
+from coordkit.engine.config import EngineConfig
+from coordkit.engine.controllership import read_controller
+from coordkit.engine.errors import EngineError
+from coordkit.engine.events import EngineObserver, Observers
+from coordkit.engine.history import HistoryRecorder
+from coordkit.engine.instrument import InstrumentedStore, OpCounts
+from coordkit.engine.network import Network
+from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.states import TP
+from coordkit.engine.topics import TopicAdmin
+from coordkit.errors import NoNodeError, StoreError
+from coordkit.model import NO_LEADER, TopicAssignment
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import MetadataStore, SessionState
+from coordkit.urls import StoreURL
+
+log = logging.getLogger("coordkit.engine.cluster")
+
+StoreOpener = Callable[[], MetadataStore]
+
+
+@attrs.frozen
+class PartitionView:
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    @property
+    def tp(self) -> TP:
+        return (self.topic, self.partition)
+
+
+@attrs.frozen
+class ClusterView:
+    """The cluster as read from the store."""
+
+    controller: int | None
+    epoch: int
+    brokers: tuple[int, ...]
+    partitions: tuple[PartitionView, ...]
+    uninitialised: tuple[TP, ...] = ()
+
+    def leaders_per_broker(self) -> dict[int, int]:
+        counts = dict.fromkeys(self.brokers, 0)
+        for p in self.partitions:
+            if p.leader != NO_LEADER:
+                counts[p.leader] = counts.get(p.leader, 0) + 1
+        return counts
+
+    def offline(self) -> list[TP]:
+        """Partitions without a live leader."""
+        live = set(self.brokers)
+        return [p.tp for p in self.partitions if p.leader not in live]
+
+    def partition(self, topic: str, partition: int) -> PartitionView:
+        for p in self.partitions:
+            if p.topic == topic and p.partition == partition:
+                return p
+        raise KeyError(f"{topic}-{partition}")
+
+
+def store_opener(url: str, **options: object) -> StoreOpener:
+    """Sessions on ``url``; a bare ``memory://`` is refused (each session would get its own tree)."""
+    parsed = StoreURL.parse(url)
+    if parsed.scheme == "memory" and not (parsed.host_string or parsed.path.strip("/")):
+        raise EngineError(
+            f"{url!r}: brokers need one shared tree; name it, e.g. memory://cluster"
+        )
+    manager = get_plugin_manager()
+    return lambda: manager.store_for(url, **options)
+
+
+class Cluster:
+    """Brokers ``broker_ids`` on sessions from ``open_store``.
+
+    :param open_store: opens a new session on the cluster's store (or a store URL).
+    :param racks: broker id → rack, for rack-aware placement.
+    :param observers: extra in-process observers of engine events.
+    :param record_history: keep the history of elections and state writes (for the checks).
+    :param seed: seeds topic placement so runs repeat.
+    """
+
+    def __init__(
+        self,
+        open_store: StoreOpener | str,
+        broker_ids: Iterable[int] | int = 3,
+        *,
+        racks: Mapping[int, str] | None = None,
+        config: EngineConfig | None = None,
+        clock: Clock | None = None,
+        observers: Iterable[EngineObserver] = (),
+        record_history: bool = True,
+        seed: int | None = None,
+    ):
+        self._open = store_opener(open_store) if isinstance(open_store, str) else open_store
+        ids = range(broker_ids) if isinstance(broker_ids, int) else broker_ids
+        self.broker_ids: list[int] = sorted(set(ids))
+        self.racks = dict(racks or {})
+        self.config = config or EngineConfig()
+        self.clock: Clock = clock or SystemClock()
+        self.replication = ReplicationModel()
+        self.observers = Observers(self.replication, *observers)
+        self.history = HistoryRecorder() if record_history else None
+        self.network = Network()
+        self.brokers: dict[int, Broker] = {}
+        self._retired = OpCounts()
+        self._lock = threading.Lock()
+        self._admin_store: MetadataStore | None = None
+        self._admin: TopicAdmin | None = None
+        self._rng = random.Random(seed)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> Cluster:
+        self._admin_store = self._open()
+        for root in layout.PERSISTENT_ROOTS:
+            self._admin_store.ensure_path(root)
+        self._admin = TopicAdmin(self._admin_store, rng=self._rng)
+        for broker_id in self.broker_ids:
+            self.start_broker(broker_id)
+        return self
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for broker in list(self.brokers.values()):
+            if broker.alive:
+                self._retire(broker)
+                broker.kill()
+        if self._admin_store is not None and self._admin_store.state is not SessionState.CLOSED:
+            self._admin_store.close()
+
+    @property
+    def admin(self) -> TopicAdmin:
+        if self._admin is None:
+            raise EngineError("the cluster is not started")
+        return self._admin
+
+    @property
+    def admin_store(self) -> MetadataStore:
+        if self._admin_store is None:
+            raise EngineError("the cluster is not started")
+        return self._admin_store
+
+    def open_session(self) -> MetadataStore:
+        """Another session on the cluster's store (not counted, not recorded)."""
+        return self._open()
+
+    # -- brokers -------------------------------------------------------------------------------
+
+    def start_broker(self, broker_id: int) -> Broker:
+        """Start (or restart) broker ``broker_id`` on a new session."""
+        with self._lock:
+            old = self.brokers.get(broker_id)
+            if old is not None and old.alive:
+                raise EngineError(f"broker {broker_id} is already running")
+        store = InstrumentedStore(self._open(), f"broker-{broker_id}")
+        if self.history is not None:
+            self.history.observe(store, broker_id)
+        broker = Broker(
+            broker_id,
+            store,
+            rack=self.racks.get(broker_id),
+            config=self.config,
+            clock=self.clock,
+            observers=self.observers,
+            network=self.network,
+        )
+        try:
+            broker.start()
+        except Exception:
+            store.close()
+            raise
+        with self._lock:
+            if broker_id not in self.broker_ids:
+                self.broker_ids.append(broker_id)
+                self.broker_ids.sort()
+            self.brokers[broker_id] = broker
+        return broker
+
+    restart = start_broker
+
+    def broker(self, broker_id: int) -> Broker:
+        try:
+            return self.brokers[broker_id]
+        except KeyError:
+            raise EngineError(
+                f"no broker {broker_id} in this cluster (brokers: {self.broker_ids})"
+            ) from None
+
+    def live_brokers(self) -> list[int]:
+        return sorted(b for b, broker in self.brokers.items() if broker.alive)
+
+    def kill(self, broker_id: int) -> None:
+        """Crash a broker: its session ends without a controlled shutdown."""
+        broker = self.broker(broker_id)
+        self._retire(broker)
+        broker.kill()
+
+    def stop(self, broker_id: int, *, controlled: bool = True) -> list[TP]:
+        """Stop a broker (after a controlled shutdown unless ``controlled=False``)."""
+        broker = self.broker(broker_id)
+        remaining = broker.stop(controlled=controlled)
+        self._retire(broker)
+        return remaining
+
+    def raw_store(self, broker_id: int) -> MetadataStore:
+        """The broker's real store client (what a test backend expires or disconnects)."""
+        store = self.broker(broker_id).store
+        return store.inner if isinstance(store, InstrumentedStore) else store
+
+    def _retire(self, broker: Broker) -> None:
+        if isinstance(broker.store, InstrumentedStore):
+            with self._lock:
+                self._retired = self._retired + broker.store.counts
+
+    # -- controller ----------------------------------------------------------------------------
+
+    def controller_broker(self) -> Broker | None:
+        """The in-process broker holding an active controller term, if any."""
+        for broker in self.brokers.values():
+            if broker.alive and broker.is_controller:
+                return broker
+        return None
+
+    def settled(self) -> bool:
+        """The controller named in the store runs here at the stored epoch, has loaded and has
+        nothing left to do, and every live broker is registered."""
+        store = self.admin_store
+        current = read_controller(store)
+        if current is None:
+            return False
+        holder = self.brokers.get(current[0].broker_id)
+        controller = holder.controller if holder is not None and holder.alive else None
+        if controller is None or not controller.idle():
+            return False
+        try:
+            data, _ = store.get(layout.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return False
+        if int(data) != controller.epoch:
+            return False
+        registered = set(self._registered_brokers())
+        return all(b in registered for b in self.live_brokers())
+
+    def wait_settled(self, timeout: float = 30.0) -> ClusterView:
+        deadline = time.monotonic() + timeout
+        while not self.settled():
+            if time.monotonic() > deadline:
+                raise EngineError(f"cluster did not settle within {timeout}s: {self.view()}")
+            time.sleep(0.01)
+        return self.view()
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        *,
+        config: Mapping[str, str] | None = None,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+    ) -> TopicAssignment:
+        return self.admin.create_topic(
+            topic, partitions, replication_factor, config=config, assignment=assignment
+        )
+
+    def delete_topic(self, topic: str) -> None:
+        self.admin.delete_topic(topic)
+
+    def add_partitions(self, topic: str, total: int) -> TopicAssignment:
+        return self.admin.add_partitions(topic, total)
+
+    # -- reading back --------------------------------------------------------------------------
+
+    def _registered_brokers(self) -> list[int]:
+        try:
+            return sorted(
+                int(c) for c in self.admin_store.children(layout.BROKER_IDS) if c.isdigit()
+            )
+        except NoNodeError:
+            return []
+
+    def view(self) -> ClusterView:
+        """Controller, epoch, brokers and every partition state, read from the store."""
+        store = self.admin_store
+        current = read_controller(store)
+        try:
+            epoch = int(store.get(layout.CONTROLLER_EPOCH)[0])
+        except NoNodeError:
+            epoch = 0
+        topics = sorted(store.children(layout.BROKER_TOPICS))
+        topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
+        assignments: dict[str, TopicAssignment] = {}
+        for topic, path, result in zip(topics, topic_paths, store.get_many(topic_paths), strict=True):
+            if not isinstance(result, StoreError):
+                assignments[topic] = layout.TOPIC.decode(result[0], path)
+        tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
+        paths = [states.state_path(tp) for tp in tps]
+        views: list[PartitionView] = []
+        missing: list[TP] = []
+        for tp, path, result in zip(tps, paths, store.get_many(paths), strict=True):
+            if isinstance(result, StoreError):
+                missing.append(tp)
+                continue
+            state = states.decode_state(path, result[0], result[1].version)
+            views.append(
+                PartitionView(
+                    tp[0],
+                    tp[1],
+                    tuple(assignments[tp[0]].partitions[tp[1]]),
+                    state.leader,
+                    state.leader_epoch,
+                    state.isr,
+                    state.controller_epoch,
+                )
+            )
+        return ClusterView(
+            controller=None if current is None else current[0].broker_id,
+            epoch=epoch,
+            brokers=tuple(self._registered_brokers()),
+            partitions=tuple(views),
+            uninitialised=tuple(missing),
+        )
+
+    # -- replication ---------------------------------------------------------------------------
+
+    def produce(self, records: int, partitions: Iterable[TP] | None = None) -> int:
+        """Append ``records`` to each partition (all by default); returns records accepted."""
+        chosen = list(partitions) if partitions is not None else self._known_partitions()
+        return sum(self.replication.produce(tp, records) for tp in chosen)
+
+    def replicate(self) -> int:
+        """One replication round; leaders add caught-up followers to their ISR (through their
+        own sessions). Returns the number of ISR expansions written."""
+        expanded = 0
+        for tp, follower in self.replication.replicate():
+            log_ = self.replication.log(tp)
+            if log_ is None:
+                continue
+            leader = self.brokers.get(log_.leader)
+            if leader is None or not leader.alive:
+                continue
+            try:
+                if leader.expand_isr(tp, follower) is not None:
+                    expanded += 1
+            except StoreError as exc:
+                log.debug("ISR expansion of %s by broker %s failed: %s", tp, leader.broker_id, exc)
+        return expanded
+
+    def _known_partitions(self) -> list[TP]:
+        return [p.tp for p in self.view().partitions]
+
+    # -- store work ----------------------------------------------------------------------------
+
+    def op_counts(self, broker_id: int | None = None) -> OpCounts:
+        """Store operations of broker sessions (one broker's live session, or all sessions ever)."""
+        if broker_id is not None:
+            store = self.broker(broker_id).store
+            return store.counts if isinstance(store, InstrumentedStore) else OpCounts()
+        total = self._retired
+        for broker in self.brokers.values():
+            if broker.alive and isinstance(broker.store, InstrumentedStore):
+                total = total + broker.store.counts
+        return total
+
+    def __repr__(self) -> str:
+        return f"<Cluster brokers={self.live_brokers()} of {self.broker_ids}>"

@@ -1,0 +1,624 @@
+"""The ZooKeeper store: one kazoo session, held to the same contract as the memory store.
+
+* Session states follow kazoo's: CONNECTED, SUSPENDED (connection lost, session may live on), LOST
+  (session expired; kazoo then opens a new session, reported as CONNECTED) and CLOSED.
+* Every call fails fast while the client is not connected (``ConnectionLossError`` while
+  SUSPENDED, ``SessionExpiredError`` while LOST) and never waits longer than ``request_timeout``
+  for a reply.
+* Watches go through :class:`coordkit.watches.WatchHub`: its readers read with a one-shot
+  ZooKeeper watch that tells the hub to re-read. kazoo forgets those watches whenever the
+  connection drops, so every reconnect re-reads (and so re-arms) every watched node.
+* Paths and values are checked before anything is sent: ZooKeeper closes the connection on a
+  packet larger than its ``jute.maxbuffer``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol import serialization as proto
+from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
+from kazoo.retry import KazooRetry
+
+from coordkit import paths
+from coordkit.errors import (
+    AuthFailedError,
+    BadVersionError,
+    ConnectionLossError,
+    DataTooLargeError,
+    InvalidPathError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+    StoreClosedError,
+    StoreError,
+)
+from coordkit.store import (
+    ANY_VERSION,
+    Check,
+    ChildrenCallback,
+    Create,
+    DataCallback,
+    Delete,
+    MetadataStore,
+    Op,
+    SessionListener,
+    SessionState,
+    SetData,
+    Stat,
+    StoreCharacteristics,
+    Watch,
+    check_data,
+    describe_op,
+)
+from coordkit.urls import StoreURL
+from coordkit.watches import EventThread, WatchHub
+from coordkit_zookeeper import wire
+from coordkit_zookeeper.config import ZooKeeperConfig
+from coordkit_zookeeper.errors import first_failure, translate, translate_op
+from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+
+log = logging.getLogger("coordkit.zookeeper")
+kazoo_log = logging.getLogger("coordkit.zookeeper.kazoo")
+
+CHARACTERISTICS = StoreCharacteristics(
+    linearizable_writes=True,
+    durable=True,
+    shared_across_processes=True,
+    notes="ZooKeeper: writes are linearizable and logged to disk by a quorum; reads are served by "
+    "the connected server (sequentially consistent)",
+)
+
+#: ZooKeeper's default jute.maxbuffer (0xfffff) bounds a whole request, a multi-op included.
+MAX_REQUEST_BYTES = 0xFFFFF
+#: Framing allowance per op in a multi (header, version, flags, ACL), rounded up.
+_OP_OVERHEAD = 128
+#: Reconnect quickly: kazoo's default backs off to an hour between attempts.
+_RECONNECT = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.2, "max_delay": 1.0}
+
+_FLAG_EPHEMERAL = 1
+_FLAG_SEQUENTIAL = 2
+
+
+def to_stat(stat: ZnodeStat) -> Stat:
+    return Stat(
+        czxid=stat.czxid,
+        mzxid=stat.mzxid,
+        pzxid=stat.pzxid,
+        ctime=stat.ctime,
+        mtime=stat.mtime,
+        version=stat.version,
+        cversion=stat.cversion,
+        aversion=stat.aversion,
+        ephemeral_owner=stat.ephemeralOwner,
+        data_length=stat.dataLength,
+        num_children=stat.numChildren,
+    )
+
+
+class ZooKeeperStore(MetadataStore):
+    """A session on a ZooKeeper ensemble, rooted at the URL's chroot (created if missing)."""
+
+    characteristics = CHARACTERISTICS
+
+    def __init__(self, url: StoreURL, config: ZooKeeperConfig):
+        self.url = url
+        self.config = config
+        self._lock = threading.Lock()
+        self._listeners: list[SessionListener] = []
+        self._state = SessionState.SUSPENDED  # until the first session is established
+        self._session_id = 0
+        self._closing = False
+        self._chroot = config.chroot
+        self._acl = node_acl(config)
+        self._timeout = config.request_timeout
+        self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
+        self._hub = WatchHub(self._events, self._read_data, self._read_children)
+        tls = config.tls
+        self._client = KazooClient(
+            hosts=config.host_string,
+            timeout=config.session_timeout,
+            auth_data=auth_data(config),
+            default_acl=self._acl if config.digest_credential else None,
+            connection_retry=KazooRetry(**_RECONNECT),
+            logger=RedactingLogger(kazoo_log, config.secrets),
+            use_ssl=tls is not None,
+            ca=tls.ca if tls else None,
+            certfile=tls.cert if tls else None,
+            keyfile=tls.key if tls else None,
+            keyfile_password=tls.key_password if tls else None,
+            verify_certs=tls.verify if tls else True,
+            check_hostname=tls.check_hostname if tls else False,
+        )
+        self.batched_io = config.batched_io and wire.install_batching(self._client)
+        self._client.add_listener(self._on_kazoo_state)
+        try:
+            self._connect(config.connect_timeout)
+            self._ensure_chroot()
+        except BaseException:
+            self._shutdown()
+            raise
+
+    # -- session
+    @property
+    def client(self) -> Any:
+        """The underlying :class:`kazoo.client.KazooClient` (for tools and fault tests)."""
+        return self._client
+
+    @property
+    def session_id(self) -> int:
+        return self._session_id
+
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    def add_listener(self, listener: SessionListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: SessionListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _set_state(self, state: SessionState) -> None:
+        with self._lock:
+            if self._state is state or self._state is SessionState.CLOSED:
+                return
+            self._state = state
+            listeners = list(self._listeners)
+        for listener in listeners:
+            self._events.post(listener, state)
+
+    def _on_kazoo_state(self, state: str) -> None:
+        # On kazoo's connection thread: must not block.
+        if self._closing:
+            return
+        if state == KazooState.CONNECTED:
+            session_id = self._client._session_id or 0
+            renewed = session_id != self._session_id
+            self._session_id = session_id
+            if renewed and self._state is not SessionState.SUSPENDED:
+                log.info("%s: session %#x established", self.url.redacted(), session_id)
+            self._set_state(SessionState.CONNECTED)
+            # kazoo dropped every watch with the connection: re-read (and re-arm) them all.
+            self._hub.resync()
+        elif state == KazooState.SUSPENDED:
+            log.warning(
+                "%s: connection lost; session %#x may still be alive",
+                self.url.redacted(),
+                self._session_id,
+            )
+            self._set_state(SessionState.SUSPENDED)
+        else:
+            if self._client.client_state == KeeperState.AUTH_FAILED:
+                log.error("%s: ZooKeeper refused the credentials", self.url.redacted())
+            else:
+                log.warning("%s: session %#x expired", self.url.redacted(), self._session_id)
+            self._set_state(SessionState.LOST)
+
+    def _connect(self, timeout: float) -> None:
+        live = self._client.start_async()
+        deadline = time.monotonic() + timeout
+        while not live.wait(0.05):
+            if self._client.client_state == KeeperState.AUTH_FAILED:
+                raise AuthFailedError(f"ZooKeeper at {self.url.redacted()} refused the credentials")
+            if time.monotonic() > deadline:
+                raise ConnectionLossError(
+                    f"could not connect to ZooKeeper at {self.url.redacted()} within {timeout:g}s"
+                )
+
+    def _ensure_chroot(self) -> None:
+        if not self._chroot:
+            return
+        chain = [*paths.ancestors(self._chroot), self._chroot]
+        # Raw requests carry absolute paths: kazoo's chroot prefix does not apply to them.
+        found = self._run([proto.Exists(p, None) for p in chain], "exists")
+        missing: list[str] = []
+        for path, stat in zip(chain, found, strict=True):
+            if isinstance(stat, BaseException):
+                raise translate(stat, path=path, action="look up the chroot")
+            if stat is None:
+                missing.append(path)
+        replies = self._run([proto.Create(p, b"", self._acl, 0) for p in missing], "create")
+        for path, reply in zip(missing, replies, strict=True):
+            if isinstance(reply, BaseException) and not isinstance(reply, kz.NodeExistsError):
+                error = translate(reply, path=path, action="create the chroot")
+                raise type(error)(
+                    f"cannot create the chroot {self._chroot}: {error.message}", path=path
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._state is SessionState.CLOSED or self._closing:
+                return
+            self._closing = True
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        self._closing = True
+        try:
+            # Ends the session: the server deletes its ephemeral nodes before replying.
+            self._client.stop()
+        except KazooException as exc:
+            log.debug("%s: error while closing: %s", self.url.redacted(), type(exc).__name__)
+        finally:
+            self._client.close()
+            with self._lock:
+                self._state = SessionState.CLOSED
+                listeners = list(self._listeners)
+            for listener in listeners:
+                self._events.post(listener, SessionState.CLOSED)
+            self._events.stop()
+
+    def flush_events(self, timeout: float = 10.0) -> bool:
+        """Wait until every watch and listener callback queued so far has run."""
+        return self._events.flush(timeout)
+
+    # -- plumbing
+    def _check_usable(self, path: str | None) -> None:
+        state = self._state
+        if state is SessionState.CONNECTED:
+            return
+        if state is SessionState.CLOSED or self._closing:
+            raise StoreClosedError("store client is closed", path=path)
+        if state is SessionState.SUSPENDED:
+            raise ConnectionLossError(
+                f"not connected to ZooKeeper at {self.url.redacted()}; reconnecting", path=path
+            )
+        if self._client.client_state == KeeperState.AUTH_FAILED:
+            raise AuthFailedError(
+                f"ZooKeeper at {self.url.redacted()} refused the credentials", path=path
+            )
+        raise SessionExpiredError(
+            "the ZooKeeper session expired; a new session is being established", path=path
+        )
+
+    def _wait(self, result: Any, path: str | None, action: str, **context: Any) -> Any:
+        try:
+            return result.get(timeout=self._timeout)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise translate(
+                exc, path=path, action=action, closing=self._closing, **context
+            ) from exc
+
+    def _full(self, path: str) -> str:
+        """``path`` with the chroot prefix, for raw protocol requests."""
+        if not self._chroot:
+            return path
+        return self._chroot if path == "/" else self._chroot + path
+
+    def _relative(self, path: str) -> str:
+        if self._chroot and path.startswith(self._chroot):
+            return path[len(self._chroot) :] or "/"
+        return path
+
+    def _run(self, requests: Sequence[Any], action: str) -> list[Any]:
+        """Pipeline raw requests; one reply or kazoo exception per request, in order."""
+        batch = wire.submit(self._client, requests)
+        if not batch.wait(self._timeout):
+            batch.fail_pending(
+                lambda: ConnectionLossError(f"no reply from ZooKeeper within {self._timeout:g}s")
+            )
+        return batch.results
+
+    # -- single operations
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        self._check_usable(path)
+        paths.validate(path, sequential=sequential)
+        data = check_data(path, data)
+        if path == "/":
+            raise InvalidPathError("the root node has no parent", path=path)
+        try:
+            created: str = self._wait(
+                self._client.create_async(path, data, ephemeral=ephemeral, sequence=sequential),
+                path,
+                "create",
+                sequential=sequential,
+            )
+            return created
+        except NoNodeError:
+            if not make_parents:
+                raise
+        return self._create_with_parents(Create(path, data, ephemeral, sequential))
+
+    def _create_with_parents(self, op: Create) -> str:
+        leaf = op.path.rstrip("/") + "/x" if op.path.endswith("/") else op.path
+        ancestors = paths.ancestors(leaf)
+        # All missing ancestors and the node in one multi: a failure leaves no parents behind.
+        for _attempt in range(10):
+            found = self._run([proto.Exists(self._full(p), None) for p in ancestors], "exists")
+            for path, result in zip(ancestors, found, strict=True):
+                if isinstance(result, BaseException):
+                    raise translate(result, path=path, action="exists", closing=self._closing)
+            missing = [p for p, stat in zip(ancestors, found, strict=True) if stat is None]
+            ops: list[Op] = [Create(p) for p in missing]
+            ops.append(op)
+            try:
+                results = self._multi(ops, tag=False)
+            except StoreError as exc:
+                if (
+                    isinstance(exc, NodeExistsError)
+                    and exc.op_index is not None
+                    and exc.op_index < len(missing)
+                ):
+                    continue  # another client created an ancestor meanwhile
+                exc.op_index = None  # a plain create, not a transaction
+                raise
+            created: str = results[-1]
+            return created
+        raise NodeExistsError("ancestors keep changing under a concurrent writer", path=op.path)
+
+    def get(self, path: str) -> tuple[bytes, Stat]:
+        self._check_usable(path)
+        paths.validate(path)
+        data, stat = self._wait(self._client.get_async(path), path, "get")
+        return data, to_stat(stat)
+
+    def exists(self, path: str) -> Stat | None:
+        self._check_usable(path)
+        paths.validate(path)
+        stat = self._wait(self._client.exists_async(path), path, "exists")
+        return None if stat is None else to_stat(stat)
+
+    def children(self, path: str) -> list[str]:
+        self._check_usable(path)
+        paths.validate(path)
+        names: list[str] = self._wait(self._client.get_children_async(path), path, "children")
+        return sorted(names)
+
+    def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        self._check_usable(path)
+        paths.validate(path)
+        data = check_data(path, data)
+        stat = self._wait(self._client.set_async(path, data, version), path, "set", version=version)
+        return to_stat(stat)
+
+    def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        self._check_usable(path)
+        paths.validate(path)
+        if recursive:
+            self._delete_tree(path, version)
+            return
+        if path == "/":
+            raise StoreError("the root node cannot be deleted", path=path)
+        self._wait(self._client.delete_async(path, version), path, "delete", version=version)
+
+    def _delete_tree(self, path: str, version: int) -> None:
+        stat = self.exists(path)
+        if stat is None:
+            raise NoNodeError("no node", path=path)
+        if version not in (ANY_VERSION, stat.version):
+            raise BadVersionError(
+                f"expected version {version}, node is at {stat.version}", path=path
+            )
+        if path == "/":
+            raise StoreError("the root node cannot be deleted", path=path)
+        # Not atomic (ZooKeeper has no recursive delete): list level by level, delete deepest first.
+        levels: list[list[str]] = []
+        frontier = [path]
+        while frontier:
+            listed = self._run(
+                [proto.GetChildren(self._full(p), None) for p in frontier], "children"
+            )
+            below: list[str] = []
+            for parent, names in zip(frontier, listed, strict=True):
+                if isinstance(names, BaseException):
+                    if isinstance(names, kz.NoNodeError):
+                        continue  # deleted meanwhile
+                    raise translate(names, path=parent, action="children", closing=self._closing)
+                below.extend(paths.join(parent, name) for name in names)
+            if below:
+                levels.append(below)
+            frontier = below
+        for level in reversed(levels):
+            replies = self._run([proto.Delete(self._full(p), ANY_VERSION) for p in level], "delete")
+            for node, reply in zip(level, replies, strict=True):
+                if isinstance(reply, BaseException) and not isinstance(reply, kz.NoNodeError):
+                    raise translate(reply, path=node, action="delete", closing=self._closing)
+        self._wait(self._client.delete_async(path, version), path, "delete", version=version)
+
+    # -- multi-operations
+    def commit(self, ops: Sequence[Op]) -> list[Any]:
+        ops = list(ops)
+        self._check_usable(None)
+        for index, op in enumerate(ops):
+            try:
+                self._validate(op)
+            except StoreError as exc:
+                exc.op_index = index
+                raise
+        if not ops:
+            return []
+        return self._multi(ops, tag=True)
+
+    def _multi(self, ops: list[Op], *, tag: bool) -> list[Any]:
+        size = sum(len(op.path) + len(getattr(op, "data", b"")) + _OP_OVERHEAD for op in ops)
+        if size > MAX_REQUEST_BYTES:
+            raise DataTooLargeError(
+                f"a transaction of {len(ops)} ops and about {size:,} bytes exceeds ZooKeeper's "
+                f"{MAX_REQUEST_BYTES:,}-byte request limit (jute.maxbuffer)",
+                path=ops[0].path,
+            )
+        (reply,) = self._run([proto.Transaction([self._wire_op(op) for op in ops])], "commit")
+        if isinstance(reply, BaseException):
+            raise translate(reply, path=None, action="commit", closing=self._closing)
+        failed = first_failure(reply)
+        if failed is not None:
+            op = ops[failed]
+            error = translate_op(reply[failed], op, closing=self._closing)
+            error.op_index = failed
+            if tag:
+                error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
+            raise error
+        return [self._result(op, value) for op, value in zip(ops, reply, strict=True)]
+
+    def _validate(self, op: Op) -> None:
+        if not isinstance(op, Create | SetData | Delete | Check):
+            raise TypeError(f"not a store operation: {op!r}")
+        paths.validate(op.path, sequential=isinstance(op, Create) and op.sequential)
+        if isinstance(op, Create | SetData):
+            check_data(op.path, op.data)
+        if op.path == "/":
+            if isinstance(op, Create):
+                raise InvalidPathError("the root node has no parent", path=op.path)
+            if isinstance(op, Delete):
+                raise StoreError("the root node cannot be deleted", path=op.path)
+
+    def _wire_op(self, op: Op) -> Any:
+        match op:
+            case Create(path=path, data=data, ephemeral=ephemeral, sequential=sequential):
+                flags = (_FLAG_EPHEMERAL if ephemeral else 0) | (
+                    _FLAG_SEQUENTIAL if sequential else 0
+                )
+                return proto.Create(self._full(path), bytes(data), self._acl, flags)
+            case SetData(path=path, data=data, version=version):
+                return proto.SetData(self._full(path), bytes(data), version)
+            case Delete(path=path, version=version):
+                return proto.Delete(self._full(path), version)
+            case Check(path=path, version=version):
+                return proto.CheckVersion(self._full(path), version)
+        raise TypeError(f"not a store operation: {op!r}")
+
+    def _result(self, op: Op, value: Any) -> Any:
+        match op:
+            case Create():
+                return self._relative(value)
+            case SetData():
+                return to_stat(value)
+        return None
+
+    # -- bulk
+    def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        paths_ = list(paths_)
+        self._check_usable(None)
+        out: list[tuple[bytes, Stat] | StoreError | None] = [None] * len(paths_)
+        sent: list[int] = []
+        for index, path in enumerate(paths_):
+            try:
+                paths.validate(path)
+                sent.append(index)
+            except StoreError as exc:
+                exc.op_index = index
+                out[index] = exc
+        replies = self._run([proto.GetData(self._full(paths_[i]), None) for i in sent], "get")
+        for index, reply in zip(sent, replies, strict=True):
+            if isinstance(reply, BaseException):
+                error = translate(reply, path=paths_[index], action="get", closing=self._closing)
+                error.op_index = index
+                out[index] = error
+            else:
+                data, stat = reply
+                out[index] = (data, to_stat(stat))
+        return out  # type: ignore[return-value]
+
+    def apply(self, ops: Sequence[Op]) -> list[Any]:
+        ops = list(ops)
+        self._check_usable(None)
+        results: list[Any] = [None] * len(ops)
+        sent: list[int] = []
+        requests: list[Any] = []
+        for index, op in enumerate(ops):
+            try:
+                self._validate(op)
+            except StoreError as exc:
+                exc.op_index = index
+                results[index] = exc
+                continue
+            sent.append(index)
+            # A check is a one-op multi, as in memory's apply.
+            wire_op = self._wire_op(op)
+            requests.append(proto.Transaction([wire_op]) if isinstance(op, Check) else wire_op)
+        replies = self._run(requests, "apply")
+        for index, reply in zip(sent, replies, strict=True):
+            results[index] = self._applied(ops[index], index, reply)
+        return results
+
+    def _applied(self, op: Op, index: int, reply: Any) -> Any:
+        """One op's result in :meth:`apply`: its value, or its error with ``op_index`` set."""
+        note = ""
+        if isinstance(op, Check) and isinstance(reply, list):
+            reply, note = reply[0], f" [transaction op 0: {describe_op(op)}]"
+        if not isinstance(reply, BaseException):
+            return self._result(op, reply)
+        error = (
+            reply
+            if isinstance(reply, StoreError)
+            else translate_op(reply, op, closing=self._closing)
+        )
+        error.message += note
+        error.op_index = index
+        return error
+
+    # -- watches
+    def watch_data(self, path: str, callback: DataCallback) -> Watch:
+        paths.validate(path)
+        self._require_open()
+        return self._hub.add_data_watch(path, callback)
+
+    def watch_children(self, path: str, callback: ChildrenCallback) -> Watch:
+        paths.validate(path)
+        self._require_open()
+        return self._hub.add_children_watch(path, callback)
+
+    def _require_open(self) -> None:
+        if self._state is SessionState.CLOSED or self._closing:
+            raise StoreClosedError("store client is closed")
+
+    def _on_data_event(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE and event.path is not None:
+            self._hub.notify_data(event.path)
+
+    def _on_children_event(self, event: WatchedEvent) -> None:
+        if event.type != EventType.NONE and event.path is not None:
+            self._hub.notify_children(event.path)
+
+    def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
+        found: tuple[bytes, Stat] | None = self._read_watched(
+            path, self._on_data_event, self._client.get_async, "get"
+        )
+        return found
+
+    def _read_children(self, path: str) -> tuple[list[str], Stat] | None:
+        def children_with_stat(p: str, watch: Callable[[WatchedEvent], None]) -> Any:
+            return self._client.get_children_async(p, watch=watch, include_data=True)
+
+        found: tuple[list[str], Stat] | None = self._read_watched(
+            path, self._on_children_event, children_with_stat, "children"
+        )
+        return found
+
+    def _read_watched(
+        self, path: str, watcher: Callable[[WatchedEvent], None], read: Any, action: str
+    ) -> Any:
+        """Read ``path`` leaving a watch; a missing node gets an exists-watch for its creation."""
+        while True:
+            self._check_usable(path)
+            try:
+                value, stat = self._wait(read(path, watch=watcher), path, action)
+                return value, to_stat(stat)
+            except NoNodeError:
+                pass
+            if self._wait(self._client.exists_async(path, watch=watcher), path, "exists") is None:
+                return None
+            # Created between the two reads: read it again.
+
+    def __repr__(self) -> str:
+        return f"<ZooKeeperStore {self.url.redacted()} session={self._session_id:#x} {self._state.value}>"

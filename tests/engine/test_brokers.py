@@ -1,0 +1,139 @@
+"""Broker registration: duplicates, session loss, stale nodes of the broker's own old sessions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from coordkit import layout
+from coordkit.engine import Broker, BrokerIdInUseError, EngineConfig, InstrumentedStore
+from coordkit.store import MetadataStore, SessionListener, SessionState
+from harness.backends import Backend
+from harness.waiting import wait_for
+
+
+def _owner(store: MetadataStore, broker_id: int) -> int | None:
+    stat = store.exists(layout.broker_path(broker_id))
+    return None if stat is None else stat.ephemeral_owner
+
+
+def test_duplicate_live_broker_id_is_a_clear_error(
+    make_cluster: Callable[..., Any], open_session: Callable[[], MetadataStore]
+) -> None:
+    cluster = make_cluster([1, 2])
+    holder = cluster.raw_store(1).session_id
+    intruder = Broker(1, open_session())
+    with pytest.raises(BrokerIdInUseError, match=r"broker id 1 is already registered.*broker\.id"):
+        intruder.start()
+    # The live broker keeps its registration.
+    assert _owner(cluster.admin_store, 1) == holder
+    assert cluster.broker(1).registered
+
+
+def test_broker_registers_again_after_its_session_expires(
+    make_cluster: Callable[..., Any], backend: Backend
+) -> None:
+    cluster = make_cluster([1, 2])
+    broker = cluster.broker(2)
+    old_session = cluster.raw_store(2).session_id
+    backend.expire(cluster.raw_store(2))
+    wait_for(
+        lambda: broker.store.session_id != old_session and broker.registered,
+        what="broker 2 to register on its new session",
+    )
+    assert _owner(cluster.admin_store, 2) == broker.store.session_id != old_session
+    assert broker.registrations == 2
+
+
+class _SwitchableSession(InstrumentedStore):
+    """One broker's connection that can give up on its session and move to a new one while the
+    server still holds the old one (a client-side timeout), as ZooKeeper clients may."""
+
+    def __init__(self, first: MetadataStore):
+        super().__init__(first)
+        self._listeners: list[SessionListener] = []
+
+    def add_listener(self, listener: SessionListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: SessionListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def switch_to(self, new: MetadataStore) -> None:
+        self.inner = new
+        for state in (SessionState.LOST, SessionState.CONNECTED):
+            for listener in list(self._listeners):
+                listener(state)
+
+
+def test_broker_replaces_its_own_stale_node_from_an_old_session(
+    open_session: Callable[[], MetadataStore],
+) -> None:
+    first = open_session()
+    connection = _SwitchableSession(first)
+    broker = Broker(4, connection, config=EngineConfig(controller_election="kafka"))
+    broker.start()
+    observer = open_session()
+    assert _owner(observer, 4) == first.session_id
+    second = open_session()
+    connection.switch_to(second)  # the old session is still alive and still owns the node
+    wait_for(
+        lambda: _owner(observer, 4) == second.session_id,
+        what="broker 4 to replace its node of the old session",
+    )
+    assert broker.registrations == 2
+    broker.kill()
+
+
+def test_a_stale_node_of_someone_else_is_not_taken_over(
+    open_session: Callable[[], MetadataStore],
+) -> None:
+    other = open_session()
+    other.ensure_path(layout.BROKER_IDS)
+    other.create(layout.broker_path(6), b"{}", ephemeral=True)
+    broker = Broker(6, open_session())
+    with pytest.raises(BrokerIdInUseError, match=f"live session {other.session_id:#x}"):
+        broker.start()
+    assert _owner(other, 6) == other.session_id
+
+
+def test_broker_loss_and_return(
+    make_cluster: Callable[..., Any], until: Callable[..., Any]
+) -> None:
+    cluster = make_cluster(3, config=EngineConfig(auto_leader_rebalance=False))
+    cluster.create_topic("t", 6, 3)
+    before = until(cluster, lambda v: len(v.partitions) == 6, "t to get leaders")
+    victim = next(b for b in (0, 1, 2) if b != before.controller)
+    led = {p.tp for p in before.partitions if p.leader == victim}
+    assert led
+    cluster.kill(victim)
+    after = until(
+        cluster,
+        lambda v: victim not in v.brokers and all(victim not in p.isr for p in v.partitions),
+        f"broker {victim} to leave every ISR",
+    )
+    for p in after.partitions:
+        old = before.partition(p.topic, p.partition)
+        assert p.leader in after.brokers
+        assert p.leader_epoch == old.leader_epoch + 1  # every partition had it in its ISR
+        if p.tp in led:
+            # offline election: first live in-sync replica in assignment order
+            assert p.leader == next(r for r in p.replicas if r != victim)
+        else:
+            assert p.leader == old.leader
+    cluster.restart(victim)
+    back = until(cluster, lambda v: victim in v.brokers, f"broker {victim} to return")
+    # Returning replicas rejoin the ISR only when their leader adds them (after catching up).
+    assert all(victim not in p.isr for p in back.partitions)
+    cluster.produce(10)
+    cluster.replicate()
+    joined = until(
+        cluster,
+        lambda v: all(victim in p.isr for p in v.partitions),
+        f"broker {victim} to rejoin every ISR",
+    )
+    assert all(p.leader != victim for p in joined.partitions)
+    assert cluster.history is not None and cluster.history.violations() == []
