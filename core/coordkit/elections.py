@@ -108,16 +108,19 @@ def controlled_shutdown_partition_leader(
 ) -> int | None:
     """First assigned replica that is live, in the ISR and not shutting down."""
     in_sync, alive, leaving = set(isr), set(live), set(shutting_down)
-    return next(
-        (r for r in assignment if r in alive and r in in_sync and r not in leaving), None
-    )
+    return next((r for r in assignment if r in alive and r in in_sync and r not in leaving), None)
 
 
 # -- leader plus new ISR (PartitionStateMachine) --------------------------------------------------
 
 
 def _broker_tuple(values: Iterable[int]) -> tuple[int, ...]:
-    return tuple(int(v) for v in values)
+    # Elections run for 100,000s of partitions at once: pass tuples through untouched.
+    return values if type(values) is tuple else tuple(int(v) for v in values)
+
+
+def _broker_set(values: Iterable[int]) -> frozenset[int]:
+    return values if type(values) is frozenset else frozenset(int(v) for v in values)
 
 
 @attrs.frozen
@@ -133,8 +136,8 @@ class PartitionElectionInput:
 
     assignment: tuple[int, ...] = attrs.field(converter=_broker_tuple)
     isr: tuple[int, ...] = attrs.field(converter=_broker_tuple)
-    live: frozenset[int] = attrs.field(converter=frozenset)
-    shutting_down: frozenset[int] = attrs.field(default=frozenset(), converter=frozenset)
+    live: frozenset[int] = attrs.field(converter=_broker_set)
+    shutting_down: frozenset[int] = attrs.field(default=frozenset(), converter=_broker_set)
     target: tuple[int, ...] | None = attrs.field(
         default=None, converter=attrs.converters.optional(_broker_tuple)
     )
@@ -160,9 +163,7 @@ def offline_election(inp: PartitionElectionInput, unclean_enabled: bool) -> Lead
     if leader is None:
         return None
     if leader in inp.isr:
-        return LeaderAndIsr(
-            leader, (r for r in inp.isr if r in inp.live), ElectionReason.OFFLINE
-        )
+        return LeaderAndIsr(leader, (r for r in inp.isr if r in inp.live), ElectionReason.OFFLINE)
     return LeaderAndIsr(leader, (leader,), ElectionReason.UNCLEAN, unclean=True)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from coordkit_assignors.sticky_group import BoolArray, IntArray, StickyGroup
 from coordkit_assignors.sticky_java import java_string_hash
+from coordkit_assignors.sticky_minima import choose_tracker
 from coordkit_assignors.sticky_movements import PartitionMovements
 from coordkit_assignors.sticky_racks import StickyRacks
 
@@ -58,30 +59,20 @@ class _Subscriptions:
             (self.subscribes * class_sizes[:, None]).sum(axis=0).astype(np.int64)
         )
         # Topics with the same subscribing classes share a "signature" (the same eligible members).
-        signature_of: dict[tuple[int, ...], int] = {}
-        self.topic_signature: IntArray = np.array(
-            [
-                signature_of.setdefault(
-                    tuple(np.flatnonzero(self.subscribes[:, t]).tolist()), len(signature_of)
-                )
-                for t in range(topics)
-            ],
-            dtype=np.int64,
-        )
-        self.signature_classes: list[tuple[int, ...]] = list(signature_of)
-        self.signature_members: list[IntArray] = [
-            np.sort(np.concatenate([self.class_members[k] for k in sig]))
-            if sig
-            else np.zeros(0, np.int64)
-            for sig in self.signature_classes
+        rows, signature = np.unique(self.subscribes.T, axis=0, return_inverse=True)
+        self.topic_signature: IntArray = signature.reshape(-1).astype(np.int64)
+        self.signature_classes: list[tuple[int, ...]] = [
+            tuple(np.flatnonzero(row).tolist()) for row in rows
         ]
-        self.max_assignment: IntArray = (
-            (self.subscribes * group.topic_counts[None, :])
-            .sum(axis=1)
-            .astype(np.int64)[self.member_class]
-            if classes
+        self.signature_members: list[IntArray] = [
+            np.sort(np.concatenate([self.class_members[k] for k in classes_of]))
+            if classes_of
             else np.zeros(0, np.int64)
-        )
+            for classes_of in self.signature_classes
+        ]
+        class_capacity = (self.subscribes * group.topic_counts[None, :]).sum(axis=1)
+        # the most partitions each member could hold: all of its topics'
+        self.max_assignment: IntArray = class_capacity.astype(np.int64)[self.member_class]
 
 
 def general_assign(group: StickyGroup, racks: StickyRacks) -> IntArray:
@@ -112,9 +103,8 @@ def general_assign(group: StickyGroup, racks: StickyRacks) -> IntArray:
 
     # 3. Balance the members and topics that can still change.
     movable_topic = subs.topic_consumers >= 2
-    participating = (sizes < subs.max_assignment) | (subs.subscribes & movable_topic[None, :]).any(
-        axis=1
-    )[subs.member_class]
+    class_in_play: BoolArray = np.any(subs.subscribes & movable_topic[None, :], axis=1)
+    participating = (sizes < subs.max_assignment) | class_in_play[subs.member_class]
     if not participating.any():
         return owner
     in_play = movable_topic[group.partition_topic[sorted_partitions]]
@@ -272,12 +262,9 @@ class _Balancer:
         self.sizes = sizes
         self.signature_of = subs.topic_signature[np.maximum(group.partition_topic, 0)]
         self.signature_classes = subs.signature_classes
-        self.signature_min = np.array(
-            [
-                min((int(sizes[subs.class_members[k]].min()) for k in classes), default=0)
-                for classes in subs.signature_classes
-            ],
-            dtype=np.int64,
+        self.signature_members = subs.signature_members
+        self.signature_min: IntArray = np.array(
+            [int(sizes[m].min()) if len(m) else 0 for m in subs.signature_members], dtype=np.int64
         )
         # Counts of the members taking part, for Kafka's first test (max - min <= 1) in O(1).
         player_counts = sizes[players].tolist()
@@ -304,7 +291,6 @@ class _Balancer:
         self.owner_list: list[int] = self.owner.tolist()
         self.size_list: list[int] = self.sizes.tolist()
         self.signature_list: list[int] = self.signature_of.tolist()
-        self.signature_min_list: list[int] = self.signature_min.tolist()
         self.topic_list: list[int] = group.partition_topic.tolist()
         self.base_list: list[int] = group.topic_bases.tolist()
         # Previous owners, kept only where they may take the partition back (Kafka would otherwise
@@ -315,29 +301,18 @@ class _Balancer:
         ok[idx] = subs.subscribes[subs.member_class[previous[idx]], group.partition_topic[idx]]
         self.previous = np.where(ok, previous, -1)
         self.previous_list: list[int] = self.previous.tolist()
-        self.class_list: list[int] = subs.member_class.tolist()
-        # One heap of (count, member) per class; stale entries (count changed) are skipped lazily.
-        self.heaps: list[list[tuple[int, int]]] = []
-        for members in subs.class_members:
-            heap = [(self.size_list[m], m) for m in members.tolist()]
-            heapq.heapify(heap)
-            self.heaps.append(heap)
-        self.signatures_of_class: list[list[int]] = [[] for _ in subs.class_members]
-        for s, classes in enumerate(subs.signature_classes):
-            for k in classes:
-                self.signatures_of_class[k].append(s)
+        self.tracker = choose_tracker(
+            self.size_list,
+            self.sizes,
+            subs.member_class.tolist(),
+            subs.class_members,
+            subs.signature_classes,
+            subs.signature_members,
+        )
+        # from now on the tracker keeps the per-signature minima (list and array)
+        self.signature_min = self.tracker.minimum_array
+        self.signature_min_list = self.tracker.minimum
         self.movements = PartitionMovements([java_string_hash(t) for t in group.topics])
-
-    # -- least loaded members
-    def _class_top(self, k: int) -> tuple[int, int]:
-        heap, sizes = self.heaps[k], self.size_list
-        while heap[0][0] != sizes[heap[0][1]]:
-            heapq.heappop(heap)
-        return heap[0]
-
-    def _least_loaded(self, signature: int) -> int:
-        """The first subscriber in Kafka's (count, member id) order."""
-        return min(self._class_top(k) for k in self.signature_classes[signature])[1]
 
     # -- balance
     def _balanced(self) -> bool:
@@ -362,15 +337,8 @@ class _Balancer:
             return True
         start, end = int(self.check_starts[worst]), int(self.check_ends[worst])
         partition = int(self.check_partitions[start + int(np.argmax(owner_counts[start:end]))])
-        signature = int(self.check_signature_ids[worst])
-        classes = self.signature_classes[signature]
-        member = min(
-            (int(self.sizes[m]), int(m))
-            for k in classes
-            for m in [
-                self.subs.class_members[k][int(np.argmin(self.sizes[self.subs.class_members[k]]))]
-            ]
-        )[1]
+        members = self.signature_members[int(self.check_signature_ids[worst])]
+        member = int(members[int(np.argmin(self.sizes[members]))])  # fewest, then smallest id
         self.witness = (partition, member)
         return False
 
@@ -443,7 +411,7 @@ class _Balancer:
                 if previous >= 0 and held > self.size_list[previous] + 1:
                     self._reassign(partition, previous)
                 else:
-                    self._reassign(partition, self._least_loaded(self.signature_list[partition]))
+                    self._reassign(partition, self.tracker.least_loaded(self.signature_list[partition]))
                 performed = modified = True
                 position += 1
             if not modified:
@@ -474,17 +442,4 @@ class _Balancer:
                     self.highest = before - 1
                 if before == self.lowest:
                     self.lowest = before + 1
-            heapq.heappush(self.heaps[self.class_list[member]], (after, member))
-        old_class, new_class = self.class_list[old], self.class_list[new]
-        signatures = self.signatures_of_class[old_class]
-        if new_class != old_class:
-            signatures = sorted({*signatures, *self.signatures_of_class[new_class]})
-        for s in signatures:
-            classes = self.signature_classes[s]
-            low = (
-                self._class_top(classes[0])[0]
-                if len(classes) == 1
-                else min(self._class_top(k)[0] for k in classes)
-            )
-            self.signature_min_list[s] = low
-            self.signature_min[s] = low
+        self.tracker.moved(old, new)

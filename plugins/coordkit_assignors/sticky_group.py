@@ -53,8 +53,8 @@ class StickyGroup:
         subs = [group.members[m] for m in self.member_ids]
         self.size = len(self.member_ids)
         self.generations: IntArray = np.array([s.generation for s in subs], dtype=np.int64)
-        self.max_generation = (
-            int(max(DEFAULT_GENERATION, *self.generations)) if self.size else DEFAULT_GENERATION
+        self.max_generation = max(
+            DEFAULT_GENERATION, int(self.generations.max()) if self.size else DEFAULT_GENERATION
         )
         # Within a bucket Java keeps insertion (JoinGroup) order, which a GroupSubscription does not
         # carry: inserting in id order keeps the result independent of how members are listed.
@@ -88,7 +88,6 @@ class StickyGroup:
                 )
             self.member_topics.append(valid_sets[s.topics])
         self.all_subscriptions_equal = len(set(raw_sets.values())) <= 1
-        self.raw_topics: list[frozenset[str]] = [raw_sets[s.topics] for s in subs]
 
         # Per global partition index: its topic number, -1 outside the assignable topics.
         self.partition_topic: IntArray = np.full(space.total, -1, dtype=np.int64)
@@ -143,9 +142,12 @@ class StickyGroup:
         self.claim_partition: IntArray = base + numbers
 
     def _resolve_claims(self) -> None:
-        """Kafka keeps a partition claimed twice with the higher generation; equal: with neither."""
+        """Kafka keeps a partition claimed twice with the higher generation; equal: with neither.
+
+        With three or more claimants Kafka's outcome depends on ``HashMap`` iteration order (a
+        stale pair can void a newer claim); here the newest claim wins if only one member made it.
+        """
         member, partition = self.claim_member, self.claim_partition
-        self.contested: IntArray = np.zeros(0, dtype=np.int64)
         if len(partition) == 0 or np.bincount(partition, minlength=self.space.total).max() <= 1:
             self.owned_member, self.owned_partition = member, partition
             return
@@ -167,16 +169,6 @@ class StickyGroup:
         )
         keep = at_best & (holders[group_of_claim] == 1)
         self.owned_member, self.owned_partition = member[keep], partition[keep]
-        self.contested = partition[starts[holders > 1]]
-
-    def claim_counts(self) -> tuple[IntArray, IntArray]:
-        """Per global partition: how many members claim it, and the sum of their numbers."""
-        n = self.space.total
-        claimers = np.bincount(self.claim_partition, minlength=n)
-        sums = np.bincount(self.claim_partition, weights=self.claim_member, minlength=n).astype(
-            np.int64
-        )
-        return claimers, sums
 
     def previous_owners(self) -> IntArray:
         """Kafka's ``prevAssignment``: per partition, the member of the highest generation below the

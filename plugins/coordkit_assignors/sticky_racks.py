@@ -12,11 +12,8 @@ one integer and the rack tests are table look-ups.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
-from coordkit_assignors.sticky_group import IntArray, StickyGroup
-
-BoolArray = npt.NDArray[np.bool_]
+from coordkit_assignors.sticky_group import BoolArray, IntArray, StickyGroup
 
 
 class StickyRacks:
@@ -75,11 +72,6 @@ class StickyRacks:
         rack = self.member_rack[members]
         has_rack = rack >= 0
         return has_rack & ~self.matches[self.partition_set[partitions], np.where(has_rack, rack, 0)]
-
-    def member_matches(self, member: int, partition: int) -> bool:
-        """Kafka's ``!racksMismatch(member, partition)`` for one pair."""
-        rack = int(self.member_rack[member])
-        return rack < 0 or bool(self.matches[self.partition_set[partition], rack])
 
     def sort_by_rack_consumers(self, partitions: IntArray) -> IntArray:
         """Kafka's ``sortPartitionsByRackConsumers``: stable, fewest same-rack members first."""

@@ -9,7 +9,6 @@ from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
 from coordkit.engine.controllership import (
     claim_controller,
-    holds_controller,
     read_controller,
     release_controller,
 )

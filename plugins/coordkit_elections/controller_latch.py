@@ -11,7 +11,7 @@ from __future__ import annotations
 from coordkit import layout, paths
 from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
-from coordkit.engine.controllership import claim_controller, holds_controller, release_controller
+from coordkit.engine.controllership import claim_controller, release_controller
 from coordkit.errors import BadVersionError, LayoutError, NoNodeError
 from coordkit.store import Check, DataEvent, Delete, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
@@ -88,9 +88,11 @@ class LatchCandidate(CandidateBase):
         self._predecessor = path
         if path is not None:
             self._arming(f"predecessor:{path}")
-            self._predecessor_watch = self.store.watch_data(
-                path, lambda e, p=path: self._post(self._predecessor_node, p, e)
-            )
+
+            def changed(event: DataEvent, watched: str = path) -> None:
+                self._post(self._predecessor_node, watched, event)
+
+            self._predecessor_watch = self.store.watch_data(path, changed)
 
     def _predecessor_node(self, path: str, event: DataEvent) -> None:
         if path != self._predecessor:

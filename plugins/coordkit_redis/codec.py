@@ -106,20 +106,9 @@ def multi_error(reply: bytes) -> StoreError:
 
 def stat_from_text(text: bytes) -> Stat:
     """From ``czxid,mzxid,pzxid,ctime,mtime,version,cversion,owner,data length,children``."""
-    v = text.split(b",")
-    return Stat(
-        czxid=int(v[0]),
-        mzxid=int(v[1]),
-        pzxid=int(v[2]),
-        ctime=int(v[3]),
-        mtime=int(v[4]),
-        version=int(v[5]),
-        cversion=int(v[6]),
-        aversion=0,
-        ephemeral_owner=int(v[7]),
-        data_length=int(v[8]),
-        num_children=int(v[9]),
-    )
+    fields = list(map(int, text.split(b",")))
+    fields.insert(7, 0)  # aversion: ACLs are not emulated
+    return Stat(*fields)
 
 
 def result_of(line: bytes, op_index: int | None = None) -> Any:

@@ -73,6 +73,7 @@ class SessionKeeper:
         self._feed = ChangeFeed(stream_key, hub, self._session_expired_event)
         self._state = SessionState.CONNECTED
         self._session_id = 0
+        self._session_word = "0"
         self._listeners: list[SessionListener] = []
         self._lock = threading.Lock()  # state and listeners
         self._session_lock = threading.Lock()  # session transitions: heartbeat results, close
@@ -88,6 +89,11 @@ class SessionKeeper:
     @property
     def session_id(self) -> int:
         return self._session_id
+
+    @property
+    def session_word(self) -> str:
+        """The session id as the scripts take it."""
+        return self._session_word
 
     def add_listener(self, listener: SessionListener) -> None:
         with self._lock:
@@ -126,6 +132,7 @@ class SessionKeeper:
             )
             if int(opened) == 1:
                 self._session_id = session_id
+                self._session_word = str(session_id)
                 return
         raise StoreError("could not allocate a unique session id")
 

@@ -142,13 +142,13 @@ class RedisStore(MetadataStore):
         """One op in its own transaction; returns its result or raises its error."""
         path = words[1]
         self._require_connected(path)
-        session_id = self._keeper.session_id
+        session = self._keeper.session_word
         try:
-            reply = self._run_script(self._client, SCRIPTS.ops, str(session_id), "e", *words)
+            reply = self._run_script(self._client, SCRIPTS.ops, session, "e", *words)
         except (rex.RedisError, OSError) as exc:
             raise self._failed(exc, path) from None
         if reply == SESSION_EXPIRED:
-            raise self._session_gone(session_id, path)
+            raise self._session_gone(int(session), path)
         result = result_of(reply)
         if isinstance(result, StoreError):
             raise result
@@ -257,13 +257,13 @@ class RedisStore(MetadataStore):
         self._require_connected(None)
         if not ops:
             return []
-        session_id = self._keeper.session_id
+        session = self._keeper.session_word
         try:
-            reply = self._run_script(self._client, SCRIPTS.ops, str(session_id), "m", *args)
+            reply = self._run_script(self._client, SCRIPTS.ops, session, "m", *args)
         except (rex.RedisError, OSError) as exc:
             raise self._failed(exc, None) from None
         if reply == SESSION_EXPIRED:
-            raise self._session_gone(session_id)
+            raise self._session_gone(int(session))
         if reply[:1] == b"!":
             error = multi_error(reply)
             failed = error.op_index

@@ -37,7 +37,8 @@ from kazoo.protocol.states import KeeperState
 
 #: Bytes of requests written per turn of the connection loop (replies are read in between).
 SEND_BATCH_BYTES = 256 * 1024
-RECV_BYTES = 256 * 1024
+#: Kept below glibc's mmap threshold: every recv allocates a buffer of this size.
+RECV_BYTES = 64 * 1024
 
 _PENDING = object()
 _REQUIRED = (

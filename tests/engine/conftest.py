@@ -55,9 +55,7 @@ def settle(cluster: Cluster, what: str = "the cluster to settle") -> ClusterView
     return cluster.view()
 
 
-def wait_view(
-    cluster: Cluster, predicate: Callable[[ClusterView], bool], what: str
-) -> ClusterView:
+def wait_view(cluster: Cluster, predicate: Callable[[ClusterView], bool], what: str) -> ClusterView:
     """Wait until the store-read view satisfies ``predicate`` and the controller is idle."""
 
     def check() -> ClusterView | None:

@@ -136,4 +136,5 @@ def test_broker_loss_and_return(
         f"broker {victim} to rejoin every ISR",
     )
     assert all(p.leader != victim for p in joined.partitions)
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []

@@ -14,11 +14,10 @@ from coordkit.engine import (
     ControllerFencedError,
     EngineConfig,
     Observers,
+    states,
 )
-from coordkit.engine import states
 from coordkit.engine.fencing import FencedWriter
 from coordkit.errors import NoNodeError
-from coordkit.model import NO_LEADER
 from coordkit.store import MetadataStore, SetData
 from harness.backends import Backend
 from harness.waiting import wait_for
@@ -64,7 +63,8 @@ def test_failover_when_the_controller_session_ends(
     # Exactly one broker holds a controller term: the one /controller names, at the new epoch.
     holders = [b for b in cluster.brokers.values() if b.is_controller]
     assert [b.broker_id for b in holders] == [after.controller]
-    assert holders[0].controller is not None and holders[0].controller.epoch == after.epoch
+    assert holders[0].controller is not None
+    assert holders[0].controller.epoch == after.epoch
     for p in after.partitions:
         old_state = before.partition(*p.tp)
         if p.leader_epoch > old_state.leader_epoch:
@@ -73,7 +73,8 @@ def test_failover_when_the_controller_session_ends(
         else:
             # Untouched: the broker it names came back before anyone saw it gone.
             assert (p.leader, p.isr) == (old_state.leader, old_state.isr)
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
     assert cluster.history.epochs() == [before.epoch, after.epoch]
 
 
@@ -98,7 +99,8 @@ def test_failover_when_the_controller_broker_crashes(
             # Offline election by the new controller: first live in-sync replica.
             assert p.leader == next(r for r in old_state.isr if r != before.controller)
             assert (p.leader_epoch, p.controller_epoch) == (old_state.leader_epoch + 1, after.epoch)
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 def test_latch_wakes_only_the_next_candidate(
@@ -186,7 +188,8 @@ def test_deposed_controller_writes_are_rejected(
     assert fenced == [stale_term]
     assert not zombie.active
     assert cluster.view().partitions == after.partitions
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 def test_controller_resigns_when_fenced(
@@ -215,7 +218,8 @@ def test_controller_resigns_when_fenced(
 
 
 def test_controller_epoch_starts_at_zero_when_missing(
-    open_session: Callable[[], MetadataStore], make_cluster: Callable[..., Any],
+    open_session: Callable[[], MetadataStore],
+    make_cluster: Callable[..., Any],
     settled: Callable[..., Any],
 ) -> None:
     session = open_session()

@@ -55,23 +55,29 @@ def test_layout_read_back_node_by_node(
         assert set(value) == BROKER_FIELDS, path
         info = layout.BROKER.decode(data, path)
         assert (info.host, info.port, info.version) == ("localhost", 9092 + broker, 1)
-        assert isinstance(value["timestamp"], str) and value["timestamp"].isdigit()
+        assert isinstance(value["timestamp"], str)
+        assert value["timestamp"].isdigit()
         stat = store.exists(path)
-        assert stat is not None and stat.ephemeral
+        assert stat is not None
+        assert stat.ephemeral
 
     value, data = _json(store, "/controller")
     assert set(value) == CONTROLLER_FIELDS
-    assert value["brokerid"] == view.controller and value["version"] == 1
-    assert isinstance(value["timestamp"], str) and value["timestamp"].isdigit()
+    assert value["brokerid"] == view.controller
+    assert value["version"] == 1
+    assert isinstance(value["timestamp"], str)
+    assert value["timestamp"].isdigit()
     stat = store.exists("/controller")
-    assert stat is not None and stat.ephemeral
+    assert stat is not None
+    assert stat.ephemeral
 
     epoch_data, epoch_stat = store.get("/controller_epoch")
     assert int(epoch_data) == view.epoch >= 1
     assert not epoch_stat.ephemeral
 
     value, data = _json(store, "/brokers/topics/orders")
-    assert set(value) == TOPIC_FIELDS and value["version"] == 1
+    assert set(value) == TOPIC_FIELDS
+    assert value["version"] == 1
     assert sorted(value["partitions"]) == ["0", "1", "2", "3"]
     assignment = layout.TOPIC.decode(data, "/brokers/topics/orders")
     assert all(len(r) == 2 for r in assignment.partitions.values())

@@ -56,7 +56,8 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_leaves(
             assert p == during.partition(*p.tp)
         elif p.replicas == (leaving,):
             assert p.leader == NO_LEADER
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 def test_stop_runs_a_controlled_shutdown(
@@ -116,7 +117,8 @@ def test_unclean_election_loses_acknowledged_records(
         cluster.restart(1)
         view = until(cluster, lambda v: v.partition(*tp).leader == 1, "broker 1 to lead again")
         assert cluster.replication.totals().acked_lost == 0
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 def test_cluster_wide_unclean_strategy(
@@ -155,7 +157,8 @@ def test_automatic_preferred_leader_rebalance(
         "the returning broker to rejoin the ISRs",
     )
     preferred_elsewhere = [p for p in moved.partitions if p.replicas[0] == bounced]
-    assert preferred_elsewhere and all(p.leader != bounced for p in preferred_elsewhere)
+    assert preferred_elsewhere
+    assert all(p.leader != bounced for p in preferred_elsewhere)
     # Not before the check interval...
     clock.advance(299)
     assert until(cluster, lambda v: True, "idle") == cluster.view()
@@ -188,7 +191,8 @@ def test_imbalance_below_threshold_is_left_alone(
     cluster.replicate()
     until(cluster, lambda v: all(0 in p.isr for p in v.partitions), "ISR expansion")
     ctrl = cluster.controller_broker()
-    assert ctrl is not None and ctrl.controller is not None
+    assert ctrl is not None
+    assert ctrl.controller is not None
     moved = ctrl.controller.elect_preferred_leaders([("t", 0)]).result(timeout=20)
     assert moved == [("t", 0)]
     clock.advance(400)

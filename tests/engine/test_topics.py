@@ -92,8 +92,9 @@ def test_topic_deletion(make_cluster: Callable[..., Any], until: Callable[..., A
     store = cluster.admin_store
     view = until(
         cluster,
-        lambda v: {p.topic for p in v.partitions} == {"kept"}
-        and not store.children(layout.DELETE_TOPICS),
+        lambda v: (
+            {p.topic for p in v.partitions} == {"kept"} and not store.children(layout.DELETE_TOPICS)
+        ),
         "gone to be deleted",
     )
     for path in (
@@ -110,7 +111,8 @@ def test_topic_deletion(make_cluster: Callable[..., Any], until: Callable[..., A
         cluster, lambda v: any(p.topic == "gone" for p in v.partitions), "gone to come back"
     )
     assert again.partition("gone", 0).leader_epoch == 0
-    assert cluster.history is not None and cluster.history.violations() == []
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 def test_deletion_request_for_unknown_topic_is_dropped(

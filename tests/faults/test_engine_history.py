@@ -147,4 +147,6 @@ def test_the_checks_catch_split_brain() -> None:
     problems = history.violations()
     assert "controller epoch 4 was won 2 times (brokers [1, 2])" in problems
     assert "controllers [1, 2] all wrote partition states in epoch 4" in problems
-    assert "partition t-0 (generation 0) had leaders [1, 2] with the same leader epoch 9" in problems
+    assert (
+        "partition t-0 (generation 0) had leaders [1, 2] with the same leader epoch 9" in problems
+    )

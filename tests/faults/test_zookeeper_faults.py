@@ -549,6 +549,61 @@ def test_oversized_values_and_invalid_paths_are_clear_errors(stores: Stores) -> 
     assert len(store.get("/big")[0]) == MAX_DATA_SIZE
 
 
+# -- TLS -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_server() -> Iterator[StandaloneZooKeeper]:
+    """A server that speaks TLS on its secure port and requires a client certificate."""
+    zk = StandaloneZooKeeper(tls=True).start()
+    yield zk
+    zk.close()
+
+
+def tls_url(zk: StandaloneZooKeeper, root: str, *, ca: Any = None, client_cert: bool = True) -> str:
+    files = zk.tls_files
+    assert files is not None
+    query = f"tls=true&ca={ca or files.ca}&check_hostname=true"
+    if client_cert:
+        query += f"&cert={files.client_cert}&key={files.client_key}"
+    return f"zookeeper://{zk.server.secure_address}{root}?{query}"
+
+
+def test_store_over_tls_with_a_client_certificate(tls_server: StandaloneZooKeeper) -> None:
+    root = chroot()
+    store = get_plugin_manager().store_for(tls_url(tls_server, root))
+    plain = get_plugin_manager().store_for(f"zookeeper://{tls_server.hosts}{root}")
+    try:
+        seen = Recorder()
+        store.create("/t", b"over tls")
+        store.watch_data("/t", seen)
+        results = store.apply([Create(f"/t/{i}", str(i).encode()) for i in range(2000)])
+        assert results == [f"/t/{i}" for i in range(2000)]
+        values = store.get_many([f"/t/{i}" for i in range(2000)])
+        assert [v[0] for v in values] == [str(i).encode() for i in range(2000)]  # type: ignore[index]
+        assert plain.get("/t")[0] == b"over tls"  # the same tree, seen over the plain port
+        plain.set("/t", b"changed")
+        wait_for(
+            lambda: seen.last() is not None and seen.last().data == b"changed",
+            what="watch over TLS",
+        )
+    finally:
+        store.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("problem", ["untrusted server certificate", "no client certificate"])
+def test_tls_refuses_what_it_cannot_verify(tls_server: StandaloneZooKeeper, problem: str) -> None:
+    files = tls_server.tls_files
+    assert files is not None
+    if problem == "untrusted server certificate":
+        url = tls_url(tls_server, chroot(), ca=files.other_ca)
+    else:
+        url = tls_url(tls_server, chroot(), client_cert=False)
+    with pytest.raises(ConnectionLossError, match="could not connect"):
+        get_plugin_manager().store_for(url + "&connect_timeout=3")
+
+
 # -- pipelining on kazoo's own connection handler --------------------------------------------------
 
 

@@ -100,7 +100,11 @@ class RedisServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._log = self.directory / "redis.log"
         if tls:
-            self.tls_files = make_tls_files(self.directory / "tls")
+            try:
+                self.tls_files = make_tls_files(self.directory / "tls")
+            except BaseException:
+                shutil.rmtree(self.directory, ignore_errors=True)
+                raise
 
     # -- lifecycle
     def start(self) -> RedisServer:
@@ -228,7 +232,11 @@ class RedisServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> RedisServer:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.close()  # __exit__ does not run when __enter__ fails
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -341,7 +349,7 @@ class RedisBackend:
     _ids = itertools.count(1)
 
     def __init__(self) -> None:
-        self.server = RedisServer().start()
+        self.server = RedisServer().__enter__()
         self._admin = self.server.client()
         self._proxies: dict[int, TCPProxy] = {}
         self._lock = threading.Lock()

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import attrs
+
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 from coordkit.urls import StoreURL
@@ -39,6 +41,8 @@ ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
 #: Debian's zookeeper.jar names its dependencies in its manifest's Class-Path; only a logging
 #: binding is added, so server warnings land in the server's log file instead of nowhere.
 LOG_BINDING_JAR = JAVA_DIR / "slf4j-simple.jar"
+#: The Netty server (needed for TLS) uses jars zookeeper.jar's manifest does not list.
+NETTY_JARS = ("netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar")
 INSTALL_HINT = (
     "apt-get install zookeeper (Debian's package; it brings Java and /usr/share/java/zookeeper.jar)"
 )
@@ -69,6 +73,59 @@ def require_zookeeper() -> tuple[str, str]:
     if LOG_BINDING_JAR.is_file():
         classpath.append(str(LOG_BINDING_JAR))
     return java, os.pathsep.join(classpath)
+
+
+@attrs.frozen
+class TLSFiles:
+    """PEM files for a TLS-enabled server: its key and certificate, the CA that signed them, a
+    client certificate from the same CA, and an unrelated CA that trusts nothing here."""
+
+    ca: Path
+    server_pem: Path
+    client_cert: Path
+    client_key: Path
+    other_ca: Path
+
+
+def make_tls_files(directory: Path) -> TLSFiles:
+    """A throw-away CA, server and client certificates (valid two days) made with ``openssl``."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise ZooKeeperUnavailableError("openssl is not installed; run: apt-get install openssl")
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=directory, check=True, capture_output=True)
+
+    def new_ca(name: str) -> None:
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
+            "-keyout", f"{name}.key", "-out", f"{name}.pem")  # fmt: skip
+
+    def signed(name: str, subject: str, extensions: str | None) -> None:
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={subject}",
+            "-keyout", f"{name}.key", "-out", f"{name}.csr")  # fmt: skip
+        extra = ["-extfile", f"{name}.ext"] if extensions else []
+        if extensions:
+            (directory / f"{name}.ext").write_text(extensions + "\n")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-out", f"{name}.crt", *extra)  # fmt: skip
+
+    new_ca("ca")
+    new_ca("other-ca")
+    signed("server", "localhost", "subjectAltName=IP:127.0.0.1,DNS:localhost")
+    signed("client", "coordkit-test-client", None)
+    # ZooKeeper's PEM key store: the private key followed by its certificate.
+    server_pem = directory / "server-keystore.pem"
+    server_pem.write_text(
+        (directory / "server.key").read_text() + (directory / "server.crt").read_text()
+    )
+    return TLSFiles(
+        ca=directory / "ca.pem",
+        server_pem=server_pem,
+        client_cert=directory / "client.crt",
+        client_key=directory / "client.key",
+        other_ca=directory / "other-ca.pem",
+    )
 
 
 def free_port() -> int:
@@ -109,8 +166,18 @@ class ZooKeeperServer:
         peers: dict[int, tuple[int, int, int]] | None = None,
         extra_config: dict[str, str] | None = None,
         jvm_options: tuple[str, ...] = (),
+        tls: TLSFiles | None = None,
     ):
         self.java, self.classpath = require_zookeeper()
+        self.tls = tls
+        self.secure_port = free_port() if tls else None
+        if tls:
+            self.classpath = os.pathsep.join(
+                [
+                    self.classpath,
+                    *(str(JAVA_DIR / jar) for jar in NETTY_JARS if (JAVA_DIR / jar).is_file()),
+                ]
+            )
         self.workdir = workdir
         self.server_id = server_id
         self.host = "127.0.0.1"
@@ -131,6 +198,12 @@ class ZooKeeperServer:
     def address(self) -> str:
         return f"{self.host}:{self.client_port}"
 
+    @property
+    def secure_address(self) -> str:
+        if self.secure_port is None:
+            raise ValueError("this server has no TLS port")
+        return f"{self.host}:{self.secure_port}"
+
     def _write_config(self) -> None:
         config = {
             "tickTime": str(TICK_MS),
@@ -146,6 +219,20 @@ class ZooKeeperServer:
             "admin.enableServer": "false",
             "autopurge.purgeInterval": "0",
         }
+        if self.tls:
+            # Plain clientPort stays for the `srvr` readiness probe; clients use the secure port.
+            config.update(
+                {
+                    "secureClientPort": str(self.secure_port),
+                    "secureClientPortAddress": self.host,
+                    "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+                    "ssl.keyStore.location": str(self.tls.server_pem),
+                    "ssl.keyStore.type": "PEM",
+                    "ssl.trustStore.location": str(self.tls.ca),
+                    "ssl.trustStore.type": "PEM",
+                    "ssl.clientAuth": "need",
+                }
+            )
         if self.peers:
             config["standaloneEnabled"] = "false"
             config["cnxTimeout"] = "1000"
@@ -266,13 +353,18 @@ class ZooKeeperServer:
 
 
 class StandaloneZooKeeper:
-    """A standalone server in its own temporary directory (removed on close)."""
+    """A standalone server in its own temporary directory (removed on close).
 
-    def __init__(self, **server_options: Any):
+    :param tls: also serve TLS on ``server.secure_port``, requiring client certificates, with
+        throw-away certificates in ``tls_files``.
+    """
+
+    def __init__(self, *, tls: bool = False, **server_options: Any):
         require_zookeeper()
         self.root = Path(tempfile.mkdtemp(prefix="coordkit-zk-"))
-        self.server = ZooKeeperServer(self.root / "server", **server_options)
         _register_cleanup(self)
+        self.tls_files = make_tls_files(self.root / "tls") if tls else None
+        self.server = ZooKeeperServer(self.root / "server", tls=self.tls_files, **server_options)
 
     @property
     def hosts(self) -> str:
@@ -283,7 +375,9 @@ class StandaloneZooKeeper:
         return self
 
     def close(self) -> None:
-        self.server.close()
+        server = getattr(self, "server", None)
+        if server is not None:
+            server.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -198,17 +198,13 @@ def test_preferred_and_reassign_keep_the_isr() -> None:
 
 
 def test_new_partition_leader_is_first_live_and_isr_all_live() -> None:
-    assert new_partition_election([3, 1, 2], {1, 2}) == LeaderAndIsr(
-        1, (1, 2), ElectionReason.NEW
-    )
+    assert new_partition_election([3, 1, 2], {1, 2}) == LeaderAndIsr(1, (1, 2), ElectionReason.NEW)
     assert new_partition_election([3, 1], set()) is None
 
 
 def test_partition_strategies_are_registered_by_kind_and_name() -> None:
     manager = get_plugin_manager()
-    names = {
-        r.name for r in manager.elections if r.name.startswith("partition-leader/")
-    }
+    names = {r.name for r in manager.elections if r.name.startswith("partition-leader/")}
     assert names >= {
         "partition-leader/offline",
         "partition-leader/offline-unclean",
@@ -218,7 +214,7 @@ def test_partition_strategies_are_registered_by_kind_and_name() -> None:
     }
     for name in ("kafka", "latch"):
         assert manager.election("controller", name).kind is ElectionKind.CONTROLLER
-    with pytest.raises(UnknownNameError, match="'nope'.*kafka, latch"):
+    with pytest.raises(UnknownNameError, match=r"'nope'.*kafka, latch"):
         manager.election("controller", "nope")
 
 
@@ -255,7 +251,9 @@ def test_rack_alternated_broker_list_and_assignment() -> None:
     racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
     assert rack_alternated_brokers(racks) == [0, 3, 1, 5, 4, 2]
     assert rack_alternated_brokers({b: r for b, r in racks.items() if b != 5}) == [0, 3, 1, 4, 2]
-    assert assign_replicas(brokers_from(racks), 7, 3, fixed_start_index=0, start_partition_id=0) == {
+    assert assign_replicas(
+        brokers_from(racks), 7, 3, fixed_start_index=0, start_partition_id=0
+    ) == {
         0: [0, 3, 1],
         1: [3, 1, 5],
         2: [1, 5, 4],
@@ -392,7 +390,5 @@ def test_single_rack() -> None:
 def test_skip_broker_with_replica_already_assigned() -> None:
     racks = {0: "a", 1: "b", 2: "c", 3: "a", 4: "a"}
     assignment = assign_replicas(brokers_from(racks), 6, 4, fixed_start_index=2)
-    _check_distribution(
-        assignment, racks, 6, 4, rack_aware=False, leaders=False, replicas=False
-    )
+    _check_distribution(assignment, racks, 6, 4, rack_aware=False, leaders=False, replicas=False)
     assert all(len(r) == 4 for r in assignment.values())

@@ -303,3 +303,14 @@ def test_the_feed_notifies_only_watched_paths_and_reports_expired_sessions() -> 
     assert expired == [4503599627370497]
     assert feed.revision == (1700000000000, 1)
     events.stop()
+
+
+def test_a_missing_redis_server_fails_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness import redis_server
+
+    monkeypatch.setattr(redis_server.shutil, "which", lambda name: None)
+    with pytest.raises(redis_server.RedisServerMissingError) as info:
+        redis_server.RedisServer()
+    assert "apt-get install redis-server" in str(info.value)

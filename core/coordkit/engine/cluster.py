@@ -90,9 +90,7 @@ def store_opener(url: str, **options: object) -> StoreOpener:
     """Sessions on ``url``; a bare ``memory://`` is refused (each session would get its own tree)."""
     parsed = StoreURL.parse(url)
     if parsed.scheme == "memory" and not (parsed.host_string or parsed.path.strip("/")):
-        raise EngineError(
-            f"{url!r}: brokers need one shared tree; name it, e.g. memory://cluster"
-        )
+        raise EngineError(f"{url!r}: brokers need one shared tree; name it, e.g. memory://cluster")
     manager = get_plugin_manager()
     return lambda: manager.store_for(url, **options)
 
@@ -324,7 +322,9 @@ class Cluster:
         topics = sorted(store.children(layout.BROKER_TOPICS))
         topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
         assignments: dict[str, TopicAssignment] = {}
-        for topic, path, result in zip(topics, topic_paths, store.get_many(topic_paths), strict=True):
+        for topic, path, result in zip(
+            topics, topic_paths, store.get_many(topic_paths), strict=True
+        ):
             if not isinstance(result, StoreError):
                 assignments[topic] = layout.TOPIC.decode(result[0], path)
         tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]

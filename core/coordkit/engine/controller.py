@@ -136,21 +136,23 @@ class Controller:
         )
         self._offline_clean: PartitionLeaderElection = manager.election(kind, "offline")
         self._offline_unclean: PartitionLeaderElection = manager.election(kind, "offline-unclean")
-        self._preferred: PartitionLeaderElection = manager.election(
-            kind, config.preferred_election
-        )
+        self._preferred: PartitionLeaderElection = manager.election(kind, config.preferred_election)
         self._shutdown_election: PartitionLeaderElection = manager.election(
             kind, config.controlled_shutdown_election
         )
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(
-            target=self._run, name=f"coordkit-controller-{term.broker_id}-e{term.epoch}", daemon=True
+            target=self._run,
+            name=f"coordkit-controller-{term.broker_id}-e{term.epoch}",
+            daemon=True,
         )
         self._stopped = threading.Event()
         self._fenced = False
         self._busy = False
         self.ready = threading.Event()
         self.ready_seconds: float | None = None
+        #: Seconds of the failover phases (load, elect, persist) once ready.
+        self.phases: dict[str, float] = {}
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
         # The cluster as this controller knows it.
@@ -220,11 +222,22 @@ class Controller:
 
     def _request(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        if self._stopped.is_set():
-            future.set_exception(EngineError(f"controller {self.broker_id} is no longer active"))
-            return future
         self._queue.put((fn, args, future))
+        if self._stopped.is_set():
+            self._drain()
         return future
+
+    def _drain(self) -> None:
+        """Fail the requests still queued when the term ends (callers ask the next controller)."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not _STOP and item[2] is not None and not item[2].done():
+                item[2].set_exception(
+                    EngineError(f"controller {self.broker_id} (epoch {self.epoch}) has stopped")
+                )
 
     def _post(self, fn: Callable[..., Any], *args: Any) -> None:
         if not self._stopped.is_set():
@@ -233,6 +246,12 @@ class Controller:
     # -- the event thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:
+            self._drain()
+
+    def _serve(self) -> None:
         while not self._stopped.is_set():
             self._busy = True
             try:
@@ -311,7 +330,9 @@ class Controller:
         started = time.perf_counter()
         self._cancel_watches()
         self._watches.append(
-            self.store.watch_children(layout.BROKER_IDS, lambda e: self._post(self._brokers_changed))
+            self.store.watch_children(
+                layout.BROKER_IDS, lambda e: self._post(self._brokers_changed)
+            )
         )
         self._watches.append(
             self.store.watch_children(
@@ -327,22 +348,36 @@ class Controller:
         self._topics = {}
         self._parts = {}
         self._load_topics(self.store.children(layout.BROKER_TOPICS))
+        loaded = time.perf_counter()
         queued = self.store.children(layout.DELETE_TOPICS)
         self._delete_topics(queued)
         live = self._live_ids()
         tps = [tp for tp in self._parts if tp[0] not in self._deleting]
         self._prefetch_unclean(tps, live)
-        self._persist([self._plan_liveness(tp, live) for tp in tps])
-        self.ready_seconds = time.perf_counter() - started
+        plans = [self._plan_liveness(tp, live) for tp in tps]
+        planned = time.perf_counter()
+        changes = self._persist(plans)
+        done = time.perf_counter()
+        self.ready_seconds = done - started
+        self.phases = {
+            "load": loaded - started,
+            "elect": planned - loaded,
+            "persist": done - planned,
+        }
         self.ready.set()
         log.info(
-            "controller %s (epoch %s) ready in %.3fs: %d brokers, %d topics, %d partitions",
+            "controller %s (epoch %s) ready in %.3fs (load %.3fs, elect %.3fs, persist %.3fs): "
+            "%d brokers, %d topics, %d partitions, %d states written",
             self.broker_id,
             self.epoch,
             self.ready_seconds,
+            self.phases["load"],
+            self.phases["elect"],
+            self.phases["persist"],
             len(self._live),
             len(self._topics),
             len(self._parts),
+            len(changes),
         )
         self.observers.controller_ready(self.broker_id, self.epoch, self.ready_seconds)
 
@@ -371,14 +406,14 @@ class Controller:
             if isinstance(result, StoreError):
                 continue
             try:
-                assignment = layout.TOPIC.decode(result[0], path)
+                assignment = states.decode_assignment(path, result[0])
             except LayoutError as exc:
                 log.warning("ignoring topic: %s", exc)
                 continue
-            self._topics[topic] = dict(assignment.partitions)
-            for partition, replicas in assignment.partitions.items():
+            self._topics[topic] = assignment
+            for partition, replicas in assignment.items():
                 tp = (topic, partition)
-                self._parts[tp] = _Partition(tuple(replicas))
+                self._parts[tp] = _Partition(replicas)
                 added.append(tp)
         self._refresh_states(added)
         for topic in names:
@@ -389,9 +424,11 @@ class Controller:
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
             return
+        def changed(event: DataEvent) -> None:
+            self._post(self._assignment_changed, topic, event)
+
         self._topic_watches[topic] = self.store.watch_data(
-            f"{layout.BROKER_TOPICS}/{topic}",
-            lambda e, t=topic: self._post(self._assignment_changed, t, e),
+            f"{layout.BROKER_TOPICS}/{topic}", changed
         )
 
     def _get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
@@ -464,8 +501,7 @@ class Controller:
         tps = [
             tp
             for tp, part in self._parts.items()
-            if tp[0] not in self._deleting
-            and (part.state is None or part.state.leader not in live)
+            if tp[0] not in self._deleting and (part.state is None or part.state.leader not in live)
         ]
         self._refresh_states(tps)
         self._prefetch_unclean(tps, live)
@@ -833,7 +869,9 @@ class Controller:
         result = self._preferred.elect(PartitionElectionInput(part.replicas, state.isr, live))
         if result is None:
             return None
-        return _Plan(tp, result.leader, result.isr, result.reason, lambda t: self._plan_preferred(t, live))
+        return _Plan(
+            tp, result.leader, result.isr, result.reason, lambda t: self._plan_preferred(t, live)
+        )
 
     def imbalance(self) -> dict[int, float]:
         """Per preferred broker: partitions it should lead but does not / partitions it should

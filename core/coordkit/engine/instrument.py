@@ -55,10 +55,14 @@ class OpCounts:
     watch_events: int = 0
 
     def __add__(self, other: OpCounts) -> OpCounts:
-        return OpCounts(*(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
+        return OpCounts(
+            *(a + b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=False))
+        )
 
     def __sub__(self, other: OpCounts) -> OpCounts:
-        return OpCounts(*(a - b for a, b in zip(attrs.astuple(self), attrs.astuple(other))))
+        return OpCounts(
+            *(a - b for a, b in zip(attrs.astuple(self), attrs.astuple(other), strict=False))
+        )
 
     @property
     def operations(self) -> int:

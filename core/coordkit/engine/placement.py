@@ -60,7 +60,9 @@ def assign_replicas(
     :raises InvalidReplicaAssignmentError: racks known for some brokers but not all.
     """
     if partitions <= 0:
-        raise InvalidPartitionsError(f"number of partitions must be larger than 0, got {partitions}")
+        raise InvalidPartitionsError(
+            f"number of partitions must be larger than 0, got {partitions}"
+        )
     if replication_factor <= 0:
         raise InvalidReplicationFactorError(
             f"replication factor must be larger than 0, got {replication_factor}"
@@ -136,9 +138,9 @@ def rack_alternated_brokers(rack_of: Mapping[int, str]) -> list[int]:
     out: list[int] = []
     index = 0
     while len(out) < len(rack_of):
-        broker = next(iterators[racks[index]], None)
-        if broker is not None:
-            out.append(broker)
+        following = next(iterators[racks[index]], None)
+        if following is not None:
+            out.append(following)
         index = (index + 1) % len(racks)
     return out
 

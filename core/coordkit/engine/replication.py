@@ -112,7 +112,7 @@ class ReplicationModel(EngineObserver):
                     continue
                 if change.replicas:
                     log.replicas = change.replicas
-                if current.leader != log.leader and current.leader != NO_LEADER:
+                if current.leader not in (log.leader, NO_LEADER):
                     self._truncate_to(log, log.leo.get(current.leader, 0))
                     if change.unclean:
                         self.unclean_elections += 1

@@ -10,6 +10,7 @@ back that do not parse fall back to the layout codec, whose error names the path
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from coordkit import layout
@@ -45,12 +46,13 @@ class LeaderIsr:
         return self.leader != NO_LEADER
 
     def to_model(self) -> PartitionState:
-        return PartitionState(
-            leader=self.leader,
-            leader_epoch=self.leader_epoch,
-            isr=self.isr,
-            controller_epoch=self.controller_epoch,
-        )
+        fields: dict[str, Any] = {
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": self.isr,
+            "controller_epoch": self.controller_epoch,
+        }
+        return PartitionState(**fields)
 
     def same_leadership(self, other: LeaderIsr) -> bool:
         return (
@@ -75,7 +77,9 @@ class LeaderIsr:
         )
 
 
-def encode_state(leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int) -> bytes:
+def encode_state(
+    leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int
+) -> bytes:
     """Exactly ``layout.PARTITION_STATE.encode(...)``, without building a validated object."""
     isr_text = ",".join(str(r) for r in isr)
     return (
@@ -88,8 +92,25 @@ def encode(state: LeaderIsr) -> bytes:
     return encode_state(state.leader, state.leader_epoch, state.isr, state.controller_epoch)
 
 
+#: The exact shape Kafka (and this engine) writes; anything else takes the JSON path.
+_CANONICAL = re.compile(
+    rb'\{"controller_epoch":(\d+),"leader":(-?\d+),"version":1,"leader_epoch":(\d+),'
+    rb'"isr":\[((?:\d+(?:,\d+)*)?)\]\}'
+)
+
+
 def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
     """Decode a state node; malformed values raise :class:`~coordkit.errors.LayoutError`."""
+    match = _CANONICAL.fullmatch(data)
+    if match is not None:
+        controller_epoch, leader, leader_epoch, isr = match.groups()
+        return LeaderIsr(
+            int(leader),
+            int(leader_epoch),
+            tuple(map(int, isr.split(b","))) if isr else (),
+            int(controller_epoch),
+            zk_version,
+        )
     try:
         obj: Any = json.loads(data)
         leader = obj["leader"]
@@ -110,6 +131,28 @@ def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
     return LeaderIsr(
         model.leader, model.leader_epoch, model.isr, model.controller_epoch, zk_version
     )
+
+
+def decode_assignment(path: str, data: bytes) -> dict[int, tuple[int, ...]]:
+    """Replica lists of a ``/brokers/topics/T`` node (partition → replicas), checked as the layout
+    codec checks them; anything unusual is left to the codec, whose errors name path and field."""
+    try:
+        obj: Any = json.loads(data)
+        raw = obj["partitions"]
+        if type(obj.get("version")) is int and type(raw) is dict:
+            out = {int(p): tuple(r) for p, r in raw.items() if p.isdigit() and type(r) is list}
+            if (
+                len(out) == len(raw)
+                and sorted(out) == list(range(len(out)))
+                and all(
+                    r and len(set(r)) == len(r) and all(type(b) is int and b >= 0 for b in r)
+                    for r in out.values()
+                )
+            ):
+                return out
+    except (ValueError, TypeError, KeyError, AttributeError):
+        pass
+    return {p: tuple(r) for p, r in layout.TOPIC.decode(data, path).partitions.items()}
 
 
 def state_path(tp: TP) -> str:

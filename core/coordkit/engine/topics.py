@@ -164,9 +164,7 @@ class TopicAdmin:
             if assignment is None:
                 brokers = self.brokers()
                 # Kafka starts at the first broker with an id >= partition 0's first replica.
-                start = next(
-                    (i for i, b in enumerate(brokers) if b.id >= first_replicas[0]), 0
-                )
+                start = next((i for i, b in enumerate(brokers) if b.id >= first_replicas[0]), 0)
                 added = assign_replicas(
                     brokers,
                     total - count,
@@ -206,9 +204,7 @@ class TopicAdmin:
     def set_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Replace ``topic``'s config overrides in ``/config/topics/T``."""
         if self.store.exists(layout.topic_path(topic)) is None:
-            raise UnknownTopicError(
-                f"topic {topic!r} does not exist ({layout.topic_path(topic)})"
-            )
+            raise UnknownTopicError(f"topic {topic!r} does not exist ({layout.topic_path(topic)})")
         data = layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config)))
         path = layout.topic_config_path(topic)
         try:
