@@ -66,12 +66,20 @@ def list_command() -> None:
         metrics.add_row(m.name, m.unit, m.better, ", ".join(m.kinds), m.description)
     console.print(metrics)
 
-    strategies = Table(title="strategies")
-    for column in ("kind", "name", "protocols", "plugin"):
+    strategies = Table(title="strategies (by the kind of workload that runs them)")
+    for column in ("kind", "name", "details", "plugin"):
         strategies.add_column(column)
-    for reg in manager.assignors:
-        protocols = ", ".join(p.value for p in getattr(reg.value, "protocols", ()))
-        strategies.add_row("assignor", reg.name, protocols, reg.plugin)
+    kinds = sorted({reg.value.strategy_kind for reg in manager.workloads})
+    for kind in kinds:
+        workload = next(r.value for r in manager.workloads if r.value.strategy_kind == kind)
+        for name in workload.strategies(manager):
+            details, plugin = "", ""
+            if kind == "assignor":
+                registration = manager.assignors.items[name]
+                protocols = getattr(registration.value, "protocols", ())
+                details = "protocols: " + ", ".join(p.value for p in protocols)
+                plugin = registration.plugin
+            strategies.add_row(kind, name, details, plugin)
     console.print(strategies)
 
     presets = Table(title="presets (coordkit lab run --preset NAME)")

@@ -200,10 +200,15 @@ def _ranks(values: Mapping[str, float], better: str) -> dict[str, float]:
     return ranks
 
 
+#: A workload shows scaling when its partition counts span at least this factor.
+MIN_SCALING_SPAN = 10
+
+
 @frozen
 class Scaling:
-    """How one strategy's assignment time grows with the partition count."""
+    """How one strategy's assignment time grows with the partition count on one workload."""
 
+    workload: str
     strategy: str
     smallest: int
     smallest_ms: float
@@ -212,25 +217,68 @@ class Scaling:
     exponent: float | None  # slope of log(time) against log(partitions)
 
 
-def scaling(data: ReportData, metric: str = SCALING_METRIC) -> list[Scaling]:
-    points: dict[str, list[tuple[int, float]]] = defaultdict(list)
+def _scaling_series(
+    data: ReportData, metric: str = SCALING_METRIC
+) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """``workload → strategy → [(partitions, mean)]`` for workloads spanning a decade or more."""
+    series: dict[str, dict[str, list[tuple[int, float]]]] = defaultdict(lambda: defaultdict(list))
     for row in data["tables"].get("scaling", []):
         if row["metric"] == metric and row["mean"] is not None and row["partitions"]:
-            points[row["strategy"]].append((int(row["partitions"]), float(row["mean"])))
-    out = []
-    for strategy in sorted(points):
-        # Average over kinds that share a partition count.
-        merged: dict[int, list[float]] = defaultdict(list)
-        for partitions, value in points[strategy]:
-            merged[partitions].append(value)
-        series = sorted((p, sum(v) / len(v)) for p, v in merged.items())
-        # Fit the growth over the largest two decades, where fixed per-call costs no longer hide it.
-        fitted = [(p, v) for p, v in series if p * 100 >= series[-1][0]]
-        exponent = _slope(fitted) if fitted[-1][0] >= 4 * fitted[0][0] else None
-        out.append(
-            Scaling(strategy, series[0][0], series[0][1], series[-1][0], series[-1][1], exponent)
+            series[row["workload"]][row["strategy"]].append(
+                (int(row["partitions"]), float(row["mean"]))
+            )
+    out = {}
+    for workload, per_strategy in series.items():
+        sizes = {p for points in per_strategy.values() for p, _ in points}
+        if len(sizes) >= 3 and max(sizes) >= MIN_SCALING_SPAN * min(sizes):
+            out[workload] = {s: sorted(points) for s, points in per_strategy.items()}
+    # The widest span first: it says most about growth.
+    return dict(
+        sorted(
+            out.items(),
+            key=lambda item: (
+                -max(p for pts in item[1].values() for p, _ in pts)
+                / min(p for pts in item[1].values() for p, _ in pts)
+            ),
         )
+    )
+
+
+def scaling(data: ReportData, metric: str = SCALING_METRIC) -> list[Scaling]:
+    """Per scaling workload (widest span first) and strategy: smallest, largest, growth exponent.
+
+    The exponent is fitted over the largest two decades, where fixed per-call costs no longer hide
+    the growth.
+    """
+    out = []
+    for workload, per_strategy in _scaling_series(data, metric).items():
+        for strategy in sorted(per_strategy):
+            series = per_strategy[strategy]
+            fitted = [(p, v) for p, v in series if p * 100 >= series[-1][0]]
+            exponent = _slope(fitted) if fitted[-1][0] >= 4 * fitted[0][0] else None
+            out.append(
+                Scaling(
+                    workload,
+                    strategy,
+                    series[0][0],
+                    series[0][1],
+                    series[-1][0],
+                    series[-1][1],
+                    exponent,
+                )
+            )
     return out
+
+
+def best_scaling(data: ReportData) -> tuple[Scaling, list[Scaling]] | None:
+    """The slowest-growing strategy on the widest-spanning workload, and all of that workload's."""
+    found = scaling(data)
+    if not found:
+        return None
+    widest = [s for s in found if s.workload == found[0].workload and s.exponent is not None]
+    if not widest:
+        return None
+    return min(widest, key=lambda s: s.exponent or 0.0), widest
 
 
 def _slope(series: Sequence[tuple[int, float]]) -> float | None:
@@ -304,12 +352,13 @@ def print_report(data: ReportData, console: Console | None = None) -> None:
             f"[bold]{verdict.question}[/] {', '.join(verdict.strategies)} "
             f"(mean rank {fmt(verdict.value, 'ratio')} over workloads)"
         )
-    scales = [s for s in scaling(data) if s.exponent is not None]
-    if scales:
-        best = min(scales, key=lambda s: s.exponent or 0.0)
+    scales = best_scaling(data)
+    if scales is not None:
+        best, others = scales
         console.print(
-            f"[bold]Which scales best?[/] {best.strategy} (time ∝ partitions^{best.exponent:.2f}; "
-            + ", ".join(f"{s.strategy} ^{s.exponent:.2f}" for s in scales if s is not best)
+            f"[bold]Which scales best?[/] {best.strategy} on {best.workload} "
+            f"(time ∝ partitions^{best.exponent:.2f}; "
+            + ", ".join(f"{s.strategy} ^{s.exponent:.2f}" for s in others if s is not best)
             + ")"
         )
     errors = data["tables"].get("errors", [])
@@ -401,26 +450,23 @@ def _bar_chart(data: ReportData, metric: str) -> str | None:
     return _png(figure)
 
 
-def _scaling_chart(data: ReportData) -> str | None:
-    series: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in data["tables"].get("scaling", []):
-        if row["metric"] == SCALING_METRIC and row["mean"] and row["partitions"]:
-            series[row["strategy"]][int(row["partitions"])].append(float(row["mean"]))
-    if not series or all(len(points) < 2 for points in series.values()):
-        return None
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(7.5, 4.2))
-    for strategy in sorted(series):
-        points = sorted((p, sum(v) / len(v)) for p, v in series[strategy].items())
-        axis.plot([p for p, _ in points], [v for _, v in points], marker="o", label=strategy)
-    axis.set_xscale("log")
-    axis.set_yscale("log")
-    axis.set_xlabel("partitions")
-    axis.set_ylabel("assignment time per rebalance (ms)")
-    axis.set_title("How each strategy scales (log-log)", fontsize=10)
-    axis.grid(alpha=0.3, which="both")
-    axis.legend(fontsize=8)
-    return _png(figure)
+def _scaling_charts(data: ReportData) -> list[tuple[str, str]]:
+    charts = []
+    for workload, per_strategy in _scaling_series(data).items():
+        plt = _pyplot()
+        figure, axis = plt.subplots(figsize=(7.5, 4.2))
+        for strategy in sorted(per_strategy):
+            points = per_strategy[strategy]
+            axis.plot([p for p, _ in points], [v for _, v in points], marker="o", label=strategy)
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("partitions")
+        axis.set_ylabel("assignment time per rebalance (ms)")
+        axis.set_title(f"{workload}: how each strategy scales (log-log)", fontsize=10)
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=8)
+        charts.append((workload, _png(figure)))
+    return charts
 
 
 def _step_charts(data: ReportData) -> list[tuple[str, str]]:
@@ -475,13 +521,14 @@ def _verdict_html(data: ReportData) -> str:
                 f"<span class='meta'>({label} {_e(fmt(verdict.value, unit))})</span></td>"
             )
         rows.append(cells)
-    scale = [s for s in scaling(data) if s.exponent is not None]
+    scales = best_scaling(data)
     scale_line = ""
-    if scale:
-        best = min(scale, key=lambda s: s.exponent or 0.0)
+    if scales is not None:
+        best = scales[0]
         scale_line = (
-            f"<p><b>Which scales best?</b> <b>{_e(best.strategy)}</b>: assignment time grows as "
-            f"partitions<sup>{best.exponent:.2f}</sup> (see the scaling table).</p>"
+            f"<p><b>Which scales best?</b> <b>{_e(best.strategy)}</b>: on {_e(best.workload)} its "
+            f"assignment time grows as partitions<sup>{best.exponent:.2f}</sup> "
+            "(see <a href='#scaling'>Scaling</a>).</p>"
         )
     headers = ["<th class='name'>workload</th>", *(f"<th>{_e(q)}</th>" for q in questions)]
     return (
@@ -557,6 +604,7 @@ def _scaling_html(data: ReportData) -> str:
     for s in scaling(data):
         rows.append(
             [
+                f"<td class='name'>{_e(s.workload)}</td>",
                 f"<td class='name'>{_e(s.strategy)}</td>",
                 f"<td>{s.smallest:,}</td>",
                 f"<td>{_e(fmt(s.smallest_ms, 'ms'))}</td>",
@@ -568,6 +616,7 @@ def _scaling_html(data: ReportData) -> str:
     if not rows:
         return ""
     headers = [
+        "<th class='name'>workload</th>",
         "<th class='name'>strategy</th>",
         "<th>smallest (partitions)</th>",
         "<th>ms</th>",
@@ -647,10 +696,12 @@ def render_html(data: ReportData) -> str:
     meta = " · ".join(f"{_e(k)}: <b>{_e(v)}</b>" for k, v in facts if v not in (None, ""))
     charts = []
     for metric in key_metrics(data):
+        if metric in REFERENCE_METRICS:
+            continue
         png = _bar_chart(data, metric)
         if png:
             charts.append(_img(png, f"{metric} by workload and strategy"))
-    scaling_png = _scaling_chart(data)
+    scaling_pngs = _scaling_charts(data)
     steps = _step_charts(data)
     sections = [
         f"<h1>coordkit lab report</h1><p class='meta'>{meta}</p>",
@@ -661,7 +712,7 @@ def render_html(data: ReportData) -> str:
         "<h2 id='charts'>Comparison charts</h2>",
         "".join(charts),
         "<h2 id='scaling'>Scaling</h2>",
-        _img(scaling_png, "assignment time against partitions") if scaling_png else "",
+        "".join(_img(png, f"{w}: assignment time against partitions") for w, png in scaling_pngs),
         _scaling_html(data),
     ]
     if steps:

@@ -340,7 +340,7 @@ class TaskProgress:
 AGGREGATES: dict[str, tuple[str, ...]] = {
     "summary": ("workload", "kind", "strategy", "metric"),
     "cases": ("workload", "params", "strategy", "metric"),
-    "scaling": ("kind", "strategy", "metric", "partitions"),
+    "scaling": ("workload", "kind", "strategy", "metric", "partitions"),
     "steps": ("workload", "strategy", "step", "metric"),
 }
 #: Every grouped column, in order of first appearance (the order ``grouping_id`` must follow).

@@ -42,10 +42,17 @@ class _AbstractStickyAssignor:
             result = constrained_assign(sticky, racks)
             owner = result.owner
             if self.cooperative:
+                # Kafka's constrained builder marks the partitions it hands out that a member owned
+                # (revoked above quota, or claimed twice). We withhold any handed-out partition that
+                # another member still lists: the same set, plus owned partitions dropped for a rack
+                # mismatch, which Kafka 3.5's builder does not mark (it would hand them over while
+                # their owner still has them).
                 withheld = result.newly_assigned & _claimed_by_another(sticky, owner)
         else:
             owner = general_assign(sticky, racks)
             if self.cooperative:
+                # Kafka's computePartitionsTransferringOwnership: assigned to a member that did not
+                # own it while another member did.
                 withheld = _claimed_by_another(sticky, owner) & ~_claimed_by_owner(sticky, owner)
         return _build(sticky, owner, withheld)
 

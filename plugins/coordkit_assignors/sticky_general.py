@@ -16,7 +16,8 @@ run of ``n`` partitions over members with counts ``s`` takes the ``n`` smallest 
 slots with ``level >= s[member]``, which arrays compute directly. Step 3 keeps Kafka's
 partition-by-partition semantics but finds the next movable partition with array scans, and decides
 "balanced" from per-topic-group maxima and minima (with a remembered violating pair to avoid
-rechecking), instead of Kafka's scan over every member and partition.
+rechecking), instead of Kafka's scan over every member and partition; the least loaded subscriber
+after each move comes from :mod:`.sticky_minima`.
 """
 
 from __future__ import annotations
@@ -61,14 +62,14 @@ class _Subscriptions:
         # Topics with the same subscribing classes share a "signature" (the same eligible members).
         rows, signature = np.unique(self.subscribes.T, axis=0, return_inverse=True)
         self.topic_signature: IntArray = signature.reshape(-1).astype(np.int64)
+        # signature_rows[s, k]: does class k subscribe to the topics of signature s
+        self.signature_rows: BoolArray = rows.reshape(-1, classes)
         self.signature_classes: list[tuple[int, ...]] = [
-            tuple(np.flatnonzero(row).tolist()) for row in rows
+            tuple(np.flatnonzero(row).tolist()) for row in self.signature_rows
         ]
+        # the eligible members of each signature, ascending (that is, in Java id order)
         self.signature_members: list[IntArray] = [
-            np.sort(np.concatenate([self.class_members[k] for k in classes_of]))
-            if classes_of
-            else np.zeros(0, np.int64)
-            for classes_of in self.signature_classes
+            np.flatnonzero(row[self.member_class]) for row in self.signature_rows
         ]
         class_capacity = (self.subscribes * group.topic_counts[None, :]).sum(axis=1)
         # the most partitions each member could hold: all of its topics'
@@ -306,7 +307,7 @@ class _Balancer:
             self.sizes,
             subs.member_class.tolist(),
             subs.class_members,
-            subs.signature_classes,
+            subs.signature_rows,
             subs.signature_members,
         )
         # from now on the tracker keeps the per-signature minima (list and array)
@@ -411,7 +412,9 @@ class _Balancer:
                 if previous >= 0 and held > self.size_list[previous] + 1:
                     self._reassign(partition, previous)
                 else:
-                    self._reassign(partition, self.tracker.least_loaded(self.signature_list[partition]))
+                    self._reassign(
+                        partition, self.tracker.least_loaded(self.signature_list[partition])
+                    )
                 performed = modified = True
                 position += 1
             if not modified:

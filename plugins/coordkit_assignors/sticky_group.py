@@ -83,9 +83,8 @@ class StickyGroup:
         for s in subs:
             if s.topics not in valid_sets:
                 raw_sets[s.topics] = frozenset(s.topics)
-                valid_sets[s.topics] = frozenset(
-                    topic_number[t] for t in s.topics if t in topic_number
-                )
+                numbers = frozenset(map(topic_number.get, s.topics, repeat(-1)))
+                valid_sets[s.topics] = numbers - {-1}  # -1: no metadata or no partitions
             self.member_topics.append(valid_sets[s.topics])
         self.all_subscriptions_equal = len(set(raw_sets.values())) <= 1
 

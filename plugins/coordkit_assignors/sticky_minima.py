@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from coordkit_assignors.sticky_group import IntArray
+from coordkit_assignors.sticky_group import BoolArray, IntArray
 
 #: Above this many (signature, class) pairs touched per move, use :class:`SignatureCounts`.
 HEAP_WORK_LIMIT = 64
@@ -143,18 +143,16 @@ def choose_tracker(
     sizes: IntArray,
     member_class: list[int],
     class_members: Sequence[IntArray],
-    signature_classes: Sequence[tuple[int, ...]],
+    signature_rows: BoolArray,
     signature_members: Sequence[IntArray],
 ) -> ClassHeaps | SignatureCounts:
-    signatures_of_class: list[list[int]] = [[] for _ in class_members]
-    for s, classes in enumerate(signature_classes):
-        for k in classes:
-            signatures_of_class[k].append(s)
-    work = max(
-        (sum(len(signature_classes[s]) for s in signatures) for signatures in signatures_of_class),
-        default=0,
-    )
-    if work <= HEAP_WORK_LIMIT:
+    """:param signature_rows: ``signature_rows[s, k]``: does class ``k`` subscribe to signature ``s``."""
+    classes_per_signature = signature_rows.sum(axis=1)
+    # per class: the (signature, class) pairs a move of one of its members touches
+    work = (signature_rows * classes_per_signature[:, None]).sum(axis=0)
+    signatures_of_class = [np.flatnonzero(column).tolist() for column in signature_rows.T]
+    if len(work) == 0 or int(work.max()) <= HEAP_WORK_LIMIT:
+        signature_classes = [tuple(np.flatnonzero(row).tolist()) for row in signature_rows]
         return ClassHeaps(
             size_list, sizes, member_class, class_members, signature_classes, signatures_of_class
         )

@@ -21,3 +21,18 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
     register(LatchControllerElection())
     for strategy in PARTITION_STRATEGIES:
         register(strategy)
+
+
+@hookimpl
+def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_elections.lab import BROKER_FAILURES
+
+    register(BROKER_FAILURES)
+
+
+@hookimpl
+def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_elections.lab import ELECTION_METRICS
+
+    for metric in ELECTION_METRICS:
+        register(metric)

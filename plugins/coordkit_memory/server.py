@@ -43,6 +43,7 @@ DEFAULT_SESSION_TIMEOUT = 10.0
 
 class _Node:
     __slots__ = (
+        "child_creations",
         "children",
         "ctime",
         "cversion",
@@ -61,6 +62,8 @@ class _Node:
         self.ctime = self.mtime = now_ms
         self.version = 0
         self.cversion = 0
+        # ZooKeeper numbers sequential children by creations only; cversion also counts deletions.
+        self.child_creations = 0
         self.owner = owner
         self.children: set[str] = set()
 
@@ -419,7 +422,7 @@ class MemoryServer:
         if parent.owner:
             raise NoChildrenForEphemeralsError(f"parent {parent_path} is ephemeral", path=path)
         if sequential:
-            path = paths.sequential_name(path, parent.cversion)
+            path = paths.sequential_name(path, parent.child_creations)
         if path in self._nodes:
             raise NodeExistsError("node already exists", path=path)
         name = paths.basename(path)
@@ -428,6 +431,7 @@ class MemoryServer:
         self._nodes[path] = _Node(data, zxid, self.clock.wall_ms(), owner)
         parent.children.add(name)
         parent.cversion += 1
+        parent.child_creations += 1
         parent.pzxid = zxid
         if owner:
             self._sessions[owner].ephemerals.add(path)
@@ -483,12 +487,12 @@ class MemoryServer:
         return out
 
     def _undo_create(self, path: str, parent: _Node, name: str, owner: int) -> Callable[[], None]:
-        cversion, pzxid = parent.cversion, parent.pzxid
+        cversion, pzxid, creations = parent.cversion, parent.pzxid, parent.child_creations
 
         def undo() -> None:
             del self._nodes[path]
             parent.children.discard(name)
-            parent.cversion, parent.pzxid = cversion, pzxid
+            parent.cversion, parent.pzxid, parent.child_creations = cversion, pzxid, creations
             if owner and owner in self._sessions:
                 self._sessions[owner].ephemerals.discard(path)
 

@@ -120,8 +120,6 @@ class ZooKeeperStore(MetadataStore):
         self._chroot = config.chroot
         self._acl = node_acl(config)
         self._timeout = config.request_timeout
-        self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
-        self._hub = WatchHub(self._events, self._read_data, self._read_children)
         tls = config.tls
         self._client = KazooClient(
             hosts=config.host_string,
@@ -139,6 +137,9 @@ class ZooKeeperStore(MetadataStore):
             check_hostname=tls.check_hostname if tls else False,
         )
         self.batched_io = config.batched_io and wire.install_batching(self._client)
+        # Threads start only from here on: nothing above can leave one behind.
+        self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
+        self._hub = WatchHub(self._events, self._read_data, self._read_children)
         self._client.add_listener(self._on_kazoo_state)
         try:
             self._connect(config.connect_timeout)
@@ -185,10 +186,9 @@ class ZooKeeperStore(MetadataStore):
             return
         if state == KazooState.CONNECTED:
             session_id = self._client._session_id or 0
-            renewed = session_id != self._session_id
-            self._session_id = session_id
-            if renewed and self._state is not SessionState.SUSPENDED:
+            if session_id != self._session_id:
                 log.info("%s: session %#x established", self.url.redacted(), session_id)
+            self._session_id = session_id
             self._set_state(SessionState.CONNECTED)
             # kazoo dropped every watch with the connection: re-read (and re-arm) them all.
             self._hub.resync()
@@ -307,7 +307,9 @@ class ZooKeeperStore(MetadataStore):
         batch = wire.submit(self._client, requests)
         if not batch.wait(self._timeout):
             batch.fail_pending(
-                lambda: ConnectionLossError(f"no reply from ZooKeeper within {self._timeout:g}s")
+                lambda: ConnectionLossError(
+                    f"no reply from ZooKeeper to {action} within {self._timeout:g}s; the outcome is unknown"
+                )
             )
         return batch.results
 

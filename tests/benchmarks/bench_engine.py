@@ -11,8 +11,10 @@ Store operations of every broker session are counted (round trips, nodes read, o
 watch deliveries) and, for failover, the candidates woken: the ``kafka`` strategy wakes every broker,
 ``latch`` only the next in line.
 
-    python tests/benchmarks/run.py engine [--quick] [--backend memory|zookeeper|redis ...]
-        [--strategy kafka|latch ...] [--case shutdown|failover ...] [--brokers N]
+    python tests/benchmarks/run.py engine [--quick] [--backend=memory|zookeeper|redis ...]
+        [--strategy=kafka|latch ...] [--case=shutdown|failover ...] [--brokers=N]
+
+(run.py takes every word without a leading dash for a benchmark area: give values with ``=``.)
 """
 
 from __future__ import annotations
@@ -129,9 +131,7 @@ def backend_env(name: str) -> Iterator[_Env]:
 
         server = StandaloneZooKeeper().start()
         try:
-            yield _Env(
-                name, lambda n: f"zookeeper://{server.hosts}/bench-{run}/c{n}", server.close
-            )
+            yield _Env(name, lambda n: f"zookeeper://{server.hosts}/bench-{run}/c{n}", server.close)
         finally:
             server.close()
     elif name == "redis":
@@ -209,9 +209,7 @@ def _initialised(cluster: Cluster, total: int, timeout: float = 1800) -> None:
 
 
 def _wakeups(cluster: Cluster) -> int:
-    return sum(
-        getattr(b._candidate, "wakeups", 0) for b in cluster.brokers.values() if b.alive
-    )
+    return sum(getattr(b._candidate, "wakeups", 0) for b in cluster.brokers.values() if b.alive)
 
 
 # -- cases -------------------------------------------------------------------------------------
@@ -241,7 +239,8 @@ def controlled_shutdown(env: _Env, strategy: str, partitions: int, brokers: int)
         if remaining:
             raise SystemExit(f"controlled shutdown left {len(remaining)} partitions on {victim}")
         holder = cluster.controller_broker()
-        assert holder is not None and holder.controller is not None
+        assert holder is not None
+        assert holder.controller is not None
         states = holder.controller.leaders().result(timeout=120)
         moved = sum(1 for s in states.values() if s is not None and s.leader != victim)
         if moved != partitions:
@@ -285,13 +284,22 @@ def failover(env: _Env, strategy: str, partitions: int, brokers: int) -> Result:
         ops = cluster.op_counts() - before
         woken = _wakeups(cluster) - wakeups_before
         new = cluster.controller_broker()
-        assert new is not None and new.controller is not None
+        assert new is not None
+        assert new.controller is not None
         states = new.controller.leaders().result(timeout=120)
         still = sum(1 for s in states.values() if s is not None and s.leader == victim)
         if still:
             raise SystemExit(f"{still:,} partitions still name the dead broker as leader")
         return Result(
-            "failover", env.name, strategy, partitions, seconds, ready.seconds, led, ops, woken,
+            "failover",
+            env.name,
+            strategy,
+            partitions,
+            seconds,
+            ready.seconds,
+            led,
+            ops,
+            woken,
             setup,
         )
     finally:

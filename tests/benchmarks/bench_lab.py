@@ -32,7 +32,9 @@ SEED = 1
 
 
 def emit(case: str, **figures: Any) -> None:
-    shown = "  ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
+    shown = "  ".join(
+        f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items()
+    )
     print(f"{case:<10} {shown}", flush=True)
     print(json.dumps({"bench": "lab", "case": case, **figures}), flush=True)
 
@@ -45,7 +47,9 @@ def session(master: str, scratch: Path) -> tuple[Any, float]:
     return spark, time.perf_counter() - started
 
 
-def timed_run(spark: Any, specs: Sequence[ScenarioSpec], scratch: Path, **options: Any) -> tuple[float, float]:
+def timed_run(
+    spark: Any, specs: Sequence[ScenarioSpec], scratch: Path, **options: Any
+) -> tuple[float, float]:
     target = Path(tempfile.mkdtemp(dir=scratch))
     run = execute(spark, specs, target.as_uri(), **options)
     return run.run_seconds, run.aggregate_seconds
@@ -69,7 +73,13 @@ def bench_presets(quick: bool, scratch: Path) -> None:
             grid = Preset(
                 "kafka-grid (<=1000 members)",
                 grid.description,
-                [PresetCase("kafka-grid", {**dict(grid.cases[0].grid), "members": (100, 1000)}, replicates=1)],
+                [
+                    PresetCase(
+                        "kafka-grid",
+                        {**dict(grid.cases[0].grid), "members": (100, 1000)},
+                        replicates=1,
+                    )
+                ],
                 replicates=1,
             )
         for preset in (get_preset("quick"), grid):
@@ -125,7 +135,11 @@ def bench_overhead(quick: bool, scratch: Path) -> None:
             )
     finally:
         spark.stop()
-    emit("crossover", scenarios=crossover if crossover is not None else f">{counts[-1]}", spark_startup_seconds=startup)
+    emit(
+        "crossover",
+        scenarios=crossover if crossover is not None else f">{counts[-1]}",
+        spark_startup_seconds=startup,
+    )
 
 
 def bench_engines(quick: bool, scratch: Path) -> None:
@@ -137,7 +151,13 @@ def bench_engines(quick: bool, scratch: Path) -> None:
             for engine in ENGINES:
                 results[engine].append(timed_run(spark, specs, scratch, engine=engine)[0])
         for engine, runs in results.items():
-            emit("engine", engine=engine, scenarios=len(specs), best_seconds=min(runs), runs=len(runs))
+            emit(
+                "engine",
+                engine=engine,
+                scenarios=len(specs),
+                best_seconds=min(runs),
+                runs=len(runs),
+            )
     finally:
         spark.stop()
 
@@ -147,7 +167,9 @@ def main(flags: list[str]) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with tempfile.TemporaryDirectory(prefix="coordkit-bench-lab-") as tmp:
         scratch = Path(tmp)
-        print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
+        print(
+            f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True
+        )
         bench_presets(quick, scratch)
         bench_cores(quick, scratch)
         bench_overhead(quick, scratch)

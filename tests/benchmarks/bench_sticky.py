@@ -5,10 +5,11 @@
 Kafka's large tests (``AbstractStickyAssignorTest``): 500 topics x 2,000 partitions (1,000,000)
 and 2,000 members subscribed to every topic; the same with the last member subscribed to one topic
 only (the general assignment); each run fresh and with every member but one reporting what it owns.
-Extra cases (no target): half of a heterogeneous group joins at once (500,000 moves); rack-aware
-assignment (KIP-881) on Kafka's rack-aware test size (50 topics), fresh and with owned partitions
-that ignore racks. And kafka-python's sticky assignor side by side on 10,000 partitions / 1,000
-members (target: 100x faster).
+Extra cases (no target): one member joins a group that owns everything (partitions move; the
+cooperative assignor withholds them); half of a heterogeneous group joins at once (500,000 moves);
+rack-aware assignment (KIP-881) on Kafka's rack-aware test size (50 topics), fresh and with owned
+partitions that ignore racks. And kafka-python's sticky assignor side by side on 10,000 partitions
+/ 1,000 members (target: 100x faster).
 
 Every case runs in its own interpreter so its peak RSS (``ru_maxrss``: input and assignment) is its
 own. Timing covers one ``assign()`` call, GroupSubscription in, GroupAssignment out; the table shows
@@ -70,6 +71,20 @@ CASES: dict[str, tuple[str, str, tuple[int, int, int], tuple[int, int, int], flo
         (50, 200, 200),
         4.0,
     ),
+    "identical-one-joins": (
+        "sticky",
+        "identical-one-joins",
+        (500, 2000, 2000),
+        (50, 200, 200),
+        None,
+    ),
+    "coop-identical-one-joins": (
+        "cooperative-sticky",
+        "identical-one-joins",
+        (500, 2000, 2000),
+        (50, 200, 200),
+        None,
+    ),
     "general-half-joins": ("sticky", "general-half-joins", (500, 2000, 2000), (50, 200, 200), None),
     "rack-identical-fresh": (
         "sticky",
@@ -129,6 +144,16 @@ def _build(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
             metas,
             {n: MemberSubscription(subscription(i), rack=rack_of[n]) for i, n in enumerate(names)},
         )
+    if scenario.endswith("one-joins"):
+        # Everyone owns a fresh assignment, then one more member joins: partitions must move.
+        first = StickyAssignor().assign(
+            GroupSubscription(metas, {n: MemberSubscription(topics) for n in names})
+        )
+        members = {
+            n: MemberSubscription(topics, owned=first.by_topic(n), generation=1) for n in names
+        }
+        members["consumer-new"] = MemberSubscription(topics)
+        return GroupSubscription(metas, members)
     if scenario.endswith("half-joins"):
         # Half the members held everything; the other half joins now.
         old = {n: MemberSubscription(subscription(i)) for i, n in enumerate(names) if i % 2 == 0}

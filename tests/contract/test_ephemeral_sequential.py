@@ -81,12 +81,14 @@ def test_sequential_names_have_ten_digits_and_increase(store: MetadataStore) -> 
     assert store.children("/q") == sorted(p.rsplit("/", 1)[1] for p in made)
 
 
-def test_sequence_counts_every_child_change_of_the_parent(store: MetadataStore) -> None:
+def test_sequence_counts_child_creations_not_deletions(store: MetadataStore) -> None:
     store.create("/q", b"")
-    store.create("/q/plain", b"")
-    store.delete("/q/plain")
-    # ZooKeeper numbers by the parent's cversion: one create and one delete came before.
+    for name in ("a", "b"):
+        store.create(f"/q/{name}", b"")
+        store.delete(f"/q/{name}")
+    # As real ZooKeeper does: two creations came before (deletions bump cversion, not the number).
     assert store.create("/q/job-", b"", sequential=True) == "/q/job-0000000002"
+    assert store.exists("/q").cversion == 5  # type: ignore[union-attr]
 
 
 def test_sequential_numbers_are_unique_under_concurrent_creators(

@@ -8,6 +8,7 @@ the security properties (ACLs, credentials kept out of logs, oversized values, b
 from __future__ import annotations
 
 import itertools
+import shutil
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from coordkit.store import (
     SetData,
     StoreError,
 )
+from harness import zookeeper as harness_zookeeper
 from harness.waiting import wait_for
 from harness.zookeeper import (
     ProxiedStores,
@@ -620,6 +622,20 @@ def test_bulk_operations_on_kazoos_stock_connection_handler(stores: Stores) -> N
     assert [v[0] for v in values] == [str(i).encode() for i in range(300)]  # type: ignore[index]
     store.delete("/p", recursive=True)
     assert store.exists("/p") is None
+
+
+@pytest.mark.parametrize("missing", ["java", "zookeeper.jar"])
+def test_missing_java_or_zookeeper_fails_naming_the_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any, missing: str
+) -> None:
+    if missing == "java":
+        monkeypatch.setattr(shutil, "which", lambda name: None)
+    else:
+        monkeypatch.setattr(harness_zookeeper, "ZOOKEEPER_JAR", tmp_path / "zookeeper.jar")
+    with pytest.raises(
+        harness_zookeeper.ZooKeeperUnavailableError, match="apt-get install zookeeper"
+    ):
+        StandaloneZooKeeper()
 
 
 def test_server_member_can_be_restarted_on_its_ports(own_server: StandaloneZooKeeper) -> None:

@@ -21,10 +21,12 @@ TEST_PRESET = Preset(
     "small workloads for the test suite",
     (
         PresetCase("single-partition-topics", replicates=1),
-        PresetCase("kafka-grid", {"members": (10, 40), "topics": 5}, replicates=1),
+        PresetCase("kafka-grid", {"members": (10, 40, 200), "topics": 5}, replicates=1),
         PresetCase("zipf-load", {"members": 6, "topics": 4, "partitions_per_topic": 16}),
         PresetCase(
-            "churn", {"members": 8, "topics": 3, "partitions_per_topic": 8, "steps": 6}, replicates=1
+            "churn",
+            {"members": 8, "topics": 3, "partitions_per_topic": 8, "steps": 6},
+            replicates=1,
         ),
     ),
     replicates=2,
@@ -40,7 +42,10 @@ class ScriptedAssignor:
 
     def __init__(
         self,
-        script: Sequence[Mapping[str, Sequence[str]] | tuple[Mapping[str, Sequence[str]], Mapping[str, Sequence[str]]]],
+        script: Sequence[
+            Mapping[str, Sequence[str]]
+            | tuple[Mapping[str, Sequence[str]], Mapping[str, Sequence[str]]]
+        ],
         protocol: RebalanceProtocol = RebalanceProtocol.EAGER,
     ):
         self.script = list(script)
@@ -85,7 +90,9 @@ class LabRun:
 
 
 @pytest.fixture(scope="session")
-def lab_run(spark: Any, test_specs: list[ScenarioSpec], tmp_path_factory: pytest.TempPathFactory) -> LabRun:
+def lab_run(
+    spark: Any, test_specs: list[ScenarioSpec], tmp_path_factory: pytest.TempPathFactory
+) -> LabRun:
     from coordkit_lab.pipeline import run_lab
 
     out = tmp_path_factory.mktemp("lab-report")
@@ -114,9 +121,7 @@ def chromium() -> str:
     pytest.fail(f"chromium is not installed; run: {CHROMIUM_HINT}")
 
 
-def values(
-    rows: Sequence[Mapping[str, Any]], **where: Any
-) -> list[float]:
+def values(rows: Sequence[Mapping[str, Any]], **where: Any) -> list[float]:
     """``value`` of the raw rows matching every ``column=value`` given."""
     return [r["value"] for r in rows if all(r[k] == v for k, v in where.items())]
 

@@ -40,14 +40,29 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 
-def test_list_shows_workloads_metrics_strategies_presets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_list_shows_workloads_metrics_strategies_presets(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, _ = run(capsys, "lab", "list")
     assert code == 0
-    for name in ("kafka-grid", "churn", "zipf-load", "load_balance", "moved_min", "cooperative-sticky", "quick", "full"):
+    for name in (
+        "kafka-grid",
+        "churn",
+        "zipf-load",
+        "load_balance",
+        "moved_min",
+        "cooperative-sticky",
+        "quick",
+        "full",
+    ):
         assert name in out, name
 
 
@@ -60,7 +75,9 @@ def test_list_works_without_spark_and_run_names_the_extra() -> None:
     assert "pip install coordkit[spark]" in running.stderr
 
 
-def test_run_rejects_unknown_names_before_starting_spark(capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_rejects_unknown_names_before_starting_spark(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, _, err = run(capsys, "lab", "run", "--strategies", "range,nosuch")
     assert code == 2
     assert "unknown strategy 'nosuch'; available:" in err
@@ -79,7 +96,9 @@ def test_show_prints_a_past_run(capsys: pytest.CaptureFixture[str], lab_run: Any
     assert str(lab_run.out / "index.html") in out.replace("\n", "")
 
 
-def test_show_explains_a_directory_without_a_run(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_show_explains_a_directory_without_a_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code, _, err = run(capsys, "lab", "show", str(tmp_path))
     assert code == 2
     assert "no summary.json here" in err
@@ -87,7 +106,12 @@ def test_show_explains_a_directory_without_a_run(capsys: pytest.CaptureFixture[s
 
 def test_package_zips_importable_code(tmp_path: Path) -> None:
     archive = tmp_path / "coordkit.zip"
-    done = python("from coordkit.cli import main; main(['lab', 'package', sys.argv[1]])".replace("main(", "import sys; main(", 1), str(archive))
+    done = python(
+        "from coordkit.cli import main; main(['lab', 'package', sys.argv[1]])".replace(
+            "main(", "import sys; main(", 1
+        ),
+        str(archive),
+    )
     assert done.returncode == 0, done.stderr
     names = zipfile.ZipFile(archive).namelist()
     assert "coordkit/plugins.py" in names

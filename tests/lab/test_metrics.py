@@ -19,7 +19,9 @@ def compute(step: AssignmentStep, name: str) -> float | None:
     return METRICS[name].compute(step)
 
 
-def run(scripted: Any, case: AssignmentCase, *script: Any, cooperative: bool = False) -> list[AssignmentStep]:
+def run(
+    scripted: Any, case: AssignmentCase, *script: Any, cooperative: bool = False
+) -> list[AssignmentStep]:
     protocol = RebalanceProtocol.COOPERATIVE if cooperative else RebalanceProtocol.EAGER
     return list(simulate_assignment(case, scripted(list(script), protocol)))
 
@@ -46,7 +48,9 @@ def test_load_balance_uses_partition_loads(scripted: Any) -> None:
     )
     (step,) = run(scripted, case, {"m1": ["a-0"], "m2": ["a-1", "a-2"]})
     assert compute(step, "load_balance") == pytest.approx(6.0 / 4.0)
-    (uniform,) = run(scripted, AssignmentCase({"a": 3}, case.members), {"m1": ["a-0"], "m2": ["a-1", "a-2"]})
+    (uniform,) = run(
+        scripted, AssignmentCase({"a": 3}, case.members), {"m1": ["a-0"], "m2": ["a-1", "a-2"]}
+    )
     assert compute(uniform, "load_balance") == pytest.approx(2 / 1.5)
 
 
@@ -121,7 +125,9 @@ def test_rack_locality(scripted: Any) -> None:
     # a-0 on r0 local, a-1 on r0 remote, a-2 on r1 local, a-3 with the rackless m3 is left out.
     (step,) = run(scripted, case, {"m1": ["a-0", "a-1"], "m2": ["a-2"], "m3": ["a-3"]})
     assert compute(step, "rack_locality") == pytest.approx(2 / 3)
-    (no_racks,) = run(scripted, AssignmentCase({"a": 2}, [Member("m1", ("a",))]), {"m1": ["a-0", "a-1"]})
+    (no_racks,) = run(
+        scripted, AssignmentCase({"a": 2}, [Member("m1", ("a",))]), {"m1": ["a-0", "a-1"]}
+    )
     assert compute(no_racks, "rack_locality") is None
 
 

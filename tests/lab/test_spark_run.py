@@ -46,10 +46,20 @@ def test_progress_reaches_every_task(lab_run: Any) -> None:
     assert done == total > 1
 
 
-def test_every_scenario_and_metric_is_present(raw_rows: list[dict[str, Any]], test_specs: list[ScenarioSpec]) -> None:
+def test_every_scenario_and_metric_is_present(
+    raw_rows: list[dict[str, Any]], test_specs: list[ScenarioSpec]
+) -> None:
     assert {r["scenario_id"] for r in raw_rows} == {s.scenario_id for s in test_specs}
     metrics = {r["metric"] for r in raw_rows}
-    assert {"count_balance", "load_balance", "moved", "moved_min", "revoked", "rounds", "assign_ms"} <= metrics
+    assert {
+        "count_balance",
+        "load_balance",
+        "moved",
+        "moved_min",
+        "revoked",
+        "rounds",
+        "assign_ms",
+    } <= metrics
     assert not any(r["metric"] == "unassigned" and r["value"] for r in raw_rows)
 
 
@@ -81,7 +91,11 @@ def test_same_seed_same_metrics_and_same_as_plain_python(
 
 @pytest.mark.parametrize("engine", [e for e in ENGINES if e != "arrow"])
 def test_engines_agree(
-    spark: Any, engine: str, test_specs: list[ScenarioSpec], raw_rows: list[dict[str, Any]], tmp_path: Path
+    spark: Any,
+    engine: str,
+    test_specs: list[ScenarioSpec],
+    raw_rows: list[dict[str, Any]],
+    tmp_path: Path,
 ) -> None:
     subset = [s for s in test_specs if s.workload == "single-partition-topics"]
     ids = {s.scenario_id for s in subset}
@@ -93,7 +107,9 @@ def test_engines_agree(
 # -- the facts the issue asks the lab to reproduce ------------------------------------------------
 
 
-def test_range_piles_single_partition_topics_on_one_member(raw_rows: list[dict[str, Any]], select: Select) -> None:
+def test_range_piles_single_partition_topics_on_one_member(
+    raw_rows: list[dict[str, Any]], select: Select
+) -> None:
     where = {"workload": "single-partition-topics", "step": 0, "metric": "count_balance"}
     assert select(raw_rows, strategy="range", **where) == [10.0]  # 10 / 0 / 0
     assert select(raw_rows, strategy="roundrobin", **where) == [1.0]  # 4 / 3 / 3
@@ -116,15 +132,20 @@ def test_sticky_moves_no_more_than_it_must_when_a_member_leaves(
     excess = [
         r["value"]
         for r in raw_rows
-        if r["event_kind"] == "leave" and r["strategy"] == "roundrobin" and r["metric"] == "moved_excess"
+        if r["event_kind"] == "leave"
+        and r["strategy"] == "roundrobin"
+        and r["metric"] == "moved_excess"
     ]
     assert max(excess) > 0
 
 
-def test_cooperative_sticky_needs_a_second_round(raw_rows: list[dict[str, Any]], select: Select) -> None:
+def test_cooperative_sticky_needs_a_second_round(
+    raw_rows: list[dict[str, Any]], select: Select
+) -> None:
     where = {"workload": "kafka-grid", "event_kind": "join"}
     cooperative = select(raw_rows, strategy="cooperative-sticky", metric="rounds", **where)
-    assert cooperative and set(cooperative) == {2.0}
+    assert cooperative
+    assert set(cooperative) == {2.0}
     assert set(select(raw_rows, strategy="sticky", metric="rounds", **where)) == {1.0}
     # ... and revokes only what moves, where eager sticky revokes everything.
     cooperative_revoked = select(raw_rows, strategy="cooperative-sticky", metric="revoked", **where)

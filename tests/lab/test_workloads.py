@@ -68,7 +68,12 @@ def test_kafka_grid_matches_the_jmh_benchmark() -> None:
     assert all(len(m.topics) == 20 for m in case.members)
     first = next(iter(case.topics.values()))
     assert first.replica_racks is not None
-    assert first.replica_racks[:4] == (("rack0", "rack1"), ("rack1", "rack2"), ("rack2", "rack0"), ("rack0", "rack1"))
+    assert first.replica_racks[:4] == (
+        ("rack0", "rack1"),
+        ("rack1", "rack2"),
+        ("rack2", "rack0"),
+        ("rack0", "rack1"),
+    )
     assert [m.rack for m in case.members[:4]] == ["rack0", "rack1", "rack2", "rack0"]
     (joined,) = case.events
     assert isinstance(joined, MemberJoined)
@@ -102,7 +107,7 @@ def test_zipf_loads_are_skewed_with_mean_one() -> None:
 
 def test_parameters_are_checked_against_the_defaults() -> None:
     grid = KafkaGridWorkload()
-    with pytest.raises(LabError, match="has no parameter 'membres'; its parameters: .*members"):
+    with pytest.raises(LabError, match=r"has no parameter 'membres'; its parameters: .*members"):
         resolve_params(grid, {"membres": 3})
     with pytest.raises(LabError, match="parameter 'members' must be an integer"):
         resolve_params(grid, {"members": "many"})
@@ -141,18 +146,22 @@ def test_expand_filters_and_names_unknown_choices() -> None:
     assert {s.strategy for s in specs} == {"range", "roundrobin"}
     assert {s.workload for s in specs} == {"zipf-load"}
     assert {json.loads(s.params)["members"] for s in specs} == {10}
-    with pytest.raises(UnknownNameError, match="unknown strategy 'nosuch'; available: .*roundrobin"):
+    with pytest.raises(
+        UnknownNameError, match=r"unknown strategy 'nosuch'; available: .*roundrobin"
+    ):
         expand(quick, manager, strategies=["nosuch"])
     with pytest.raises(UnknownNameError, match="unknown workload 'nosuch'; available: churn"):
         expand(quick, manager, workloads=["nosuch"])
-    with pytest.raises(UnknownNameError, match="unknown preset 'huge'; available: .*quick"):
+    with pytest.raises(UnknownNameError, match=r"unknown preset 'huge'; available: .*quick"):
         get_preset("huge")
 
 
 def test_a_workload_missing_from_the_preset_runs_with_its_defaults() -> None:
     specs = expand(get_preset("kafka-grid"), get_plugin_manager(), workloads=["churn"])
     assert {s.workload for s in specs} == {"churn"}
-    assert {s.params for s in specs} == {json.dumps(dict(WORKLOADS["churn"].defaults), sort_keys=True, separators=(",", ":"))}
+    assert {s.params for s in specs} == {
+        json.dumps(dict(WORKLOADS["churn"].defaults), sort_keys=True, separators=(",", ":"))
+    }
 
 
 def test_presets_skip_infeasible_grid_points() -> None:

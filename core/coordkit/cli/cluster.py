@@ -322,7 +322,9 @@ def demo_command(
     cluster = Cluster(url, brokers, racks=rack_of, config=config, seed=seed)
     try:
         cluster.start()
-        counts = show(cluster, f"started {brokers} brokers on {StoreURL.parse(url).redacted()}", OpCounts())
+        counts = show(
+            cluster, f"started {brokers} brokers on {StoreURL.parse(url).redacted()}", OpCounts()
+        )
         for spec in specs:
             config_map = {UNCLEAN_LEADER_ELECTION_ENABLE: "true"} if unclean else None
             cluster.create_topic(
@@ -335,7 +337,9 @@ def demo_command(
             run_step(cluster, step)
             counts = show(cluster, f"after {step}", counts)
         if watch and fmt == "table":
-            with Live(render(cluster.view(), "live"), console=console, refresh_per_second=4) as live:
+            with Live(
+                render(cluster.view(), "live"), console=console, refresh_per_second=4
+            ) as live:
                 for _ in _ticks(watch):
                     live.update(render(cluster.view(), "live", cluster.op_counts()))
         tree = walk(cluster.admin_store, "/") if show_tree else []

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from coordkit import layout
 from coordkit.clock import Clock, SystemClock
 from coordkit.elections import ControllerCandidate, ControllerElection, ControllerTerm, ElectionKind
-from coordkit.engine import states
+from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller import Controller
 from coordkit.engine.controllership import read_controller
@@ -36,7 +36,7 @@ from coordkit.errors import (
 )
 from coordkit.model import BrokerInfo
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import Delete, MetadataStore, SessionState, SetData
+from coordkit.store import Create, Delete, MetadataStore, Op, SessionState, SetData
 from coordkit.watches import EventThread
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class Broker:
             if self._started:
                 return self
             self._started = True
-        for root in (*layout.PERSISTENT_ROOTS, layout.BROKER_IDS):
+        for root in (*layout.PERSISTENT_ROOTS, isr_notifications.ISR_CHANGE_NOTIFICATION):
             self.store.ensure_path(root)
         self.store.add_listener(self._on_session)
         self._register()
@@ -143,20 +143,20 @@ class Broker:
                 remaining = self.controlled_shutdown()
             except EngineError as exc:
                 log.warning("broker %s: controlled shutdown failed: %s", self.broker_id, exc)
-        self._shutdown(graceful=True)
-        self.observers.broker_stopped(self.broker_id, controlled)
+        self._shutdown(graceful=True, controlled=controlled)
         return remaining
 
     def kill(self) -> None:
         """Stop as a crash would: the session ends at once, nothing is handed over."""
-        self._shutdown(graceful=False)
-        self.observers.broker_stopped(self.broker_id, False)
+        self._shutdown(graceful=False, controlled=False)
 
-    def _shutdown(self, *, graceful: bool) -> None:
+    def _shutdown(self, *, graceful: bool, controlled: bool) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+        # From here the broker serves nothing (observers see it down before anyone reacts).
+        self.observers.broker_stopped(self.broker_id, controlled)
         if self.network is not None:
             self.network.remove(self)
         if not graceful:
@@ -330,8 +330,8 @@ class Broker:
 
     def expand_isr(self, tp: TP, replica: int) -> LeaderIsr | None:
         """As the partition's leader, add a caught-up follower to the ISR (a write conditional on
-        the state node's version, as Kafka's leaders did). ``None`` if this broker does not lead
-        the partition."""
+        the state node's version, as Kafka's leaders did, with an ISR change notification for the
+        controller in the same multi). ``None`` if this broker does not lead the partition."""
         path = states.state_path(tp)
         for _ in range(20):
             try:
@@ -349,10 +349,23 @@ class Broker:
                 (*current.isr, replica),
                 current.controller_epoch,
             )
+            ops: list[Op] = [
+                SetData(path, states.encode(expanded), stat.version),
+                Create(
+                    isr_notifications.notification_prefix(),
+                    isr_notifications.encode([tp]),
+                    sequential=True,
+                ),
+            ]
             try:
-                result = self.store.commit([SetData(path, states.encode(expanded), stat.version)])
+                result = self.store.commit(ops)
             except BadVersionError:
                 continue
+            except NoNodeError as exc:
+                if exc.op_index == 1:  # no notification folder yet
+                    self.store.ensure_path(isr_notifications.ISR_CHANGE_NOTIFICATION)
+                    continue
+                return None
             expanded.zk_version = result[0].version
             self.observers.partition_states_changed(
                 [StateChange(tp, current, expanded, None, self.broker_id)]

@@ -123,7 +123,7 @@ class Cluster:
         self.racks = dict(racks or {})
         self.config = config or EngineConfig()
         self.clock: Clock = clock or SystemClock()
-        self.replication = ReplicationModel()
+        self.replication = ReplicationModel(self.clock)
         self.observers = Observers(self.replication, *observers)
         self.history = HistoryRecorder() if record_history else None
         self.network = Network()

@@ -39,9 +39,13 @@ from coordkit.elections import (
     PartitionLeaderElection,
     new_partition_election,
 )
-from coordkit.engine import states
+from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE, EngineConfig
-from coordkit.engine.errors import ControllerFencedError, EngineError
+from coordkit.engine.errors import (
+    ControllerFencedError,
+    ControllerSessionEndedError,
+    EngineError,
+)
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP, LeaderIsr
@@ -307,7 +311,10 @@ class Controller:
     def _end_term_on(self, exc: BaseException) -> bool:
         """Stop on errors that end the term; True if ``exc`` was one."""
         if isinstance(exc, ControllerFencedError):
-            log.warning("%s", exc)
+            level = (
+                logging.INFO if isinstance(exc, ControllerSessionEndedError) else logging.WARNING
+            )
+            log.log(level, "%s", exc)
             self._fenced = True
             self.stop()
             self._on_fenced(self.term)
@@ -344,6 +351,12 @@ class Controller:
                 layout.DELETE_TOPICS, lambda e: self._post(self._delete_requested, e)
             )
         )
+        self._watches.append(
+            self.store.watch_children(
+                isr_notifications.ISR_CHANGE_NOTIFICATION,
+                lambda e: self._post(self._isr_changed, e),
+            )
+        )
         self._live = self._read_brokers()
         self._topics = {}
         self._parts = {}
@@ -354,7 +367,8 @@ class Controller:
         live = self._live_ids()
         tps = [tp for tp in self._parts if tp[0] not in self._deleting]
         self._prefetch_unclean(tps, live)
-        plans = [self._plan_liveness(tp, live) for tp in tps]
+        # Leaders first (availability); dead replicas leave the ISRs right after, as an event.
+        plans = [self._plan_liveness(tp, live, shrink=False) for tp in tps]
         planned = time.perf_counter()
         changes = self._persist(plans)
         done = time.perf_counter()
@@ -365,6 +379,7 @@ class Controller:
             "persist": done - planned,
         }
         self.ready.set()
+        self._post(self._shrink_isrs)
         log.info(
             "controller %s (epoch %s) ready in %.3fs (load %.3fs, elect %.3fs, persist %.3fs): "
             "%d brokers, %d topics, %d partitions, %d states written",
@@ -424,6 +439,7 @@ class Controller:
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
             return
+
         def changed(event: DataEvent) -> None:
             self._post(self._assignment_changed, topic, event)
 
@@ -480,7 +496,9 @@ class Controller:
             self._broker_startup(born | bounced)
 
     def _broker_failure(self, failed: set[int], bounced: frozenset[int]) -> None:
-        """Kafka's onBrokerFailure: elect for partitions they led, drop them from ISRs."""
+        """Kafka's onBrokerFailure: first elect leaders for the partitions they led, then drop
+        them from the ISRs of the others. Decisions come from the cached states (kept current by
+        the ISR change notifications); every write is conditional on the state node's version."""
         self._excluded = bounced
         try:
             tps = [
@@ -488,9 +506,9 @@ class Controller:
                 for tp, part in self._parts.items()
                 if tp[0] not in self._deleting and not failed.isdisjoint(part.replicas)
             ]
-            self._refresh_states(tps)
             live = self._live_ids()
             self._prefetch_unclean(tps, live)
+            self._persist([self._plan_liveness(tp, live, shrink=False) for tp in tps])
             self._persist([self._plan_liveness(tp, live) for tp in tps])
         finally:
             self._excluded = frozenset()
@@ -503,9 +521,48 @@ class Controller:
             for tp, part in self._parts.items()
             if tp[0] not in self._deleting and (part.state is None or part.state.leader not in live)
         ]
-        self._refresh_states(tps)
         self._prefetch_unclean(tps, live)
         self._persist([self._plan_liveness(tp, live) for tp in tps])
+
+    def _shrink_isrs(self) -> None:
+        """Drop replicas of dead brokers from the ISRs (after a failover has restored leaders)."""
+        live = self._live_ids()
+        tps = [
+            tp
+            for tp, part in self._parts.items()
+            if tp[0] not in self._deleting
+            and part.state is not None
+            and not live.issuperset(part.state.isr)
+        ]
+        self._persist([self._plan_liveness(tp, live) for tp in tps])
+
+    def _isr_changed(self, event: ChildrenEvent) -> None:
+        """Kafka's IsrChangeNotification: refresh the listed partitions, drop the notices."""
+        names = sorted(c for c in event.children or () if c.startswith(isr_notifications.PREFIX))
+        if not names:
+            return
+        paths = [f"{isr_notifications.ISR_CHANGE_NOTIFICATION}/{n}" for n in names]
+        changed: set[TP] = set()
+        present: list[str] = []
+        for path, result in zip(paths, self._get_many(paths), strict=True):
+            if isinstance(result, StoreError):
+                continue
+            present.append(path)
+            try:
+                changed.update(isr_notifications.decode(path, result[0]))
+            except LayoutError as exc:
+                log.warning("ignoring %s", exc)
+        refreshed = sorted(
+            tp for tp in changed if tp in self._parts and tp[0] not in self._deleting
+        )
+        self._refresh_states(refreshed)
+        # A replica may have joined an ISR just before its broker died: reconcile with liveness.
+        live = self._live_ids()
+        self._persist([self._plan_liveness(tp, live) for tp in refreshed])
+        for start in range(0, len(present), self.config.write_batch_ops):
+            self._commit_ignoring_missing(
+                [Delete(p) for p in present[start : start + self.config.write_batch_ops]]
+            )
 
     def _prefetch_unclean(self, tps: Sequence[TP], live: frozenset[int]) -> None:
         """Read the unclean-election override of topics that have partitions without a live ISR
@@ -543,16 +600,16 @@ class Controller:
 
     # -- planning: what to write for a partition -----------------------------------------------
 
-    def _plan_liveness(self, tp: TP, live: frozenset[int]) -> _Plan | None:
+    def _plan_liveness(self, tp: TP, live: frozenset[int], shrink: bool = True) -> _Plan | None:
         """New partitions get their first leader; partitions whose leader is gone get an offline
-        election; dead replicas leave the ISR."""
+        election; dead replicas leave the ISR (unless ``shrink`` is off: leaders only)."""
         part = self._parts.get(tp)
         if part is None:
             return None
         state = part.state
 
         def again(t: TP) -> _Plan | None:
-            return self._plan_liveness(t, live)
+            return self._plan_liveness(t, live, shrink)
 
         if state is None:
             first = new_partition_election(part.replicas, live)
@@ -560,7 +617,7 @@ class Controller:
                 return None  # stays new until a replica is live
             return _Plan(tp, first.leader, first.isr, first.reason, again)
         if state.leader in live:
-            if all(r in live for r in state.isr):
+            if not shrink or all(r in live for r in state.isr):
                 return None
             isr = tuple(r for r in state.isr if r in live) or state.isr
             return _Plan(tp, state.leader, isr, None, again)
@@ -610,11 +667,11 @@ class Controller:
                     self._partitions_nodes.add(failed.tp[0])
                     retry = chunk
                 else:
-                    self._refresh_states([failed.tp])
-                    replacement = failed.replan(failed.tp)
-                    retry = [p for p in chunk if p is not failed]
-                    if replacement is not None:
-                        retry.append(replacement)
+                    # Some state moved underneath (a leader changed its ISR): re-read the whole
+                    # batch in one pipelined read and decide again, so a batch fails once, not
+                    # once per stale partition.
+                    self._refresh_states([p.tp for p in chunk])
+                    retry = [r for r in (p.replan(p.tp) for p in chunk) if r is not None]
                 pending.extendleft(reversed(retry))
                 continue
             changes.extend(self._applied(chunk, ops, owners, results, new_partition_nodes))
@@ -787,10 +844,16 @@ class Controller:
         )
 
     def _commit_ignoring_missing(self, ops: list[Op]) -> None:
-        try:
-            self._writer.commit(ops)
-        except NoNodeError:
-            pass
+        """Commit deletions, leaving out nodes someone else already removed."""
+        remaining = list(ops)
+        while remaining:
+            try:
+                self._writer.commit(remaining)
+                return
+            except NoNodeError as exc:
+                if exc.op_index is None:
+                    return
+                del remaining[exc.op_index]
 
     def _forget_topic(self, topic: str) -> None:
         watch = self._topic_watches.pop(topic, None)
@@ -816,7 +879,6 @@ class Controller:
             for tp, part in self._parts.items()
             if tp[0] not in self._deleting and len(part.replicas) > 1 and broker_id in part.replicas
         ]
-        self._refresh_states(tps)
         live = self._live_ids()
         self._persist([self._plan_shutdown(tp, broker_id, live) for tp in tps])
         return sorted(
@@ -856,6 +918,7 @@ class Controller:
             for tp in (partitions if partitions is not None else list(self._parts))
             if tp in self._parts and tp[0] not in self._deleting
         ]
+        # Kafka reads the states afresh here: the preferred replica may have just rejoined.
         self._refresh_states(tps)
         live = self._live_ids()
         changes = self._persist([self._plan_preferred(tp, live) for tp in tps])

@@ -17,6 +17,10 @@ class ControllerFencedError(EngineError):
     """A controller write failed its ``/controller_epoch`` check: a newer controller exists."""
 
 
+class ControllerSessionEndedError(ControllerFencedError):
+    """The session that won a controller term has ended, so the term has too."""
+
+
 class ControllerUnavailableError(EngineError):
     """No controller could serve a request (none elected, or not reachable in this process)."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from coordkit import layout
 from coordkit.elections import ControllerTerm
-from coordkit.engine.errors import ControllerFencedError
+from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.errors import BadVersionError, NoNodeError, StoreError
 from coordkit.store import Check, MetadataStore, Op
 
@@ -39,7 +39,7 @@ class FencedWriter:
         :raises StoreError: an op of ``ops`` failed; ``op_index`` indexes ``ops``.
         """
         if self.store.session_id != self.session_id:
-            raise ControllerFencedError(
+            raise ControllerSessionEndedError(
                 f"controller {self.term.broker_id} of epoch {self.term.epoch}: the session that "
                 f"won the term ({self.session_id:#x}) has ended"
             )

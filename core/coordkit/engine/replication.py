@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from coordkit.clock import Clock, SystemClock
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.states import TP
 from coordkit.model import NO_LEADER, BrokerInfo
@@ -90,13 +91,28 @@ class ReplicationTotals:
 class ReplicationModel(EngineObserver):
     """The logs of every partition of one cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or SystemClock()
         self._logs: dict[TP, PartitionLog] = {}
         self._down: set[int] = set()
         self._lock = threading.Lock()
         self.produced = 0
         self.rejected = 0
         self.unclean_elections = 0
+        # Unavailability: since when each partition has had no live leader.
+        self._offline_since: dict[TP, float] = {}
+        self._offline_seconds = 0.0
+        self._offline_windows = 0
+
+    def _went_offline(self, tp: TP) -> None:
+        if tp not in self._offline_since:
+            self._offline_since[tp] = self.clock.monotonic()
+            self._offline_windows += 1
+
+    def _came_online(self, tp: TP) -> None:
+        since = self._offline_since.pop(tp, None)
+        if since is not None:
+            self._offline_seconds += self.clock.monotonic() - since
 
     # -- engine events -------------------------------------------------------------------------
 
@@ -123,6 +139,10 @@ class ReplicationModel(EngineObserver):
                 for replica in (*log.replicas, *current.isr):
                     log.leo.setdefault(replica, 0)
                 log.advance_hw()
+                if log.leader == NO_LEADER or log.leader in self._down:
+                    self._went_offline(change.tp)
+                else:
+                    self._came_online(change.tp)
 
     @staticmethod
     def _truncate_to(log: PartitionLog, offset: int) -> None:
@@ -139,15 +159,22 @@ class ReplicationModel(EngineObserver):
     def broker_stopped(self, broker_id: int, controlled: bool) -> None:
         with self._lock:
             self._down.add(broker_id)
+            for tp, log in self._logs.items():
+                if log.leader == broker_id:
+                    self._went_offline(tp)
 
     def broker_registered(self, broker_id: int, info: BrokerInfo, session_id: int) -> None:
         with self._lock:
             self._down.discard(broker_id)
+            for tp, log in self._logs.items():
+                if log.leader == broker_id:
+                    self._came_online(tp)
 
     def topic_deleted(self, topic: str) -> None:
         with self._lock:
             for tp in [tp for tp in self._logs if tp[0] == topic]:
                 del self._logs[tp]
+                self._came_online(tp)
 
     # -- driving the model ---------------------------------------------------------------------
 
@@ -201,6 +228,14 @@ class ReplicationModel(EngineObserver):
                 for tp, log in self._logs.items()
                 if log.leader == NO_LEADER or log.leader in self._down
             )
+
+    def unavailability(self) -> tuple[int, float]:
+        """``(times a partition lost its live leader, partition-seconds without one)``, counting
+        windows still open up to now."""
+        with self._lock:
+            now = self.clock.monotonic()
+            open_seconds = sum(now - since for since in self._offline_since.values())
+            return self._offline_windows, self._offline_seconds + open_seconds
 
     def totals(self) -> ReplicationTotals:
         with self._lock:
