@@ -14,6 +14,11 @@ no change anywhere else:
 
 Parameters are JSON scalars (int, float, bool, str) so a scenario is a row of a DataFrame and its
 parameters a JSON string; ``defaults`` lists every parameter a workload accepts.
+
+Optional workload attributes the lab uses when present: ``feasible(params) -> bool`` (presets skip
+combinations that make no sense) and ``presets``: ``{preset name: {parameter: value or values}}``,
+through which a plugin workload joins a built-in preset (``coordkit lab run --preset quick``)
+without any change to the lab.
 """
 
 from __future__ import annotations

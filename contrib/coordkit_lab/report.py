@@ -52,7 +52,7 @@ def metric_info(metrics: Iterable[Metric]) -> dict[str, dict[str, Any]]:
             "description": m.description,
             "unit": m.unit,
             "better": m.better,
-            "headline": m.headline,
+            "headline": getattr(m, "headline", None),
             "kinds": list(m.kinds),
         }
         for m in metrics

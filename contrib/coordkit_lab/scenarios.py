@@ -205,11 +205,19 @@ def expand(
 ) -> list[ScenarioSpec]:
     """The preset's scenarios, narrowed to ``workloads`` and ``strategies``.
 
-    A workload named in ``workloads`` that the preset does not list runs with its defaults.
-    Parameter combinations a workload declares infeasible (``feasible(params)`` false) are skipped.
+    Besides the preset's own cases, every registered workload whose optional ``presets`` mapping
+    names this preset joins with the grid given there. A workload named in ``workloads`` that the
+    preset does not list runs with its defaults. Parameter combinations a workload declares
+    infeasible (``feasible(params)`` false) are skipped.
     """
     registry = manager.workloads
     cases = list(preset.cases)
+    listed = {c.workload for c in cases}
+    for registration in registry:
+        # A plugin workload can join a preset itself: ``presets = {"quick": {param: values}}``.
+        grid = getattr(registration.value, "presets", {}).get(preset.name)
+        if grid is not None and registration.name not in listed:
+            cases.append(PresetCase(registration.name, grid))
     if workloads:
         for name in workloads:
             if name not in registry:

@@ -106,9 +106,10 @@ class JavaHashOrder:
 
 def hashmap_iteration_order(keys: Sequence[str]) -> list[int]:
     """Positions of ``keys`` in the iteration order of a ``HashMap`` they were put into in order."""
+    hashes = [java_string_hash(key) for key in keys]
     table = JavaHashOrder()
-    for position, key in enumerate(keys):
-        table.add(position, java_string_hash(key))
-    capacity = max(table.capacity, 1)
-    spread_hashes = [spread(java_string_hash(key)) & (capacity - 1) for key in keys]
-    return sorted(range(len(keys)), key=lambda position: (spread_hashes[position], position))
+    for position, h in enumerate(hashes):
+        table.add(position, h)
+    mask = max(table.capacity, 1) - 1
+    buckets = [spread(h) & mask for h in hashes]
+    return sorted(range(len(keys)), key=lambda position: (buckets[position], position))

@@ -3,9 +3,9 @@ reads the stream from the last revision (entry id) it saw and tells its WatchHub
 
 Entry field ``e`` holds events as newline-separated kind and subject pairs: ``D``, path (the node's
 data or existence may have changed), ``C``, path (its children may have changed), ``X``, session id
-(that session expired). After a
-reconnect reading resumes at the last revision seen; if the stream was trimmed past it, or reset
-(a server that lost its data), the feed asks for a full resync instead.
+(that session expired). After a reconnect, reading resumes at the last revision seen; if the
+stream was trimmed past it, or reset (a server that lost its data), the feed asks for a full
+resync instead.
 """
 
 from __future__ import annotations

@@ -315,6 +315,13 @@ class ZooKeeperServer:
         """SIGSTOP the server: connections stay open but nothing answers (a hung server)."""
         if self.process is not None:
             self.process.send_signal(signal.SIGSTOP)
+            # The signal is delivered asynchronously: return once the process is really stopped.
+            wait_for(lambda: self._process_state() == "T", 10.0, "server stopped by SIGSTOP")
+
+    def _process_state(self) -> str:
+        assert self.process is not None
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
 
     def resume(self) -> None:
         if self.process is not None:

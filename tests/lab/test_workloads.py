@@ -18,7 +18,11 @@ from coordkit_lab.protocols import LabError, Workload, resolve_params
 from coordkit_lab.runner import ERROR_METRIC, run_scenario
 from coordkit_lab.scenarios import PRESETS, Preset, PresetCase, derive_seed, expand, get_preset
 from coordkit_lab.simulation import simulate_assignment
-from coordkit_lab.workloads import BUILTIN_WORKLOADS, KafkaGridWorkload
+from coordkit_lab.workloads import (
+    BUILTIN_WORKLOADS,
+    KafkaGridWorkload,
+    SinglePartitionTopicsWorkload,
+)
 
 WORKLOADS = {w.name: w for w in BUILTIN_WORKLOADS}
 RANDOM = ("random-cluster", "zipf-load", "churn")
@@ -150,7 +154,7 @@ def test_expand_filters_and_names_unknown_choices() -> None:
         UnknownNameError, match=r"unknown strategy 'nosuch'; available: .*roundrobin"
     ):
         expand(quick, manager, strategies=["nosuch"])
-    with pytest.raises(UnknownNameError, match="unknown workload 'nosuch'; available: churn"):
+    with pytest.raises(UnknownNameError, match=r"unknown workload 'nosuch'; available: .*churn"):
         expand(quick, manager, workloads=["nosuch"])
     with pytest.raises(UnknownNameError, match=r"unknown preset 'huge'; available: .*quick"):
         get_preset("huge")
@@ -204,3 +208,32 @@ def test_a_failing_strategy_leaves_one_error_row() -> None:
     assert row[12] == ERROR_METRIC
     assert "RuntimeError: boom" in row[8]
     assert row[7] == -1
+
+
+class JoiningWorkload(SinglePartitionTopicsWorkload):
+    """A plugin workload that puts itself into the ``t`` preset."""
+
+    name = "joining"
+    presets = {"t": {"members": (2, 5)}}
+
+
+class JoiningPlugin:
+    from coordkit import hookimpl
+
+    @hookimpl
+    def coordkit_register_workloads(self, register: Any) -> None:
+        register(JoiningWorkload())
+
+
+def test_a_plugin_workload_can_join_a_preset() -> None:
+    manager = PluginManager()
+    manager.register(JoiningPlugin(), name="joining-plugin")
+    preset = Preset("t", "t", [PresetCase("zipf-load")], 1)
+    specs = expand(preset, manager, strategies=["range"])
+    assert sorted((s.workload, json.loads(s.params)["members"]) for s in specs) == [
+        ("joining", 2),
+        ("joining", 5),
+        ("zipf-load", 10),
+    ]
+    other = Preset("other", "other", [PresetCase("zipf-load")], 1)
+    assert {s.workload for s in expand(other, manager, strategies=["range"])} == {"zipf-load"}

@@ -24,6 +24,7 @@ class EngineConfig:
     :param leader_imbalance_per_broker_percentage: ``leader.imbalance.per.broker.percentage``.
     :param delete_topic_enable: ``delete.topic.enable``.
     :param write_batch_ops: store ops per controller multi (each multi adds the epoch check).
+    :param write_concurrency: controller multis in flight at once on a networked store.
     :param read_batch: paths per pipelined read.
     :param controlled_shutdown_timeout: how long a broker waits for the controller to move its
         leaders before it stops anyway.
@@ -40,5 +41,6 @@ class EngineConfig:
     )
     delete_topic_enable: bool = True
     write_batch_ops: int = attrs.field(default=2000, validator=validators.ge(4))
+    write_concurrency: int = attrs.field(default=4, validator=validators.ge(1))
     read_batch: int = attrs.field(default=20000, validator=validators.ge(1))
     controlled_shutdown_timeout: float = attrs.field(default=30.0, validator=validators.gt(0))

@@ -25,7 +25,6 @@ import logging
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -77,8 +76,8 @@ from coordkit.store import (
 log = logging.getLogger("coordkit.engine.controller")
 
 _STOP = object()
-#: Conflicting state writes retried within one batch before the controller gives up on it.
-MAX_CONFLICTS = 10_000
+#: Rounds of conflicting state writes retried before the controller gives up on a change.
+MAX_ROUNDS = 100
 
 
 class _Partition:
@@ -107,6 +106,19 @@ class _Plan:
         self.isr = isr
         self.reason = reason
         self.replan = replan
+
+
+class _Batch:
+    """One multi-op of state writes: the plans, their ops, and which plan owns which op."""
+
+    __slots__ = ("creates_partitions_node", "new_partition_nodes", "ops", "owners", "plans")
+
+    def __init__(self) -> None:
+        self.plans: list[_Plan] = []
+        self.ops: list[Op] = []
+        self.owners: list[int] = []
+        self.new_partition_nodes: set[str] = set()
+        self.creates_partitions_node = False
 
 
 class Controller:
@@ -169,6 +181,10 @@ class Controller:
         self._partitions_nodes: set[str] = set()
         self._unclean_override: dict[str, bool | None] = {}
         self._next_rebalance = clock.monotonic() + config.leader_imbalance_check_interval
+        # Several multis in flight pay off only where a round trip costs something.
+        networked = store.characteristics.shared_across_processes
+        self._write_concurrency = config.write_concurrency if networked else 1
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     # -- lifecycle (any thread) ---------------------------------------------------------------
 
@@ -254,6 +270,8 @@ class Controller:
             self._serve()
         finally:
             self._drain()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
 
     def _serve(self) -> None:
         while not self._stopped.is_set():
@@ -636,49 +654,90 @@ class Controller:
     # -- persisting ----------------------------------------------------------------------------
 
     def _persist(self, plans: Iterable[_Plan | None]) -> list[StateChange]:
-        """Write planned states in fenced, version-checked batches; re-plan on conflicts."""
-        pending = deque(p for p in plans if p is not None)
+        """Write planned states in fenced, version-checked batches; re-plan on conflicts.
+
+        On a networked store several batches are in flight at once (``write_concurrency``),
+        except batches creating a topic's ``partitions`` node, which go first, one by one.
+        """
+        pending = [p for p in plans if p is not None]
         changes: list[StateChange] = []
-        conflicts = 0
+        rounds = 0
         while pending:
-            chunk: list[_Plan] = []
-            ops: list[Op] = []
-            owners: list[int] = []
-            new_partition_nodes: set[str] = set()
-            while pending and len(ops) < self.config.write_batch_ops:
-                plan = pending.popleft()
-                plan_ops = self._ops_for(plan, new_partition_nodes)
-                ops.extend(plan_ops)
-                owners.extend([len(chunk)] * len(plan_ops))
-                chunk.append(plan)
-            try:
-                results = self._writer.commit(ops)
-            except (BadVersionError, NodeExistsError, NoNodeError) as exc:
-                if exc.op_index is None or exc.op_index >= len(ops):
-                    raise
-                conflicts += 1
-                if conflicts > MAX_CONFLICTS:
-                    raise
-                failed = chunk[owners[exc.op_index]]
-                failed_path = ops[exc.op_index].path
-                if isinstance(exc, NodeExistsError) and failed_path == states.partitions_path(
-                    failed.tp[0]
-                ):
-                    self._partitions_nodes.add(failed.tp[0])
-                    retry = chunk
+            rounds += 1
+            if rounds > MAX_ROUNDS:
+                raise EngineError(f"controller {self.broker_id}: state writes keep conflicting")
+            batches = self._batches(pending)
+            pending = []
+            creating = [b for b in batches if b.creates_partitions_node]
+            rest = [b for b in batches if not b.creates_partitions_node]
+            outcomes = [self._commit_batch(b) for b in creating] + self._commit_all(rest)
+            fenced: BaseException | None = None
+            for batch, outcome in zip([*creating, *rest], outcomes, strict=True):
+                if isinstance(outcome, ControllerFencedError):
+                    fenced = fenced or outcome
+                elif isinstance(outcome, BaseException):
+                    pending.extend(self._after_conflict(batch, outcome))
                 else:
-                    # Some state moved underneath (a leader changed its ISR): re-read the whole
-                    # batch in one pipelined read and decide again, so a batch fails once, not
-                    # once per stale partition.
-                    self._refresh_states([p.tp for p in chunk])
-                    retry = [r for r in (p.replan(p.tp) for p in chunk) if r is not None]
-                pending.extendleft(reversed(retry))
-                continue
-            changes.extend(self._applied(chunk, ops, owners, results, new_partition_nodes))
+                    changes.extend(self._applied(batch, outcome))
+            if fenced is not None:
+                self.observers.partition_states_changed(changes)
+                raise fenced
         self.observers.partition_states_changed(changes)
         return changes
 
-    def _ops_for(self, plan: _Plan, new_partition_nodes: set[str]) -> list[Op]:
+    def _batches(self, plans: list[_Plan]) -> list[_Batch]:
+        out: list[_Batch] = []
+        batch = _Batch()
+        claimed: set[str] = set()  # partitions nodes some batch of this round creates
+        for plan in plans:
+            if len(batch.ops) >= self.config.write_batch_ops:
+                out.append(batch)
+                batch = _Batch()
+            plan_ops = self._ops_for(plan, claimed, batch)
+            batch.ops.extend(plan_ops)
+            batch.owners.extend([len(batch.plans)] * len(plan_ops))
+            batch.plans.append(plan)
+        if batch.plans:
+            out.append(batch)
+        return out
+
+    def _commit_batch(self, batch: _Batch) -> list[Any] | BaseException:
+        try:
+            return self._writer.commit(batch.ops)
+        except (ControllerFencedError, BadVersionError, NodeExistsError, NoNodeError) as exc:
+            return exc
+
+    def _commit_all(self, batches: list[_Batch]) -> list[list[Any] | BaseException]:
+        if len(batches) <= 1 or self._write_concurrency <= 1:
+            return [self._commit_batch(b) for b in batches]
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self._write_concurrency, thread_name_prefix=f"coordkit-controller-{self.broker_id}"
+            )
+        return list(self._pool.map(self._commit_batch, batches))
+
+    def _after_conflict(self, batch: _Batch, exc: BaseException) -> list[_Plan]:
+        """Plans to retry after ``batch`` failed on one of its own ops."""
+        if (
+            not isinstance(exc, StoreError)
+            or exc.op_index is None
+            or exc.op_index >= len(batch.ops)
+        ):
+            raise exc
+        failed = batch.plans[batch.owners[exc.op_index]]
+        failed_path = batch.ops[exc.op_index].path
+        if isinstance(exc, NodeExistsError) and failed_path == states.partitions_path(failed.tp[0]):
+            self._partitions_nodes.add(failed.tp[0])
+            return batch.plans
+        if isinstance(exc, NoNodeError) and failed_path == states.partition_path(failed.tp):
+            self._partitions_nodes.discard(failed.tp[0])  # its parent is gone: create it again
+            return batch.plans
+        # Some state moved underneath (a leader changed its ISR): re-read the whole batch in one
+        # pipelined read and decide again, so a batch fails once, not once per stale partition.
+        self._refresh_states([p.tp for p in batch.plans])
+        return [r for r in (p.replan(p.tp) for p in batch.plans) if r is not None]
+
+    def _ops_for(self, plan: _Plan, claimed: set[str], batch: _Batch) -> list[Op]:
         tp = plan.tp
         part = self._parts[tp]
         state = part.state
@@ -686,32 +745,29 @@ class Controller:
             data = states.encode_state(plan.leader, 0, plan.isr, self.epoch)
             ops: list[Op] = []
             topic = tp[0]
-            if topic not in self._partitions_nodes and topic not in new_partition_nodes:
+            if topic not in self._partitions_nodes and topic not in claimed:
                 ops.append(Create(states.partitions_path(topic)))
-                new_partition_nodes.add(topic)
+                claimed.add(topic)
+                batch.new_partition_nodes.add(topic)
+            if topic not in self._partitions_nodes:
+                batch.creates_partitions_node = True  # ordered after the batch creating it
             ops.append(Create(states.partition_path(tp)))
             ops.append(Create(states.state_path(tp), data))
             return ops
         data = states.encode_state(plan.leader, state.leader_epoch + 1, plan.isr, self.epoch)
         return [SetData(states.state_path(tp), data, state.zk_version)]
 
-    def _applied(
-        self,
-        chunk: list[_Plan],
-        ops: list[Op],
-        owners: list[int],
-        results: list[Any],
-        new_partition_nodes: set[str],
-    ) -> list[StateChange]:
-        self._partitions_nodes |= new_partition_nodes
+    def _applied(self, batch: _Batch, results: list[Any]) -> list[StateChange]:
+        self._partitions_nodes |= batch.new_partition_nodes
         versions: dict[int, int] = {}
-        for index, (op, result) in enumerate(zip(ops, results, strict=True)):
+        owners = batch.owners
+        for index, (op, result) in enumerate(zip(batch.ops, results, strict=True)):
             if isinstance(op, SetData):
                 versions[owners[index]] = result.version
             elif isinstance(op, Create) and op.path.endswith("/state"):
                 versions[owners[index]] = 0
         out: list[StateChange] = []
-        for index, plan in enumerate(chunk):
+        for index, plan in enumerate(batch.plans):
             part = self._parts[plan.tp]
             previous = part.state
             epoch = 0 if previous is None else previous.leader_epoch + 1

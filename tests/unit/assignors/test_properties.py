@@ -187,6 +187,10 @@ def test_deterministic_whatever_the_member_order(
 @PROPERTY_SETTINGS
 @given(group=groups())
 def test_own_result_as_owned_is_a_fixed_point(assignor_name: str, group: GroupSubscription) -> None:
+    if assignor_name in ("sticky", "cooperative-sticky"):
+        # Kafka's rack-aware sticky (KIP-881) gives up owned partitions whose replicas are not on
+        # the owner's rack, so its own result is a fixed point only without rack information.
+        assume(all(meta.replica_racks is None for meta in group.topics.values()))
     first = assign(assignor_name, group)
     next_group = with_owned(group, first)
     if assignor_name == "weighted-sticky":

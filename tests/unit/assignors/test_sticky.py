@@ -30,6 +30,7 @@ from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from coordkit_assignors.sticky_general import water_fill
 from coordkit_assignors.sticky_java import (
+from harness.vectors import kafka_vectors
     JavaHashOrder,
     hashmap_iteration_order,
     java_string_hash,
@@ -37,7 +38,6 @@ from coordkit_assignors.sticky_java import (
 )
 
 TP = tuple[str, int]
-VECTORS = Path("/work/shared/reference/kafka-vectors.json")
 DIFF_SETTINGS = settings(
     max_examples=200,
     deadline=None,
@@ -603,7 +603,7 @@ def test_registered_with_kafka_names_and_protocols() -> None:
 
 
 def test_kafka_vector_s1() -> None:
-    vectors = json.loads(VECTORS.read_text())["sticky_fresh"]
+    vectors = kafka_vectors()["sticky_fresh"]
     assert vectors
     for vector in vectors:
         group = group_of(vector["partitions"], {m: sub(ts) for m, ts in vector["subs"].items()})
@@ -863,6 +863,10 @@ def test_reassignment_after_one_consumer_leaves_moves_only_its_partitions() -> N
     second = STICKY.assign(group)
     assert_valid_and_balanced(group, second)
     assert second == STICKY.assign(group)  # deterministic
+    for member in members:  # only c10's partitions move
+        assert set(first.partitions(member)) <= set(second.partitions(member))
+    moved = {tp for m in members for tp in set(second.partitions(m)) - set(first.partitions(m))}
+    assert moved == set(first.partitions("c10"))
 
 
 def test_reassignment_after_one_consumer_added() -> None:
@@ -955,6 +959,30 @@ def test_stickiness_when_potential_leader_leaves() -> None:
     for member in members:
         assert second.count(member) == 1
         assert set(first.partitions(member)) <= set(second.partitions(member))
+
+
+def test_static_member_rejoining_with_a_new_member_id_keeps_its_partitions() -> None:
+    # Kafka's sticky assignor orders members by member id only (group.instance.id plays no part),
+    # and a static member that restarts comes back with a new member id and its owned partitions.
+    topics = {"t1": 4, "t2": 4}
+    both = list(topics)
+    members = {
+        "m-1": MemberSubscription(both, instance_id="zeta"),
+        "m-2": MemberSubscription(both, instance_id="alpha"),
+        "m-3": MemberSubscription(both),
+    }
+    first = STICKY.assign(group_of(topics, members))
+    assert strings(first) == strings(
+        STICKY.assign(group_of(topics, {m: sub(both) for m in members}))
+    )
+    owned = {m: [str(tp) for tp in first.partitions(m)] for m in members}
+    rejoined = {
+        "m-1": MemberSubscription(both, instance_id="zeta", owned=owned["m-1"], generation=4),
+        "m-9": MemberSubscription(both, instance_id="alpha", owned=owned["m-2"], generation=4),
+        "m-3": MemberSubscription(both, owned=owned["m-3"], generation=4),
+    }
+    second = STICKY.assign(group_of(topics, rejoined))
+    assert second.as_strings() == {"m-1": owned["m-1"], "m-9": owned["m-2"], "m-3": owned["m-3"]}
 
 
 def test_assignment_updated_for_deleted_topic() -> None:
