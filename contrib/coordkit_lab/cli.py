@@ -27,7 +27,7 @@ from rich.table import Table
 from coordkit.plugins import get_plugin_manager
 from coordkit_lab.report import load_report, print_report
 from coordkit_lab.scenarios import DEFAULT_SEED, PRESETS, expand, get_preset, split_names
-from coordkit_lab.spark import DEFAULT_ENGINE, DEFAULT_MASTER, ENGINES
+from coordkit_lab.spark import DEFAULT_ENGINE, DEFAULT_MASTER, ENGINES, is_local_master
 
 
 def _console() -> Console:
@@ -194,6 +194,11 @@ def run_command(
         f"[bold]coordkit lab[/]: preset [cyan]{preset}[/], {len(specs)} scenarios "
         f"({len(workload_names)} workloads × {len(strategy_names)} strategies), seed {seed}"
     )
+    if master is not None and not is_local_master(master) and parquet is None:
+        console.print(
+            f"[yellow]note[/]: on {master} executors write the raw Parquet; {out} must be a "
+            "directory every node sees, or pass --parquet hdfs://... / s3a://..."
+        )
     progress = _progress_bar(console)
     with progress:
         starting = progress.add_task("starting Spark", total=None)

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from coordkit.errors import MissingDependencyError
+from coordkit.errors import CoordkitError, MissingDependencyError
 from coordkit_lab.protocols import LabError
 from coordkit_lab.runner import (
     ERROR_METRIC,
@@ -80,6 +80,10 @@ appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = error
 """
+
+
+class SparkStartError(CoordkitError):
+    """The Spark session could not be created (no Java, a bad master URL, ...)."""
 
 
 def require_pyspark() -> Any:
@@ -186,8 +190,18 @@ def create_session(
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
-    with _jvm_output_to(log):
-        spark = builder.getOrCreate()
+    try:
+        with _jvm_output_to(log):
+            spark = builder.getOrCreate()
+    except Exception as exc:
+        tail = ""
+        if log is not None and log.is_file():
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        raise SparkStartError(
+            f"Spark did not start on master {master or '(spark-submit)'}: {exc}. Spark needs "
+            f"Java 17 or later (apt-get install openjdk-17-jre-headless)"
+            + (f"; the end of {log}:\n{tail}" if tail else "")
+        ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     actual = spark.sparkContext.master
     if not is_local_master(actual):

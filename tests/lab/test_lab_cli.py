@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -161,3 +162,30 @@ def test_run_end_to_end(tmp_path: Path) -> None:
     assert summary["run"]["master"] == "local[1]"
     assert summary["run"]["strategies"] == ["range", "roundrobin"]
     assert "Setting default log level" not in done.stdout + done.stderr  # JVM chatter → spark.log
+
+
+def test_a_spark_that_cannot_start_says_why(tmp_path: Path) -> None:
+    env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordkit_lab",
+            "run",
+            "-w",
+            "zipf-load",
+            "-s",
+            "range",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "Spark did not start on master local[*]" in done.stderr
+    assert "Java 17" in done.stderr
+    assert "no-java/bin/java" in done.stderr  # the end of spark.log, where the JVM's error went

@@ -9,9 +9,7 @@ carries the same guard, marked ``coordkit:``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,12 +28,12 @@ from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from coordkit_assignors.sticky_general import water_fill
 from coordkit_assignors.sticky_java import (
-from harness.vectors import kafka_vectors
     JavaHashOrder,
     hashmap_iteration_order,
     java_string_hash,
     topic_partition_hash,
 )
+from harness.vectors import kafka_vectors
 
 TP = tuple[str, int]
 DIFF_SETTINGS = settings(
