@@ -15,14 +15,15 @@ import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
-    TaskID,
+    Task,
     TextColumn,
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from coordkit.plugins import get_plugin_manager
 from coordkit_lab.report import load_report, print_report
@@ -94,13 +95,21 @@ def list_command() -> None:
     console.print(presets)
 
 
+class _TasksColumn(ProgressColumn):
+    """``done/total tasks`` once Spark reports tasks, nothing before."""
+
+    def render(self, task: Task) -> Text:
+        if task.total is None:
+            return Text("")
+        return Text(f"{int(task.completed)}/{int(task.total)} tasks", style="progress.download")
+
+
 def _progress_bar(console: Console) -> Progress:
     return Progress(
         SpinnerColumn(),
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("tasks"),
+        _TasksColumn(),
         TimeElapsedColumn(),
         console=console,
     )
@@ -201,17 +210,17 @@ def run_command(
         )
     progress = _progress_bar(console)
     with progress:
-        starting = progress.add_task("starting Spark", total=None)
-        running: list[TaskID] = []
+        bar = progress.add_task("starting Spark", total=None)
 
         def on_started(spark: object) -> None:
-            progress.update(starting, visible=False)
             sc = spark.sparkContext  # type: ignore[attr-defined]
-            running.append(progress.add_task(f"scenarios on {sc.master}", total=None))
+            progress.update(bar, description=f"scenarios on {sc.master}")
 
         def on_progress(done: int, total: int) -> None:
-            if running:
-                progress.update(running[0], completed=done, total=total)
+            progress.update(bar, completed=done, total=total)
+
+        def on_phase(phase: str) -> None:
+            progress.update(bar, description=phase)
 
         result = run_lab(
             specs,
@@ -224,6 +233,7 @@ def run_command(
             manager=manager,
             on_started=on_started,
             on_progress=on_progress,
+            on_phase=on_phase,
         )
     print_report(result.data, console)
     run = result.data["run"]

@@ -44,6 +44,7 @@ def run_lab(
     manager: PluginManager | None = None,
     on_started: Callable[[SparkSession], None] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> LabResult:
     """Run ``specs`` on ``spark`` (or a new session on ``master``, stopped at the end) and write
     the report into ``out``."""
@@ -74,6 +75,7 @@ def run_lab(
             engine=engine or lab_spark.DEFAULT_ENGINE,
             tasks=tasks,
             on_progress=on_progress,
+            on_phase=on_phase,
         )
         info = {
             **(run_info or {}),
@@ -92,6 +94,8 @@ def run_lab(
     finally:
         if own_session:
             spark.stop()
+    if on_phase is not None:
+        on_phase("writing the report")
     info["wall_seconds"] = round(time.perf_counter() - started, 3)
     data = build_report_data(info, metric_info(r.value for r in manager.metrics), result.tables)
     page = write_report(data, out)

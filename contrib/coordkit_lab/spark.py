@@ -437,6 +437,7 @@ def execute(
     engine: str = DEFAULT_ENGINE,
     tasks: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> SparkRun:
     """Run ``specs``, write the raw rows to ``PARQUET/raw`` and the aggregated tables to
     ``PARQUET/aggregates`` (partitioned by ``aggregate``: summary, cases, scaling, steps)."""
@@ -453,6 +454,8 @@ def execute(
             results.write.mode("overwrite").parquet(raw)
     run_seconds = time.perf_counter() - started
 
+    if on_phase is not None:
+        on_phase("aggregating (Spark SQL)")
     started = time.perf_counter()
     spark.read.parquet(raw).createOrReplaceTempView("results")
     try:

@@ -13,9 +13,9 @@ wire (each op is still its own ZooKeeper request, answered in order on the same 
   before going back to ``select``.
 
 Both use kazoo's connection internals (``client._queue``/``_pending``, the handler's ``_read``/
-``_send_request``/``_read_socket``), present from kazoo 2.6 to 2.11; :func:`install_batching`
-checks for them and leaves kazoo's own handler in place if they are missing, and :func:`submit`
-works with either handler.
+``_send_request``/``_read_socket``), as in kazoo 2.11; :func:`install_batching` checks for them
+and leaves kazoo's own handler in place if they are missing, and :func:`submit` works with either
+handler (the fault tests run bulk operations on both).
 """
 
 from __future__ import annotations
@@ -86,10 +86,6 @@ class Batch:
                 return False
             seen = remaining
         return True
-
-    @staticmethod
-    def is_pending(value: Any) -> bool:
-        return value is _PENDING
 
 
 class _Slot:

@@ -52,12 +52,14 @@ class Result:
     ops: OpCounts
     wakeups: int
     setup_seconds: float
+    settled_seconds: float  # until the controller had nothing left to do (ISR clean-up included)
 
     def row(self) -> str:
         ctrl = "-" if self.controller_seconds is None else f"{self.controller_seconds:.3f}"
         return (
             f"{self.case:<9} {self.backend:<9} {self.strategy:<6} {self.partitions:>8,} "
-            f"{self.seconds:>8.3f} {ctrl:>8} {self.moved:>8,} {self.ops.round_trips:>7,} "
+            f"{self.seconds:>8.3f} {ctrl:>8} {self.settled_seconds:>8.3f} {self.moved:>8,} "
+            f"{self.ops.round_trips:>7,} "
             f"{self.ops.reads:>8,} {self.ops.writes:>8,} {self.ops.multis:>6,} "
             f"{self.ops.watch_events:>6,} {self.wakeups:>7,} {self.setup_seconds:>7.1f}"
         )
@@ -74,6 +76,7 @@ class Result:
                 "controller_seconds": None
                 if self.controller_seconds is None
                 else round(self.controller_seconds, 4),
+                "settled_seconds": round(self.settled_seconds, 4),
                 "partitions_moved": self.moved,
                 "store_ops": self.ops.as_dict(),
                 "candidates_woken": self.wakeups,
@@ -84,6 +87,7 @@ class Result:
 
 HEADER = (
     f"{'case':<9} {'backend':<9} {'strat':<6} {'parts':>8} {'seconds':>8} {'ctrl s':>8} "
+    f"{'settled':>8} "
     f"{'moved':>8} {'trips':>7} {'reads':>8} {'writes':>8} {'multis':>6} {'events':>6} "
     f"{'woken':>7} {'setup s':>7}"
 )
@@ -246,7 +250,7 @@ def controlled_shutdown(env: _Env, strategy: str, partitions: int, brokers: int)
         if moved != partitions:
             raise SystemExit(f"only {moved:,} of {partitions:,} leaders moved")
         return Result(
-            "shutdown", env.name, strategy, partitions, seconds, None, moved, ops, 0, setup
+            "shutdown", env.name, strategy, partitions, seconds, None, moved, ops, 0, setup, seconds
         )
     finally:
         cluster.close()
@@ -281,6 +285,9 @@ def failover(env: _Env, strategy: str, partitions: int, brokers: int) -> Result:
         if not ready.event.wait(timeout=1800):
             raise SystemExit("no controller took over")
         seconds = ready.at - t0
+        # Then the dead broker leaves the ISRs of the partitions it followed.
+        _wait(cluster.settled, 1800, "the ISR clean-up")
+        settled = time.perf_counter() - t0
         ops = cluster.op_counts() - before
         woken = _wakeups(cluster) - wakeups_before
         new = cluster.controller_broker()
@@ -301,6 +308,7 @@ def failover(env: _Env, strategy: str, partitions: int, brokers: int) -> Result:
             ops,
             woken,
             setup,
+            settled,
         )
     finally:
         cluster.close()

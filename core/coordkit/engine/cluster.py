@@ -152,10 +152,15 @@ class Cluster:
         self.close()
 
     def close(self) -> None:
-        for broker in list(self.brokers.values()):
-            if broker.alive:
-                self._retire(broker)
-                broker.kill()
+        running = [b for b in self.brokers.values() if b.alive]
+        for broker in running:
+            self._retire(broker)
+        # End every session first, so that no broker wins an election (and loads the whole
+        # cluster) just because the others are going.
+        for broker in running:
+            broker.store.close()
+        for broker in running:
+            broker.kill()
         if self._admin_store is not None and self._admin_store.state is not SessionState.CLOSED:
             self._admin_store.close()
 
@@ -253,8 +258,9 @@ class Cluster:
         return None
 
     def settled(self) -> bool:
-        """The controller named in the store runs here at the stored epoch, has loaded and has
-        nothing left to do, and every live broker is registered."""
+        """The controller named in the store runs here at the stored epoch, has loaded, knows
+        every registered broker and every topic, and has nothing left to do; and every live
+        broker is registered."""
         store = self.admin_store
         current = read_controller(store)
         if current is None:
@@ -270,7 +276,11 @@ class Cluster:
         if int(data) != controller.epoch:
             return False
         registered = set(self._registered_brokers())
-        return all(b in registered for b in self.live_brokers())
+        if controller.known_brokers != registered:
+            return False
+        if controller.known_topics != set(store.children(layout.BROKER_TOPICS)):
+            return False
+        return all(b in registered for b in self.live_brokers()) and controller.idle()
 
     def wait_settled(self, timeout: float = 30.0) -> ClusterView:
         deadline = time.monotonic() + timeout

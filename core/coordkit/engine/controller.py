@@ -3,30 +3,35 @@
 A term starts when the broker wins a controller election. The controller then, on its own event
 thread (Kafka's single-threaded ``ControllerEventManager``):
 
-1. watches ``/brokers/ids``, ``/brokers/topics``, ``/admin/delete_topics`` and every topic's
-   assignment (partition additions);
+1. watches ``/brokers/ids``, ``/brokers/topics``, ``/admin/delete_topics``,
+   ``/isr_change_notification`` and every topic's assignment (partition additions);
 2. loads brokers, topics and every partition state with pipelined bulk reads;
-3. deletes topics queued for deletion, initialises partitions that have no state yet, elects
-   leaders for partitions whose leader is gone and drops dead replicas from ISRs;
+3. deletes topics queued for deletion, initialises partitions that have no state yet and elects
+   leaders for partitions whose leader is gone (at which point it is *ready*), then drops dead
+   replicas from the other ISRs;
 4. then reacts to changes: broker loss and return (including a broker that bounced between two
-   looks), new topics and partitions, deletions, controlled-shutdown requests, and the periodic
-   preferred-leader rebalance.
+   looks), new topics and partitions, deletions, ISR changes written by partition leaders,
+   controlled-shutdown requests, and the periodic preferred-leader rebalance.
 
-Every write goes through :class:`~coordkit.engine.fencing.FencedWriter` (epoch check first, in the
-same multi) in batches; each partition state write is also conditional on the version of the state
-node the decision was based on. A state that changed underneath (a leader expanding its ISR) is
-re-read and the decision made again. A fenced write or a lost session ends the term.
+Decisions start from the states the controller keeps (kept current by the leaders' ISR change
+notifications, and re-read for preferred-replica elections, as Kafka does). Every write goes
+through :class:`~coordkit.engine.fencing.FencedWriter` (epoch check first, in the same multi) in
+batches; each partition state write is also conditional on the version of the state node the
+decision was based on, so a state that moved underneath fails the batch, which is re-read and
+decided again. A fenced write or a lost session ends the term.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+import gc
 import logging
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from coordkit import layout
 from coordkit.clock import Clock
@@ -68,6 +73,7 @@ from coordkit.store import (
     Delete,
     MetadataStore,
     Op,
+    SessionState,
     SetData,
     Stat,
     Watch,
@@ -78,6 +84,28 @@ log = logging.getLogger("coordkit.engine.controller")
 _STOP = object()
 #: Rounds of conflicting state writes retried before the controller gives up on a change.
 MAX_ROUNDS = 100
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _bulk(method: F) -> F:
+    """Pause Python's cyclic garbage collector while a bulk phase allocates 100,000s of small
+    objects (its full collections would otherwise stall a failover for seconds); reference
+    counting still frees memory meanwhile. Nested and concurrent pauses are fine: only the
+    outermost pause that found collection on turns it back on."""
+
+    @functools.wraps(method)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return cast(F, paused)
 
 
 class _Partition:
@@ -165,6 +193,8 @@ class Controller:
         self._stopped = threading.Event()
         self._fenced = False
         self._busy = False
+        self._count_lock = threading.Lock()
+        self._outstanding = 0  # queued or running events and requests
         self.ready = threading.Event()
         self.ready_seconds: float | None = None
         #: Seconds of the failover phases (load, elect, persist) once ready.
@@ -173,6 +203,9 @@ class Controller:
         self._topic_watches: dict[str, Watch] = {}
         # The cluster as this controller knows it.
         self._live: dict[int, tuple[BrokerInfo, int]] = {}  # id -> (registration, czxid)
+        #: Brokers and topics this controller knows (snapshots other threads may read).
+        self.known_brokers: frozenset[int] = frozenset()
+        self.known_topics: frozenset[str] = frozenset()
         self._shutting_down: set[int] = set()
         self._excluded: frozenset[int] = frozenset()
         self._topics: dict[str, dict[int, tuple[int, ...]]] = {}
@@ -215,7 +248,8 @@ class Controller:
 
     def idle(self) -> bool:
         """Loaded, and nothing queued or running (tests and tools wait for this)."""
-        return self.ready.is_set() and not self._busy and self._queue.empty()
+        with self._count_lock:
+            return self.ready.is_set() and self._outstanding == 0 and not self._busy
 
     # -- requests (any thread) ----------------------------------------------------------------
 
@@ -242,7 +276,7 @@ class Controller:
 
     def _request(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self._queue.put((fn, args, future))
+        self._enqueue((fn, args, future))
         if self._stopped.is_set():
             self._drain()
         return future
@@ -254,14 +288,26 @@ class Controller:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not _STOP and item[2] is not None and not item[2].done():
+            if item is _STOP:
+                continue
+            self._done_one()
+            if item[2] is not None and not item[2].done():
                 item[2].set_exception(
                     EngineError(f"controller {self.broker_id} (epoch {self.epoch}) has stopped")
                 )
 
     def _post(self, fn: Callable[..., Any], *args: Any) -> None:
         if not self._stopped.is_set():
-            self._queue.put((fn, args, None))
+            self._enqueue((fn, args, None))
+
+    def _enqueue(self, item: tuple[Callable[..., Any], tuple[Any, ...], Any]) -> None:
+        with self._count_lock:
+            self._outstanding += 1
+        self._queue.put(item)
+
+    def _done_one(self) -> None:
+        with self._count_lock:
+            self._outstanding -= 1
 
     # -- the event thread ---------------------------------------------------------------------
 
@@ -282,7 +328,7 @@ class Controller:
             except ConnectionLossError:
                 time.sleep(0.1)
             except Exception as exc:
-                if self._end_term_on(exc):
+                if self._end_term_on(exc) or self._session_closed():
                     return
                 log.exception("controller %s failed to start", self.broker_id)
                 time.sleep(0.1)
@@ -298,7 +344,10 @@ class Controller:
             self._busy = True
             try:
                 if item is not None:
-                    self._execute(*item)
+                    try:
+                        self._execute(*item)
+                    finally:
+                        self._done_one()
                 self._maybe_rebalance()
             finally:
                 self._busy = False
@@ -315,10 +364,10 @@ class Controller:
             # The connection may come back with the session: try the event again.
             time.sleep(0.05)
             if not self._stopped.is_set():
-                self._queue.put((fn, args, future))
+                self._enqueue((fn, args, future))
             return
         except Exception as exc:
-            if not self._end_term_on(exc):
+            if not self._end_term_on(exc) and not self._session_closed():
                 log.exception("controller %s: %s failed", self.broker_id, _name(fn))
             if future is not None:
                 future.set_exception(exc)
@@ -343,6 +392,13 @@ class Controller:
             return True
         return False
 
+    def _session_closed(self) -> bool:
+        """The broker closed its session under a running call (any error then is moot)."""
+        if self.store.state is SessionState.CLOSED:
+            self.stop()
+            return True
+        return False
+
     def _cancel_watches(self) -> None:
         for watch in [*self._watches, *self._topic_watches.values()]:
             watch.cancel()
@@ -351,6 +407,7 @@ class Controller:
 
     # -- failover (Kafka's onControllerFailover) ----------------------------------------------
 
+    @_bulk
     def _startup(self) -> None:
         started = time.perf_counter()
         self._cancel_watches()
@@ -376,7 +433,9 @@ class Controller:
             )
         )
         self._live = self._read_brokers()
+        self.known_brokers = frozenset(self._live)
         self._topics = {}
+        self.known_topics = frozenset()
         self._parts = {}
         self._load_topics(self.store.children(layout.BROKER_TOPICS))
         loaded = time.perf_counter()
@@ -444,6 +503,7 @@ class Controller:
                 log.warning("ignoring topic: %s", exc)
                 continue
             self._topics[topic] = assignment
+            self.known_topics = self.known_topics | {topic}
             for partition, replicas in assignment.items():
                 tp = (topic, partition)
                 self._parts[tp] = _Partition(replicas)
@@ -501,6 +561,7 @@ class Controller:
         born = set(current) - set(previous)
         bounced = {b for b in set(previous) & set(current) if previous[b][1] != current[b][1]}
         self._live = current
+        self.known_brokers = frozenset(current)
         self._shutting_down -= dead | bounced
         if dead or bounced:
             log.info(
@@ -513,6 +574,7 @@ class Controller:
         if born or bounced:
             self._broker_startup(born | bounced)
 
+    @_bulk
     def _broker_failure(self, failed: set[int], bounced: frozenset[int]) -> None:
         """Kafka's onBrokerFailure: first elect leaders for the partitions they led, then drop
         them from the ISRs of the others. Decisions come from the cached states (kept current by
@@ -531,6 +593,7 @@ class Controller:
         finally:
             self._excluded = frozenset()
 
+    @_bulk
     def _broker_startup(self, started: set[int]) -> None:
         """Kafka's onBrokerStartup: give new and offline partitions a leader if possible."""
         live = self._live_ids()
@@ -542,6 +605,7 @@ class Controller:
         self._prefetch_unclean(tps, live)
         self._persist([self._plan_liveness(tp, live) for tp in tps])
 
+    @_bulk
     def _shrink_isrs(self) -> None:
         """Drop replicas of dead brokers from the ISRs (after a failover has restored leaders)."""
         live = self._live_ids()
@@ -915,6 +979,7 @@ class Controller:
         watch = self._topic_watches.pop(topic, None)
         if watch is not None:
             watch.cancel()
+        self.known_topics = self.known_topics - {topic}
         for partition in self._topics.pop(topic, {}):
             self._parts.pop((topic, partition), None)
         self._deleting.discard(topic)
@@ -923,6 +988,7 @@ class Controller:
 
     # -- controlled shutdown (Kafka's doControlledShutdown) ------------------------------------
 
+    @_bulk
     def _handle_controlled_shutdown(self, broker_id: int) -> list[TP]:
         if broker_id not in self._live:
             raise EngineError(
