@@ -6,7 +6,9 @@
 --
 -- Keys (P = ARGV[1]):
 --   P n:<path>     hash: d data, cz czxid, mz mzxid, pz pzxid, ct ctime, mt mtime, v version,
---                  cv cversion, eo ephemeral owner ('0' = persistent), nc number of children
+--                  cv cversion, eo ephemeral owner ('0' = persistent), nc number of children,
+--                  sq children created so far (ZooKeeper numbers sequential children by creations;
+--                  cversion also counts deletions)
 --   P c:<path>     set of child names
 --   P s:<sid>      session key, value = timeout in ms, TTL = the session timeout
 --   P deadlines    sorted set: session id -> deadline (server ms); the reaper reads it
@@ -133,22 +135,22 @@ function Tx:load(path, full)
     return n
   end
   if full then
-    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc', 'cz', 'mz', 'pz', 'ct', 'mt')
+    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc', 'sq', 'cz', 'mz', 'pz', 'ct', 'mt')
     if not v[1] then
       self.nodes[path] = false
       self.origin[path] = false
       return false
     end
-    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4]),
-         cz = v[5], mz = v[6], pz = v[7], ct = v[8], mt = v[9]}
+    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4]), sq = tonumber(v[5]),
+         cz = v[6], mz = v[7], pz = v[8], ct = v[9], mt = v[10]}
   else
-    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc')
+    local v = redis.call('HMGET', node_key(path), 'v', 'cv', 'eo', 'nc', 'sq')
     if not v[1] then
       self.nodes[path] = false
       self.origin[path] = false
       return false
     end
-    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4])}
+    n = {v = tonumber(v[1]), cv = tonumber(v[2]), eo = v[3], nc = tonumber(v[4]), sq = tonumber(v[5])}
   end
   self.nodes[path] = n
   self.origin[path] = n.eo
@@ -187,13 +189,14 @@ function Tx:create(path, data, owner, sequential)
   local pn = self:load(parent)
   if not pn then return fail('NONODE', path, 'parent ' .. parent .. ' does not exist') end
   if pn.eo ~= '0' then return fail('EPHEMERALPARENT', path, 'parent ' .. parent .. ' is ephemeral') end
-  if sequential then path = path .. string.format('%010d', pn.cv) end
+  if sequential then path = path .. string.format('%010d', pn.sq) end
   if self:exists(path) then return fail('NODEEXISTS', path, 'node already exists') end
   local z = self.zxid
   local now = now_ms()
   self.nodes[path] = {cz = z, mz = z, pz = z, ct = now, mt = now, v = 0, cv = 0, eo = owner, nc = 0,
-                     d = data, dirty = true, fresh = true}
+                     sq = 0, d = data, dirty = true, fresh = true}
   pn.cv = pn.cv + 1
+  pn.sq = pn.sq + 1
   pn.pz = z
   pn.nc = pn.nc + 1
   pn.kids = true
@@ -299,14 +302,14 @@ function Tx:flush()
     elseif n.dirty then
       if n.fresh then
         redis.call('HSET', node_key(path), 'd', n.d, 'cz', n.cz, 'mz', n.mz, 'pz', n.pz, 'ct', n.ct,
-          'mt', n.mt, 'v', n.v, 'cv', n.cv, 'eo', n.eo, 'nc', n.nc)
+          'mt', n.mt, 'v', n.v, 'cv', n.cv, 'eo', n.eo, 'nc', n.nc, 'sq', n.sq)
       elseif n.d ~= nil and n.kids then
         redis.call('HSET', node_key(path), 'd', n.d, 'mz', n.mz, 'mt', n.mt, 'v', n.v,
-          'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
+          'pz', n.pz, 'cv', n.cv, 'nc', n.nc, 'sq', n.sq)
       elseif n.d ~= nil then
         redis.call('HSET', node_key(path), 'd', n.d, 'mz', n.mz, 'mt', n.mt, 'v', n.v)
       else
-        redis.call('HSET', node_key(path), 'pz', n.pz, 'cv', n.cv, 'nc', n.nc)
+        redis.call('HSET', node_key(path), 'pz', n.pz, 'cv', n.cv, 'nc', n.nc, 'sq', n.sq)
       end
       if was ~= n.eo then
         if was ~= false and was ~= '0' then redis.call('SREM', ephemerals_key(was), path) end
@@ -325,12 +328,56 @@ function Tx:flush()
   LAST_ZXID = self.zxid
 end
 
+-- -- fast paths -----------------------------------------------------------------------------------
+-- A plain create (persistent, not sequential, no parents to make) and a set, each in its own
+-- transaction, are the bulk calls' hot path: the same checks as Tx:create / Tx:set, all before any
+-- write, without the overlay's bookkeeping.
+
+local function fast_create(path, data, zxid)
+  local parent, name = split(path)
+  local p = redis.call('HMGET', node_key(parent), 'cv', 'eo', 'nc', 'sq')
+  if not p[1] then return fail('NONODE', path, 'parent ' .. parent .. ' does not exist') end
+  if p[2] ~= '0' then return fail('EPHEMERALPARENT', path, 'parent ' .. parent .. ' is ephemeral') end
+  if redis.call('EXISTS', node_key(path)) == 1 then
+    return fail('NODEEXISTS', path, 'node already exists')
+  end
+  local now = now_ms()
+  redis.call('HSET', node_key(path), 'd', data, 'cz', zxid, 'mz', zxid, 'pz', zxid, 'ct', now,
+    'mt', now, 'v', 0, 'cv', 0, 'eo', '0', 'nc', 0, 'sq', 0)
+  redis.call('HSET', node_key(parent), 'cv', tonumber(p[1]) + 1, 'pz', zxid, 'nc', tonumber(p[3]) + 1,
+    'sq', tonumber(p[4]) + 1)
+  redis.call('SADD', children_key(parent), name)
+  publish('D', path)
+  publish('C', parent)
+  commit_zxid(zxid)
+  LAST_ZXID = zxid
+  return path
+end
+
+-- Returns the new stat as Tx:stat writes it.
+local function fast_set(path, data, version, zxid)
+  local key = node_key(path)
+  local v = redis.call('HMGET', key, 'v', 'cz', 'pz', 'ct', 'cv', 'eo', 'nc')
+  if not v[1] then return fail('NONODE', path, 'no node') end
+  local current = tonumber(v[1])
+  if version ~= -1 and current ~= version then
+    return fail('BADVERSION', path, 'expected version ' .. version .. ', node is at ' .. current)
+  end
+  local now = now_ms()
+  redis.call('HSET', key, 'd', data, 'mz', zxid, 'mt', now, 'v', current + 1)
+  publish('D', path)
+  commit_zxid(zxid)
+  LAST_ZXID = zxid
+  return v[2] .. ',' .. zxid .. ',' .. v[3] .. ',' .. v[4] .. ',' .. now .. ',' .. (current + 1)
+    .. ',' .. v[5] .. ',' .. v[6] .. ',' .. #data .. ',' .. v[7]
+end
+
 -- -- sessions --------------------------------------------------------------------------------------
 
 local function ensure_root()
   if redis.call('EXISTS', node_key('/')) == 0 then
     redis.call('HSET', node_key('/'), 'd', '', 'cz', '0', 'mz', '0', 'pz', '0', 'ct', '0', 'mt', '0',
-      'v', '0', 'cv', '0', 'eo', '0', 'nc', '0')
+      'v', '0', 'cv', '0', 'eo', '0', 'nc', '0', 'sq', '0')
   end
 end
 

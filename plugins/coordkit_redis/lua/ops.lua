@@ -69,13 +69,23 @@ if mode == 'm' then
   tx:flush()
 else
   for i = 1, count do
-    local tx = new_tx(current_zxid() + 1)
-    local result, err = run(tx, i, false)
+    local base = FIRST + (i - 1) * 4
+    local kind, arg = ARGV[base], ARGV[base + 3]
+    local result, err
+    if kind == 'c' and arg == '' then
+      result, err = fast_create(ARGV[base + 1], ARGV[base + 2], current_zxid() + 1)
+      if result then result = 'P' .. result end
+    elseif kind == 's' then
+      result, err = fast_set(ARGV[base + 1], ARGV[base + 2], tonumber(arg), current_zxid() + 1)
+      if result then result = 'S' .. result end
+    else
+      local tx = new_tx(current_zxid() + 1)
+      result, err = run(tx, i, false)
+      if err then tx:discard() else tx:flush() end
+    end
     if err then
-      tx:discard()
       results[i] = 'E' .. err[1] .. '\t' .. err[2] .. '\t' .. err[3]
     else
-      tx:flush()
       results[i] = result
     end
   end
