@@ -375,8 +375,8 @@ ELECTION_METRICS = (
     ),
     ElectionMetric(
         "candidates-woken",
-        "controller candidates woken by watch deliveries in a controller failover",
-        "brokers",
+        "watch deliveries that woke controller candidates in a controller failover",
+        "wakeups",
         "lower",
         _woken,
         headline="Which wakes fewest brokers on failover (herd)?",

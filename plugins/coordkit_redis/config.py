@@ -82,13 +82,10 @@ class RedisConfig:
             ssl=_ssl(settings, where) if tls else (),
         )
 
-    def connection_kwargs(self, *, socket_timeout: float | None = None) -> dict[str, Any]:
-        """redis-py ``Redis(...)`` keyword arguments. No retries: a write whose outcome is unknown
-        must surface as ConnectionLossError, never be sent twice."""
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        kwargs: dict[str, Any] = {
+    def connection_settings(self, *, socket_timeout: float | None = None) -> dict[str, Any]:
+        """Where and how to connect: redis-py ``Redis(...)`` keyword arguments that are plain
+        values (:meth:`connection_kwargs` adds the redis-py objects)."""
+        settings: dict[str, Any] = {
             "host": self.host,
             "port": self.port,
             "db": self.db,
@@ -96,15 +93,24 @@ class RedisConfig:
             "password": self.password,
             "socket_timeout": socket_timeout or self.socket_timeout,
             "socket_connect_timeout": self.connect_timeout,
-            "retry": Retry(NoBackoff(), 0),
             "decode_responses": False,
             # RESP2 keeps reply shapes the same on every redis-py version the extra allows.
             "protocol": 2,
         }
-        kwargs.update(_without_maintenance_notifications())
         if self.tls:
-            kwargs["ssl"] = True
-            kwargs.update(self.ssl)
+            settings["ssl"] = True
+            settings.update(self.ssl)
+        return settings
+
+    def connection_kwargs(self, *, socket_timeout: float | None = None) -> dict[str, Any]:
+        """redis-py ``Redis(...)`` keyword arguments. No retries: a write whose outcome is unknown
+        must surface as ConnectionLossError, never be sent twice."""
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        kwargs = self.connection_settings(socket_timeout=socket_timeout)
+        kwargs["retry"] = Retry(NoBackoff(), 0)
+        kwargs.update(_without_maintenance_notifications())
         return kwargs
 
     def __repr__(self) -> str:

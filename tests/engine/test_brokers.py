@@ -136,5 +136,18 @@ def test_broker_loss_and_return(
         f"broker {victim} to rejoin every ISR",
     )
     assert all(p.leader != victim for p in joined.partitions)
+    # The leaders told the controller (Kafka's ISR change notifications), which consumed them.
+    wait_for(
+        lambda: cluster.admin_store.children("/isr_change_notification") == [],
+        what="the ISR change notifications to be consumed",
+    )
+    holder = cluster.controller_broker()
+    assert holder is not None
+    assert holder.controller is not None
+    known = holder.controller.leaders().result(timeout=20)
+    for p in joined.partitions:
+        state = known[p.tp]
+        assert state is not None
+        assert victim in state.isr
     assert cluster.history is not None
     assert cluster.history.violations() == []

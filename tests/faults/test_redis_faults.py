@@ -138,8 +138,8 @@ def test_acknowledged_writes_survive_a_kill_with_appendfsync_always(
     with pytest.raises(ConnectionLossError):
         store.get("/controller_epoch")
     durable_server.start()
-    wait_for(lambda: store.state is SessionState.CONNECTED, what="CONNECTED after the restart")
-
+    # Listeners run in order on the event thread: once CONNECTED is delivered, so is any LOST.
+    wait_for(lambda: states[-1:] == [SessionState.CONNECTED], what="CONNECTED after the restart")
     assert SessionState.LOST not in states
     assert store.session_id == session
     assert snapshot(store) == before
@@ -238,7 +238,10 @@ def test_expiry_forced_on_the_server_removes_ephemerals_for_everyone(
     wait_for(lambda: SessionState.LOST in owner_states, what="the owner sees LOST")
     wait_for(lambda: owner.state is SessionState.CONNECTED, what="the owner reconnects")
     assert owner.session_id != old_session
-    assert owner_states[-2:] == [SessionState.LOST, SessionState.CONNECTED]
+    wait_for(
+        lambda: owner_states[-2:] == [SessionState.LOST, SessionState.CONNECTED],
+        what="listeners told LOST, then CONNECTED",
+    )
     assert observer.state is SessionState.CONNECTED
     owner.create("/brokers/ids/1", b"", ephemeral=True)
     assert observer.exists("/brokers/ids/1").ephemeral_owner == owner.session_id  # type: ignore[union-attr]
@@ -303,7 +306,7 @@ def test_connection_loss_keeps_the_session_and_watches_deliver_what_changed(
     assert other.exists("/brokers/ids/1").ephemeral_owner == session  # type: ignore[union-attr]
     proxy.restore()
 
-    wait_for(lambda: owner.state is SessionState.CONNECTED, what="CONNECTED")
+    wait_for(lambda: states[-1:] == [SessionState.CONNECTED], what="CONNECTED delivered")
     assert SessionState.LOST not in states
     assert owner.session_id == session
     wait_for(lambda: data_seen.last().data == b"during-2", what="missed data change")

@@ -2,7 +2,8 @@
 --   kinds: c create (arg: flags e=ephemeral s=sequential p=make parents), s set (arg: version),
 --          d delete (arg: version), r recursive delete (arg: version), k check (arg: version)
 --   mode 'm': all ops in one transaction, all or nothing (ZooKeeper's multi)
---   mode 'e': every op its own transaction (bulk apply and single calls)
+--   mode 'e': every op its own transaction (bulk apply and single calls; plain creates and sets
+--        take the engine's fast paths)
 -- The reply is one string, one line per op (paths never contain '\n' or '\t'):
 --   P<created path> | S<stat as Tx:stat writes it> | K (done) | E<code>\t<path>\t<message>
 -- or, for the whole call, "!session" (the session has expired) or, in mode 'm',
