@@ -218,24 +218,6 @@ def _run_bucket(bucket: Sequence[Sequence[Any]]) -> Iterator[ResultRow]:
         yield from run_scenario(spec)
 
 
-def _spec_rows(columns: dict[str, list[Any]]) -> Iterator[tuple[Any, ...]]:
-    names = [name for name, _ in _SCENARIO_FIELDS]
-    yield from zip(*(columns[n] for n in names), strict=True)
-
-
-_SCENARIO_FIELDS = tuple((part.split()[0], part.split()[1]) for part in SCENARIO_SCHEMA.split(", "))
-
-
-def _run_pandas(batches: Iterator[Any]) -> Iterator[Any]:
-    import pandas as pd
-
-    for batch in batches:
-        rows: list[ResultRow] = []
-        for spec in _spec_rows({c: batch[c].tolist() for c in batch.columns}):
-            rows.extend(run_scenario(spec))
-        yield pd.DataFrame(rows_to_columns(rows))
-
-
 def _arrow_schema() -> Any:
     import pyarrow as pa
 
@@ -243,26 +225,52 @@ def _arrow_schema() -> Any:
     return pa.schema([(name, types[kind]) for name, kind in RESULT_FIELDS])
 
 
+_SCENARIO_COLUMNS = tuple(part.split()[0] for part in SCENARIO_SCHEMA.split(", "))
+
+
+def _spec_rows(columns: Mapping[str, list[Any]]) -> Iterator[tuple[Any, ...]]:
+    yield from zip(*(columns[name] for name in _SCENARIO_COLUMNS), strict=True)
+
+
+def _run_pandas(batches: Iterator[Any]) -> Iterator[Any]:
+    import pandas as pd
+
+    for batch in batches:
+        rows = list(_run_bucket(list(_spec_rows({c: batch[c].tolist() for c in batch.columns}))))
+        yield pd.DataFrame(rows_to_columns(rows))
+
+
 def _run_arrow(batches: Iterator[Any]) -> Iterator[Any]:
     import pyarrow as pa
 
     schema = _arrow_schema()
     for batch in batches:
-        rows: list[ResultRow] = []
-        for spec in _spec_rows(batch.to_pydict()):
-            rows.extend(run_scenario(spec))
+        rows = list(_run_bucket(list(_spec_rows(batch.to_pydict()))))
         yield pa.RecordBatch.from_pydict(rows_to_columns(rows), schema=schema)
 
 
-def scenario_frame(
-    spark: SparkSession, specs: Sequence[ScenarioSpec], *, tasks: int | None = None
-) -> DataFrame:
-    """The scenarios as a DataFrame, one partition per task of even estimated cost."""
-    sc = spark.sparkContext
-    count = tasks or max(1, sc.defaultParallelism * TASKS_PER_CORE)
-    buckets = [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
-    rdd = sc.parallelize(buckets, len(buckets)).flatMap(lambda bucket: bucket)
-    return spark.createDataFrame(rdd, SCENARIO_SCHEMA, verifySchema=False)
+def task_buckets(
+    spark: SparkSession, specs: Sequence[ScenarioSpec], tasks: int | None
+) -> list[list[tuple[Any, ...]]]:
+    """The scenarios dealt into tasks of even estimated cost, as plain tuples."""
+    count = tasks or max(1, spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+    return [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
+
+
+def scenario_frame(spark: SparkSession, buckets: Sequence[Sequence[tuple[Any, ...]]]) -> DataFrame:
+    """The scenarios as a DataFrame, partition ``i`` holding exactly task ``i``'s scenarios.
+
+    ``spark.range`` makes one row per partition; a broadcast join attaches each task's scenarios
+    without a shuffle. Everything stays in the JVM until the engine's Python function runs.
+    """
+    from pyspark.sql.functions import broadcast
+
+    rows = [(i, *spec) for i, bucket in enumerate(buckets) for spec in bucket]
+    scenarios = spark.createDataFrame(rows, f"bucket int, {SCENARIO_SCHEMA}")
+    tasks = spark.range(len(buckets), numPartitions=len(buckets)).selectExpr(
+        "CAST(id AS INT) AS bucket"
+    )
+    return tasks.join(broadcast(scenarios), "bucket")
 
 
 def results_frame(
@@ -272,18 +280,20 @@ def results_frame(
     engine: str = DEFAULT_ENGINE,
     tasks: int | None = None,
 ) -> DataFrame:
-    """The (lazy) DataFrame of result rows for ``specs``, computed by ``engine``."""
+    """The (lazy) DataFrame of result rows for ``specs``, computed by ``engine``.
+
+    ``rdd`` parallelizes the task lists and maps each partition; ``pandas`` and ``arrow`` map the
+    scenario DataFrame (:func:`scenario_frame`) with ``mapInPandas`` / ``mapInArrow``.
+    """
     if engine not in ENGINES:
         raise LabError(f"unknown engine {engine!r}; available: {', '.join(ENGINES)}")
+    buckets = task_buckets(spark, specs, tasks)
     if engine == "rdd":
-        sc = spark.sparkContext
-        count = tasks or max(1, sc.defaultParallelism * TASKS_PER_CORE)
-        buckets = [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
-        rdd = sc.parallelize(buckets, len(buckets)).mapPartitions(
+        rdd = spark.sparkContext.parallelize(buckets, len(buckets)).mapPartitions(
             lambda part: (row for bucket in part for row in _run_bucket(bucket))
         )
         return spark.createDataFrame(rdd, RESULT_SCHEMA, verifySchema=False)
-    frame = scenario_frame(spark, specs, tasks=tasks)
+    frame = scenario_frame(spark, buckets)
     if engine == "pandas":
         return frame.mapInPandas(_run_pandas, RESULT_SCHEMA)
     return frame.mapInArrow(_run_arrow, RESULT_SCHEMA)

@@ -143,12 +143,12 @@ class WatchHub:
         """Notify a batch of ``(kind, path)`` changes (kind ``"data"`` or ``"children"``)."""
         if not self._watches:
             return
+        # A data event may mean the node was created or deleted, which a children watch on the same
+        # path must see too; an unchanged state is filtered out by the watch's token on re-read.
+        keys = dict.fromkeys(changes)
+        keys.update(dict.fromkeys(("children", path) for kind, path in changes if kind == "data"))
         with self._lock:
-            due = [
-                key
-                for key in dict.fromkeys(changes)
-                if key in self._watches and key not in self._pending
-            ]
+            due = [key for key in keys if key in self._watches and key not in self._pending]
             self._pending.update(due)
         for kind, path in due:
             self._events.post(self._refresh, kind, path)

@@ -103,10 +103,14 @@ class ChangeFeed:
 
     def dispatch(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
         """Notify the hub of every watched path the entries name; report expired sessions."""
-        wanted = {
-            (b"D" if kind == "data" else b"C", path.encode()): (kind, path)
-            for kind, path in self._hub.watched()
-        }
+        wanted: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+        for kind, path in self._hub.watched():
+            encoded = path.encode()
+            # A node's creation or deletion (a D event) matters to a children watch on it too; the
+            # hub turns a data notification into a children re-read as well.
+            wanted[(b"D", encoded)] = ("data", path)
+            if kind == "children":
+                wanted[(b"C", encoded)] = ("children", path)
         changes: list[tuple[str, str]] = []
         for entry_id, fields in entries:
             self.revision = parse_revision(entry_id)

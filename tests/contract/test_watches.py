@@ -65,6 +65,19 @@ def test_children_watch_tracks_membership(store: MetadataStore, other: MetadataS
     wait_for(lambda: seen.last().children == ("2",), what="ephemeral child gone")  # type: ignore[union-attr]
 
 
+def test_children_watch_on_missing_node_sees_creation_and_deletion(
+    store: MetadataStore, other: MetadataStore
+) -> None:
+    seen = Recorder()
+    store.watch_children("/later", seen)
+    wait_for(lambda: len(seen.events) == 1, what="initial state")
+    assert not seen.events[0].exists
+    other.create("/later", b"")
+    wait_for(lambda: seen.last().children == (), what="node created, no children")  # type: ignore[union-attr]
+    other.delete("/later")
+    wait_for(lambda: not seen.last().exists, what="node deleted")  # type: ignore[union-attr]
+
+
 def test_children_watch_ignores_data_changes_of_children(
     store: MetadataStore, other: MetadataStore
 ) -> None:

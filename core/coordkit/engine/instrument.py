@@ -37,8 +37,10 @@ CommitObserver = Callable[[Sequence[Op], Sequence[Any]], None]
 class OpCounts:
     """Store work, counted per call (round trips) and per operation.
 
-    :param round_trips: calls that reach the server (a ``get_many``, ``apply`` or ``commit`` is one).
-    :param reads: nodes read (``get``, ``exists``, ``children``, each path of ``get_many``).
+    :param round_trips: calls that reach the server (a ``get_many``, ``apply`` or ``commit`` is one;
+        so is each watch delivery, for which the store re-read the watched node).
+    :param reads: nodes read (``get``, ``exists``, ``children``, each path of ``get_many``, each
+        watch delivery).
     :param writes: write operations (each op of a multi, including its checks).
     :param multis: ``commit`` calls (atomic multi-ops).
     :param failed_multis: ``commit`` calls the store rejected.
@@ -197,6 +199,7 @@ class InstrumentedStore(MetadataStore):
 
         def counted(event: DataEvent) -> Any:
             self._counter.add(_EVENTS)
+            self._counter.add(_READS, trip=True)
             return callback(event)
 
         return self.inner.watch_data(path, counted)
@@ -206,6 +209,7 @@ class InstrumentedStore(MetadataStore):
 
         def counted(event: ChildrenEvent) -> Any:
             self._counter.add(_EVENTS)
+            self._counter.add(_READS, trip=True)
             return callback(event)
 
         return self.inner.watch_children(path, counted)
