@@ -136,13 +136,13 @@ def test_elections_are_keyed_by_kind_and_name() -> None:
     class Elections:
         @hookimpl
         def coordkit_register_elections(self, register: Callable[[Any], None]) -> None:
-            register(Strategy("controller", "kafka"))
-            register(Strategy("group-leader", "kafka"))
+            register(Strategy("controller", "shared-name"))
+            register(Strategy("group-leader", "shared-name"))
 
     manager = PluginManager(autoload=False)
     manager.register(Elections(), name="elections-test")
-    assert manager.election("controller", "kafka").kind == "controller"
-    assert manager.election("group-leader", "kafka").kind == "group-leader"
+    assert manager.election("controller", "shared-name").kind == "controller"
+    assert manager.election("group-leader", "shared-name").kind == "group-leader"
 
 
 def test_observer_hooks_are_forwarded() -> None:
