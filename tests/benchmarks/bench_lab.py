@@ -146,22 +146,30 @@ def bench_overhead(quick: bool, scratch: Path) -> None:
 
 
 def bench_engines(quick: bool, scratch: Path) -> None:
-    # Long sequences: many result rows per scenario, so moving rows back is a real share of the work.
-    specs = churn_specs(32 if quick else 96, steps=100)
+    """Two mixes: ``compute`` (long churn sequences: simulation dominates) and ``rows`` (tiny
+    groups, hundreds of steps: moving result rows back to the JVM dominates)."""
+    mixes = {
+        "compute": churn_specs(32 if quick else 96, steps=100),
+        "rows": churn_specs(
+            32 if quick else 96, steps=300, members=3, topics=1, partitions_per_topic=3
+        ),
+    }
     spark, _ = session("local[*]", scratch)
     try:
-        results: dict[str, list[float]] = {e: [] for e in ENGINES}
-        for _ in range(2 if quick else 3):  # alternate so drifting load hits every engine alike
-            for engine in ENGINES:
-                results[engine].append(timed_run(spark, specs, scratch, engine=engine)[0])
-        for engine, runs in results.items():
-            emit(
-                "engine",
-                engine=engine,
-                scenarios=len(specs),
-                best_seconds=min(runs),
-                runs=len(runs),
-            )
+        for mix, specs in mixes.items():
+            results: dict[str, list[float]] = {e: [] for e in ENGINES}
+            for _ in range(3 if quick else 5):  # alternate so drifting load hits every engine alike
+                for engine in ENGINES:
+                    results[engine].append(timed_run(spark, specs, scratch, engine=engine)[0])
+            for engine, runs in results.items():
+                emit(
+                    "engine",
+                    mix=mix,
+                    engine=engine,
+                    scenarios=len(specs),
+                    best_seconds=min(runs),
+                    median_seconds=sorted(runs)[len(runs) // 2],
+                )
     finally:
         spark.stop()
 
