@@ -104,12 +104,12 @@ class ChangeFeed:
     def dispatch(self, entries: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
         """Notify the hub of every watched path the entries name; report expired sessions."""
         wanted: dict[tuple[bytes, bytes], tuple[str, str]] = {}
-        for kind, path in self._hub.watched():
+        for watch_kind, path in self._hub.watched():
             encoded = path.encode()
             # A node's creation or deletion (a D event) matters to a children watch on it too; the
             # hub turns a data notification into a children re-read as well.
             wanted[(b"D", encoded)] = ("data", path)
-            if kind == "children":
+            if watch_kind == "children":
                 wanted[(b"C", encoded)] = ("children", path)
         changes: list[tuple[str, str]] = []
         for entry_id, fields in entries:
