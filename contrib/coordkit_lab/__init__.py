@@ -10,7 +10,9 @@ Modules: :mod:`~coordkit_lab.protocols` (the workload / step / metric contract),
 assignment workload base class), :mod:`~coordkit_lab.workloads` and :mod:`~coordkit_lab.metrics`
 (the built-ins), :mod:`~coordkit_lab.scenarios` (presets and expansion into scenarios),
 :mod:`~coordkit_lab.runner` (one scenario → result rows), :mod:`~coordkit_lab.spark` and
-:mod:`~coordkit_lab.local` (executing many), :mod:`~coordkit_lab.report`, :mod:`~coordkit_lab.cli`.
+:mod:`~coordkit_lab.local` (executing many), :mod:`~coordkit_lab.pipeline` (a whole run),
+:mod:`~coordkit_lab.analysis` (verdicts, ranks, scaling), :mod:`~coordkit_lab.charts` and
+:mod:`~coordkit_lab.report` (HTML, ``summary.json``, terminal), :mod:`~coordkit_lab.cli`.
 """
 
 from __future__ import annotations

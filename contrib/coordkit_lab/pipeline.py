@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
-from coordkit_lab.report import ReportData, build_report_data, metric_info, write_report
+from coordkit_lab.analysis import ReportData
+from coordkit_lab.report import build_report_data, metric_info, write_report
 from coordkit_lab.scenarios import ScenarioSpec
 
 if TYPE_CHECKING:

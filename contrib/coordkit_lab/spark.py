@@ -7,10 +7,11 @@ The only module that imports pyspark, and only inside functions, so the rest of 
 Execution: the scenarios are dealt into tasks of even estimated cost
 (:func:`~coordkit_lab.runner.deal`), one Spark partition each, and every task runs
 :func:`~coordkit_lab.runner.run_scenario` on its scenarios. Three interchangeable engines do it:
-``rdd`` (``RDD.mapPartitions``, rows pickled back), ``pandas`` (``DataFrame.mapInPandas``) and
-``arrow`` (``DataFrame.mapInArrow``); the benchmark ``python tests/benchmarks/run.py lab`` compares
-them and :data:`DEFAULT_ENGINE` is the fastest measured. Raw rows are written once as Parquet, read
-back and aggregated with Spark SQL, so no scenario ever runs twice.
+``rdd`` (``RDD.mapPartitions`` over the task lists, rows pickled back into a DataFrame),
+``pandas`` and ``arrow`` (``mapInPandas`` / ``mapInArrow`` over the DataFrame of scenarios); the
+benchmark ``python tests/benchmarks/run.py lab`` compares them and :data:`DEFAULT_ENGINE` is the
+one that measured fastest most often. Raw rows are written once as Parquet, read back and
+aggregated with Spark SQL (one ``GROUPING SETS`` query), so no scenario ever runs twice.
 
 Clusters: locally (``local[*]``, the default) executors import coordkit from this Python
 environment. For another master (``--master spark://host:7077``, ``yarn``, ``k8s://...``) the
@@ -59,8 +60,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 ENGINES = ("rdd", "pandas", "arrow")
-#: The engine ``coordkit lab run`` uses (see the module docstring for how it was chosen).
-DEFAULT_ENGINE = "arrow"
+#: The engine ``coordkit lab run`` uses. The three are within the noise of each other (the
+#: simulation, not moving rows, is the work); ``rdd`` had the best time in most rounds of
+#: ``python tests/benchmarks/run.py lab --only=engines``, ``pandas`` in none.
+DEFAULT_ENGINE = "rdd"
 DEFAULT_MASTER = "local[*]"
 INSTALL_HINT = "pip install coordkit[spark]"
 

@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from coordkit_lab.report import load_report, render_html, verdicts
+from coordkit_lab.analysis import verdicts
+from coordkit_lab.report import load_report, render_html
 
 BROWSER_FLAGS = (
     "--headless",

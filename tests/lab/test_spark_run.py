@@ -17,7 +17,7 @@ import pytest
 from coordkit_lab.local import run_local
 from coordkit_lab.runner import RESULT_COLUMNS
 from coordkit_lab.scenarios import ScenarioSpec
-from coordkit_lab.spark import ENGINES, execute
+from coordkit_lab.spark import DEFAULT_ENGINE, ENGINES, execute
 
 COUNT_BASED = ("range", "range-ceil", "roundrobin", "sticky", "cooperative-sticky", "uniform")
 
@@ -89,7 +89,7 @@ def test_same_seed_same_metrics_and_same_as_plain_python(
     assert comparable(local) == first
 
 
-@pytest.mark.parametrize("engine", [e for e in ENGINES if e != "arrow"])
+@pytest.mark.parametrize("engine", [e for e in ENGINES if e != DEFAULT_ENGINE])
 def test_engines_agree(
     spark: Any,
     engine: str,
