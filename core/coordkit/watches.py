@@ -15,7 +15,16 @@ from collections.abc import Callable
 from typing import Any
 
 from coordkit.errors import ConnectionLossError, SessionExpiredError, StoreClosedError
-from coordkit.store import ChildrenCallback, ChildrenEvent, DataCallback, DataEvent, Stat, Watch
+from coordkit.store import (
+    ChildrenCallback,
+    ChildrenEvent,
+    DataCallback,
+    DataEvent,
+    SessionListener,
+    SessionState,
+    Stat,
+    Watch,
+)
 
 log = logging.getLogger("coordkit.store")
 
@@ -62,6 +71,31 @@ class EventThread:
                 fn(*args)
             except Exception:
                 log.exception("store event callback %r failed", fn)
+
+
+class SessionListeners:
+    """The session listeners of one store client; every backend posts state changes through it so
+    listeners run in order on the client's event thread, interleaved correctly with watch events."""
+
+    def __init__(self, events: EventThread):
+        self._events = events
+        self._listeners: list[SessionListener] = []
+        self._lock = threading.Lock()
+
+    def add(self, listener: SessionListener) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove(self, listener: SessionListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def notify(self, state: SessionState) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            self._events.post(listener, state)
 
 
 class _HubWatch(Watch):

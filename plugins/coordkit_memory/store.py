@@ -28,7 +28,7 @@ from coordkit.store import (
     StoreCharacteristics,
     Watch,
 )
-from coordkit.watches import EventThread, WatchHub
+from coordkit.watches import EventThread, SessionListeners, WatchHub
 
 if TYPE_CHECKING:
     from coordkit.urls import StoreURL
@@ -59,8 +59,8 @@ class MemoryStore(MetadataStore):
         self.server = server
         self.session_timeout = session_timeout
         self._lock = threading.Lock()
-        self._listeners: list[SessionListener] = []
         self._events = EventThread(f"coordkit-memory{url.path.replace('/', '-')}")
+        self._listeners = SessionListeners(self._events)
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
         self._state = SessionState.CONNECTED
         self._session_id = server.open_session(self, session_timeout)
@@ -75,22 +75,17 @@ class MemoryStore(MetadataStore):
         return self._state
 
     def add_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def remove_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.remove(listener)
 
     def _set_state(self, state: SessionState) -> None:
         with self._lock:
             if self._state is state:
                 return
             self._state = state
-            listeners = list(self._listeners)
-        for listener in listeners:
-            self._events.post(listener, state)
+        self._listeners.notify(state)
 
     def close(self) -> None:
         with self._lock:

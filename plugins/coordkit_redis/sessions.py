@@ -23,7 +23,7 @@ from typing import Any
 
 from coordkit.errors import StoreError
 from coordkit.store import SessionListener, SessionState
-from coordkit.watches import EventThread, WatchHub
+from coordkit.watches import EventThread, SessionListeners, WatchHub
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.scripts import SCRIPTS
@@ -74,7 +74,7 @@ class SessionKeeper:
         self._state = SessionState.CONNECTED
         self._session_id = 0
         self._session_word = "0"
-        self._listeners: list[SessionListener] = []
+        self._listeners = SessionListeners(events)
         self._lock = threading.Lock()  # state and listeners
         self._session_lock = threading.Lock()  # session transitions: heartbeat results, close
         self._wake = threading.Event()
@@ -96,23 +96,18 @@ class SessionKeeper:
         return self._session_word
 
     def add_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def remove_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.remove(listener)
 
     def _set_state(self, state: SessionState) -> None:
         with self._lock:
             if self._state is state or self._state is SessionState.CLOSED:
                 return
             self._state = state
-            listeners = list(self._listeners)
         log.debug("%s: session %#x %s", self._name, self._session_id, state.value)
-        for listener in listeners:
-            self._events.post(listener, state)
+        self._listeners.notify(state)
 
     # -- lifecycle
     def open(self) -> None:

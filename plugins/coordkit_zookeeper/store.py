@@ -60,7 +60,7 @@ from coordkit.store import (
     describe_op,
 )
 from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.watches import EventThread, SessionListeners, WatchHub
 from coordkit_zookeeper import wire
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
@@ -113,7 +113,6 @@ class ZooKeeperStore(MetadataStore):
         self.url = url
         self.config = config
         self._lock = threading.Lock()
-        self._listeners: list[SessionListener] = []
         self._state = SessionState.SUSPENDED  # until the first session is established
         self._session_id = 0
         self._closing = False
@@ -139,6 +138,7 @@ class ZooKeeperStore(MetadataStore):
         self.batched_io = config.batched_io and wire.install_batching(self._client)
         # Threads start only from here on: nothing above can leave one behind.
         self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
+        self._listeners = SessionListeners(self._events)
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
         self._client.add_listener(self._on_kazoo_state)
         try:
@@ -163,22 +163,17 @@ class ZooKeeperStore(MetadataStore):
         return self._state
 
     def add_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def remove_listener(self, listener: SessionListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+        self._listeners.remove(listener)
 
     def _set_state(self, state: SessionState) -> None:
         with self._lock:
             if self._state is state or self._state is SessionState.CLOSED:
                 return
             self._state = state
-            listeners = list(self._listeners)
-        for listener in listeners:
-            self._events.post(listener, state)
+        self._listeners.notify(state)
 
     def _on_kazoo_state(self, state: str) -> None:
         # On kazoo's connection thread: must not block.
@@ -255,9 +250,7 @@ class ZooKeeperStore(MetadataStore):
             self._client.close()
             with self._lock:
                 self._state = SessionState.CLOSED
-                listeners = list(self._listeners)
-            for listener in listeners:
-                self._events.post(listener, SessionState.CLOSED)
+            self._listeners.notify(SessionState.CLOSED)
             self._events.stop()
 
     def flush_events(self, timeout: float = 10.0) -> bool:
