@@ -145,6 +145,10 @@ _CHURN_CASES = (
     PresetCase("zipf-load", {"members": (10, 50), "exponent": (0.9, 1.2)}),
 )
 
+_ELECTION_CASES = (
+    PresetCase("broker-failures", {"brokers": (3, 6), "unclean": (False, True), "events": 12}),
+)
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -167,6 +171,13 @@ PRESETS: dict[str, Preset] = {
             "long event sequences: members joining, leaving, crashing; topics and partitions "
             "changing; random clusters; skewed load",
             _CHURN_CASES,
+            replicates=3,
+        ),
+        Preset(
+            "elections",
+            "controller failover and partition leadership under broker crashes, session "
+            "expiries, controlled shutdowns and restarts: kafka vs latch, clean vs unclean",
+            _ELECTION_CASES,
             replicates=3,
         ),
         Preset(
