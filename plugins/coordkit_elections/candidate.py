@@ -11,10 +11,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from coordkit import layout
 from coordkit.clock import Clock
 from coordkit.elections import ControllerTerm, DeposedCallback, ElectedCallback
 from coordkit.engine.controllership import holds_controller
-from coordkit.errors import ConnectionLossError, SessionExpiredError, StoreClosedError, StoreError
+from coordkit.errors import (
+    ConnectionLossError,
+    LayoutError,
+    SessionExpiredError,
+    StoreClosedError,
+    StoreError,
+)
 from coordkit.store import MetadataStore, SessionState
 from coordkit.watches import EventThread
 
@@ -118,6 +125,14 @@ class CandidateBase:
         self._term = term
         log.info("%s election: broker %s won epoch %s", self.strategy, self.broker_id, term.epoch)
         self._on_elected(term)
+
+    def _mine(self, data: bytes, owner: int) -> bool:
+        """Whether a ``/controller`` value names this broker and is owned by this session."""
+        try:
+            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
+        except LayoutError:
+            return False
+        return info.broker_id == self.broker_id and owner == self.store.session_id
 
     def _still_held(self) -> bool:
         """Whether the store still shows this session holding ``/controller`` under a term (watch

@@ -12,7 +12,6 @@ from coordkit.engine.controllership import (
     read_controller,
     release_controller,
 )
-from coordkit.errors import LayoutError
 from coordkit.store import DataEvent, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
 
@@ -55,13 +54,6 @@ class KafkaCandidate(CandidateBase):
             return  # a stale event from before our own claim
         self._lose_term()
         self._attempt()
-
-    def _mine(self, data: bytes, owner: int) -> bool:
-        try:
-            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
-        except LayoutError:
-            return False
-        return info.broker_id == self.broker_id and owner == self.store.session_id
 
     def _attempt(self) -> None:
         for _ in range(MAX_ATTEMPTS):

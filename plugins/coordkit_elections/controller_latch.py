@@ -12,7 +12,7 @@ from coordkit import layout, paths
 from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
 from coordkit.engine.controllership import claim_controller, release_controller
-from coordkit.errors import BadVersionError, LayoutError, NoNodeError
+from coordkit.errors import BadVersionError, NoNodeError
 from coordkit.store import Check, DataEvent, Delete, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
 
@@ -126,13 +126,6 @@ class LatchCandidate(CandidateBase):
             return
         self._lose_term()
         self._evaluate()
-
-    def _mine(self, data: bytes, owner: int) -> bool:
-        try:
-            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
-        except LayoutError:
-            return False
-        return info.broker_id == self.broker_id and owner == self.store.session_id
 
     # -- leaving and coming back -------------------------------------------------------------------
 
