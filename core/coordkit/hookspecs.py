@@ -73,6 +73,16 @@ def coordkit_register_partitioners(register: Callable[[Any], None]) -> None:
 
 
 @_hookspec
+def coordkit_register_offset_stores(register: Callable[[Any], None]) -> None:
+    """Register consumer offset storage strategies.
+
+    :param register: call ``register(factory)``; the factory's ``name`` (e.g. ``"zookeeper"``,
+        ``"offsets-topic"``) is the lookup key and ``factory(store, **options)`` returns a
+        :class:`coordkit.offsets.OffsetStorage` working on that metadata store session.
+    """
+
+
+@_hookspec
 def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
     """Register lab workload generators.
 

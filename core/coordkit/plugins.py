@@ -38,6 +38,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "redis": "coordkit_redis",
     "assignors": "coordkit_assignors",
     "elections": "coordkit_elections",
+    "partitioners": "coordkit_partitioners",
+    "offsets": "coordkit_offsets",
     "lab": "coordkit_lab",
 }
 
@@ -192,6 +194,9 @@ class PluginManager:
         self.partitioners: Registry[Any] = Registry(
             self, "partitioner", "coordkit_register_partitioners", _name_of
         )
+        self.offset_stores: Registry[Any] = Registry(
+            self, "offset storage", "coordkit_register_offset_stores", _name_of
+        )
         self.workloads: Registry[Any] = Registry(
             self, "workload", "coordkit_register_workloads", _name_of
         )
@@ -246,6 +251,7 @@ class PluginManager:
             self.assignors,
             self.elections,
             self.partitioners,
+            self.offset_stores,
             self.workloads,
             self.metrics,
             self.commands,
@@ -305,6 +311,10 @@ class PluginManager:
 
     def partitioner(self, name: str) -> Any:
         return self.partitioners.get(name)
+
+    def offset_store(self, name: str) -> Any:
+        """The offset storage factory registered as ``name``."""
+        return self.offset_stores.get(name)
 
     def workload(self, name: str) -> Any:
         return self.workloads.get(name)

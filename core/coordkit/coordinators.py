@@ -1,0 +1,58 @@
+"""Group coordinator selection: which offsets-topic partition (and so which broker) serves a group.
+
+Kafka's rule (``GroupMetadataManager.partitionFor``)::
+
+    partition = abs(groupId.hashCode()) % offsets.topic.num.partitions
+
+with Java's ``String.hashCode`` (31-polynomial over UTF-16 code units, 32-bit wrap-around) and
+Kafka's ``Utils.abs`` mapping ``Integer.MIN_VALUE`` to 0. The coordinator is the broker leading that
+partition of ``__consumer_offsets``; it moves whenever that leadership moves.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+#: Kafka's internal offsets topic.
+OFFSETS_TOPIC = "__consumer_offsets"
+#: ``offsets.topic.num.partitions`` default.
+DEFAULT_OFFSETS_PARTITIONS = 50
+#: ``offsets.topic.replication.factor`` default (capped by the number of live brokers here).
+DEFAULT_OFFSETS_REPLICATION_FACTOR = 3
+
+_INT_MIN = -(2**31)
+
+
+def java_string_hashcode(value: str) -> int:
+    """Java's ``String.hashCode()`` of ``value``: a signed 32-bit int over UTF-16 code units."""
+    h = 0
+    encoded = value.encode("utf-16-be")
+    for i in range(0, len(encoded), 2):
+        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(value: int) -> int:
+    """Kafka's ``Utils.abs``: ``abs`` that maps ``Integer.MIN_VALUE`` to 0 instead of overflowing."""
+    return 0 if value == _INT_MIN else abs(value)
+
+
+def coordinator_partition(group_id: str, num_partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
+    """The offsets-topic partition of ``group_id`` (Kafka's ``partitionFor``)."""
+    if num_partitions < 1:
+        raise ValueError(f"offsets.topic.num.partitions must be at least 1, got {num_partitions}")
+    return kafka_abs(java_string_hashcode(group_id)) % num_partitions
+
+
+@runtime_checkable
+class GroupCoordinatorSelection(Protocol):
+    """A group-coordinator election strategy (kind ``group-coordinator``).
+
+    ``partition_for`` maps a group to a partition of the offsets topic; the broker leading that
+    partition coordinates the group, so coordinator moves follow partition leadership.
+    """
+
+    name: str
+    kind: object
+
+    def partition_for(self, group_id: str, num_partitions: int) -> int: ...
