@@ -21,6 +21,10 @@ Parameters (all optional):
     ``check_hostname`` (``true`` also matches the server's name; default ``false``, as ZooKeeper
     certificates often name no host). A password for an encrypted key is an open option
     (``keyfile_password=``), never a URL parameter, because URLs end up in logs.
+``multi_read``
+    Bulk reads (``get_many``) as ZooKeeper 3.6+'s ``multiRead`` requests, a thousand reads each:
+    ``auto`` (default) probes the server once and falls back to pipelined ``getData`` if it does
+    not answer; ``true`` always; ``false`` never.
 """
 
 from __future__ import annotations
@@ -43,9 +47,11 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _NUMBER_PARAMS = ("session_timeout", "connect_timeout", "request_timeout")
 _TLS_PARAMS = ("ca", "cert", "key", "verify", "check_hostname")
-KNOWN_PARAMS = frozenset((*_NUMBER_PARAMS, "tls", *_TLS_PARAMS))
+KNOWN_PARAMS = frozenset((*_NUMBER_PARAMS, "tls", *_TLS_PARAMS, "multi_read"))
 #: Options accepted by the store factory besides the URL's parameters.
-KNOWN_OPTIONS = frozenset((*_NUMBER_PARAMS, "keyfile_password", "batched_io"))
+KNOWN_OPTIONS = frozenset((*_NUMBER_PARAMS, "keyfile_password", "batched_io", "multi_read"))
+#: ``multi_read`` values: ``None`` means probe the server.
+_MULTI_READ_AUTO = "auto"
 
 
 @attrs.frozen(repr=False)
@@ -77,6 +83,8 @@ class ZooKeeperConfig:
     request_timeout: float = DEFAULT_SESSION_TIMEOUT + REQUEST_TIMEOUT_MARGIN
     tls: TLSConfig | None = None
     batched_io: bool = True
+    #: Use multiRead for bulk reads: True, False, or None to probe the server first.
+    multi_read: bool | None = None
 
     @property
     def host_string(self) -> str:
@@ -151,6 +159,7 @@ class ZooKeeperConfig:
             request_timeout=request_timeout,
             tls=tls,
             batched_io=bool(options.get("batched_io", True)),
+            multi_read=_multi_read(where, options.get("multi_read", params.get("multi_read"))),
         )
 
 
@@ -187,6 +196,14 @@ def _flag(where: str, name: str, value: str | None, default: bool) -> bool:
     if lowered in _FALSE:
         return False
     raise InvalidURLError(f"{where}: {name}={value!r} is not a boolean (true/false)")
+
+
+def _multi_read(where: str, value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if str(value).lower() == _MULTI_READ_AUTO:
+        return None
+    return _flag(where, "multi_read", str(value), True)
 
 
 def _tls(where: str, params: dict[str, str], key_password: str | None) -> TLSConfig | None:

@@ -61,12 +61,22 @@ from coordkit.store import (
 )
 from coordkit.urls import StoreURL
 from coordkit.watches import EventThread, SessionListeners, WatchHub
-from coordkit_zookeeper import wire
+from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
 from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
 
 log = logging.getLogger("coordkit.zookeeper")
+
+#: Failures that say nothing about what the server supports.
+_TRANSIENT = (
+    kz.ConnectionLoss,
+    kz.ConnectionClosedError,
+    kz.ConnectionDropped,
+    kz.SessionExpiredError,
+    ConnectionLossError,
+    SessionExpiredError,
+)
 kazoo_log = logging.getLogger("coordkit.zookeeper.kazoo")
 
 CHARACTERISTICS = StoreCharacteristics(
@@ -136,6 +146,7 @@ class ZooKeeperStore(MetadataStore):
             check_hostname=tls.check_hostname if tls else False,
         )
         self.batched_io = config.batched_io and wire.install_batching(self._client)
+        self._multi_read_ok: bool | None = config.multi_read
         # Threads start only from here on: nothing above can leave one behind.
         self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
         self._listeners = SessionListeners(self._events)
@@ -513,7 +524,11 @@ class ZooKeeperStore(MetadataStore):
             except StoreError as exc:
                 exc.op_index = index
                 out[index] = exc
-        replies = self._run([proto.GetData(self._full(paths_[i]), None) for i in sent], "get")
+        full = [self._full(paths_[i]) for i in sent]
+        if len(full) > 1 and self._multi_read_supported():
+            replies = self._multi_read(full)
+        else:
+            replies = self._run([proto.GetData(path, None) for path in full], "get")
         for index, reply in zip(sent, replies, strict=True):
             if isinstance(reply, BaseException):
                 error = translate(reply, path=paths_[index], action="get", closing=self._closing)
@@ -523,6 +538,36 @@ class ZooKeeperStore(MetadataStore):
                 data, stat = reply
                 out[index] = (data, to_stat(stat))
         return out  # type: ignore[return-value]
+
+    def _multi_read(self, full_paths: list[str]) -> list[Any]:
+        """Read ``full_paths`` with pipelined multiRead requests; one reply or error per path."""
+        requests = [multiread.MultiRead(chunk) for chunk in multiread.chunks(full_paths)]
+        replies: list[Any] = []
+        for request, reply in zip(requests, self._run(requests, "get"), strict=True):
+            if isinstance(reply, BaseException):
+                replies.extend([reply] * len(request.paths))
+            else:
+                replies.extend(reply)
+        return replies
+
+    def _multi_read_supported(self) -> bool:
+        """Whether to use multiRead: as configured, or probed once (ZooKeeper 3.6+ has it)."""
+        if self._multi_read_ok is not None:
+            return self._multi_read_ok
+        probe = multiread.MultiRead([self._full("/")])
+        reply = self._run([probe], "get")[0]
+        if isinstance(reply, list) and len(reply) == 1:
+            self._multi_read_ok = True
+        elif isinstance(reply, _TRANSIENT):
+            return False  # no answer either way: read the old way and probe again next time
+        else:
+            log.info(
+                "%s: the server does not answer multiRead (%r); bulk reads use pipelined getData",
+                self.url.redacted(),
+                reply,
+            )
+            self._multi_read_ok = False
+        return self._multi_read_ok
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
         ops = list(ops)

@@ -640,6 +640,42 @@ def test_bulk_operations_on_kazoos_stock_connection_handler(stores: Stores) -> N
     assert store.exists("/p") is None
 
 
+def test_bulk_reads_by_multiread_equal_pipelined_getdata(stores: Stores) -> None:
+    """multiRead (ZooKeeper 3.6+) and one getData per path give the same data, stats and errors,
+    across request boundaries, for missing nodes, empty data and invalid paths."""
+    root = chroot()
+    writer = stores.open(root)
+    writer.create("/p", b"")
+    count = 2500  # spans three multiRead requests
+    writer.apply([Create(f"/p/{i}", (b"v%d" % i) * (i % 7)) for i in range(count)])
+    writer.set("/p/5", b"changed")
+    paths = [f"/p/{i}" for i in range(count)] + ["/p/missing", "not-absolute", "/p/7"]
+    multi = stores.open(root, multi_read=True)
+    single = stores.open(root, multi_read="false")
+    probed = stores.open(root)  # auto: probes the server once
+    by_multi, by_single, by_probe = (s.get_many(paths) for s in (multi, single, probed))
+    assert probed._multi_read_ok is True  # type: ignore[attr-defined]  # Debian's 3.8 has it
+    for got in (by_multi, by_probe):
+        assert got[:count] == by_single[:count]
+        assert [type(r).__name__ for r in got[count:]] == [
+            "NoNodeError",
+            "InvalidPathError",
+            "tuple",
+        ]
+        assert got[count].path == "/p/missing"  # type: ignore[union-attr]
+        assert got[count].op_index == count  # type: ignore[union-attr]
+    assert by_multi[5][0] == b"changed"  # type: ignore[index]
+    assert by_multi[5][1].version == 1  # type: ignore[index]
+    assert by_multi[0][0] == b""  # type: ignore[index]
+
+
+def test_multi_read_parameter_is_checked(stores: Stores) -> None:
+    from coordkit.errors import InvalidURLError
+
+    with pytest.raises(InvalidURLError, match="multi_read='sometimes' is not a boolean"):
+        get_plugin_manager().store_for(f"zookeeper://{stores.hosts}/x?multi_read=sometimes")
+
+
 @pytest.mark.parametrize("missing", ["java", "zookeeper.jar"])
 def test_missing_java_or_zookeeper_fails_naming_the_install(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any, missing: str
