@@ -162,3 +162,30 @@ def test_topic_config(make_cluster: Callable[..., Any], settled: Callable[..., A
     assert data == b'{"version":1,"config":{"cleanup.policy":"delete","retention.ms":"2000"}}'
     with pytest.raises(UnknownTopicError):
         cluster.admin.set_config("nope", {})
+
+
+def test_deletion_waits_for_offline_replicas(
+    make_cluster: Callable[..., Any], until: Callable[..., Any], settled: Callable[..., Any]
+) -> None:
+    """Kafka's TopicDeletionManager: a topic with a replica on a dead broker stays queued
+    (ineligible); deletion completes once the broker is back."""
+    cluster = make_cluster(3)
+    cluster.create_topic("gone", 3, 3)
+    until(cluster, lambda v: len(v.partitions) == 3, "gone to get leaders")
+    victim = next(b for b in cluster.live_brokers() if b != cluster.view().controller)
+    cluster.kill(victim)
+    settled(cluster)
+    cluster.delete_topic("gone")
+    store = cluster.admin_store
+    settled(cluster)
+    # Still queued, every node in place.
+    assert store.children(layout.DELETE_TOPICS) == ["gone"]
+    assert store.exists("/brokers/topics/gone") is not None
+    assert store.exists("/config/topics/gone") is not None
+    cluster.restart(victim)
+    until(
+        cluster,
+        lambda v: not v.partitions and not store.children(layout.DELETE_TOPICS),
+        "gone to be deleted once every replica's broker is back",
+    )
+    assert store.exists("/config/topics/gone") is None

@@ -211,6 +211,8 @@ class Controller:
         self._topics: dict[str, dict[int, tuple[int, ...]]] = {}
         self._parts: dict[TP, _Partition] = {}
         self._deleting: set[str] = set()
+        #: Topics queued for deletion that wait for a replica's broker to come back.
+        self._deletion_ineligible: set[str] = set()
         self._partitions_nodes: set[str] = set()
         self._unclean_override: dict[str, bool | None] = {}
         self._next_rebalance = clock.monotonic() + config.leader_imbalance_check_interval
@@ -573,6 +575,8 @@ class Controller:
             self._broker_failure(dead | bounced, frozenset(bounced))
         if born or bounced:
             self._broker_startup(born | bounced)
+            if self._deletion_ineligible:
+                self._delete_topics(list(self._deletion_ineligible))
 
     @_bulk
     def _broker_failure(self, failed: set[int], bounced: frozenset[int]) -> None:
@@ -900,7 +904,31 @@ class Controller:
                 self._commit_ignoring_missing([Delete(marker)])
                 continue
             self._deleting.add(topic)
+            offline = self._offline_replicas(topic)
+            if offline:
+                # Kafka's TopicDeletionManager marks the topic ineligible: every replica must stop
+                # and delete its log first, so deletion resumes when the brokers are back.
+                if topic not in self._deletion_ineligible:
+                    log.info(
+                        "controller %s: deletion of %s waits for brokers %s (replicas offline)",
+                        self.broker_id,
+                        topic,
+                        sorted(offline),
+                    )
+                self._deletion_ineligible.add(topic)
+                continue
+            self._deletion_ineligible.discard(topic)
             self._delete_topic_nodes(topic)
+
+    def _offline_replicas(self, topic: str) -> set[int]:
+        """Brokers holding a replica of ``topic`` that are not registered."""
+        live = self._live
+        return {
+            replica
+            for replicas in self._topics[topic].values()
+            for replica in replicas
+            if replica not in live
+        }
 
     def _delete_topic_nodes(self, topic: str) -> None:
         watch = self._topic_watches.pop(topic, None)
@@ -983,6 +1011,7 @@ class Controller:
         for partition in self._topics.pop(topic, {}):
             self._parts.pop((topic, partition), None)
         self._deleting.discard(topic)
+        self._deletion_ineligible.discard(topic)
         self._partitions_nodes.discard(topic)
         self._unclean_override.pop(topic, None)
 
