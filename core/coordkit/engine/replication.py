@@ -180,17 +180,29 @@ class ReplicationModel(EngineObserver):
 
     def produce(self, tp: TP, records: int) -> int:
         """Append ``records`` to the partition's leader; returns how many were accepted."""
+        return 0 if self.append(tp, records) is None else records
+
+    def append(self, tp: TP, records: int, leader: int | None = None) -> int | None:
+        """Append ``records`` as broker ``leader`` serving a produce request would (``None``:
+        whichever broker leads the partition).
+
+        :returns: the offset of the first record appended, or ``None`` when refused: the
+            partition is unknown, has no live leader, or is not led by ``leader`` (the sender's
+            metadata is stale).
+        """
         with self._lock:
             log = self._logs.get(tp)
             if log is None or log.leader == NO_LEADER or log.leader in self._down:
                 self.rejected += records
-                return 0
+                return None
+            if leader is not None and leader != log.leader:
+                return None
             before = log.leo.get(log.leader, 0)
             # Records cut off later were appended above what any other replica has.
             log.leo[log.leader] = before + records
             self.produced += records
             log.advance_hw()
-            return records
+            return before
 
     def replicate(self, partitions: Iterable[TP] | None = None) -> list[tuple[TP, int]]:
         """One fetch round: live followers catch up with their leader and the HW advances.
