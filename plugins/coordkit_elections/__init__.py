@@ -21,6 +21,12 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
     register(LatchControllerElection())
     for strategy in PARTITION_STRATEGIES:
         register(strategy)
+    from coordkit_elections.coordinator import KafkaGroupCoordinatorSelection
+    from coordkit_elections.group_leader import GROUP_LEADER_STRATEGIES
+
+    register(KafkaGroupCoordinatorSelection())
+    for leader_strategy in GROUP_LEADER_STRATEGIES:
+        register(leader_strategy)
 
 
 @hookimpl

@@ -8,6 +8,7 @@ leadership, and a replication model, on any metadata store, in Kafka's znode lay
 * :mod:`~coordkit.engine.topics`, :mod:`~coordkit.engine.placement` — topic admin, Kafka's placement;
 * :mod:`~coordkit.engine.replication` — LEO/HW per replica, acks=all, unclean-election loss;
 * :mod:`~coordkit.engine.cluster` — N brokers in one process;
+* :mod:`~coordkit.engine.groups` — consumer groups: coordinators, the classic protocol, consumers;
 * :mod:`~coordkit.engine.history` — split-brain checks over what reached the store;
 * :mod:`~coordkit.engine.instrument` — store operation counting.
 """
@@ -25,6 +26,13 @@ from coordkit.engine.errors import (
     UnknownTopicError,
 )
 from coordkit.engine.events import EngineObserver, Observers, StateChange
+from coordkit.engine.groups import (
+    Consumer,
+    GroupDescription,
+    GroupHistory,
+    GroupObserver,
+    GroupState,
+)
 from coordkit.engine.history import HistoryRecorder
 from coordkit.engine.instrument import InstrumentedStore, OpCounts
 from coordkit.engine.replication import ReplicationModel
@@ -35,12 +43,17 @@ __all__ = [
     "BrokerIdInUseError",
     "Cluster",
     "ClusterView",
+    "Consumer",
     "Controller",
     "ControllerFencedError",
     "ControllerUnavailableError",
     "EngineConfig",
     "EngineError",
     "EngineObserver",
+    "GroupDescription",
+    "GroupHistory",
+    "GroupObserver",
+    "GroupState",
     "HistoryRecorder",
     "InstrumentedStore",
     "Observers",

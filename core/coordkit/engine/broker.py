@@ -24,6 +24,8 @@ from coordkit.engine.controller import Controller
 from coordkit.engine.controllership import read_controller
 from coordkit.engine.errors import BrokerIdInUseError, ControllerUnavailableError, EngineError
 from coordkit.engine.events import Observers, StateChange
+from coordkit.engine.groups.coordinator import GroupCoordinator
+from coordkit.engine.groups.events import GroupObserver, GroupObservers
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import (
     BadVersionError,
@@ -55,6 +57,7 @@ class Broker:
     :param rack: ``broker.rack``, used by rack-aware replica placement.
     :param network: the in-process registry through which brokers reach the controller (for
         controlled shutdown); ``None`` for a broker on its own.
+    :param group_observers: told about the consumer groups this broker coordinates.
     """
 
     def __init__(
@@ -70,6 +73,7 @@ class Broker:
         clock: Clock | None = None,
         observers: Observers | None = None,
         network: Network | None = None,
+        group_observers: GroupObserver | None = None,
     ):
         if not isinstance(broker_id, int) or isinstance(broker_id, bool) or broker_id < 0:
             raise ValueError(f"broker id must be a non-negative integer, got {broker_id!r}")
@@ -93,6 +97,14 @@ class Broker:
         self._closed = False
         self._lost = False
         self.registrations = 0
+        #: The group coordinator for the offsets-topic partitions this broker leads.
+        self.group_coordinator = GroupCoordinator(
+            broker_id,
+            store,
+            config=self.config,
+            clock=self.clock,
+            observers=group_observers or GroupObservers(),
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -109,6 +121,9 @@ class Broker:
             self.store.ensure_path(root)
         self.store.add_listener(self._on_session)
         self._register()
+        # Before the candidacy, so that no offsets-partition leadership event is missed.
+        self.observers.add(self.group_coordinator)
+        self.group_coordinator.start()
         election: ControllerElection = get_plugin_manager().election(
             ElectionKind.CONTROLLER.value, self.config.controller_election
         )
@@ -157,6 +172,8 @@ class Broker:
             self._closed = True
         # From here the broker serves nothing (observers see it down before anyone reacts).
         self.observers.broker_stopped(self.broker_id, controlled)
+        self.observers.remove(self.group_coordinator)
+        self.group_coordinator.close()
         if self.network is not None:
             self.network.remove(self)
         if not graceful:

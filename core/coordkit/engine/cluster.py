@@ -19,12 +19,18 @@ import attrs
 
 from coordkit import layout
 from coordkit.clock import Clock, SystemClock
+from coordkit.coordinators import OFFSETS_TOPIC
 from coordkit.engine import states
 from coordkit.engine.broker import Broker
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controllership import read_controller
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
+from coordkit.engine.groups.consumer import Consumer, ConsumerConfig
+from coordkit.engine.groups.coordinator import offsets_partition_for
+from coordkit.engine.groups.events import GroupObserver, GroupObservers
+from coordkit.engine.groups.history import GroupHistory
+from coordkit.engine.groups.protocol import GroupDescription, GroupState
 from coordkit.engine.history import HistoryRecorder
 from coordkit.engine.instrument import InstrumentedStore, OpCounts
 from coordkit.engine.network import Network
@@ -101,7 +107,9 @@ class Cluster:
     :param open_store: opens a new session on the cluster's store (or a store URL).
     :param racks: broker id → rack, for rack-aware placement.
     :param observers: extra in-process observers of engine events.
-    :param record_history: keep the history of elections and state writes (for the checks).
+    :param record_history: keep the history of elections and state writes, and of consumer
+        groups (:attr:`group_history`), for the checks.
+    :param group_observers: in-process observers of consumer groups.
     :param seed: seeds topic placement so runs repeat.
     """
 
@@ -116,6 +124,7 @@ class Cluster:
         observers: Iterable[EngineObserver] = (),
         record_history: bool = True,
         seed: int | None = None,
+        group_observers: Iterable[GroupObserver] = (),
     ):
         self._open = store_opener(open_store) if isinstance(open_store, str) else open_store
         ids = range(broker_ids) if isinstance(broker_ids, int) else broker_ids
@@ -126,6 +135,10 @@ class Cluster:
         self.replication = ReplicationModel(self.clock)
         self.observers = Observers(self.replication, *observers)
         self.history = HistoryRecorder() if record_history else None
+        self.group_history = GroupHistory() if record_history else None
+        recorders = [self.group_history] if self.group_history is not None else []
+        self.group_observers = GroupObservers(*recorders, *group_observers)
+        self.consumers: list[Consumer] = []
         self.network = Network()
         self.brokers: dict[int, Broker] = {}
         self._retired = OpCounts()
@@ -152,6 +165,9 @@ class Cluster:
         self.close()
 
     def close(self) -> None:
+        # Consumers first, without a goodbye: leaving one by one would only start rebalances.
+        for consumer in self.consumers:
+            consumer.crash()
         running = [b for b in self.brokers.values() if b.alive]
         for broker in running:
             self._retire(broker)
@@ -199,6 +215,7 @@ class Cluster:
             clock=self.clock,
             observers=self.observers,
             network=self.network,
+            group_observers=self.group_observers,
         )
         try:
             broker.start()
@@ -364,6 +381,77 @@ class Cluster:
             partitions=tuple(views),
             uninitialised=tuple(missing),
         )
+
+    # -- consumer groups -----------------------------------------------------------------------
+
+    def start_consumer(
+        self,
+        group_id: str,
+        topics: Iterable[str],
+        *,
+        assignors: Sequence[str] = ("range",),
+        group_instance_id: str | None = None,
+        session_timeout: float = 10.0,
+        heartbeat_interval: float = 3.0,
+        rebalance_timeout: float = 60.0,
+        client_id: str | None = None,
+    ) -> Consumer:
+        """Start a consumer of ``group_id`` subscribed to ``topics`` (returns at once; it finds
+        the coordinator and joins in the background). Times are in seconds.
+
+        :param assignors: ``partition.assignment.strategy``, most preferred first; the consumer
+            rebalances cooperatively when every one of them supports it.
+        :param group_instance_id: makes it a static member.
+        :raises UnknownNameError: an assignor is not registered.
+        :raises ValueError: bad settings (e.g. heartbeat interval not below the session timeout).
+        """
+        config = ConsumerConfig(
+            group_id=group_id,
+            topics=tuple(topics),
+            assignors=tuple(assignors),
+            group_instance_id=group_instance_id,
+            session_timeout=session_timeout,
+            heartbeat_interval=heartbeat_interval,
+            rebalance_timeout=rebalance_timeout,
+            client_id=client_id or "",
+        )
+        consumer = Consumer(
+            config,
+            network=self.network,
+            replication=self.replication,
+            clock=self.clock,
+            observers=self.group_observers,
+        )
+        with self._lock:
+            self.consumers.append(consumer)
+        return consumer.start()
+
+    def running_consumers(self, group_id: str | None = None) -> list[Consumer]:
+        return [
+            c for c in self.consumers if c.running and (group_id is None or c.group_id == group_id)
+        ]
+
+    def group_coordinator(self, group_id: str) -> int | None:
+        """The live broker leading ``group_id``'s offsets-topic partition, read from the store
+        (``None`` before the offsets topic exists or while the partition has no live leader)."""
+        tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.config))
+        path = states.state_path(tp)
+        try:
+            data, stat = self.admin_store.get(path)
+        except NoNodeError:
+            return None
+        leader = states.decode_state(path, data, stat.version).leader
+        broker = self.brokers.get(leader)
+        return leader if broker is not None and broker.alive else None
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """The group as its coordinator holds it (state ``Dead`` with ``coordinator=None`` when
+        no coordinator is available or the group does not exist)."""
+        coordinator = self.group_coordinator(group_id)
+        broker = self.brokers.get(coordinator) if coordinator is not None else None
+        if broker is None or not broker.alive:
+            return GroupDescription(group_id, GroupState.DEAD)
+        return broker.group_coordinator.describe_group(group_id)
 
     # -- replication ---------------------------------------------------------------------------
 

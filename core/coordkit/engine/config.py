@@ -28,6 +28,15 @@ class EngineConfig:
     :param read_batch: paths per pipelined read.
     :param controlled_shutdown_timeout: how long a broker waits for the controller to move its
         leaders before it stops anyway.
+    :param group_coordinator: group-coordinator strategy (group → offsets-topic partition).
+    :param group_leader: group-leader strategy (which member computes the assignment).
+    :param offset_storage: offset storage plugin the coordinators commit through.
+    :param offsets_topic_num_partitions: ``offsets.topic.num.partitions``.
+    :param offsets_topic_replication_factor: ``offsets.topic.replication.factor`` (capped by
+        the live brokers when the topic is created).
+    :param group_initial_rebalance_delay: ``group.initial.rebalance.delay.ms``, in seconds.
+    :param group_min_session_timeout: ``group.min.session.timeout.ms``, in seconds (Kafka: 6).
+    :param group_max_session_timeout: ``group.max.session.timeout.ms``, in seconds.
     """
 
     controller_election: str = "kafka"
@@ -44,3 +53,12 @@ class EngineConfig:
     write_concurrency: int = attrs.field(default=4, validator=validators.ge(1))
     read_batch: int = attrs.field(default=20000, validator=validators.ge(1))
     controlled_shutdown_timeout: float = attrs.field(default=30.0, validator=validators.gt(0))
+    group_coordinator: str = "kafka"
+    group_leader: str = "kafka"
+    offset_storage: str = "offsets-topic"
+    offsets_topic_num_partitions: int = attrs.field(default=50, validator=validators.ge(1))
+    offsets_topic_replication_factor: int = attrs.field(default=3, validator=validators.ge(1))
+    group_initial_rebalance_delay: float = attrs.field(default=3.0, validator=validators.ge(0))
+    # Kafka's minimum is 6 s; coordkit accepts the short sessions tests and the lab use.
+    group_min_session_timeout: float = attrs.field(default=0.1, validator=validators.gt(0))
+    group_max_session_timeout: float = attrs.field(default=1800.0, validator=validators.gt(0))

@@ -1,0 +1,308 @@
+"""The classic group protocol's requests, responses and error codes (Kafka's wire protocol, in
+process).
+
+Consumers call a :class:`~coordkit.engine.groups.coordinator.GroupCoordinator` with these values
+the way Kafka's clients send FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch and DescribeGroups. Two simplifications, both documented where they
+apply: a JoinGroup names its assignors (protocols) in preference order with one
+:class:`Subscription` for all of them (Kafka sends opaque metadata bytes per protocol, which the
+consumer fills with the same subscription anyway), and a new member gets its member id in the
+first JoinGroup response (no MEMBER_ID_REQUIRED round trip, KIP-394).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+
+from attrs import field, frozen, validators
+
+from coordkit.model import TopicPartition
+from coordkit.offsets import OffsetAndMetadata
+
+#: The generation of a member that has none yet (Kafka's ``NO_GENERATION``).
+NO_GENERATION = -1
+#: The member id of a member joining for the first time (Kafka's ``UNKNOWN_MEMBER_ID``).
+UNKNOWN_MEMBER_ID = ""
+#: The only protocol type the consumer uses.
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+class ErrorCode(enum.IntEnum):
+    """Kafka's error codes (same numbers) that the group protocol answers with."""
+
+    NONE = 0
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    FENCED_INSTANCE_ID = 82
+
+    @property
+    def retriable_with_coordinator_lookup(self) -> bool:
+        """The coordinator moved or is not up yet: find it again, then retry."""
+        return self in (
+            ErrorCode.NOT_COORDINATOR,
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        )
+
+
+class GroupState(enum.Enum):
+    """The classic group state machine (Kafka's ``GroupState``; values are Kafka's names)."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+def _partitions(value: Iterable[TopicPartition]) -> frozenset[TopicPartition]:
+    return frozenset(value)
+
+
+def _topics(value: Iterable[str]) -> tuple[str, ...]:
+    topics = tuple(dict.fromkeys(value))
+    for topic in topics:
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"subscribed topics must be non-empty strings, got {topic!r}")
+    return topics
+
+
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    names = tuple(value)
+    if not names:
+        raise ValueError("a member must offer at least one protocol (assignor name)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"protocols are listed twice: {list(names)}")
+    return names
+
+
+_positive = validators.gt(0.0)
+
+
+@frozen
+class Subscription:
+    """What a consumer tells the group leader (Kafka's ``ConsumerProtocolSubscription``).
+
+    :param topics: subscribed topics.
+    :param owned: partitions the member owns now (cooperative members; eager members revoke
+        everything before joining and send none).
+    :param generation: the generation in which it owned them.
+    :param rack: ``client.rack``.
+    """
+
+    topics: tuple[str, ...] = field(converter=_topics)
+    owned: frozenset[TopicPartition] = field(factory=frozenset, converter=_partitions)
+    generation: int = NO_GENERATION
+    rack: str | None = None
+
+
+@frozen
+class FindCoordinatorResponse:
+    error: ErrorCode
+    coordinator: int | None = None
+
+
+@frozen
+class JoinGroupRequest:
+    """Join (or rejoin) ``group_id``.
+
+    :param member_id: ``""`` the first time; afterwards the id the coordinator gave.
+    :param group_instance_id: ``group.instance.id`` of a static member.
+    :param session_timeout: seconds without a heartbeat after which the member is removed.
+    :param rebalance_timeout: seconds the coordinator waits for members to rejoin.
+    :param protocols: assignor names, most preferred first.
+    """
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    session_timeout: float = field(validator=_positive)
+    rebalance_timeout: float = field(validator=_positive)
+    protocols: tuple[str, ...] = field(converter=_names)
+    subscription: Subscription
+    client_id: str = ""
+    protocol_type: str = CONSUMER_PROTOCOL_TYPE
+
+
+@frozen
+class JoinedMember:
+    """A member as the group leader receives it in the JoinGroup response."""
+
+    member_id: str
+    group_instance_id: str | None
+    subscription: Subscription
+
+
+@frozen
+class JoinGroupResponse:
+    """The end of a join round for one member.
+
+    :param members: every member's subscription, for the leader only (empty for the others).
+    :param skip_assignment: a static leader rejoined without a rebalance; it must not compute a
+        new assignment (KIP-814) and gets its old one from SyncGroup.
+    """
+
+    error: ErrorCode
+    generation: int = NO_GENERATION
+    protocol: str | None = None
+    leader: str | None = None
+    member_id: str = UNKNOWN_MEMBER_ID
+    members: tuple[JoinedMember, ...] = ()
+    skip_assignment: bool = False
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader is not None and self.leader == self.member_id
+
+
+def _assignments(
+    value: Mapping[str, Iterable[TopicPartition]],
+) -> dict[str, frozenset[TopicPartition]]:
+    return {member: frozenset(parts) for member, parts in value.items()}
+
+
+def _counts(value: Mapping[str, int]) -> dict[str, int]:
+    return dict(value)
+
+
+@frozen
+class SyncGroupRequest:
+    """Collect this member's assignment for ``generation``; the leader sends everyone's.
+
+    :param assignments: member id → partitions (leader only).
+    :param topic_partitions: partition counts of the topics the leader assigned from (leader
+        only; the coordinator passes them to observers, which count unowned partitions).
+    """
+
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None = None
+    assignments: Mapping[str, frozenset[TopicPartition]] = field(
+        factory=dict, converter=_assignments
+    )
+    topic_partitions: Mapping[str, int] = field(factory=dict, converter=_counts)
+
+
+@frozen
+class SyncGroupResponse:
+    error: ErrorCode
+    assignment: frozenset[TopicPartition] = frozenset()
+    protocol: str | None = None
+
+
+@frozen
+class HeartbeatRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@frozen
+class HeartbeatResponse:
+    error: ErrorCode
+
+
+@frozen
+class LeaveGroupRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@frozen
+class LeaveGroupResponse:
+    error: ErrorCode
+
+
+def _offsets(
+    value: Mapping[TopicPartition, OffsetAndMetadata],
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    return dict(value)
+
+
+@frozen
+class OffsetCommitRequest:
+    """Commit ``offsets``; fenced by ``generation`` and ``member_id`` (``-1`` and ``""`` for a
+    consumer outside any group, accepted only while the group has no members)."""
+
+    group_id: str
+    generation: int
+    member_id: str
+    offsets: Mapping[TopicPartition, OffsetAndMetadata] = field(converter=_offsets)
+    group_instance_id: str | None = None
+
+
+@frozen
+class OffsetCommitResponse:
+    error: ErrorCode
+
+
+def _optional_partitions(
+    value: Iterable[TopicPartition] | None,
+) -> frozenset[TopicPartition] | None:
+    return None if value is None else frozenset(value)
+
+
+@frozen
+class OffsetFetchRequest:
+    """Committed offsets of ``group_id`` (of ``partitions``, or all when ``None``)."""
+
+    group_id: str
+    partitions: frozenset[TopicPartition] | None = field(
+        default=None, converter=_optional_partitions
+    )
+
+
+@frozen
+class OffsetFetchResponse:
+    error: ErrorCode
+    offsets: Mapping[TopicPartition, OffsetAndMetadata] = field(factory=dict, converter=_offsets)
+
+
+@frozen
+class MemberDescription:
+    """One member as DescribeGroups shows it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    topics: tuple[str, ...]
+    assignment: frozenset[TopicPartition]
+
+
+@frozen
+class GroupDescription:
+    """A group as its coordinator holds it (Kafka's DescribeGroups, plus the coordinator).
+
+    :param coordinator: the broker that answered, ``None`` when no coordinator is available (the
+        state is then ``Dead`` and the rest empty).
+    """
+
+    group_id: str
+    state: GroupState
+    generation: int = NO_GENERATION
+    protocol_type: str = ""
+    protocol: str | None = None
+    leader: str | None = None
+    coordinator: int | None = None
+    members: tuple[MemberDescription, ...] = ()
+
+    def assignment(self) -> dict[str, frozenset[TopicPartition]]:
+        """Member id → assigned partitions."""
+        return {m.member_id: m.assignment for m in self.members}
+
+    def member(self, member_id: str) -> MemberDescription:
+        for member in self.members:
+            if member.member_id == member_id:
+                return member
+        raise KeyError(f"group {self.group_id!r} has no member {member_id!r}")
