@@ -149,6 +149,8 @@ _ELECTION_CASES = (
     PresetCase("broker-failures", {"brokers": (3, 6), "unclean": (False, True), "events": 12}),
 )
 
+_GROUP_CASES = (PresetCase("consumer-groups", {"consumers": 4, "static": (False, True)}),)
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -179,6 +181,13 @@ PRESETS: dict[str, Preset] = {
             "expiries, controlled shutdowns and restarts: kafka vs latch, clean vs unclean",
             _ELECTION_CASES,
             replicates=3,
+        ),
+        Preset(
+            "groups",
+            "consumer groups on an in-process cluster (joins, leaves, crashes, static restarts, "
+            "coordinator crashes; eager versus cooperative) and producer partitioners' skew",
+            _GROUP_CASES,
+            replicates=2,
         ),
         Preset(
             "full",
