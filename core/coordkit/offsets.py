@@ -23,7 +23,8 @@ from typing import Protocol, runtime_checkable
 import attrs
 from attrs import validators
 
-from coordkit.model import TopicPartition
+from coordkit.errors import CoordkitError
+from coordkit.model import TopicPartition, validate_topic_name
 
 
 @attrs.frozen
@@ -73,3 +74,93 @@ class OffsetStorageFactory(Protocol):
     name: str
 
     def __call__(self, store: object, **options: object) -> OffsetStorage: ...
+
+
+# -- input checks shared by every storage -----------------------------------------------------------
+
+
+class InvalidOffsetRequestError(CoordkitError, ValueError):
+    """An offset commit or fetch was given bad input; the message names the group and the entry.
+
+    :param group_id: the group of the request (as given).
+    :param reason: what is wrong, naming the partition or field.
+    """
+
+    def __init__(self, group_id: object, reason: str):
+        self.group_id = group_id
+        self.reason = reason
+        super().__init__(f"offsets of group {group_id!r}: {reason}")
+
+
+_FORBIDDEN_GROUP_IDS = ("", ".", "..")
+
+
+def validate_group_id(group_id: object) -> str:
+    """A group id every storage can use as one node name: a non-empty string without ``/``, not
+    ``.`` or ``..``, and without control characters (ZooKeeper's path rules)."""
+    if not isinstance(group_id, str):
+        raise InvalidOffsetRequestError(
+            group_id, f"group id must be a string, got {type(group_id).__name__}"
+        )
+    if group_id in _FORBIDDEN_GROUP_IDS or "/" in group_id:
+        raise InvalidOffsetRequestError(
+            group_id, "group id must be non-empty, must not be '.' or '..' and must not contain '/'"
+        )
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in group_id):
+        raise InvalidOffsetRequestError(group_id, "group id must not contain control characters")
+    return group_id
+
+
+def validate_partition(group_id: str, tp: object) -> TopicPartition:
+    """``tp`` as a :class:`TopicPartition` with a legal topic name and a non-negative int partition."""
+    if not isinstance(tp, TopicPartition):
+        raise InvalidOffsetRequestError(
+            group_id, f"expected a TopicPartition, got {tp!r} ({type(tp).__name__})"
+        )
+    try:
+        validate_topic_name(tp.topic)
+    except ValueError as exc:
+        raise InvalidOffsetRequestError(group_id, f"partition {tp!r}: {exc}") from None
+    partition = tp.partition
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        raise InvalidOffsetRequestError(
+            group_id, f"partition {tp!r}: partition must be a non-negative integer"
+        )
+    return tp
+
+
+def validate_commit(
+    group_id: object, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+) -> dict[TopicPartition, OffsetAndMetadata]:
+    """Check a commit request before anything is written; returns it as a plain dict."""
+    group = validate_group_id(group_id)
+    if not isinstance(offsets, Mapping):
+        raise InvalidOffsetRequestError(
+            group,
+            f"offsets must be a mapping of TopicPartition to OffsetAndMetadata, got "
+            f"{type(offsets).__name__}",
+        )
+    checked: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, value in offsets.items():
+        validate_partition(group, tp)
+        if not isinstance(value, OffsetAndMetadata):
+            raise InvalidOffsetRequestError(
+                group, f"{tp}: expected an OffsetAndMetadata, got {value!r}"
+            )
+        offset = value.offset
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise InvalidOffsetRequestError(
+                group, f"{tp}: field 'offset' must be a non-negative integer, got {offset!r}"
+            )
+        checked[tp] = value
+    return checked
+
+
+def validate_fetch(
+    group_id: object, partitions: Iterable[TopicPartition] | None
+) -> tuple[str, list[TopicPartition] | None]:
+    """Check a fetch request; returns the group id and the partitions (``None`` means all)."""
+    group = validate_group_id(group_id)
+    if partitions is None:
+        return group, None
+    return group, [validate_partition(group, tp) for tp in partitions]

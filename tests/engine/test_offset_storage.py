@@ -1,0 +1,235 @@
+"""Offset storages (``zookeeper`` and ``offsets-topic``) on every backend: commit and fetch, all or
+nothing, concurrent committers, restart-resume, bad input, and the offsets-topic partitioning."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from coordkit import layout
+from coordkit.coordinators import coordinator_partition
+from coordkit.errors import LayoutError, StoreError
+from coordkit.model import TopicPartition
+from coordkit.offsets import InvalidOffsetRequestError, OffsetAndMetadata, OffsetStorage
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import MetadataStore
+from coordkit_offsets import OffsetsTopicStorage
+
+STORAGES = ["zookeeper", "offsets-topic"]
+
+Session = Callable[[], MetadataStore]
+
+
+def storage(name: str, store: MetadataStore, **options: Any) -> OffsetStorage:
+    made = get_plugin_manager().offset_store(name)(store, **options)
+    assert isinstance(made, OffsetStorage)
+    return made
+
+
+def topic_storage(store: MetadataStore, **options: Any) -> OffsetsTopicStorage:
+    made = storage("offsets-topic", store, **options)
+    assert isinstance(made, OffsetsTopicStorage)
+    return made
+
+
+def tree(store: MetadataStore) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    stack = ["/"]
+    while stack:
+        path = stack.pop()
+        out[path] = store.get(path)[0]
+        stack.extend(f"{path.rstrip('/')}/{c}" for c in store.children(path))
+    return out
+
+
+def offsets(**values: int) -> dict[TopicPartition, OffsetAndMetadata]:
+    """``orders_3=7`` → ``{TopicPartition("orders", 3): OffsetAndMetadata(7)}``."""
+    out = {}
+    for key, value in values.items():
+        topic, _, partition = key.rpartition("_")
+        out[TopicPartition(topic, int(partition))] = OffsetAndMetadata(value)
+    return out
+
+
+def positions(fetched: dict[TopicPartition, OffsetAndMetadata]) -> dict[str, int]:
+    return {str(tp): value.offset for tp, value in fetched.items()}
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_commit_then_fetch_returns_latest_offsets(name: str, open_session: Session) -> None:
+    store = storage(name, open_session())
+    store.commit("billing", offsets(orders_0=5, orders_1=9, audit_0=1))
+    store.commit("billing", offsets(orders_1=12))  # last write per key wins
+    store.commit("other", offsets(orders_0=100))
+
+    assert positions(store.fetch("billing")) == {"audit-0": 1, "orders-0": 5, "orders-1": 12}
+    wanted = [TopicPartition("orders", 1), TopicPartition("orders", 7)]
+    assert positions(store.fetch("billing", wanted)) == {"orders-1": 12}
+    assert positions(store.fetch("nobody")) == {}
+    assert store.groups() == ["billing", "other"]
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_delete_group_forgets_only_that_group(name: str, open_session: Session) -> None:
+    store = storage(name, open_session())
+    store.commit("a", offsets(t_0=1, t_1=2, u_0=3))
+    store.commit("b", offsets(t_0=4))
+    store.delete_group("a")
+    store.delete_group("never-committed")
+    assert store.fetch("a") == {}
+    assert positions(store.fetch("b")) == {"t-0": 4}
+    assert store.groups() == ["b"]
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_new_session_resumes_from_committed_offsets(name: str, open_session: Session) -> None:
+    first = open_session()
+    storage(name, first).commit("g", offsets(events_0=41, events_1=7))
+    first.close()
+    resumed = storage(name, open_session())
+    assert positions(resumed.fetch("g")) == {"events-0": 41, "events-1": 7}
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_commit_failing_mid_way_leaves_store_unchanged(name: str, open_session: Session) -> None:
+    session = open_session()
+    store = storage(name, session)
+    store.commit("g", offsets(ok_0=1))  # the layout's roots exist, so only the new nodes differ
+    # An ephemeral node where the commit must create a parent: the last op of the multi fails.
+    blocker = open_session()
+    if name == "zookeeper":
+        blocked = layout.consumer_offsets_path("g", "zz")
+    else:
+        blocked = topic_storage(blocker).record_path("g", TopicPartition("zz", 0)).rsplit("/", 1)[0]
+    blocker.create(blocked, b"", ephemeral=True, make_parents=True)
+    before = tree(session)
+
+    with pytest.raises(StoreError):
+        store.commit("g", offsets(ok_0=2, ok_1=5, zz_0=9))
+
+    assert tree(session) == before
+    assert positions(store.fetch("g")) == {"ok-0": 1}
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_concurrent_committers_creating_the_same_nodes_all_succeed(
+    name: str, open_session: Session
+) -> None:
+    committers = 4
+    stores = [storage(name, open_session()) for _ in range(committers)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(committers)
+
+    def commit(index: int) -> None:
+        try:
+            start.wait()
+            stores[index].commit("race", offsets(t_0=index, t_1=index, u_0=index))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=commit, args=(i,)) for i in range(committers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    final = positions(stores[0].fetch("race"))
+    assert set(final) == {"t-0", "t-1", "u-0"}
+    # Each commit was atomic, so the three keys hold the same committer's value.
+    assert len(set(final.values())) == 1
+    assert next(iter(final.values())) in range(committers)
+
+
+@pytest.mark.parametrize("name", STORAGES)
+@pytest.mark.parametrize(
+    ("group", "entries", "fragment"),
+    [
+        ("", {TopicPartition("t", 0): OffsetAndMetadata(1)}, "group id must be non-empty"),
+        ("a/b", {TopicPartition("t", 0): OffsetAndMetadata(1)}, "must not contain '/'"),
+        ("g", {TopicPartition("bad topic", 0): OffsetAndMetadata(1)}, "'bad topic'"),
+        ("g", {("t", 0): OffsetAndMetadata(1)}, "expected a TopicPartition"),
+        ("g", {TopicPartition("t", 0): 5}, "expected an OffsetAndMetadata"),
+    ],
+)
+def test_bad_commit_input_is_named_and_writes_nothing(
+    name: str, group: str, entries: dict[Any, Any], fragment: str, open_session: Session
+) -> None:
+    session = open_session()
+    store = storage(name, session)
+    before = tree(session)
+    with pytest.raises(InvalidOffsetRequestError, match="offsets of group") as info:
+        store.commit(group, entries)
+    assert fragment in str(info.value)
+    assert tree(session) == before
+
+
+def test_negative_offsets_and_partitions_are_refused_by_the_value_types() -> None:
+    with pytest.raises(ValueError, match="offset"):
+        OffsetAndMetadata(-1)
+    with pytest.raises(ValueError, match="partition"):
+        TopicPartition("t", -1)
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_fetch_names_bad_partitions(name: str, open_session: Session) -> None:
+    store = storage(name, open_session())
+    with pytest.raises(InvalidOffsetRequestError, match=r"'g'.*expected a TopicPartition"):
+        store.fetch("g", ["t-0"])  # type: ignore[list-item]
+
+
+def test_zookeeper_storage_writes_seed_001_layout(open_session: Session) -> None:
+    session = open_session()
+    storage("zookeeper", session).commit("g", offsets(orders_2=1234))
+    data, _ = session.get("/consumers/g/offsets/orders/2")
+    assert data == b"1234"
+    assert layout.decode_znode("/consumers/g/offsets/orders/2", data).offset == 1234
+
+
+def test_offsets_topic_places_groups_by_coordinator_partition(open_session: Session) -> None:
+    session = open_session()
+    store = topic_storage(session, num_partitions=7)
+    groups = [f"group-{i}" for i in range(12)]
+    for group in groups:
+        store.commit(group, {TopicPartition("t", 0): OffsetAndMetadata(1, metadata=group)})
+
+    for partition in range(7):
+        expected = sorted(g for g in groups if coordinator_partition(g, 7) == partition)
+        assert store.groups_in_partition(partition) == expected
+        loaded = store.load_partition(partition)
+        assert sorted(loaded) == expected
+        for group, committed in loaded.items():
+            assert committed[TopicPartition("t", 0)].metadata == group
+    assert store.partition_of("group-3") == coordinator_partition("group-3", 7)
+
+
+def test_offsets_topic_keeps_the_whole_record(open_session: Session) -> None:
+    store = storage("offsets-topic", open_session())
+    tp = TopicPartition("t", 4)
+    stamped = OffsetAndMetadata(9, metadata="batch-17", commit_timestamp=123, leader_epoch=3)
+    store.commit("g", {tp: stamped})
+    assert store.fetch("g") == {tp: stamped}
+    store.commit("g", {tp: OffsetAndMetadata(10)})
+    latest = store.fetch("g")[tp]
+    assert (latest.offset, latest.metadata, latest.leader_epoch) == (10, "", -1)
+    assert latest.commit_timestamp > 0  # stamped by the storage when the committer did not
+
+
+def test_offsets_topic_refuses_another_partition_count(open_session: Session) -> None:
+    session = open_session()
+    storage("offsets-topic", session, num_partitions=10).commit("g", offsets(t_0=1))
+    with pytest.raises(LayoutError, match="num_partitions=10"):
+        storage("offsets-topic", session, num_partitions=50).fetch("g")
+
+
+def test_factories_name_unknown_and_bad_options(open_session: Session) -> None:
+    session = open_session()
+    with pytest.raises(TypeError, match=r"'offsets-topic': unknown option\(s\) partitions"):
+        storage("offsets-topic", session, partitions=3)
+    with pytest.raises(ValueError, match="'num_partitions' must be >= 1"):
+        storage("offsets-topic", session, num_partitions=0)
+    with pytest.raises(TypeError, match="'zookeeper': expected a MetadataStore"):
+        get_plugin_manager().offset_store("zookeeper")("not a store")
