@@ -8,9 +8,12 @@ leadership, and a replication model, on any metadata store, in Kafka's znode lay
 * :mod:`~coordkit.engine.topics`, :mod:`~coordkit.engine.placement` — topic admin, Kafka's placement;
 * :mod:`~coordkit.engine.replication` — LEO/HW per replica, acks=all, unclean-election loss;
 * :mod:`~coordkit.engine.cluster` — N brokers in one process;
-* :mod:`~coordkit.engine.groups` — consumer groups: coordinators, the classic protocol, consumers;
 * :mod:`~coordkit.engine.history` — split-brain checks over what reached the store;
-* :mod:`~coordkit.engine.instrument` — store operation counting.
+* :mod:`~coordkit.engine.instrument` — store operation counting;
+* :mod:`~coordkit.engine.groups` — consumer groups: coordinators on brokers, the classic group
+  protocol (eager and cooperative), consumers, the group history checks;
+* :mod:`~coordkit.engine.legacy` — the legacy ZooKeeper consumer (``/consumers/G/...``);
+* :mod:`~coordkit.engine.producer` — producers: partitioners, broker discovery, sends to leaders.
 """
 
 from coordkit.engine.broker import Broker
