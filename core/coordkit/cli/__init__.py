@@ -10,6 +10,7 @@ import click
 from coordkit.__about__ import __version__
 from coordkit.cli.assign import assign_command
 from coordkit.cli.cluster import cluster_group
+from coordkit.cli.group import group_group
 from coordkit.cli.plugin_list import plugins_command
 from coordkit.cli.tree import tree_command
 from coordkit.errors import CoordkitError
@@ -55,6 +56,7 @@ cli.add_command(assign_command)
 cli.add_command(plugins_command)
 cli.add_command(tree_command)
 cli.add_command(cluster_group)
+cli.add_command(group_group)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,161 @@
+"""What a store holds for one consumer group, read without starting anything
+(``coordkit group describe``).
+
+* the classic group's persisted metadata, ``/coordkit/groups/G`` (generation, protocol, leader,
+  members and their assignment as of the last completed sync);
+* its committed offsets, through the offset storage the coordinators commit through;
+* a legacy group's ``/consumers/G``: registrations, owner nodes and offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+from rich.console import Group
+from rich.table import Table
+
+from coordkit import layout
+from coordkit.cli.group_view import compact_partitions
+from coordkit.engine.groups import GroupMetadata, group_path
+from coordkit.engine.groups.metadata import decode as decode_metadata
+from coordkit.engine.legacy import LegacyGroupView, read_group
+from coordkit.errors import NoNodeError
+from coordkit.model import TopicPartition
+from coordkit.offsets import OffsetAndMetadata
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import MetadataStore
+
+
+@frozen
+class StoredGroup:
+    """A group as the store holds it.
+
+    :param metadata: the persisted classic group, ``None`` if there is none.
+    :param offsets: committed offsets in ``offset_storage``.
+    :param legacy: ``/consumers/G`` read back, ``None`` if the node does not exist.
+    """
+
+    group_id: str
+    offset_storage: str
+    metadata: GroupMetadata | None
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    legacy: LegacyGroupView | None
+
+    @property
+    def empty(self) -> bool:
+        return self.metadata is None and not self.offsets and self.legacy is None
+
+
+def read_stored_group(store: MetadataStore, group_id: str, offset_storage: str) -> StoredGroup:
+    """Read ``group_id`` from ``store``.
+
+    :raises ValueError: the group id cannot be a node name.
+    :raises UnknownNameError: ``offset_storage`` is not a registered offset storage.
+    :raises LayoutError: a node does not hold what Kafka's or coordkit's layout says.
+    """
+    path = group_path(group_id)
+    try:
+        data, _ = store.get(path)
+        metadata: GroupMetadata | None = decode_metadata(group_id, data, path)
+    except NoNodeError:
+        metadata = None
+    offsets = get_plugin_manager().offset_store(offset_storage)(store).fetch(group_id)
+    legacy_root = layout.consumer_group_path(group_id)
+    legacy = read_group(store, group_id) if store.exists(legacy_root) is not None else None
+    return StoredGroup(group_id, offset_storage, metadata, offsets, legacy)
+
+
+def render_stored(stored: StoredGroup, where: str) -> Group:
+    parts: list[Table] = []
+    metadata = stored.metadata
+    if metadata is not None:
+        head = Table(title=f"{group_path(stored.group_id)} on {where}", title_justify="left")
+        for column in ("generation", "protocol type", "protocol", "leader"):
+            head.add_column(column)
+        head.add_row(
+            str(metadata.generation),
+            metadata.protocol_type or "-",
+            metadata.protocol or "-",
+            metadata.leader or "-",
+        )
+        members = Table(show_header=True)
+        for column in ("member id", "instance id", "client id", "topics", "assignment"):
+            members.add_column(column)
+        for m in sorted(metadata.members, key=lambda m: m.join_order):
+            members.add_row(
+                m.member_id,
+                m.group_instance_id or "-",
+                m.client_id or "-",
+                ",".join(m.topics),
+                compact_partitions(m.assignment),
+            )
+        parts += [head, members]
+    if stored.offsets:
+        offsets = Table(title=f"committed offsets ({stored.offset_storage})", title_justify="left")
+        for column in ("partition", "offset", "commit timestamp"):
+            offsets.add_column(column, justify="left" if column == "partition" else "right")
+        for tp, value in sorted(stored.offsets.items()):
+            offsets.add_row(str(tp), str(value.offset), str(value.commit_timestamp))
+        parts.append(offsets)
+    legacy = stored.legacy
+    if legacy is not None:
+        root = layout.consumer_group_path(stored.group_id)
+        ids = Table(title=f"{root}/ids", title_justify="left")
+        for column in ("consumer id", "subscription", "registered"):
+            ids.add_column(column)
+        for consumer_id, registration in sorted(legacy.registrations.items()):
+            ids.add_row(
+                consumer_id,
+                ",".join(f"{t}:{n}" for t, n in registration.subscription.items()),
+                registration.timestamp,
+            )
+        owners = Table(title=f"{root}/owners and /offsets", title_justify="left")
+        for column in ("partition", "owner thread", "offset"):
+            owners.add_column(column, justify="right" if column == "offset" else "left")
+        for tp in sorted(set(legacy.owners) | set(legacy.offsets)):
+            offset = legacy.offsets.get(tp)
+            owners.add_row(
+                str(tp), legacy.owners.get(tp, "-"), "-" if offset is None else str(offset)
+            )
+        parts += [ids, owners]
+    return Group(*parts)
+
+
+def stored_json(stored: StoredGroup) -> dict[str, Any]:
+    metadata = stored.metadata
+    legacy = stored.legacy
+    return {
+        "group": stored.group_id,
+        "metadata": None
+        if metadata is None
+        else {
+            "generation": metadata.generation,
+            "protocol_type": metadata.protocol_type,
+            "protocol": metadata.protocol,
+            "leader": metadata.leader,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "topics": list(m.topics),
+                    "assignment": sorted(str(tp) for tp in m.assignment),
+                }
+                for m in sorted(metadata.members, key=lambda m: m.join_order)
+            ],
+        },
+        "offset_storage": stored.offset_storage,
+        "offsets": {str(tp): v.offset for tp, v in sorted(stored.offsets.items())},
+        "legacy": None
+        if legacy is None
+        else {
+            "ids": {
+                consumer_id: dict(registration.subscription)
+                for consumer_id, registration in sorted(legacy.registrations.items())
+            },
+            "owners": {str(tp): thread for tp, thread in sorted(legacy.owners.items())},
+            "offsets": {str(tp): offset for tp, offset in sorted(legacy.offsets.items())},
+        },
+    }
