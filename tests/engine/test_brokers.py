@@ -80,10 +80,13 @@ def test_broker_replaces_its_own_stale_node_from_an_old_session(
     assert _owner(observer, 4) == first.session_id
     second = open_session()
     connection.switch_to(second)  # the old session is still alive and still owns the node
+    # Wait on the broker, not on the store: the new node is visible to other sessions before the
+    # broker's create call has returned and counted the registration.
     wait_for(
-        lambda: _owner(observer, 4) == second.session_id,
+        lambda: broker.registrations >= 2,
         what="broker 4 to replace its node of the old session",
     )
+    assert _owner(observer, 4) == second.session_id
     assert broker.registrations == 2
     broker.kill()
 

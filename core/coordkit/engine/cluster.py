@@ -395,6 +395,7 @@ class Cluster:
         heartbeat_interval: float = 3.0,
         rebalance_timeout: float = 60.0,
         client_id: str | None = None,
+        metadata_max_age: float = 300.0,
     ) -> Consumer:
         """Start a consumer of ``group_id`` subscribed to ``topics`` (returns at once; it finds
         the coordinator and joins in the background). Times are in seconds.
@@ -402,6 +403,8 @@ class Cluster:
         :param assignors: ``partition.assignment.strategy``, most preferred first; the consumer
             rebalances cooperatively when every one of them supports it.
         :param group_instance_id: makes it a static member.
+        :param metadata_max_age: ``metadata.max.age.ms``: how often a group leader re-reads its
+            topics' partition counts besides watching them.
         :raises UnknownNameError: an assignor is not registered.
         :raises ValueError: bad settings (e.g. heartbeat interval not below the session timeout).
         """
@@ -414,6 +417,7 @@ class Cluster:
             heartbeat_interval=heartbeat_interval,
             rebalance_timeout=rebalance_timeout,
             client_id=client_id or "",
+            metadata_max_age=metadata_max_age,
         )
         consumer = Consumer(
             config,

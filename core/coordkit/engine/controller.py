@@ -434,12 +434,15 @@ class Controller:
                 lambda e: self._post(self._isr_changed, e),
             )
         )
-        self._live = self._read_brokers()
-        self.known_brokers = frozenset(self._live)
         self._topics = {}
         self.known_topics = frozenset()
         self._parts = {}
         self._load_topics(self.store.children(layout.BROKER_TOPICS))
+        # Brokers after topics: every broker registered before a loaded topic was created is then
+        # live for its first election (read first, a broker registering meanwhile would be missed
+        # and its replicas left out of the new partitions' ISRs for good).
+        self._live = self._read_brokers()
+        self.known_brokers = frozenset(self._live)
         loaded = time.perf_counter()
         queued = self.store.children(layout.DELETE_TOPICS)
         self._delete_topics(queued)

@@ -7,6 +7,8 @@
 * :mod:`~coordkit.engine.groups.metadata` — persisted group metadata (``/coordkit/groups/G``);
 * :mod:`~coordkit.engine.groups.leadership` — the group-leader strategy contract;
 * :mod:`~coordkit.engine.groups.planning` — the leader's assignment, eager versus cooperative;
+* :mod:`~coordkit.engine.groups.topic_metadata` — the metadata an assignment was computed from,
+  and the watches that tell the leader when it changed;
 * :mod:`~coordkit.engine.groups.consumer` — the consumer client;
 * :mod:`~coordkit.engine.groups.events`, :mod:`~coordkit.engine.groups.history` — observers, and
   the recorder that checks the protocol's invariants.

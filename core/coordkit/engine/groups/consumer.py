@@ -13,6 +13,13 @@ FENCED_INSTANCE_ID).
   commits and revokes only those it lost, and rejoins at once when it revoked any, for the second
   round that hands them over.
 
+**Metadata changes** (Kafka's ``ConsumerCoordinator``): the member that leads the group keeps the
+partition counts of the group's topics its assignment was computed from, and rejoins — so the group
+rebalances — when they change: a topic gains partitions, a subscribed topic is created or deleted.
+It learns of changes from watches on the topics' ``/brokers/topics/T`` nodes (through the
+coordinator's broker), and, as a safety net, re-reads the counts every ``metadata_max_age``. Any
+member rejoins after :meth:`Consumer.subscribe` changed its topics.
+
 Positions start from the committed offset, else 0; :meth:`Consumer.poll` "consumes" by advancing
 each owned partition to its high watermark in the cluster's replication model. Positions are
 committed on revoke and on :meth:`Consumer.close` (auto-commit); :meth:`Consumer.crash` stops
@@ -34,6 +41,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
+import attrs
 from attrs import field, frozen, validators
 
 from coordkit.assignment import RebalanceProtocol
@@ -55,8 +63,10 @@ from coordkit.engine.groups.protocol import (
     SyncGroupRequest,
 )
 from coordkit.engine.groups.timing import wait_on_clock
+from coordkit.engine.groups.topic_metadata import MetadataSnapshot, TopicMetadataWatch
 from coordkit.engine.replication import ReplicationModel
-from coordkit.model import TopicPartition
+from coordkit.errors import StoreError
+from coordkit.model import TopicPartition, validate_topic_name
 from coordkit.offsets import OffsetAndMetadata
 from coordkit.plugins import get_plugin_manager
 
@@ -93,6 +103,21 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _topic_names(value: Iterable[str]) -> tuple[str, ...]:
+    """Subscribed topics in the given order, each once; raises ``ValueError`` naming a bad one."""
+    if isinstance(value, str):
+        raise ValueError(f"topics: give a list of topic names, not the string {value!r}")
+    topics = tuple(dict.fromkeys(value))
+    if not topics:
+        raise ValueError("topics: give at least one topic")
+    for topic in topics:
+        try:
+            validate_topic_name(topic)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"topics: {topic!r} is not a valid topic name: {exc}") from None
+    return topics
+
+
 def _known_assignors(_: object, attribute: object, value: tuple[str, ...]) -> None:
     if not value:
         raise ValueError("assignors: give at least one assignor name")
@@ -111,10 +136,12 @@ class ConsumerConfig:
     :param heartbeat_interval: ``heartbeat.interval.ms`` (below the session timeout).
     :param rebalance_timeout: ``max.poll.interval.ms``, the rebalance timeout it joins with.
     :param retry_backoff: ``retry.backoff.ms``.
+    :param metadata_max_age: ``metadata.max.age.ms``: how often the group leader re-reads the
+        partition counts of the group's topics even without a watch event (the safety net).
     """
 
     group_id: str = field(validator=validators.min_len(1))
-    topics: tuple[str, ...] = field(converter=_names, validator=validators.min_len(1))
+    topics: tuple[str, ...] = field(converter=_topic_names, validator=validators.min_len(1))
     assignors: tuple[str, ...] = field(
         default=("range",), converter=_names, validator=_known_assignors
     )
@@ -124,6 +151,7 @@ class ConsumerConfig:
     rebalance_timeout: float = field(default=60.0, validator=validators.gt(0.0))
     client_id: str = ""
     retry_backoff: float = field(default=0.05, validator=validators.gt(0.0))
+    metadata_max_age: float = field(default=300.0, validator=validators.gt(0.0))
 
     def __attrs_post_init__(self) -> None:
         if self.heartbeat_interval >= self.session_timeout:
@@ -165,6 +193,8 @@ class Consumer:
         self._observers = observers
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        # Cuts the heartbeat thread's pause short: stopping, a subscription or metadata change.
+        self._wakeup = threading.Event()
         self._thread: threading.Thread | None = None
         self._coordinator: GroupCoordinator | None = None
         self._coordinator_id: int | None = None
@@ -174,6 +204,11 @@ class Consumer:
         self._positions: dict[TopicPartition, int | None] = {}  # None: not fetched yet
         self._rejoin = True
         self._prepared = False  # eager revoke done for the coming join
+        self._joined_topics: tuple[str, ...] | None = None  # the subscription of the last join
+        # Leader only: the metadata its assignment was computed from, and what it is compared to.
+        self._assignment_snapshot: MetadataSnapshot | None = None
+        self._metadata_watch: TopicMetadataWatch | None = None
+        self._next_metadata_refresh = 0.0
         self._state = ConsumerState.JOINING
         self._broker_turn = itertools.count()
         self.error: ConsumerError | None = None
@@ -221,6 +256,27 @@ class Consumer:
     @property
     def running(self) -> bool:
         return self.state in (ConsumerState.JOINING, ConsumerState.STABLE)
+
+    def subscription(self) -> tuple[str, ...]:
+        """The topics this consumer subscribes to now."""
+        return self.config.topics
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Subscribe to ``topics`` instead (Kafka's ``subscribe``): the consumer rejoins with the
+        new list and the group rebalances; nothing happens when the list is unchanged.
+
+        :raises ValueError: no topics, or a name that cannot be a topic.
+        :raises ConsumerError: the consumer is closed, crashed or failed.
+        """
+        config = attrs.evolve(self.config, topics=tuple(topics))
+        with self._lock:
+            if self._state not in (ConsumerState.JOINING, ConsumerState.STABLE):
+                raise ConsumerError(
+                    f"group {self.group_id!r}: {self.client_id} is {self._state.value}; "
+                    "it cannot subscribe"
+                )
+            self.config = config
+        self._wakeup.set()
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions this consumer owns now."""
@@ -301,9 +357,11 @@ class Consumer:
         if self._stop.is_set():
             return False
         self._stop.set()
+        self._wakeup.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+        self._drop_metadata_watch()
         return True
 
     # -- the heartbeat thread ------------------------------------------------------------------
@@ -313,11 +371,13 @@ class Consumer:
             try:
                 if self._coordinator is None:
                     self._find_coordinator()
-                elif self._rejoin:
+                elif self._rejoin_needed():
                     self._join()
                 else:
                     self._heartbeat()
-                    wait_on_clock(self._clock, self.config.heartbeat_interval, self._stop)
+                    self._track_metadata()
+                    wait_on_clock(self._clock, self.config.heartbeat_interval, self._wakeup)
+                    self._wakeup.clear()  # what woke it is re-read by _rejoin_needed
             except _Fatal as exc:
                 self._fail(ConsumerError(f"group {self.group_id!r}: {self.client_id}: {exc}"))
                 return
@@ -328,6 +388,7 @@ class Consumer:
 
     def _fail(self, error: ConsumerError) -> None:
         log.warning("%s", error)
+        self._drop_metadata_watch()
         self._release(self.assignment(), lost=True)
         with self._lock:
             self.error = error
@@ -380,6 +441,8 @@ class Consumer:
             owned = self._assignment if cooperative else frozenset()
             generation = self._generation if cooperative else NO_GENERATION
             member_id = self._member_id
+            topics = self.config.topics
+            self._joined_topics = topics
             self._state = ConsumerState.JOINING
         request = JoinGroupRequest(
             group_id=self.group_id,
@@ -388,7 +451,7 @@ class Consumer:
             session_timeout=self.config.session_timeout,
             rebalance_timeout=self.config.rebalance_timeout,
             protocols=self.config.assignors,
-            subscription=Subscription(self.config.topics, owned, generation),
+            subscription=Subscription(topics, owned, generation),
             client_id=self.client_id,
         )
         joined = self._await(coordinator.join_group(request))
@@ -401,7 +464,14 @@ class Consumer:
             self._member_id = joined.member_id
         assignments: dict[str, frozenset[TopicPartition]] = {}
         counts: dict[str, int] = {}
-        if joined.is_leader and not joined.skip_assignment:
+        if not joined.is_leader:
+            self._assignment_snapshot = None
+            self._drop_metadata_watch()
+        elif joined.skip_assignment:
+            # A static leader back without a rebalance keeps the assignment it cannot recompute
+            # (KIP-814) but watches the group's topics from now on.
+            self._snapshot_metadata(coordinator, self._group_topics(joined), None)
+        else:
             assignments, counts = self._lead(coordinator, joined)
         synced = self._await(
             coordinator.sync_group(
@@ -425,8 +495,9 @@ class Consumer:
     def _lead(
         self, coordinator: GroupCoordinator, joined: JoinGroupResponse
     ) -> tuple[dict[str, frozenset[TopicPartition]], dict[str, int]]:
-        topics = sorted({t for m in joined.members for t in m.subscription.topics})
+        topics = self._group_topics(joined)
         counts = coordinator.topic_partitions(topics)
+        self._snapshot_metadata(coordinator, topics, counts)
         assert joined.protocol is not None
         # Kafka's leader decides by its own configuration: members of a group configure the same
         # assignors, and the coordinator refuses members that share no protocol.
@@ -435,6 +506,88 @@ class Consumer:
             joined.protocol, joined.members, counts, cooperative=cooperative
         )
         return assignments, counts
+
+    # -- rejoin triggers: subscription and metadata changes -------------------------------------
+
+    def _rejoin_needed(self) -> bool:
+        if self._rejoin:
+            return True
+        with self._lock:
+            joined, topics = self._joined_topics, self.config.topics
+        if joined is not None and joined != topics:
+            log.info("consumer %s rejoins: subscription changed to %s", self.client_id, topics)
+            return True
+        snapshot, watch = self._assignment_snapshot, self._metadata_watch
+        if snapshot is None or watch is None or watch.topics != snapshot.topics:
+            return False
+        current = watch.current()
+        return current is not None and self._metadata_changed(snapshot, current)
+
+    def _metadata_changed(self, snapshot: MetadataSnapshot, current: MetadataSnapshot) -> bool:
+        if snapshot.matches(current):
+            return False
+        log.info(
+            "group %r: leader %s rejoins: %s",
+            self.group_id,
+            self.client_id,
+            "; ".join(snapshot.changes(current)),
+        )
+        return True
+
+    @staticmethod
+    def _group_topics(joined: JoinGroupResponse) -> list[str]:
+        return sorted({t for m in joined.members for t in m.subscription.topics})
+
+    def _snapshot_metadata(
+        self, coordinator: GroupCoordinator, topics: list[str], counts: dict[str, int] | None
+    ) -> None:
+        """Remember the metadata the leader's assignment is computed from (read now when not
+        given)."""
+        if counts is None:
+            try:
+                counts = coordinator.topic_partitions(topics)
+            except StoreError as exc:
+                log.debug("consumer %s: metadata read failed: %s", self.client_id, exc)
+                counts = {}
+        self._assignment_snapshot = MetadataSnapshot.of(topics, counts)
+        self._next_metadata_refresh = self._clock.monotonic() + self.config.metadata_max_age
+
+    def _track_metadata(self) -> None:
+        """As leader: keep watching the group's topics through the current coordinator, and
+        re-read their counts every ``metadata_max_age`` in case a watch missed something."""
+        snapshot, coordinator = self._assignment_snapshot, self._coordinator
+        if snapshot is None or coordinator is None:
+            self._drop_metadata_watch()
+            return
+        watch = self._metadata_watch
+        if watch is None or watch.store is not coordinator.store or watch.topics != snapshot.topics:
+            # A new term as leader, new topics, or the coordinator moved (the old broker's session
+            # and its watches may be gone).
+            self._drop_metadata_watch()
+            try:
+                self._metadata_watch = coordinator.watch_topic_metadata(
+                    snapshot.topics, self._wakeup.set
+                )
+            except StoreError as exc:
+                log.debug("consumer %s: cannot watch topics: %s", self.client_id, exc)
+        now = self._clock.monotonic()
+        if now < self._next_metadata_refresh:
+            return
+        self._next_metadata_refresh = now + self.config.metadata_max_age
+        try:
+            counts = coordinator.topic_partitions(sorted(snapshot.topics))
+        except StoreError as exc:
+            log.debug("consumer %s: metadata refresh failed: %s", self.client_id, exc)
+            return
+        if self._metadata_changed(snapshot, MetadataSnapshot.of(snapshot.topics, counts)):
+            self._rejoin = True
+
+    def _drop_metadata_watch(self) -> None:
+        watch, self._metadata_watch = self._metadata_watch, None
+        if watch is not None:
+            watch.cancel()
+
+    # -- applying an assignment ----------------------------------------------------------------
 
     def _apply(self, generation: int, assignment: frozenset[TopicPartition]) -> None:
         with self._lock:

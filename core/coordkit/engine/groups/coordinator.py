@@ -28,7 +28,7 @@ import concurrent.futures
 import logging
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from coordkit import layout
 from coordkit.assignment import RebalanceProtocol
@@ -66,6 +66,7 @@ from coordkit.engine.groups.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.offsets import OffsetStorage
@@ -349,6 +350,17 @@ class GroupCoordinator(EngineObserver):
                 out[topic] = len(states.decode_assignment(path, result[0]))
         return out
 
+    def watch_topic_metadata(
+        self, topics: Iterable[str], on_change: Callable[[], object]
+    ) -> TopicMetadataWatch:
+        """Partition counts of ``topics`` kept current by watches on this broker's session (what
+        a group leader compares with its assignment's metadata); ``on_change`` runs on the
+        session's event thread and must not block.
+
+        :raises StoreError: the session cannot set watches (e.g. the broker has stopped).
+        """
+        return TopicMetadataWatch(self.store, topics, on_change)
+
     # -- JoinGroup -----------------------------------------------------------------------------
 
     def join_group(self, request: JoinGroupRequest) -> JoinFuture:
@@ -481,6 +493,7 @@ class GroupCoordinator(EngineObserver):
                 group.protocol,
                 group.leader,
                 member.member_id,
+                self._joined_members(group) if was_leader else (),
                 skip_assignment=was_leader,
             )
             return _join_done(response)
@@ -492,14 +505,18 @@ class GroupCoordinator(EngineObserver):
             self._prepare_rebalance(group, f"static member {instance} rejoined changed")
         return future
 
+    @staticmethod
+    def _joined_members(group: Group) -> tuple[JoinedMember, ...]:
+        return tuple(
+            JoinedMember(m.member_id, m.group_instance_id, m.subscription)
+            for m in group.by_join_order()
+        )
+
     def _join_response(self, group: Group, member: Member) -> JoinGroupResponse:
         leader = group.leader
         members: tuple[JoinedMember, ...] = ()
         if leader == member.member_id:
-            members = tuple(
-                JoinedMember(m.member_id, m.group_instance_id, m.subscription)
-                for m in group.by_join_order()
-            )
+            members = self._joined_members(group)
         return JoinGroupResponse(
             ErrorCode.NONE, group.generation, group.protocol, leader, member.member_id, members
         )

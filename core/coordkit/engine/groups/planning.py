@@ -41,10 +41,11 @@ def compute_assignment(
 ) -> dict[str, frozenset[TopicPartition]]:
     """Every member's partitions under assignor ``protocol``.
 
-    Owned partitions of topics that no longer exist (or partitions beyond a topic's count) are
-    dropped from the input. Cooperatively, a partition that another member still owns is never
-    handed over in the same round (Kafka's leader-side check after the assignor): its owner
-    revokes it first and the next round assigns it.
+    Owned partitions of topics that no longer exist (or partitions beyond a topic's count), or
+    that their member no longer subscribes to, are dropped from the input. Cooperatively, a
+    partition that another member still owns is never handed over in the same round (Kafka's
+    leader-side check after the assignor): its owner revokes it first and the next round assigns
+    it.
     """
     assignor = get_plugin_manager().assignor(protocol)
 
@@ -57,7 +58,11 @@ def compute_assignment(
             m.member_id: MemberSubscription(
                 topics=m.subscription.topics,
                 instance_id=m.group_instance_id,
-                owned=[tp for tp in m.subscription.owned if exists(tp)],
+                owned=[
+                    tp
+                    for tp in m.subscription.owned
+                    if exists(tp) and tp.topic in m.subscription.topics
+                ],
                 generation=m.subscription.generation,
                 rack=m.subscription.rack,
             )
