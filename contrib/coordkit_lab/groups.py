@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from coordkit.engine import Cluster, EngineConfig
-from coordkit.engine.groups import Consumer, ConsumerState, GroupHistory, GroupState
+from coordkit.engine import Cluster, EngineConfig, EngineError
+from coordkit.engine.groups import Consumer, GroupHistory
 from coordkit.model import TopicPartition
 from coordkit_lab.protocols import LabError
 
@@ -289,33 +289,20 @@ class _Run:
         return f"{group_id}: a member joins"
 
     # -- waiting and measuring
-    def _stable(self, group: int) -> bool:
-        assert self.cluster is not None
-        members = self.members[group]
-        described = self.cluster.describe_group(_group_id(group))
-        if described.state is not GroupState.STABLE or len(described.members) != len(members):
-            return False
-        if any(
-            c.state is not ConsumerState.STABLE or c.generation != described.generation
-            for c in members
-        ):
-            return False
-        return sum(len(c.assignment()) for c in members) == len(self.universe)
-
     def _wait_stable(self, group: int, what: str) -> None:
-        deadline = time.monotonic() + STABLE_TIMEOUT
-        while not self._stable(group):
-            failed = [c for c in self.members[group] if c.state is ConsumerState.FAILED]
-            if failed:
-                raise LabError(
-                    f"{_group_id(group)} after {what!r}: consumer failed: {failed[0].error}"
-                )
-            if time.monotonic() > deadline:
-                raise LabError(
-                    f"{_group_id(group)} did not become stable within {STABLE_TIMEOUT:g}s after "
-                    f"{what!r} (assignor {self.assignor!r})"
-                )
-            time.sleep(0.005)
+        assert self.cluster is not None
+        group_id = _group_id(group)
+        try:
+            self.cluster.wait_group_stable(group_id, timeout=STABLE_TIMEOUT)
+            # Stable, and every partition owned (a cooperative round may still withhold some).
+            deadline = time.monotonic() + STABLE_TIMEOUT
+            while sum(len(c.assignment()) for c in self.members[group]) != len(self.universe):
+                if time.monotonic() > deadline:
+                    raise EngineError(f"partitions of {group_id} stay unassigned")
+                time.sleep(0.005)
+                self.cluster.wait_group_stable(group_id, timeout=STABLE_TIMEOUT)
+        except EngineError as exc:
+            raise LabError(f"after {what!r} (assignor {self.assignor!r}): {exc}") from exc
 
     def _owners(self, group: int) -> dict[TopicPartition, frozenset[str]]:
         return {

@@ -26,7 +26,7 @@ from coordkit.engine.config import EngineConfig
 from coordkit.engine.controllership import read_controller
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
-from coordkit.engine.groups.consumer import Consumer, ConsumerConfig
+from coordkit.engine.groups.consumer import Consumer, ConsumerConfig, ConsumerState
 from coordkit.engine.groups.coordinator import offsets_partition_for
 from coordkit.engine.groups.events import GroupObserver, GroupObservers
 from coordkit.engine.groups.history import GroupHistory
@@ -456,6 +456,36 @@ class Cluster:
         if broker is None or not broker.alive:
             return GroupDescription(group_id, GroupState.DEAD)
         return broker.group_coordinator.describe_group(group_id)
+
+    def group_stable(self, group_id: str) -> bool:
+        """Whether ``group_id`` is Stable at its coordinator with exactly this process's running
+        consumers as members, each holding the assignment of the current generation."""
+        consumers = self.running_consumers(group_id)
+        described = self.describe_group(group_id)
+        if described.state is not GroupState.STABLE or len(described.members) != len(consumers):
+            return False
+        return all(
+            c.state is ConsumerState.STABLE and c.generation == described.generation
+            for c in consumers
+        )
+
+    def wait_group_stable(self, group_id: str, timeout: float = 30.0) -> GroupDescription:
+        """Wait until :meth:`group_stable`; returns the group's description.
+
+        :raises EngineError: not stable within ``timeout`` (naming a failed consumer's error).
+        """
+        deadline = time.monotonic() + timeout
+        while not self.group_stable(group_id):
+            failed = [c for c in self.consumers if c.group_id == group_id and c.error is not None]
+            if failed:
+                raise EngineError(f"group {group_id!r}: a consumer failed: {failed[0].error}")
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"group {group_id!r} did not become stable within {timeout}s: "
+                    f"{self.describe_group(group_id)}"
+                )
+            time.sleep(0.005)
+        return self.describe_group(group_id)
 
     # -- replication ---------------------------------------------------------------------------
 

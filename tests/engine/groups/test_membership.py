@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from coordkit.engine import Cluster
+from coordkit.engine import Cluster, EngineError
 from coordkit.engine.groups import GroupState
 from harness.waiting import wait_for
 
@@ -117,3 +117,19 @@ def test_empty_group_after_everyone_left(group_cluster: Callable[..., Cluster]) 
         what="the group to be empty",
     )
     assert described.members == ()
+
+
+def test_cluster_waits_for_a_stable_group_or_says_why(
+    group_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = group_cluster()
+    consumers = [start(cluster, "g", ["orders"]) for _ in range(3)]
+    described = cluster.wait_group_stable("g", timeout=30)
+    assert described.state is GroupState.STABLE
+    assert {m.member_id for m in described.members} == {c.member_id for c in consumers}
+    assert set().union(*(m.assignment for m in described.members)) == set(ALL)
+    assert cluster.group_stable("g")
+    consumers[0].crash()
+    assert not cluster.group_stable("g")  # one member fewer than the coordinator holds
+    with pytest.raises(EngineError, match=r"group 'nobody' did not become stable within 0\.2s"):
+        cluster.wait_group_stable("nobody", timeout=0.2)
