@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from coordkit.engine import Cluster, EngineConfig
-from coordkit.engine.groups import Consumer, ConsumerState, GroupState
+from coordkit.engine.groups import Consumer
 from coordkit.model import TopicPartition
 
 GROUP = "bench"
@@ -93,13 +93,7 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 
 def _stable(cluster: Cluster, consumers: list[Consumer], expected: int) -> bool:
-    described = cluster.describe_group(GROUP)
-    if described.state is not GroupState.STABLE or len(described.members) != len(consumers):
-        return False
-    if any(
-        c.state is not ConsumerState.STABLE or c.generation != described.generation
-        for c in consumers
-    ):
+    if not cluster.group_stable(GROUP):
         return False
     return sum(len(c.assignment()) for c in consumers) == expected
 
