@@ -26,18 +26,19 @@ Events are reproducible from the seed; timings vary from run to run (threads).
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from coordkit.engine import Cluster, EngineConfig, EngineError
 from coordkit.engine.groups import Consumer, GroupHistory
 from coordkit.model import TopicPartition
-from coordkit_lab.protocols import LabError
+from coordkit_lab.protocols import FunctionMetric, LabError
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -359,20 +360,7 @@ class _Run:
 # -- metrics -------------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class GroupMetric:
-    name: str
-    description: str
-    unit: str
-    better: Literal["lower", "higher"]
-    function: Callable[[GroupStep], float | None]
-    headline: str | None = None
-    kinds: tuple[str, ...] = (GROUPS_KIND,)
-
-    def compute(self, step: Any) -> float | None:
-        if not isinstance(step, GroupStep):
-            return None
-        return self.function(step)
+GroupMetric = functools.partial(FunctionMetric, kinds=(GROUPS_KIND,), step_type=GroupStep)
 
 
 def _after_event(value: Callable[[GroupStep], float]) -> Callable[[GroupStep], float | None]:

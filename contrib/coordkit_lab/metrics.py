@@ -20,31 +20,15 @@ Moves and their minimum
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+import functools
 
 import numpy as np
-from attrs import frozen
 
+from coordkit_lab.protocols import FunctionMetric
 from coordkit_lab.simulation import ASSIGNMENT_KIND, AssignmentStep
 
-StepFunction = Callable[[AssignmentStep], float | None]
-
-
-@frozen
-class StepMetric:
-    """A metric defined by a function of one step (the built-ins, and a handy base for plugins)."""
-
-    name: str
-    description: str
-    unit: str
-    better: Literal["lower", "higher"]
-    function: StepFunction
-    kinds: tuple[str, ...] = (ASSIGNMENT_KIND,)
-    headline: str | None = None
-
-    def compute(self, step: AssignmentStep) -> float | None:
-        return self.function(step)
+#: The built-ins: functions of an :class:`AssignmentStep`.
+StepMetric = functools.partial(FunctionMetric, kinds=(ASSIGNMENT_KIND,))
 
 
 def _member_counts(step: AssignmentStep) -> np.ndarray:
@@ -196,7 +180,7 @@ def assign_ms(step: AssignmentStep) -> float | None:
     return step.assign_seconds * 1000.0
 
 
-BUILTIN_METRICS: tuple[StepMetric, ...] = (
+BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
     StepMetric(
         "count_balance",
         "max - min partitions per member",

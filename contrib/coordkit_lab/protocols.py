@@ -24,8 +24,10 @@ without any change to the lab.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+
+import attrs
 
 from coordkit.errors import CoordkitError
 
@@ -140,6 +142,34 @@ class Metric(Protocol):
     def compute(self, step: Any) -> float | None:
         """The value for ``step``, or ``None`` when the metric does not apply to it."""
         ...
+
+
+S = TypeVar("S")
+
+
+@attrs.frozen
+class FunctionMetric(Generic[S]):
+    """A :class:`Metric` given as a function of one step: what the built-in metrics and plugin
+    metrics are made of.
+
+    :param kinds: the step kinds it applies to.
+    :param step_type: when given, steps of another type get ``None`` without calling
+        ``function``.
+    """
+
+    name: str
+    description: str
+    unit: str
+    better: Literal["lower", "higher"]
+    function: Callable[[S], float | None]
+    headline: str | None = None
+    kinds: tuple[str, ...] = attrs.field(default=(), kw_only=True)
+    step_type: type[S] | None = attrs.field(default=None, kw_only=True)
+
+    def compute(self, step: Any) -> float | None:
+        if self.step_type is not None and not isinstance(step, self.step_type):
+            return None
+        return self.function(step)
 
 
 def resolve_params(workload: Workload, params: Mapping[str, Any]) -> dict[str, Param]:

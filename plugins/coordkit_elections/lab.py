@@ -24,11 +24,12 @@ the events and the set of brokers are reproducible from the seed.
 
 from __future__ import annotations
 
+import functools
 import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -37,6 +38,7 @@ from coordkit.engine import Cluster, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.errors import CoordkitError
 from coordkit.model import NO_LEADER
+from coordkit_lab.protocols import FunctionMetric
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -322,20 +324,7 @@ def _observe(
 # -- metrics -------------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class ElectionMetric:
-    name: str
-    description: str
-    unit: str
-    better: Literal["lower", "higher"]
-    function: Callable[[ElectionStep], float | None]
-    headline: str | None = None
-    kinds: tuple[str, ...] = (ELECTIONS_KIND,)
-
-    def compute(self, step: Any) -> float | None:
-        if not isinstance(step, ElectionStep):
-            return None
-        return self.function(step)
+ElectionMetric = functools.partial(FunctionMetric, kinds=(ELECTIONS_KIND,), step_type=ElectionStep)
 
 
 def _failover_ops(step: ElectionStep) -> float | None:

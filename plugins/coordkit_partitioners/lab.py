@@ -27,10 +27,11 @@ Every strategy meets the same records and events: all are drawn from the seed.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -49,6 +50,7 @@ from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError
 from coordkit.model import NO_LEADER
 from coordkit.partitioning import ProducerRecord
+from coordkit_lab.protocols import FunctionMetric
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -360,20 +362,7 @@ def _step(
 # -- metrics -------------------------------------------------------------------------------------
 
 
-@attrs.frozen
-class ProducerMetric:
-    name: str
-    description: str
-    unit: str
-    better: Literal["lower", "higher"]
-    function: Callable[[ProducerStep], float | None]
-    headline: str | None = None
-    kinds: tuple[str, ...] = (PRODUCER_KIND,)
-
-    def compute(self, step: Any) -> float | None:
-        if not isinstance(step, ProducerStep):
-            return None
-        return self.function(step)
+ProducerMetric = functools.partial(FunctionMetric, kinds=(PRODUCER_KIND,), step_type=ProducerStep)
 
 
 def _partition_skew(step: ProducerStep) -> float | None:
