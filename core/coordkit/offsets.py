@@ -11,8 +11,8 @@ store session. Built-ins (plugin ``coordkit_offsets``):
   last value per key wins (compaction).
 
 A commit returns only once the backend has acknowledged it (durably, as far as the backend's
-``characteristics.durable`` says) and is all-or-nothing: either every offset of the call is stored
-or none is.
+``characteristics.durable`` says; ``require_durable=True`` refuses a backend that is not) and is
+all-or-nothing: either every offset of the call is stored or none is.
 """
 
 from __future__ import annotations

@@ -41,7 +41,13 @@ from coordkit.offsets import (
     validate_group_id,
 )
 from coordkit.store import MetadataStore
-from coordkit_offsets.options import check_options, check_store, int_option, str_option
+from coordkit_offsets.options import (
+    check_durability,
+    check_options,
+    check_store,
+    int_option,
+    str_option,
+)
 from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
 
 NAME = "offsets-topic"
@@ -256,12 +262,14 @@ class OffsetsTopicStorage:
 
 class OffsetsTopicStorageFactory:
     """Registered as ``offsets-topic``; options: ``num_partitions``, ``root``, ``clock``,
-    ``max_attempts``."""
+    ``max_attempts``, ``require_durable``."""
 
     name: ClassVar[str] = NAME
 
     def __call__(self, store: object, **options: object) -> OffsetsTopicStorage:
         checked = check_store(NAME, store)
+        options = dict(options)
+        check_durability(NAME, checked, options)
         clock = options.pop("clock", None)
         if clock is not None and not callable(getattr(clock, "wall_ms", None)):
             raise TypeError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from coordkit.errors import UnsupportedError
 from coordkit.store import MetadataStore
 
 #: option name → (type, minimum) for integers, or (type, None).
@@ -16,6 +17,24 @@ def check_store(storage: str, store: object) -> MetadataStore:
             f"offset storage {storage!r}: expected a MetadataStore session, got {type(store).__name__}"
         )
     return store
+
+
+def check_durability(storage: str, store: MetadataStore, options: dict[str, object]) -> None:
+    """Pop ``require_durable`` from ``options``; when true, refuse a backend that does not keep
+    an acknowledged write across a server crash (``characteristics.durable``), because then an
+    acknowledged commit could still be lost."""
+    required = options.pop("require_durable", False)
+    if not isinstance(required, bool):
+        raise TypeError(
+            f"offset storage {storage!r}: option 'require_durable' must be bool, got {required!r}"
+        )
+    if required:
+        try:
+            store.require("durable")
+        except UnsupportedError as exc:
+            raise UnsupportedError(
+                f"offset storage {storage!r} with require_durable=True: {exc}"
+            ) from None
 
 
 def check_options(

@@ -23,7 +23,7 @@ from coordkit.offsets import (
     validate_group_id,
 )
 from coordkit.store import MetadataStore
-from coordkit_offsets.options import check_options, check_store, int_option
+from coordkit_offsets.options import check_durability, check_options, check_store, int_option
 from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
 
 NAME = "zookeeper"
@@ -113,12 +113,14 @@ class ZooKeeperOffsetStorage:
 
 
 class ZooKeeperOffsetStorageFactory:
-    """Registered as ``zookeeper``; options: ``max_attempts``."""
+    """Registered as ``zookeeper``; options: ``max_attempts``, ``require_durable``."""
 
     name: ClassVar[str] = NAME
 
     def __call__(self, store: object, **options: object) -> ZooKeeperOffsetStorage:
         checked = check_store(NAME, store)
+        options = dict(options)
+        check_durability(NAME, checked, options)
         known = check_options(NAME, options, {"max_attempts": (int, 1)})
         return ZooKeeperOffsetStorage(
             checked, max_attempts=int_option(known, "max_attempts", DEFAULT_MAX_ATTEMPTS)

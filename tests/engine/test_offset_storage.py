@@ -11,7 +11,7 @@ import pytest
 
 from coordkit import layout
 from coordkit.coordinators import coordinator_partition
-from coordkit.errors import LayoutError, StoreError
+from coordkit.errors import LayoutError, StoreError, UnsupportedError
 from coordkit.model import TopicPartition
 from coordkit.offsets import InvalidOffsetRequestError, OffsetAndMetadata, OffsetStorage
 from coordkit.plugins import get_plugin_manager
@@ -233,3 +233,19 @@ def test_factories_name_unknown_and_bad_options(open_session: Session) -> None:
         storage("offsets-topic", session, num_partitions=0)
     with pytest.raises(TypeError, match="'zookeeper': expected a MetadataStore"):
         get_plugin_manager().offset_store("zookeeper")("not a store")
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_require_durable_follows_the_backends_characteristics(
+    name: str, open_session: Session
+) -> None:
+    store = open_session()
+    if store.characteristics.durable:
+        storage(name, store, require_durable=True).commit("g", offsets(t_0=1))
+        fetched = storage(name, open_session()).fetch("g")
+        assert {tp: o.offset for tp, o in fetched.items()} == {TopicPartition("t", 0): 1}
+    else:
+        with pytest.raises(UnsupportedError, match=f"offset storage '{name}' with require_durable"):
+            storage(name, store, require_durable=True)
+    with pytest.raises(TypeError, match="'require_durable' must be bool"):
+        storage(name, store, require_durable="yes")
