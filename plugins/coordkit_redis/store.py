@@ -123,6 +123,15 @@ class RedisStore(MetadataStore):
             return client.execute_command("EVALSHA", script.sha, 1, *self._script_prefix, *args)
 
     def _failed(self, exc: BaseException, path: str | None) -> StoreError:
+        if isinstance(exc, ValueError):
+            if "closed file" not in str(exc):
+                raise exc
+            # redis-py reading a socket another thread closed: close(), or the session keeper
+            # dropping a failed connection.
+            if self._keeper.state is SessionState.CLOSED:
+                return StoreClosedError("store client is closed", path=path)
+            self._keeper.connection_failed()
+            return ConnectionLossError(f"lost the connection to the Redis server: {exc}", path=path)
         if is_connection_failure(exc):
             self._keeper.connection_failed()
         return translate(exc, path)
@@ -145,7 +154,7 @@ class RedisStore(MetadataStore):
         session = self._keeper.session_word
         try:
             reply = self._run_script(self._client, SCRIPTS.ops, session, "e", *words)
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, path) from None
         if reply == SESSION_EXPIRED:
             raise self._session_gone(int(session), path)
@@ -202,7 +211,7 @@ class RedisStore(MetadataStore):
         self._require_connected(path)
         try:
             node = self._client.execute_command("HGETALL", self.keys.node(path))
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, path) from None
         if not node:
             raise NoNodeError("no node", path=path)
@@ -213,7 +222,7 @@ class RedisStore(MetadataStore):
         self._require_connected(path)
         try:
             reply = self._run_script(self._client, SCRIPTS.stat, path)
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, path) from None
         return None if reply is None else stat_from_script(reply)
 
@@ -228,7 +237,7 @@ class RedisStore(MetadataStore):
         self._require_connected(path)
         try:
             reply = self._run_script(self._client, SCRIPTS.children, path)
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, path) from None
         if reply is None:
             return None
@@ -260,7 +269,7 @@ class RedisStore(MetadataStore):
         session = self._keeper.session_word
         try:
             reply = self._run_script(self._client, SCRIPTS.ops, session, "m", *args)
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, None) from None
         if reply == SESSION_EXPIRED:
             raise self._session_gone(int(session))
@@ -377,7 +386,7 @@ class RedisStore(MetadataStore):
                     return
                 # NOSCRIPT: the server restarted or was flushed; those calls did not run.
                 self._client.execute_command("SCRIPT", "LOAD", script.source)
-        except (rex.RedisError, OSError) as exc:
+        except (rex.RedisError, OSError, ValueError) as exc:
             raise self._failed(exc, None) from None
         raise StoreError(f"the server does not keep the {script.name} script loaded")
 

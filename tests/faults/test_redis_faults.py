@@ -22,6 +22,7 @@ from coordkit.errors import (
     InvalidPathError,
     NoAuthError,
     NoNodeError,
+    StoreClosedError,
     StoreError,
     UnsupportedError,
 )
@@ -599,3 +600,43 @@ def test_oversized_values_and_invalid_paths_are_clear_errors(
         store.commit([Create("/fine", b""), Create("/x/", b"")])
     assert in_multi.value.op_index == 1
     assert store.exists("/fine") is None
+
+
+def test_a_socket_closed_under_a_call_is_a_store_error(
+    server: RedisServer, open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py raises ValueError reading a socket another thread closed (close(), or the session
+    keeper dropping a failed connection): callers get ConnectionLossError, or StoreClosedError
+    once the store is closed — never a bare ValueError."""
+    store = open_store(server.url(prefix="closing"))
+    store.create("/n", b"x")
+    client: Any = store._client  # type: ignore[attr-defined]
+
+    def closed_file(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("I/O operation on closed file.")
+
+    monkeypatch.setattr(client, "execute_command", closed_file)
+    with pytest.raises(ConnectionLossError, match="closed file") as lost:
+        store.get("/n")
+    assert lost.value.path == "/n"
+
+    original = type(client).execute_command
+
+    def closed_by_close(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(client, "execute_command", original.__get__(client))
+        store.close()  # ends the session through the real client
+        raise ValueError("I/O operation on closed file.")
+
+    wait_for(lambda: store.state is SessionState.CONNECTED, what="the session to come back")
+    monkeypatch.setattr(client, "execute_command", closed_by_close)
+    with pytest.raises(StoreClosedError):
+        store.get("/n")
+
+    def unrelated(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("a bug, not a connection")
+
+    monkeypatch.setattr(client, "execute_command", unrelated)
+    reopened = open_store(server.url(prefix="closing"))
+    monkeypatch.setattr(reopened._client, "execute_command", unrelated)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="a bug"):
+        reopened.get("/n")
