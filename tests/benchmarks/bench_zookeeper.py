@@ -188,6 +188,7 @@ def bulk(
     raw: KazooClient,
     topics: int,
     partitions: int,
+    getdata_store: MetadataStore | None = None,
 ) -> dict[str, Any]:
     names = [f"topic-{t:04d}" for t in range(topics)]
     assignment = layout.TOPIC.encode(TopicAssignment({p: REPLICAS for p in range(partitions)}))
@@ -221,6 +222,10 @@ def bulk(
     with Phase(server) as phase:
         read = store.get_many(states)
     figures.update(phase.figures("get_many"))
+    if getdata_store is not None:  # the same read without multiRead: one getData per node
+        with Phase(server) as phase:
+            getdata_store.get_many(states)
+        figures.update(phase.figures("get_many_getdata"))
     errors = sum(isinstance(r, Exception) for r in (*created, *updated, *read))
     if errors:
         raise RuntimeError(f"{errors} bulk operations failed")
@@ -283,9 +288,13 @@ def main(flags: list[str]) -> None:
             close_raw(raw)
         bulk_store = get_plugin_manager().store_for(f"zookeeper://{server.hosts}/bench-{run}/bulk")
         bulk_raw = open_raw(server.hosts, f"/bench-{run}/bulk")
+        getdata_store = get_plugin_manager().store_for(
+            f"zookeeper://{server.hosts}/bench-{run}/bulk", multi_read=False
+        )
         try:
-            figures = bulk(server, bulk_store, bulk_raw, topics, partitions)
+            figures = bulk(server, bulk_store, bulk_raw, topics, partitions, getdata_store)
         finally:
+            getdata_store.close()
             bulk_store.close()
             close_raw(bulk_raw)
     finally:
@@ -317,6 +326,7 @@ def main(flags: list[str]) -> None:
         ("states: store.apply create", "create", nodes),
         ("states: store.apply set", "set", nodes),
         ("states: store.get_many", "get_many", nodes),
+        ("states: get_many, no multiRead", "get_many_getdata", nodes),
         ("states: stock kazoo set_async", "raw_set", nodes),
         ("states: stock kazoo get_async", "raw_get", nodes),
     ]
