@@ -17,7 +17,7 @@ all-or-nothing: either every offset of the call is stored or none is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -25,6 +25,7 @@ from attrs import validators
 
 from coordkit.errors import CoordkitError
 from coordkit.model import TopicPartition, validate_topic_name
+from coordkit.store import Check
 
 
 @attrs.frozen
@@ -49,9 +50,20 @@ class OffsetStorage(Protocol):
 
     name: str
 
-    def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def commit(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        fence: Sequence[Check] = (),
+    ) -> None:
         """Store ``offsets`` for ``group_id`` atomically; returns once acknowledged.
 
+        :param fence: version checks placed first in the same atomic write: a coordinator passes
+            the version of its offsets partition's state node, so that a broker that has lost the
+            partition cannot write (as a deposed leader cannot append to the log in Kafka).
+        :raises coordkit.errors.BadVersionError: a fence check failed (``op_index`` names it);
+            nothing was stored.
         :raises coordkit.errors.StoreError: nothing was stored.
         """
 

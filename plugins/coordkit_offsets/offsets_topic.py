@@ -26,7 +26,7 @@ partitions is one multi, creating missing nodes and parents.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 from coordkit import paths
@@ -40,7 +40,7 @@ from coordkit.offsets import (
     validate_fetch,
     validate_group_id,
 )
-from coordkit.store import MetadataStore
+from coordkit.store import Check, MetadataStore
 from coordkit_offsets.options import (
     check_durability,
     check_options,
@@ -171,7 +171,13 @@ class OffsetsTopicStorage:
         self._root_checked = True
 
     # -- OffsetStorage
-    def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def commit(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        fence: Sequence[Check] = (),
+    ) -> None:
         checked = validate_commit(group_id, offsets)
         self._check_root()
         now = self.clock.wall_ms()
@@ -187,6 +193,7 @@ class OffsetsTopicStorage:
             what=f"offset commit of group {group_id!r} ({NAME} storage)",
             ancestor_data={self.root: self._root_data()},
             max_attempts=self.max_attempts,
+            fence=fence,
         )
 
     def fetch(

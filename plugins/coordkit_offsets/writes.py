@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from coordkit import paths
 from coordkit.errors import NodeExistsError, NoNodeError, NotEmptyError, StoreError
-from coordkit.store import Create, Delete, MetadataStore, Op, SetData
+from coordkit.store import Check, Create, Delete, MetadataStore, Op, SetData
 
 #: How often a plan invalidated by a concurrent writer is re-read before giving up.
 DEFAULT_MAX_ATTEMPTS = 10
@@ -69,21 +69,26 @@ def upsert_atomically(
     what: str,
     ancestor_data: Mapping[str, bytes] | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    fence: Sequence[Check] = (),
 ) -> None:
     """Write every ``path → value`` of ``values`` in one multi, or nothing.
 
     :param what: names the request in errors (e.g. ``"commit of group 'g' to /consumers"``).
     :param ancestor_data: what a missing ancestor is created with (empty by default).
+    :param fence: checks placed first in the multi; a failed one is raised as it is.
     :raises StoreError: the store refused the multi; nothing was written.
     :raises ConcurrentModificationError: other writers kept invalidating the plan.
     """
     if not values:
         return
+    fence = list(fence)
     for _ in range(max_attempts):
-        ops = plan_upsert(store, values, ancestor_data)
+        ops = [*fence, *plan_upsert(store, values, ancestor_data)]
         try:
             store.commit(ops)
-        except (NodeExistsError, NoNodeError):
+        except (NodeExistsError, NoNodeError) as exc:
+            if exc.op_index is not None and exc.op_index < len(fence):
+                raise  # the fence itself: the caller no longer holds what it checked
             continue  # a concurrent writer created or deleted a node after our read
         return
     raise ConcurrentModificationError(

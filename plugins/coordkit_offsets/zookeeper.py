@@ -10,7 +10,7 @@ A node holding ``-1`` (Kafka's "no offset") reads as no committed offset.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 from coordkit import layout
@@ -22,7 +22,7 @@ from coordkit.offsets import (
     validate_fetch,
     validate_group_id,
 )
-from coordkit.store import MetadataStore
+from coordkit.store import Check, MetadataStore
 from coordkit_offsets.options import check_durability, check_options, check_store, int_option
 from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
 
@@ -41,7 +41,13 @@ class ZooKeeperOffsetStorage:
         self.store = store
         self.max_attempts = max_attempts
 
-    def commit(self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def commit(
+        self,
+        group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        fence: Sequence[Check] = (),
+    ) -> None:
         checked = validate_commit(group_id, offsets)
         values = {
             layout.consumer_offset_path(
@@ -54,6 +60,7 @@ class ZooKeeperOffsetStorage:
             values,
             what=f"offset commit of group {group_id!r} ({NAME} storage)",
             max_attempts=self.max_attempts,
+            fence=fence,
         )
 
     def fetch(

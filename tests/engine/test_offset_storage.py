@@ -11,11 +11,17 @@ import pytest
 
 from coordkit import layout
 from coordkit.coordinators import coordinator_partition
-from coordkit.errors import LayoutError, StoreError, UnsupportedError
+from coordkit.errors import (
+    BadVersionError,
+    LayoutError,
+    NoNodeError,
+    StoreError,
+    UnsupportedError,
+)
 from coordkit.model import TopicPartition
 from coordkit.offsets import InvalidOffsetRequestError, OffsetAndMetadata, OffsetStorage
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import MetadataStore
+from coordkit.store import Check, MetadataStore
 from coordkit_offsets import OffsetsTopicStorage
 
 STORAGES = ["zookeeper", "offsets-topic"]
@@ -249,3 +255,25 @@ def test_require_durable_follows_the_backends_characteristics(
             storage(name, store, require_durable=True)
     with pytest.raises(TypeError, match="'require_durable' must be bool"):
         storage(name, store, require_durable="yes")
+
+
+@pytest.mark.parametrize("name", STORAGES)
+def test_fenced_commit_writes_only_while_the_fence_holds(name: str, open_session: Session) -> None:
+    """A coordinator fences commits with its offsets partition's state version: a stale version
+    or a missing node refuses the whole commit and names the fence (op 0)."""
+    store = open_session()
+    store.create("/fence", b"state")
+    stored = storage(name, store)
+    stored.commit("g", offsets(t_0=1), fence=[Check("/fence", 0)])
+    store.set("/fence", b"moved")  # the partition's state changed: version 1
+    before = tree(store)
+    with pytest.raises(BadVersionError) as stale:
+        stored.commit("g", offsets(t_0=2, t_1=2), fence=[Check("/fence", 0)])
+    assert stale.value.op_index == 0
+    with pytest.raises(NoNodeError) as gone:
+        stored.commit("g", offsets(t_0=3), fence=[Check("/nowhere", 0)])
+    assert gone.value.op_index == 0
+    assert tree(store) == before
+    assert {tp: o.offset for tp, o in stored.fetch("g").items()} == {TopicPartition("t", 0): 1}
+    stored.commit("g", offsets(t_0=4), fence=[Check("/fence", 1)])
+    assert stored.fetch("g")[TopicPartition("t", 0)].offset == 4

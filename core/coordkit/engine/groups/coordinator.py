@@ -805,12 +805,33 @@ class GroupCoordinator(EngineObserver):
                 member.deadline = self.clock.monotonic() + member.session_timeout
             if not request.offsets:
                 return OffsetCommitResponse(ErrorCode.NONE)
+            return OffsetCommitResponse(self._store_offsets(group, request))
+
+    def _store_offsets(self, group: Group, request: OffsetCommitRequest) -> ErrorCode:
+        """Write the offsets fenced by the offsets partition's state version (as the group
+        metadata), so a broker that has lost the partition cannot store them."""
+        state_path = states.state_path((OFFSETS_TOPIC, group.partition))
+        for _ in range(3):
+            with self._lock:
+                version = self._hosted.get(group.partition)
+            if version is None:
+                return ErrorCode.NOT_COORDINATOR
             try:
-                self.offset_storage.commit(request.group_id, request.offsets)
+                self.offset_storage.commit(
+                    request.group_id, request.offsets, fence=[Check(state_path, version)]
+                )
+                return ErrorCode.NONE
+            except (BadVersionError, NoNodeError) as exc:
+                if exc.op_index != 0:
+                    log.warning("group %r: offset commit failed: %s", request.group_id, exc)
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                # The state moved: still the leader (an ISR change) → retry at its new version.
+                if not self._still_leader(group.partition):
+                    return ErrorCode.NOT_COORDINATOR
             except StoreError as exc:
                 log.warning("group %r: offset commit failed: %s", request.group_id, exc)
-                return OffsetCommitResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            return OffsetCommitResponse(ErrorCode.NONE)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         found = self._lookup(request.group_id, create=False)
