@@ -125,13 +125,22 @@ class WatchHub:
     :param read_children: reads ``(children, stat)`` or ``None``, likewise.
     """
 
-    def __init__(self, events: EventThread, read_data: DataReader, read_children: ChildrenReader):
+    def __init__(
+        self,
+        events: EventThread,
+        read_data: DataReader,
+        read_children: ChildrenReader,
+        on_interest: Callable[[tuple[str, str]], None] | None = None,
+    ):
         self._events = events
         self._read = {"data": read_data, "children": read_children}
         self._watches: dict[tuple[str, str], list[_HubWatch]] = {}
         self._pending: set[tuple[str, str]] = set()
         self._stale: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        # Told (outside the lock) when a (kind, path) gains its first watch or loses its last, so
+        # a backend can send only the changes someone watches; it reads is_watched() for the truth.
+        self._on_interest = on_interest
 
     # -- registration
     def add_data_watch(self, path: str, callback: DataCallback) -> Watch:
@@ -143,18 +152,24 @@ class WatchHub:
     def _add(self, kind: str, path: str, callback: Callable[[Any], Any]) -> Watch:
         watch = _HubWatch(self, kind, path, callback)
         with self._lock:
-            self._watches.setdefault((kind, path), []).append(watch)
+            watchers = self._watches.setdefault((kind, path), [])
+            first = not watchers
+            watchers.append(watch)
+        if first and self._on_interest is not None:
+            self._on_interest((kind, path))
         self._events.post(self._refresh, kind, path)
         return watch
 
     def _remove(self, watch: _HubWatch) -> None:
+        key = (watch.kind, watch.path)
         with self._lock:
             watch.cancelled = True
-            watchers = self._watches.get((watch.kind, watch.path), [])
+            watchers = self._watches.get(key, [])
             if watch in watchers:
                 watchers.remove(watch)
-            if not watchers:
-                self._watches.pop((watch.kind, watch.path), None)
+            last = not watchers and self._watches.pop(key, None) is not None
+        if last and self._on_interest is not None:
+            self._on_interest(key)
 
     def is_watched(self, kind: str, path: str) -> bool:
         return (kind, path) in self._watches

@@ -127,6 +127,9 @@ class MemoryServer:
         self._sessions: dict[int, _Session] = {}
         self._session_ids = itertools.count(0x100_0000_0001)
         self._events: list[tuple[str, str]] = []
+        # (kind, path) → clients watching it: a change goes only to the clients that watch it, so
+        # a commit costs the same with 3 sessions or 300.
+        self._interest: dict[tuple[str, str], set[MemoryStore]] = {}
         self._reaper: threading.Timer | None = None
         if isinstance(self.clock, ManualClock):
             self.clock.on_advance(self.reap)
@@ -516,14 +519,50 @@ class MemoryServer:
         journal.undo.clear()
 
     def _flush(self) -> None:
-        """Announce committed changes to connected clients (outside the lock)."""
+        """Announce committed changes to the connected clients watching them (outside the lock).
+
+        A data change also concerns a children watch on the same path (the node may have been
+        created or deleted); the client's hub re-reads and drops what did not change.
+        """
         with self._lock:
             events, self._events = self._events, []
-            clients = [s.client for s in self._sessions.values() if s.connected]
-        if not events:
-            return
-        for client in set(clients):
-            client._changed(events)
+            if not events:
+                return
+            connected = {s.client for s in self._sessions.values() if s.connected}
+            interest = self._interest
+            due: dict[MemoryStore, list[tuple[str, str]]] = {}
+            for event in events:
+                kind, path = event
+                keys = (event, ("children", path)) if kind == "data" else (event,)
+                for key in keys:
+                    for client in interest.get(key, ()):
+                        if client in connected:
+                            due.setdefault(client, []).append(event)
+        for client, changes in due.items():
+            client._changed(changes)
+
+    # -- watch interest (from the clients' watch hubs)
+    def interest_changed(self, client: MemoryStore, key: tuple[str, str]) -> None:
+        """``client`` gained its first or lost its last watch on ``key``; its hub is the truth
+        (read under the lock, so racing calls settle on the latest state)."""
+        with self._lock:
+            if client.watches(key):
+                self._interest.setdefault(key, set()).add(client)
+            else:
+                holders = self._interest.get(key)
+                if holders is not None:
+                    holders.discard(client)
+                    if not holders:
+                        del self._interest[key]
+
+    def forget_client(self, client: MemoryStore) -> None:
+        """A closed client watches nothing any more."""
+        with self._lock:
+            for key in [k for k, holders in self._interest.items() if client in holders]:
+                holders = self._interest[key]
+                holders.discard(client)
+                if not holders:
+                    del self._interest[key]
 
     # -- inspection
     def node_count(self) -> int:

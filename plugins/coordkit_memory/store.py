@@ -61,7 +61,12 @@ class MemoryStore(MetadataStore):
         self._lock = threading.Lock()
         self._events = EventThread(f"coordkit-memory{url.path.replace('/', '-')}")
         self._listeners = SessionListeners(self._events)
-        self._hub = WatchHub(self._events, self._read_data, self._read_children)
+        self._hub = WatchHub(
+            self._events,
+            self._read_data,
+            self._read_children,
+            on_interest=lambda key: server.interest_changed(self, key),
+        )
         self._state = SessionState.CONNECTED
         self._session_id = server.open_session(self, session_timeout)
 
@@ -92,6 +97,7 @@ class MemoryStore(MetadataStore):
             if self._state is SessionState.CLOSED:
                 return
         self.server.close_session(self._session_id)
+        self.server.forget_client(self)
         self._set_state(SessionState.CLOSED)
         self._events.stop()
 
@@ -225,6 +231,10 @@ class MemoryStore(MetadataStore):
             return self._call(path, self.server.children, path)
         except NoNodeError:
             return None
+
+    def watches(self, key: tuple[str, str]) -> bool:
+        """Whether this client has a watch on ``(kind, path)``."""
+        return self._hub.is_watched(*key)
 
     def _changed(self, events: list[tuple[str, str]]) -> None:
         self._hub.notify_many(events)

@@ -87,3 +87,38 @@ def test_bad_memory_urls(url: str) -> None:
 def test_unknown_option_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="colour"):
         open_store("memory://", colour="blue")
+
+
+def test_changes_go_only_to_clients_watching_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server sends a change only to the clients that watch its path (a data change also to a
+    children watch on the same path), so many idle sessions cost a commit nothing."""
+    server = MemoryServer()
+    watcher, idle = server.connect(), server.connect()
+    delivered: dict[str, list[tuple[str, str]]] = {"watcher": [], "idle": []}
+    for name, client in (("watcher", watcher), ("idle", idle)):
+        original = client._changed
+
+        def spy(events: list[tuple[str, str]], _name: str = name, _orig: object = original) -> None:
+            delivered[_name].extend(events)
+            _orig(events)  # type: ignore[operator]
+
+        monkeypatch.setattr(client, "_changed", spy)
+    seen: list[object] = []
+    data_watch = watcher.watch_data("/a", seen.append)
+    kids: list[object] = []
+    watcher.watch_children("/p", kids.append)
+    watcher.flush_events()
+    idle.create("/a", b"1")
+    idle.create("/p", b"")  # a data event: the children watch on /p must hear of it
+    idle.create("/unwatched", b"")
+    wait_for(lambda: len(seen) == 2 and len(kids) == 2, what="the watches to fire")
+    assert delivered["idle"] == []
+    assert {path for _, path in delivered["watcher"]} == {"/a", "/p"}
+    data_watch.cancel()
+    delivered["watcher"].clear()
+    idle.set("/a", b"2")
+    assert delivered["watcher"] == []
+    watcher.close()
+    idle.set("/p", b"x")
+    assert delivered["watcher"] == []
+    idle.close()
