@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from coordkit.assignment import java_string_key
+
 #: Kafka's internal offsets topic.
 OFFSETS_TOPIC = "__consumer_offsets"
 #: ``offsets.topic.num.partitions`` default.
@@ -26,9 +28,9 @@ _INT_MIN = -(2**31)
 def java_string_hashcode(value: str) -> int:
     """Java's ``String.hashCode()`` of ``value``: a signed 32-bit int over UTF-16 code units."""
     h = 0
-    encoded = value.encode("utf-16-be")
-    for i in range(0, len(encoded), 2):
-        h = (31 * h + ((encoded[i] << 8) | encoded[i + 1])) & 0xFFFFFFFF
+    units = java_string_key(value)
+    for i in range(0, len(units), 2):
+        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from coordkit.assignment import java_string_key
+from coordkit.coordinators import java_string_hashcode
 
 _INITIAL_CAPACITY = 16
 _TREEIFY_THRESHOLD = 8
@@ -26,11 +26,7 @@ _MASK32 = 0xFFFFFFFF
 
 def java_string_hash(text: str) -> int:
     """``String.hashCode()`` as an unsigned 32-bit value (``s[0]*31^(n-1) + ... + s[n-1]``)."""
-    units = java_string_key(text)
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
-    return h
+    return java_string_hashcode(text) & _MASK32
 
 
 def topic_partition_hash(topic_hash: int, partition: int) -> int:

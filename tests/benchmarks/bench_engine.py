@@ -106,8 +106,12 @@ class _Env:
         self._new_url = new_url
         self.close = close
 
+    def new_url(self) -> str:
+        """The URL of a fresh namespace."""
+        return self._new_url(next(self._ids))
+
     def opener(self) -> Callable[[], MetadataStore]:
-        url = self._new_url(next(self._ids))
+        url = self.new_url()
         manager = get_plugin_manager()
         return lambda: manager.store_for(url)
 

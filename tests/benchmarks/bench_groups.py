@@ -24,14 +24,12 @@ then one consumer crashes (no commit, no LeaveGroup). Reported, from the group h
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import time
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import attrs
+from bench_engine import backend_env
 
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.groups import Consumer
@@ -39,16 +37,6 @@ from coordkit.model import TopicPartition
 
 GROUP = "bench"
 TOPICS = 10
-
-
-def _sibling(name: str) -> ModuleType:
-    """Another benchmark module of this folder (for its store backends)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @attrs.frozen
@@ -182,7 +170,6 @@ def main(argv: list[str]) -> None:
     partitions = args.partitions or (1_000 if args.quick else 10_000)
     backends = args.backend or (["memory"] if args.quick else ["memory", "zookeeper", "redis"])
     assignors = args.assignor or ["range", "cooperative-sticky"]
-    backend_env = _sibling("bench_engine").backend_env
     results: list[Result] = []
     print(HEADER, flush=True)
     for backend in backends:

@@ -25,12 +25,12 @@ import argparse
 import contextlib
 import gc
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import attrs
+from bench_engine import backend_env
 
 from coordkit import layout
 from coordkit.engine import OpCounts
@@ -112,35 +112,9 @@ HEADER = (
 def backend_url(name: str, session_timeout_s: float) -> Iterator[str]:
     """A fresh namespace on a private server of backend ``name``, sessions timing out after
     ``session_timeout_s`` (every backend reads the ``session_timeout`` URL parameter)."""
-    timeout = f"session_timeout={session_timeout_s:g}"
-    run = f"{os.getpid()}-{int(time.time())}"
-    if name == "memory":
-        from coordkit_memory.server import MemoryServer
-
-        server_name = f"legacy-bench-{run}"
-        try:
-            yield f"memory://{server_name}?{timeout}"
-        finally:
-            MemoryServer.discard(server_name)
-    elif name == "zookeeper":
-        from harness.zookeeper import StandaloneZooKeeper
-
-        server = StandaloneZooKeeper().start()
-        try:
-            yield f"zookeeper://{server.hosts}/legacy-bench-{run}?{timeout}"
-        finally:
-            server.close()
-    elif name == "redis":
-        from harness.redis_server import RedisServer
-
-        redis = RedisServer().start()
-        try:
-            url = redis.url(prefix=f"legacy-bench-{run}")
-            yield f"{url}{'&' if '?' in url else '?'}{timeout}"
-        finally:
-            redis.close()
-    else:
-        raise SystemExit(f"unknown backend {name!r}: memory, zookeeper or redis")
+    with backend_env(name) as env:
+        url = env.new_url()
+        yield f"{url}{'&' if '?' in url else '?'}session_timeout={session_timeout_s:g}"
 
 
 # -- the run -----------------------------------------------------------------------------------------
