@@ -810,28 +810,14 @@ class GroupCoordinator(EngineObserver):
     def _store_offsets(self, group: Group, request: OffsetCommitRequest) -> ErrorCode:
         """Write the offsets fenced by the offsets partition's state version (as the group
         metadata), so a broker that has lost the partition cannot store them."""
-        state_path = states.state_path((OFFSETS_TOPIC, group.partition))
-        for _ in range(3):
-            with self._lock:
-                version = self._hosted.get(group.partition)
-            if version is None:
-                return ErrorCode.NOT_COORDINATOR
-            try:
-                self.offset_storage.commit(
-                    request.group_id, request.offsets, fence=[Check(state_path, version)]
-                )
-                return ErrorCode.NONE
-            except (BadVersionError, NoNodeError) as exc:
-                if exc.op_index != 0:
-                    log.warning("group %r: offset commit failed: %s", request.group_id, exc)
-                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
-                # The state moved: still the leader (an ISR change) → retry at its new version.
-                if not self._still_leader(group.partition):
-                    return ErrorCode.NOT_COORDINATOR
-            except StoreError as exc:
-                log.warning("group %r: offset commit failed: %s", request.group_id, exc)
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+        def attempt(fence: Check) -> bool:
+            self.offset_storage.commit(request.group_id, request.offsets, fence=[fence])
+            return True
+
+        return self._fenced_write(
+            group.partition, f"group {request.group_id!r}: offset commit", attempt, attempts=3
+        )
 
     def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         found = self._lookup(request.group_id, create=False)
@@ -880,30 +866,51 @@ class GroupCoordinator(EngineObserver):
         """Write the group's metadata, fenced by the offsets partition's state version."""
         path = metadata.group_path(group.group_id)
         data = metadata.encode(group.to_metadata())
-        state_path = states.state_path((OFFSETS_TOPIC, group.partition))
         create = False
-        for _ in range(10):
-            with self._lock:
-                version = self._hosted.get(group.partition)
-            if version is None:
-                return ErrorCode.NOT_COORDINATOR
+
+        def attempt(fence: Check) -> bool:
+            nonlocal create
             write: Op = Create(path, data) if create else SetData(path, data)
             try:
-                self.store.commit([Check(state_path, version), write])
-                return ErrorCode.NONE
-            except BadVersionError:
-                if not self._still_leader(group.partition):
-                    return ErrorCode.NOT_COORDINATOR
+                self.store.commit([fence, write])
+                return True
             except NoNodeError as exc:
                 if exc.op_index != 1:
-                    self._lose(group.partition)
-                    return ErrorCode.NOT_COORDINATOR
+                    raise
                 self.store.ensure_path(metadata.GROUPS_ROOT)
                 create = True
             except NodeExistsError:
                 create = False
+            return False
+
+        return self._fenced_write(
+            group.partition, f"group {group.group_id!r}: metadata write", attempt, attempts=10
+        )
+
+    def _fenced_write(
+        self, partition: int, what: str, attempt: Callable[[Check], bool], *, attempts: int
+    ) -> ErrorCode:
+        """Run ``attempt(fence)`` until it reports done; ``fence`` checks the version of the
+        offsets partition's state node this broker hosts. A failed fence (op 0) re-reads the state
+        and goes on only while this broker still leads the partition (an ISR change moved the
+        version); a broker that lost it answers NOT_COORDINATOR and has written nothing."""
+        state_path = states.state_path((OFFSETS_TOPIC, partition))
+        for _ in range(attempts):
+            with self._lock:
+                version = self._hosted.get(partition)
+            if version is None:
+                return ErrorCode.NOT_COORDINATOR
+            try:
+                if attempt(Check(state_path, version)):
+                    return ErrorCode.NONE
+            except (BadVersionError, NoNodeError) as exc:
+                if exc.op_index != 0:
+                    log.warning("%s failed: %s", what, exc)
+                    return ErrorCode.COORDINATOR_NOT_AVAILABLE
+                if not self._still_leader(partition):
+                    return ErrorCode.NOT_COORDINATOR
             except StoreError as exc:
-                log.warning("group %r: metadata write failed: %s", group.group_id, exc)
+                log.warning("%s failed: %s", what, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
