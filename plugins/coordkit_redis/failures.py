@@ -20,6 +20,10 @@ def is_connection_failure(exc: BaseException) -> bool:
 
     if isinstance(exc, rex.AuthenticationError | rex.AuthorizationError):
         return False
+    if isinstance(exc, ValueError):
+        # redis-py reading a socket another thread closed (the store's close(), or the session
+        # keeper dropping a failed connection) raises "I/O operation on closed file".
+        return "closed file" in str(exc)
     return isinstance(exc, rex.ConnectionError | rex.TimeoutError | OSError)
 
 

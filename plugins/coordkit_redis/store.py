@@ -123,16 +123,11 @@ class RedisStore(MetadataStore):
             return client.execute_command("EVALSHA", script.sha, 1, *self._script_prefix, *args)
 
     def _failed(self, exc: BaseException, path: str | None) -> StoreError:
-        if isinstance(exc, ValueError):
-            if "closed file" not in str(exc):
-                raise exc
-            # redis-py reading a socket another thread closed: close(), or the session keeper
-            # dropping a failed connection.
+        if isinstance(exc, ValueError) and not is_connection_failure(exc):
+            raise exc  # a bug, not the server
+        if is_connection_failure(exc):
             if self._keeper.state is SessionState.CLOSED:
                 return StoreClosedError("store client is closed", path=path)
-            self._keeper.connection_failed()
-            return ConnectionLossError(f"lost the connection to the Redis server: {exc}", path=path)
-        if is_connection_failure(exc):
             self._keeper.connection_failed()
         return translate(exc, path)
 
