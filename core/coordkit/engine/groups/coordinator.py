@@ -269,6 +269,12 @@ class GroupCoordinator(EngineObserver):
                 return ErrorCode.NOT_COORDINATOR
             return self._groups.setdefault(group_id, loaded or Group(group_id, partition))
 
+    def _member_group(self, group_id: str, *, create: bool) -> Group | ErrorCode:
+        """The group a member request concerns, or the error to answer (UNKNOWN_MEMBER_ID when
+        this coordinator has no such group)."""
+        found = self._lookup(group_id, create=create)
+        return ErrorCode.UNKNOWN_MEMBER_ID if found is None else found
+
     def _load(self, group_id: str, path: str, partition: int) -> Group | None:
         try:
             data, _ = self.store.get(path)
@@ -368,12 +374,9 @@ class GroupCoordinator(EngineObserver):
         limits = (self.config.group_min_session_timeout, self.config.group_max_session_timeout)
         if not limits[0] <= request.session_timeout <= limits[1]:
             return _join_done(JoinGroupResponse(ErrorCode.INVALID_SESSION_TIMEOUT))
-        found = self._lookup(request.group_id, create=request.member_id == UNKNOWN_MEMBER_ID)
-        if found is None:
-            return _join_done(JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
-        if isinstance(found, ErrorCode):
-            return _join_done(JoinGroupResponse(found))
-        group = found
+        group = self._member_group(request.group_id, create=request.member_id == UNKNOWN_MEMBER_ID)
+        if isinstance(group, ErrorCode):
+            return _join_done(JoinGroupResponse(group))
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return _join_done(JoinGroupResponse(ErrorCode.NOT_COORDINATOR))
@@ -644,12 +647,9 @@ class GroupCoordinator(EngineObserver):
     def sync_group(self, request: SyncGroupRequest) -> SyncFuture:
         """This member's assignment for ``request.generation``; the future completes when the
         leader's SyncGroup has been stored (at once for the leader, or on an error)."""
-        found = self._lookup(request.group_id, create=False)
-        if found is None:
-            return _sync_done(SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
-        if isinstance(found, ErrorCode):
-            return _sync_done(SyncGroupResponse(found))
-        group = found
+        group = self._member_group(request.group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return _sync_done(SyncGroupResponse(group))
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return _sync_done(SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
@@ -731,12 +731,9 @@ class GroupCoordinator(EngineObserver):
     # -- Heartbeat, LeaveGroup -----------------------------------------------------------------
 
     def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
-        found = self._lookup(request.group_id, create=False)
-        if found is None:
-            return HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID)
-        if isinstance(found, ErrorCode):
-            return HeartbeatResponse(found)
-        group = found
+        group = self._member_group(request.group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return HeartbeatResponse(group)
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return HeartbeatResponse(ErrorCode.NOT_COORDINATOR)
@@ -754,12 +751,9 @@ class GroupCoordinator(EngineObserver):
             return HeartbeatResponse(ErrorCode.NONE)
 
     def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResponse:
-        found = self._lookup(request.group_id, create=False)
-        if found is None:
-            return LeaveGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID)
-        if isinstance(found, ErrorCode):
-            return LeaveGroupResponse(found)
-        group = found
+        group = self._member_group(request.group_id, create=False)
+        if isinstance(group, ErrorCode):
+            return LeaveGroupResponse(group)
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return LeaveGroupResponse(ErrorCode.NOT_COORDINATOR)
@@ -784,12 +778,9 @@ class GroupCoordinator(EngineObserver):
         """Store offsets for a current member of the current generation (or, for a consumer
         outside the group, ``generation=-1`` and ``member_id=""``, while the group is empty)."""
         outside = request.generation == NO_GENERATION and request.member_id == UNKNOWN_MEMBER_ID
-        found = self._lookup(request.group_id, create=outside)
-        if found is None:
-            return OffsetCommitResponse(ErrorCode.UNKNOWN_MEMBER_ID)
-        if isinstance(found, ErrorCode):
-            return OffsetCommitResponse(found)
-        group = found
+        group = self._member_group(request.group_id, create=outside)
+        if isinstance(group, ErrorCode):
+            return OffsetCommitResponse(group)
         with group.lock:  # no rebalance can complete while the commit is being written
             if group.is_(GroupState.DEAD):
                 return OffsetCommitResponse(ErrorCode.NOT_COORDINATOR)
