@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from coordkit.cli.group_runs import GroupSettings, Observation, labels
+from coordkit.cli.group_runs import GroupSettings, NumberedConsumers, Observation, labels
 from coordkit.cli.group_view import GroupSnapshot, MemberRow, RebalanceRow
 from coordkit.engine import Cluster
 from coordkit.engine.errors import EngineError
 from coordkit.engine.groups import Consumer, ConsumerState, GroupState, RebalanceCompleted
 
 
-class ClassicGroupRun:
+class ClassicGroupRun(NumberedConsumers[Consumer]):
     """Consumers of the classic group protocol, through the cluster's coordinators."""
 
     def __init__(self, cluster: Cluster, settings: GroupSettings):
@@ -37,28 +37,8 @@ class ClassicGroupRun:
             client_id=f"c{number}",
         )
 
-    def _consumer(self, number: int) -> Consumer:
-        try:
-            return self.consumers[number]
-        except KeyError:
-            raise EngineError(f"there is no consumer {number}") from None
-
-    def start_consumers(self, count: int) -> list[int]:
-        numbers = list(range(len(self.consumers), len(self.consumers) + count))
-        for number in numbers:
-            self._start(number)
-        return numbers
-
-    def leave(self, consumer: int) -> None:
-        self._consumer(consumer).close()
-
-    def crash(self, consumer: int) -> None:
-        self._consumer(consumer).crash()
-
-    def restart(self, consumer: int) -> None:
-        if self._consumer(consumer).running:
-            raise EngineError(f"consumer {consumer} is running; leave or crash it first")
-        self._start(consumer)
+    def _is_running(self, consumer: Consumer) -> bool:
+        return consumer.running
 
     def kill_coordinator(self) -> int:
         coordinator = self.cluster.group_coordinator(self.settings.group_id)
@@ -66,9 +46,6 @@ class ClassicGroupRun:
             raise EngineError(f"group {self.settings.group_id!r} has no live coordinator to kill")
         self.cluster.kill(coordinator)
         return coordinator
-
-    def _running(self) -> dict[int, Consumer]:
-        return {n: c for n, c in self.consumers.items() if c.running}
 
     def poll(self) -> int:
         return sum(c.poll() for c in self._running().values())

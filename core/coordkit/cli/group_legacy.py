@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from coordkit.cli.group_runs import GroupSettings, Observation, high_watermark, labels
+from coordkit.cli.group_runs import (
+    GroupSettings,
+    NumberedConsumers,
+    Observation,
+    high_watermark,
+    labels,
+)
 from coordkit.cli.group_view import GroupSnapshot, MemberRow, RebalanceRow
 from coordkit.engine import Cluster, OpCounts
 from coordkit.engine.errors import EngineError
@@ -68,7 +74,7 @@ def unowned_between(
     return len(final if ever is None else ever | final), seconds
 
 
-class LegacyGroupRun:
+class LegacyGroupRun(NumberedConsumers[LegacyConsumer]):
     """Legacy ZooKeeper consumers (``/consumers/G/ids``, owner ephemerals), each on its own
     session of the cluster's store, sharing one ownership history."""
 
@@ -106,34 +112,11 @@ class LegacyGroupRun:
             self.retired.append(old)
         self.consumers[number] = consumer
 
-    def _consumer(self, number: int) -> LegacyConsumer:
-        try:
-            return self.consumers[number]
-        except KeyError:
-            raise EngineError(f"there is no consumer {number}") from None
-
-    def start_consumers(self, count: int) -> list[int]:
-        numbers = list(range(len(self.consumers), len(self.consumers) + count))
-        for number in numbers:
-            self._start(number)
-        return numbers
-
-    def leave(self, consumer: int) -> None:
-        self._consumer(consumer).close()
-
-    def crash(self, consumer: int) -> None:
-        self._consumer(consumer).crash()
-
-    def restart(self, consumer: int) -> None:
-        if self._consumer(consumer).state is LegacyState.RUNNING:
-            raise EngineError(f"consumer {consumer} is running; leave or crash it first")
-        self._start(consumer)
+    def _is_running(self, consumer: LegacyConsumer) -> bool:
+        return consumer.state is LegacyState.RUNNING
 
     def kill_coordinator(self) -> int:
         raise EngineError("legacy consumers have no group coordinator")
-
-    def _running(self) -> dict[int, LegacyConsumer]:
-        return {n: c for n, c in self.consumers.items() if c.state is LegacyState.RUNNING}
 
     def poll(self) -> int:
         consumed = 0

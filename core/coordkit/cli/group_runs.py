@@ -11,12 +11,13 @@ wait that names what did not happen.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from attrs import field, frozen, validators
 
 from coordkit.cli.group_view import GroupSnapshot
 from coordkit.engine import Cluster
+from coordkit.engine.errors import EngineError
 from coordkit.model import TopicPartition
 
 
@@ -111,6 +112,54 @@ class GroupRun(Protocol):
 
     def close(self) -> None:
         """Stop every consumer without committing (the cluster is closed next)."""
+
+
+class StoppableConsumer(Protocol):
+    def close(self) -> None: ...
+
+    def crash(self) -> None: ...
+
+
+C = TypeVar("C", bound=StoppableConsumer)
+
+
+class NumberedConsumers(Generic[C]):
+    """The numbering both kinds of run share: consumer ``I`` is the ``I``-th started (a restart
+    keeps its number); subclasses start one in :meth:`_start` and say whether one is running."""
+
+    consumers: dict[int, C]
+
+    def _start(self, number: int) -> None:
+        raise NotImplementedError
+
+    def _is_running(self, consumer: C) -> bool:
+        raise NotImplementedError
+
+    def _running(self) -> dict[int, C]:
+        return {n: c for n, c in self.consumers.items() if self._is_running(c)}
+
+    def _consumer(self, number: int) -> C:
+        try:
+            return self.consumers[number]
+        except KeyError:
+            raise EngineError(f"there is no consumer {number}") from None
+
+    def start_consumers(self, count: int) -> list[int]:
+        numbers = list(range(len(self.consumers), len(self.consumers) + count))
+        for number in numbers:
+            self._start(number)
+        return numbers
+
+    def leave(self, consumer: int) -> None:
+        self._consumer(consumer).close()
+
+    def crash(self, consumer: int) -> None:
+        self._consumer(consumer).crash()
+
+    def restart(self, consumer: int) -> None:
+        if self._is_running(self._consumer(consumer)):
+            raise EngineError(f"consumer {consumer} is running; leave or crash it first")
+        self._start(consumer)
 
 
 def high_watermark(cluster: Cluster, tp: TopicPartition) -> int:
