@@ -136,6 +136,11 @@ class LayoutError(CoordkitError, ValueError):
         where = f" field {field!r}:" if field else ""
         super().__init__(f"{path}:{where} {reason}")
 
+    @property
+    def detail(self) -> str:
+        """What is wrong, without the path (for reports that print the path themselves)."""
+        return f"field {self.field!r}: {self.reason}" if self.field else self.reason
+
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_layout_error, (self.path, self.reason, self.field))
 

@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from coordkit import jsontext
 from coordkit.errors import LayoutError
 from coordkit.model import (
     BrokerInfo,
@@ -128,9 +129,9 @@ def _dump(obj: dict[str, Any]) -> bytes:
 
 def _load_object(path: str, data: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LayoutError(path, f"not valid JSON ({exc})") from None
+        value = jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
+        raise LayoutError(path, str(exc)) from None
     if not isinstance(value, dict):
         raise LayoutError(path, f"expected a JSON object, got {type(value).__name__}")
     return value
@@ -171,7 +172,7 @@ def _int_list(path: str, obj: dict[str, Any], name: str) -> list[int]:
 def _timestamp(path: str, obj: dict[str, Any], name: str = "timestamp") -> str:
     value = _field(path, obj, name, (str, int))
     text = str(value)
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise LayoutError(
             path, f"expected milliseconds since the epoch, got {json.dumps(value)}", field=name
         )
@@ -250,7 +251,7 @@ def _decode_topic(path: str, data: bytes) -> TopicAssignment:
     raw = _field(path, obj, "partitions", dict)
     partitions: dict[int, list[int]] = {}
     for key in raw:
-        if not isinstance(key, str) or not key.isdigit():
+        if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
             raise LayoutError(
                 path, f"partition key {key!r} is not a partition number", field="partitions"
             )

@@ -13,6 +13,8 @@ from typing import Any
 import attrs
 from attrs import field, frozen, validators
 
+from coordkit.paths import numeric_name
+
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249
 NO_LEADER = -1
@@ -53,7 +55,7 @@ def _at_least(minimum: int) -> Any:
 
 
 def _ms_timestamp(_: Any, attribute: attrs.Attribute[Any], value: str) -> None:
-    if not isinstance(value, str) or not value.isdigit():
+    if not isinstance(value, str) or not (value.isascii() and value.isdigit()):
         raise ValueError(
             f"{attribute.name} must be milliseconds since the epoch as a string, got {value!r}"
         )
@@ -90,11 +92,12 @@ class TopicPartition:
     def parse(cls, text: str) -> TopicPartition:
         """Parse ``topic-partition`` (the topic may itself contain ``-``)."""
         topic, sep, number = text.rpartition("-")
-        if not sep or not topic or not number.isdigit():
+        partition = numeric_name(number)
+        if not sep or not topic or partition is None:
             raise ValueError(
                 f"{text!r} is not a partition written topic-partition (e.g. 'orders-3')"
             )
-        return cls(topic, int(number))
+        return cls(topic, partition)
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"

@@ -64,3 +64,16 @@ def ancestors(path: str) -> list[str]:
 
 def sequential_name(prefix_path: str, counter: int) -> str:
     return f"{prefix_path}{counter:0{SEQUENCE_DIGITS}d}"
+
+
+def numeric_name(name: str) -> int | None:
+    """The number a node name such as a broker id or partition stands for, or ``None``.
+
+    Only ASCII decimal digits count: ``str.isdigit`` also accepts ``"²"`` and other Unicode digits
+    that ``int()`` then refuses; leading zeros are refused too (``"01"`` is not partition 1).
+    """
+    if not name or not name.isascii() or not name.isdigit():
+        return None
+    if len(name) > 1 and name[0] == "0":
+        return None
+    return int(name)

@@ -13,6 +13,7 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from coordkit import layout
@@ -26,10 +27,12 @@ from coordkit.engine.errors import BrokerIdInUseError, ControllerUnavailableErro
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.groups.coordinator import GroupCoordinator
 from coordkit.engine.groups.events import GroupObserver, GroupObservers
+from coordkit.engine.replication import IsrProposal
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import (
     BadVersionError,
     ConnectionLossError,
+    LayoutError,
     NodeExistsError,
     NoNodeError,
     SessionExpiredError,
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("coordkit.engine.broker")
 
 DEFAULT_PORT = 9092
+#: ISR changes per multi a leader writes (each multi adds one notification node).
+ISR_WRITE_BATCH = 500
 
 
 class Broker:
@@ -345,50 +350,108 @@ class Broker:
 
     # -- partition leader duties ---------------------------------------------------------------
 
-    def expand_isr(self, tp: TP, replica: int) -> LeaderIsr | None:
-        """As the partition's leader, add a caught-up follower to the ISR (a write conditional on
-        the state node's version, as Kafka's leaders did, with an ISR change notification for the
-        controller in the same multi). ``None`` if this broker does not lead the partition."""
-        path = states.state_path(tp)
-        for _ in range(20):
-            try:
-                data, stat = self.store.get(path)
-            except NoNodeError:
-                return None
-            current = states.decode_state(path, data, stat.version)
-            if current.leader != self.broker_id:
-                return None
-            if replica in current.isr:
-                return current
-            expanded = LeaderIsr(
-                current.leader,
-                current.leader_epoch,
-                (*current.isr, replica),
-                current.controller_epoch,
-            )
+    def alter_isr(self, proposals: Sequence[IsrProposal]) -> list[StateChange]:
+        """As the partitions' leader, write ISR changes (Kafka's AlterIsr, ZooKeeper mode): each
+        state write is conditional on the node's version and made only while the node still shows
+        this broker leading at the proposal's leader epoch; each multi also creates an ISR change
+        notification for the controller. The last ISR member is never removed.
+
+        :returns: the states written (observers are told as well).
+        """
+        out: list[StateChange] = []
+        pending = [p for p in proposals if p.leader == self.broker_id]
+        for _attempt in range(5):
+            if not pending:
+                break
+            paths = [states.state_path(p.tp) for p in pending]
+            planned: list[tuple[IsrProposal, LeaderIsr, LeaderIsr, int]] = []
+            for proposal, path, result in zip(
+                pending, paths, self.store.get_many(paths), strict=True
+            ):
+                if isinstance(result, StoreError):
+                    continue
+                data, stat = result
+                try:
+                    current = states.decode_state(path, data, stat.version)
+                except LayoutError:
+                    continue
+                if (
+                    current.leader != self.broker_id
+                    or current.leader_epoch != proposal.leader_epoch
+                ):
+                    continue  # leadership moved meanwhile: not this broker's to change
+                isr = tuple(r for r in current.isr if r not in proposal.remove)
+                isr += tuple(r for r in proposal.add if r not in isr)
+                if not isr or isr == current.isr:
+                    continue
+                updated = LeaderIsr(
+                    current.leader, current.leader_epoch, isr, current.controller_epoch
+                )
+                planned.append((proposal, current, updated, stat.version))
+            pending = []
+            for start in range(0, len(planned), ISR_WRITE_BATCH):
+                batch = planned[start : start + ISR_WRITE_BATCH]
+                written, retry = self._write_isr_batch(batch)
+                out.extend(written)
+                pending.extend(retry)
+        if out:
+            self.observers.partition_states_changed(out)
+        return out
+
+    def _write_isr_batch(
+        self, batch: list[tuple[IsrProposal, LeaderIsr, LeaderIsr, int]]
+    ) -> tuple[list[StateChange], list[IsrProposal]]:
+        """Commit one multi of ISR writes; a write whose node moved is dropped from the multi and
+        its proposal returned to be decided again from a fresh read."""
+        retry: list[IsrProposal] = []
+        while batch:
             ops: list[Op] = [
-                SetData(path, states.encode(expanded), stat.version),
+                SetData(states.state_path(p.tp), states.encode(updated), version)
+                for p, _current, updated, version in batch
+            ]
+            ops.append(
                 Create(
                     isr_notifications.notification_prefix(),
-                    isr_notifications.encode([tp]),
+                    isr_notifications.encode([p.tp for p, *_ in batch]),
                     sequential=True,
-                ),
-            ]
+                )
+            )
             try:
-                result = self.store.commit(ops)
-            except BadVersionError:
-                continue
-            except NoNodeError as exc:
-                if exc.op_index == 1:  # no notification folder yet
+                results = self.store.commit(ops)
+            except (BadVersionError, NoNodeError) as exc:
+                index = exc.op_index
+                if index is None:
+                    raise
+                if index == len(batch):  # no notification folder yet
                     self.store.ensure_path(isr_notifications.ISR_CHANGE_NOTIFICATION)
                     continue
-                return None
-            expanded.zk_version = result[0].version
-            self.observers.partition_states_changed(
-                [StateChange(tp, current, expanded, None, self.broker_id)]
-            )
-            return expanded
-        return None
+                retry.append(batch.pop(index)[0])
+                continue
+            changes: list[StateChange] = []
+            for (proposal, current, updated, _version), result in zip(batch, results, strict=False):
+                updated.zk_version = result.version
+                changes.append(StateChange(proposal.tp, current, updated, None, self.broker_id))
+            return changes, retry
+        return [], retry
+
+    def expand_isr(self, tp: TP, replica: int) -> LeaderIsr | None:
+        """As the partition's leader, add a caught-up follower to the ISR (one
+        :meth:`alter_isr` item at the leader epoch in the store); ``None`` if this broker does
+        not lead the partition."""
+        path = states.state_path(tp)
+        try:
+            data, stat = self.store.get(path)
+        except NoNodeError:
+            return None
+        current = states.decode_state(path, data, stat.version)
+        if current.leader != self.broker_id:
+            return None
+        if replica in current.isr:
+            return current
+        written = self.alter_isr(
+            [IsrProposal(tp, self.broker_id, current.leader_epoch, add=(replica,))]
+        )
+        return written[0].current if written else None
 
     def __repr__(self) -> str:
         role = " controller" if self.is_controller else ""

@@ -33,12 +33,15 @@ from coordkit.engine.groups.history import GroupHistory
 from coordkit.engine.groups.protocol import GroupDescription, GroupState
 from coordkit.engine.history import HistoryRecorder
 from coordkit.engine.instrument import InstrumentedStore, OpCounts
+from coordkit.engine.invariants import Convergence, Violation, check_cluster
 from coordkit.engine.network import Network
-from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.replica_fetcher import ReplicaFetcher
+from coordkit.engine.replication import IsrProposal, ReplicationModel
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import NoNodeError, StoreError
+from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER, TopicAssignment
+from coordkit.paths import numeric_name
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 from coordkit.urls import StoreURL
@@ -64,6 +67,22 @@ class PartitionView:
 
 
 @attrs.frozen
+class Settlement:
+    """What :meth:`Cluster.settled` found: truthy when settled.
+
+    :param waiting_for: why it is not settled yet (empty when it is).
+    :param ignored: unreadable nodes the controller is leaving alone.
+    """
+
+    settled: bool
+    waiting_for: str = ""
+    ignored: tuple[Violation, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.settled
+
+
+@attrs.frozen
 class ClusterView:
     """The cluster as read from the store."""
 
@@ -72,6 +91,8 @@ class ClusterView:
     brokers: tuple[int, ...]
     partitions: tuple[PartitionView, ...]
     uninitialised: tuple[TP, ...] = ()
+    #: Nodes whose values could not be decoded (left out of ``partitions``).
+    unreadable: tuple[str, ...] = ()
 
     def leaders_per_broker(self) -> dict[int, int]:
         counts = dict.fromkeys(self.brokers, 0)
@@ -141,6 +162,8 @@ class Cluster:
         self.consumers: list[Consumer] = []
         self.network = Network()
         self.brokers: dict[int, Broker] = {}
+        #: Each running broker's replica fetcher (when ``config.replication`` is on).
+        self.fetchers: dict[int, ReplicaFetcher] = {}
         self._retired = OpCounts()
         self._lock = threading.Lock()
         self._admin_store: MetadataStore | None = None
@@ -168,6 +191,9 @@ class Cluster:
         # Consumers first, without a goodbye: leaving one by one would only start rebalances.
         for consumer in self.consumers:
             consumer.crash()
+        for fetcher in list(self.fetchers.values()):
+            fetcher.stop()
+        self.fetchers.clear()
         running = [b for b in self.brokers.values() if b.alive]
         for broker in running:
             self._retire(broker)
@@ -227,7 +253,14 @@ class Cluster:
                 self.broker_ids.append(broker_id)
                 self.broker_ids.sort()
             self.brokers[broker_id] = broker
+        if self.config.replication:
+            self.fetchers[broker_id] = ReplicaFetcher(broker, self.replication, self.config).start()
         return broker
+
+    def _stop_fetcher(self, broker_id: int) -> None:
+        fetcher = self.fetchers.pop(broker_id, None)
+        if fetcher is not None:
+            fetcher.stop()
 
     restart = start_broker
 
@@ -245,6 +278,7 @@ class Cluster:
     def kill(self, broker_id: int) -> None:
         """Crash a broker: its session ends without a controlled shutdown."""
         broker = self.broker(broker_id)
+        self._stop_fetcher(broker_id)
         self._retire(broker)
         broker.kill()
 
@@ -252,6 +286,7 @@ class Cluster:
         """Stop a broker (after a controlled shutdown unless ``controlled=False``)."""
         broker = self.broker(broker_id)
         remaining = broker.stop(controlled=controlled)
+        self._stop_fetcher(broker_id)
         self._retire(broker)
         return remaining
 
@@ -274,36 +309,92 @@ class Cluster:
                 return broker
         return None
 
-    def settled(self) -> bool:
-        """The controller named in the store runs here at the stored epoch, has loaded, knows
-        every registered broker and every topic, and has nothing left to do; and every live
-        broker is registered."""
+    def settled(self) -> Settlement:
+        """Whether the controller named in the store runs here at the stored epoch, has loaded,
+        knows every registered broker and every topic (or ignores it as unreadable), and has
+        nothing left to do; and every live broker is registered.
+
+        Never raises on what the store holds: the result is falsy with the reason it waits for
+        (an unreadable ``/controller`` blocks every election until an operator removes it), and
+        lists the unreadable nodes the controller is ignoring.
+        """
         store = self.admin_store
-        current = read_controller(store)
-        if current is None:
-            return False
-        holder = self.brokers.get(current[0].broker_id)
-        controller = holder.controller if holder is not None and holder.alive else None
-        if controller is None or not controller.idle():
-            return False
         try:
-            data, _ = store.get(layout.CONTROLLER_EPOCH)
+            data, _ = store.get(layout.CONTROLLER)
         except NoNodeError:
-            return False
-        if int(data) != controller.epoch:
-            return False
+            return Settlement(False, "no controller is elected")
+        try:
+            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
+        except LayoutError as exc:
+            return Settlement(
+                False,
+                f"{layout.CONTROLLER} is unreadable ({exc.detail}); no controller can be "
+                "elected until an operator removes it",
+                (Violation(layout.CONTROLLER, f"unreadable ({exc.detail})"),),
+            )
+        holder = self.brokers.get(info.broker_id)
+        controller = holder.controller if holder is not None and holder.alive else None
+        if controller is None:
+            return Settlement(False, f"controller {info.broker_id} is not running here")
+        ignored = controller.ignored()
+        if not controller.idle():
+            reason = "is retrying after a failed pass" if controller.retrying() else "is busy"
+            return Settlement(False, f"controller {info.broker_id} {reason}", ignored)
+        try:
+            epoch_data, _ = store.get(layout.CONTROLLER_EPOCH)
+            epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
+        except NoNodeError:
+            return Settlement(False, f"{layout.CONTROLLER_EPOCH} is missing", ignored)
+        except LayoutError as exc:
+            return Settlement(
+                False, f"{layout.CONTROLLER_EPOCH} is unreadable ({exc.detail})", ignored
+            )
+        if epoch != controller.epoch:
+            return Settlement(
+                False,
+                f"controller epoch {controller.epoch} is not the stored epoch {epoch}",
+                ignored,
+            )
+        ignored_brokers, ignored_topics = controller.ignored_names()
+        names = set(self._children(layout.BROKER_IDS))
+        if {str(b) for b in controller.known_brokers} | ignored_brokers != names:
+            return Settlement(False, "the controller has not seen every broker change", ignored)
+        if controller.known_topics | ignored_topics != set(self._children(layout.BROKER_TOPICS)):
+            return Settlement(False, "the controller has not seen every topic change", ignored)
         registered = set(self._registered_brokers())
-        if controller.known_brokers != registered:
-            return False
-        if controller.known_topics != set(store.children(layout.BROKER_TOPICS)):
-            return False
-        return all(b in registered for b in self.live_brokers()) and controller.idle()
+        missing = [b for b in self.live_brokers() if b not in registered]
+        if missing:
+            return Settlement(False, f"live brokers {missing} are not registered", ignored)
+        if not controller.idle():
+            return Settlement(False, f"controller {info.broker_id} is busy", ignored)
+        return Settlement(True, "", ignored)
+
+    def converged(self) -> Convergence:
+        """Check every invariant of a converged cluster against the store (truthy when none is
+        broken; see :mod:`coordkit.engine.invariants`)."""
+        return check_cluster(
+            self.admin_store, unclean_default=self.config.offline_election == "offline-unclean"
+        )
+
+    def wait_converged(self, timeout: float = 30.0) -> Convergence:
+        """Wait until :meth:`converged`; raises :class:`EngineError` listing what is still
+        broken after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.converged()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise EngineError(f"cluster did not converge within {timeout}s: {result}")
+            time.sleep(0.05)
 
     def wait_settled(self, timeout: float = 30.0) -> ClusterView:
         deadline = time.monotonic() + timeout
-        while not self.settled():
+        while not (status := self.settled()):
             if time.monotonic() > deadline:
-                raise EngineError(f"cluster did not settle within {timeout}s: {self.view()}")
+                raise EngineError(
+                    f"cluster did not settle within {timeout}s: {status.waiting_for}; {self.view()}"
+                )
             time.sleep(0.01)
         return self.view()
 
@@ -330,30 +421,38 @@ class Cluster:
 
     # -- reading back --------------------------------------------------------------------------
 
-    def _registered_brokers(self) -> list[int]:
+    def _children(self, path: str) -> list[str]:
         try:
-            return sorted(
-                int(c) for c in self.admin_store.children(layout.BROKER_IDS) if c.isdigit()
-            )
+            return self.admin_store.children(path)
         except NoNodeError:
             return []
+
+    def _registered_brokers(self) -> list[int]:
+        return sorted(
+            b for c in self._children(layout.BROKER_IDS) if (b := numeric_name(c)) is not None
+        )
 
     def view(self) -> ClusterView:
         """Controller, epoch, brokers and every partition state, read from the store."""
         store = self.admin_store
         current = read_controller(store)
         try:
-            epoch = int(store.get(layout.CONTROLLER_EPOCH)[0])
-        except NoNodeError:
+            epoch_data = store.get(layout.CONTROLLER_EPOCH)[0]
+            epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
+        except (NoNodeError, LayoutError):
             epoch = 0
-        topics = sorted(store.children(layout.BROKER_TOPICS))
+        topics = sorted(self._children(layout.BROKER_TOPICS))
         topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
         assignments: dict[str, TopicAssignment] = {}
+        unreadable: list[str] = []
         for topic, path, result in zip(
             topics, topic_paths, store.get_many(topic_paths), strict=True
         ):
             if not isinstance(result, StoreError):
-                assignments[topic] = layout.TOPIC.decode(result[0], path)
+                try:
+                    assignments[topic] = layout.TOPIC.decode(result[0], path)
+                except LayoutError:
+                    unreadable.append(path)
         tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
         paths = [states.state_path(tp) for tp in tps]
         views: list[PartitionView] = []
@@ -362,7 +461,11 @@ class Cluster:
             if isinstance(result, StoreError):
                 missing.append(tp)
                 continue
-            state = states.decode_state(path, result[0], result[1].version)
+            try:
+                state = states.decode_state(path, result[0], result[1].version)
+            except LayoutError:
+                unreadable.append(path)
+                continue
             views.append(
                 PartitionView(
                     tp[0],
@@ -380,6 +483,7 @@ class Cluster:
             brokers=tuple(self._registered_brokers()),
             partitions=tuple(views),
             uninitialised=tuple(missing),
+            unreadable=tuple(unreadable),
         )
 
     # -- consumer groups -----------------------------------------------------------------------
@@ -495,21 +599,33 @@ class Cluster:
         return sum(self.replication.produce(tp, records) for tp in chosen)
 
     def replicate(self) -> int:
-        """One replication round; leaders add caught-up followers to their ISR (through their
-        own sessions). Returns the number of ISR expansions written."""
-        expanded = 0
+        """One replication round, now (deterministic tests): every live follower catches up, and
+        leaders add caught-up followers to their ISRs through their own sessions. Returns the
+        number of ISR expansions written."""
+        proposals: dict[TP, IsrProposal] = {}
         for tp, follower in self.replication.replicate():
             log_ = self.replication.log(tp)
             if log_ is None:
                 continue
-            leader = self.brokers.get(log_.leader)
+            known = proposals.get(tp)
+            add = (*known.add, follower) if known is not None else (follower,)
+            proposals[tp] = IsrProposal(tp, log_.leader, log_.leader_epoch, add=add)
+        by_leader: dict[int, list[IsrProposal]] = {}
+        for proposal in proposals.values():
+            by_leader.setdefault(proposal.leader, []).append(proposal)
+        expanded = 0
+        for leader_id, items in sorted(by_leader.items()):
+            leader = self.brokers.get(leader_id)
             if leader is None or not leader.alive:
                 continue
             try:
-                if leader.expand_isr(tp, follower) is not None:
-                    expanded += 1
+                written = leader.alter_isr(items)
             except StoreError as exc:
-                log.debug("ISR expansion of %s by broker %s failed: %s", tp, leader.broker_id, exc)
+                log.debug("ISR expansion by broker %s failed: %s", leader_id, exc)
+                continue
+            expanded += sum(
+                len(c.current.isr) - len(c.previous.isr) for c in written if c.previous is not None
+            )
         return expanded
 
     def _known_partitions(self) -> list[TP]:

@@ -22,6 +22,8 @@ log = logging.getLogger("coordkit.engine.controller")
 
 INITIAL_CONTROLLER_EPOCH = 0
 
+_reported: set[tuple[str, int, int]] = set()
+
 
 def read_controller_epoch(store: MetadataStore) -> tuple[int, int]:
     """``(epoch, node version)`` of ``/controller_epoch``, creating it at epoch 0 if missing."""
@@ -46,8 +48,14 @@ def read_controller(store: MetadataStore) -> tuple[ControllerInfo, Stat] | None:
         return None
     try:
         return layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER), stat
-    except LayoutError:
-        log.warning("unreadable %s node: %r", layout.CONTROLLER, data[:100])
+    except LayoutError as exc:
+        # Every candidate and waiter reads it; say so once per value, not once per read.
+        key = (store.url.redacted(), stat.czxid, stat.mzxid)
+        if key not in _reported:
+            if len(_reported) > 1000:
+                _reported.clear()
+            _reported.add(key)
+            log.warning("%s; no controller can be elected until it is removed", exc)
         return None
 
 

@@ -21,6 +21,11 @@ class ControllerSessionEndedError(ControllerFencedError):
     """The session that won a controller term has ended, so the term has too."""
 
 
+class StateConflictError(EngineError):
+    """Partition state writes kept failing their version checks: the states moved under the
+    controller faster than it could decide (the pass is tried again from the store)."""
+
+
 class ControllerUnavailableError(EngineError):
     """No controller could serve a request (none elected, or not reachable in this process)."""
 

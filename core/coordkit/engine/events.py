@@ -67,6 +67,10 @@ class EngineObserver:
     def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
         """Partition states were written (a batch of one multi-op or more)."""
 
+    def partition_states_known(self, states: Sequence[StateChange]) -> None:
+        """A new controller loaded these states; nothing was written (Kafka's LeaderAndIsr to
+        every broker on failover). ``previous`` and ``current`` are the same state."""
+
     def topic_deleted(self, topic: str) -> None:
         """A topic's nodes were removed."""
 
@@ -128,6 +132,12 @@ class Observers(EngineObserver):
                     )
         for observer in self._each():
             _safely(observer.partition_states_changed, changes)
+
+    def partition_states_known(self, states: Sequence[StateChange]) -> None:
+        if not states:
+            return
+        for observer in self._each():
+            _safely(observer.partition_states_known, states)
 
     def topic_deleted(self, topic: str) -> None:
         for observer in self._each():

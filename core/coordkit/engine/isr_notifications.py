@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from coordkit import jsontext
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError
 
@@ -33,9 +34,15 @@ def encode(partitions: Iterable[TP]) -> bytes:
 def decode(path: str, data: bytes) -> list[TP]:
     """The partitions a notification lists; :class:`LayoutError` names the path otherwise."""
     try:
-        obj = json.loads(data)
+        obj = jsontext.loads(data)
         entries = obj["partitions"]
-        out = [(str(e["topic"]), int(e["partition"])) for e in entries]
-    except (ValueError, TypeError, KeyError) as exc:
+        out = [(str(e["topic"]), _partition(e["partition"])) for e in entries]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise LayoutError(path, f"not an ISR change notification ({exc})") from None
     return out
+
+
+def _partition(value: object) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"partition {value!r} is not a partition number")
+    return value

@@ -12,6 +12,15 @@ HW are counted as lost. That is what the lab reports for unclean election.
 
 The model observes the engine (:class:`~coordkit.engine.events.EngineObserver`): partition states
 written by controllers and leaders, brokers stopping and registering.
+
+Replication runs by itself: each broker's :class:`~coordkit.engine.replica_fetcher.ReplicaFetcher`
+calls :meth:`ReplicationModel.fetch` (its followers catch up) and
+:meth:`ReplicationModel.isr_proposals` (as leader: followers whose broker stopped fetching for
+``replica.lag.time.max.ms`` leave the ISR, caught-up followers join it), then writes the changes
+through its own session. While a change is in flight the high watermark counts the *maximal* ISR
+(current members plus those being added), as Kafka's AlterPartition does, so no record is
+acknowledged that a member about to join the ISR lacks. Per-broker indexes keep a fetch round's
+cost proportional to what was appended, not to the number of partitions.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ class PartitionLog:
 
     __slots__ = (
         "acked",
+        "adding",
         "hw",
         "isr",
         "leader",
@@ -54,18 +64,34 @@ class PartitionLog:
         self.acked = 0  # records ever acknowledged
         self.lost = 0  # acknowledged records cut off by unclean elections
         self.truncated = 0  # unacknowledged records cut off by elections
+        self.adding: tuple[int, ...] = ()  # members an in-flight ISR change adds
 
     def advance_hw(self) -> int:
-        """Recompute the HW from the ISR; returns newly acknowledged records."""
+        """Recompute the HW from the maximal ISR; returns newly acknowledged records."""
         if not self.isr:
             return 0
-        hw = min(self.leo.get(r, 0) for r in self.isr)
+        hw = min(self.leo.get(r, 0) for r in (*self.isr, *self.adding))
         if hw <= self.hw:
             return 0
         gained = hw - self.hw
         self.hw = hw
         self.acked += gained
         return gained
+
+
+@attrs.frozen
+class IsrProposal:
+    """An ISR change a partition leader wants to write (Kafka's AlterIsr item).
+
+    :param leader_epoch: the leader epoch it was decided under; the write is refused when the
+        state node shows another (the leadership moved meanwhile).
+    """
+
+    tp: TP
+    leader: int
+    leader_epoch: int
+    add: tuple[int, ...] = ()
+    remove: tuple[int, ...] = ()
 
 
 @attrs.frozen
@@ -103,6 +129,12 @@ class ReplicationModel(EngineObserver):
         self._offline_since: dict[TP, float] = {}
         self._offline_seconds = 0.0
         self._offline_windows = 0
+        # Per broker: partitions with records it has not fetched yet, partitions where it is a
+        # replica outside the ISR, partitions where it is an ISR member; when it last fetched.
+        self._behind: dict[int, set[TP]] = {}
+        self._outside: dict[int, set[TP]] = {}
+        self._inside: dict[int, set[TP]] = {}
+        self._last_fetch: dict[int, float] = {}
 
     def _went_offline(self, tp: TP) -> None:
         if tp not in self._offline_since:
@@ -132,17 +164,42 @@ class ReplicationModel(EngineObserver):
                     self._truncate_to(log, log.leo.get(current.leader, 0))
                     if change.unclean:
                         self.unclean_elections += 1
+                leader_moved = current.leader != log.leader
                 log.leader = current.leader
                 log.leader_epoch = current.leader_epoch
                 log.zk_version = current.zk_version
                 log.isr = current.isr
+                log.adding = tuple(r for r in log.adding if r not in current.isr)
                 for replica in (*log.replicas, *current.isr):
                     log.leo.setdefault(replica, 0)
+                self._index(change.tp, log, leader_moved)
                 log.advance_hw()
                 if log.leader == NO_LEADER or log.leader in self._down:
                     self._went_offline(change.tp)
                 else:
                     self._came_online(change.tp)
+
+    def _index(self, tp: TP, log: PartitionLog, leader_moved: bool) -> None:
+        isr = set(log.isr)
+        for replica in set(log.replicas) | isr:
+            if replica in isr:
+                self._inside.setdefault(replica, set()).add(tp)
+                self._outside.get(replica, set()).discard(tp)
+            else:
+                self._outside.setdefault(replica, set()).add(tp)
+                self._inside.get(replica, set()).discard(tp)
+            if leader_moved and replica != log.leader:
+                # A new leader may hold records its followers lack.
+                self._behind.setdefault(replica, set()).add(tp)
+
+    def _unindex(self, tp: TP) -> None:
+        for index in (self._behind, self._outside, self._inside):
+            for members in index.values():
+                members.discard(tp)
+
+    def partition_states_known(self, states: Sequence[StateChange]) -> None:
+        # States a new controller loaded: learn the partitions this model has not seen written.
+        self.partition_states_changed(states)
 
     @staticmethod
     def _truncate_to(log: PartitionLog, offset: int) -> None:
@@ -166,6 +223,7 @@ class ReplicationModel(EngineObserver):
     def broker_registered(self, broker_id: int, info: BrokerInfo, session_id: int) -> None:
         with self._lock:
             self._down.discard(broker_id)
+            self._last_fetch[broker_id] = self.clock.monotonic()
             for tp, log in self._logs.items():
                 if log.leader == broker_id:
                     self._came_online(tp)
@@ -174,6 +232,7 @@ class ReplicationModel(EngineObserver):
         with self._lock:
             for tp in [tp for tp in self._logs if tp[0] == topic]:
                 del self._logs[tp]
+                self._unindex(tp)
                 self._came_online(tp)
 
     # -- driving the model ---------------------------------------------------------------------
@@ -200,6 +259,9 @@ class ReplicationModel(EngineObserver):
             before = log.leo.get(log.leader, 0)
             # Records cut off later were appended above what any other replica has.
             log.leo[log.leader] = before + records
+            for replica in log.replicas:
+                if replica != log.leader:
+                    self._behind.setdefault(replica, set()).add(tp)
             self.produced += records
             log.advance_hw()
             return before
@@ -222,10 +284,93 @@ class ReplicationModel(EngineObserver):
                     if replica == log.leader or replica in self._down:
                         continue
                     log.leo[replica] = target
+                    self._behind.get(replica, set()).discard(tp)
                     if replica not in log.isr:
                         ready.append((tp, replica))
                 log.advance_hw()
         return ready
+
+    def fetch(self, follower: int) -> int:
+        """One fetch round of broker ``follower``'s replica fetcher: it catches up with the leader
+        of every partition it has records to fetch for. Returns partitions fetched."""
+        with self._lock:
+            if follower in self._down:
+                return 0
+            self._last_fetch[follower] = self.clock.monotonic()
+            pending = self._behind.pop(follower, None)
+            if not pending:
+                return 0
+            left: set[TP] = set()
+            fetched = 0
+            for tp in pending:
+                log = self._logs.get(tp)
+                if log is None or follower not in log.replicas:
+                    continue
+                if log.leader == NO_LEADER or log.leader in self._down:
+                    left.add(tp)  # nothing to fetch from until a leader is back
+                    continue
+                if log.leader == follower:
+                    continue
+                log.leo[follower] = log.leo.get(log.leader, 0)
+                log.advance_hw()
+                fetched += 1
+            if left:
+                self._behind.setdefault(follower, set()).update(left)
+            return fetched
+
+    def isr_proposals(self, leader: int, lag_time_max: float) -> list[IsrProposal]:
+        """ISR changes broker ``leader`` should write for the partitions it leads (Kafka's
+        ``maybeShrinkIsr`` / ``maybeExpandIsr``): followers whose broker has not fetched for
+        ``lag_time_max`` seconds leave; caught-up followers (log end at or past the high watermark)
+        whose broker fetches join. Each proposal is marked in flight until :meth:`settled`."""
+        with self._lock:
+            if leader in self._down:
+                return []
+            now = self.clock.monotonic()
+            removals: dict[TP, list[int]] = {}
+            additions: dict[TP, list[int]] = {}
+            for follower, last in self._last_fetch.items():
+                if follower == leader:
+                    continue
+                fetching = follower not in self._down and now - last <= lag_time_max
+                if not fetching:
+                    for tp in self._inside.get(follower, ()):
+                        log = self._logs.get(tp)
+                        if log is not None and log.leader == leader and len(log.isr) > 1:
+                            removals.setdefault(tp, []).append(follower)
+                    continue
+                for tp in self._outside.get(follower, ()):
+                    log = self._logs.get(tp)
+                    if (
+                        log is not None
+                        and log.leader == leader
+                        and follower in log.replicas
+                        and follower not in log.adding
+                        and tp not in self._behind.get(follower, ())
+                        and log.leo.get(follower, 0) >= log.hw
+                    ):
+                        additions.setdefault(tp, []).append(follower)
+            out: list[IsrProposal] = []
+            for tp in sorted(set(removals) | set(additions)):
+                log = self._logs[tp]
+                add = tuple(sorted(additions.get(tp, ())))
+                remove = tuple(sorted(removals.get(tp, ())))
+                if remove and len(set(log.isr) - set(remove)) == 0:
+                    remove = ()
+                if not add and not remove:
+                    continue
+                log.adding = tuple(sorted({*log.adding, *add}))
+                out.append(IsrProposal(tp, leader, log.leader_epoch, add, remove))
+            return out
+
+    def settled(self, proposals: Iterable[IsrProposal]) -> None:
+        """The ISR changes ``proposals`` were written or given up: stop counting their added
+        members in the maximal ISR (a written change already moved them into the ISR)."""
+        with self._lock:
+            for proposal in proposals:
+                log = self._logs.get(proposal.tp)
+                if log is not None and proposal.add:
+                    log.adding = tuple(r for r in log.adding if r not in proposal.add)
 
     # -- reading -------------------------------------------------------------------------------
 

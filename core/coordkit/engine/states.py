@@ -9,12 +9,12 @@ back that do not parse fall back to the layout codec, whose error names the path
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from coordkit import layout
+from coordkit import jsontext, layout
 from coordkit.model import NO_LEADER, PartitionState
+from coordkit.paths import numeric_name
 
 #: Key of a partition inside the engine: ``(topic, partition)`` (hashes fast at 100,000s).
 TP = tuple[str, int]
@@ -112,7 +112,7 @@ def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
             zk_version,
         )
     try:
-        obj: Any = json.loads(data)
+        obj: Any = jsontext.loads(data)
         leader = obj["leader"]
         leader_epoch = obj["leader_epoch"]
         isr = tuple(obj["isr"])
@@ -137,10 +137,14 @@ def decode_assignment(path: str, data: bytes) -> dict[int, tuple[int, ...]]:
     """Replica lists of a ``/brokers/topics/T`` node (partition → replicas), checked as the layout
     codec checks them; anything unusual is left to the codec, whose errors name path and field."""
     try:
-        obj: Any = json.loads(data)
+        obj: Any = jsontext.loads(data)
         raw = obj["partitions"]
         if type(obj.get("version")) is int and type(raw) is dict:
-            out = {int(p): tuple(r) for p, r in raw.items() if p.isdigit() and type(r) is list}
+            out = {
+                int(p): tuple(r)
+                for p, r in raw.items()
+                if p.isascii() and p.isdigit() and type(r) is list
+            }
             if (
                 len(out) == len(raw)
                 and sorted(out) == list(range(len(out)))
@@ -177,7 +181,7 @@ def parse_state_path(path: str) -> TP | None:
         and parts[2] == "topics"
         and parts[4] == "partitions"
         and parts[6] == "state"
-        and parts[5].isdigit()
+        and (partition := numeric_name(parts[5])) is not None
     ):
-        return parts[3], int(parts[5])
+        return parts[3], partition
     return None

@@ -23,6 +23,7 @@ from coordkit.engine.errors import (
 from coordkit.engine.placement import BrokerMetadata, assign_replicas
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
+from coordkit.paths import numeric_name
 from coordkit.store import Create, MetadataStore, SetData
 
 
@@ -40,7 +41,9 @@ class TopicAdmin:
 
     def brokers(self) -> list[BrokerMetadata]:
         """Registered brokers with their racks, sorted by id (what placement uses)."""
-        ids = sorted(int(c) for c in self.store.children(layout.BROKER_IDS) if c.isdigit())
+        ids = sorted(
+            b for c in self.store.children(layout.BROKER_IDS) if (b := numeric_name(c)) is not None
+        )
         paths = [layout.broker_path(b) for b in ids]
         out = []
         for broker, path, result in zip(ids, paths, self.store.get_many(paths), strict=True):

@@ -185,6 +185,9 @@ class GroupCoordinator(EngineObserver):
             else:
                 self._unload(partition)
 
+    def partition_states_known(self, states: Sequence[StateChange]) -> None:
+        self.partition_states_changed(states)
+
     def broker_stopped(self, broker_id: int, controlled: bool) -> None:
         if broker_id == self.broker_id:
             self.close()

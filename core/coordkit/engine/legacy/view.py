@@ -14,6 +14,7 @@ from coordkit import layout
 from coordkit.engine.legacy.registration import read_registrations
 from coordkit.errors import NoNodeError, StoreError
 from coordkit.model import ConsumerRegistration, TopicPartition
+from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore
 
 
@@ -47,9 +48,9 @@ def _leaves(store: MetadataStore, root: str) -> dict[TopicPartition, bytes]:
     for topic in topics:
         try:
             keys.extend(
-                TopicPartition(topic, int(p))
+                TopicPartition(topic, partition)
                 for p in store.children(f"{root}/{topic}")
-                if p.isdigit()
+                if (partition := numeric_name(p)) is not None
             )
         except NoNodeError:
             continue

@@ -20,6 +20,7 @@ from coordkit import layout
 from coordkit.engine.producer.errors import ProducerError
 from coordkit.errors import UnknownNameError
 from coordkit.partitioning import murmur2, to_positive
+from coordkit.paths import numeric_name
 from coordkit.store import ChildrenEvent, MetadataStore, Watch
 
 
@@ -84,7 +85,7 @@ class StaticDiscovery:
 
 
 def _broker_ids(children: Iterable[str]) -> frozenset[int]:
-    return frozenset(int(c) for c in children if c.isdigit())
+    return frozenset(b for c in children if (b := numeric_name(c)) is not None)
 
 
 class ZooKeeperDiscovery:

@@ -1,0 +1,362 @@
+"""One broker's term as the cluster's controller (Kafka's ``KafkaController``).
+
+The controller composes one part per responsibility, each readable on its own:
+
+* :class:`~.events.ControllerEventManager` — the event loop: watches and requests only *mark*
+  what to look at again; failed passes are retried from the store;
+* :class:`~.context.ControllerContext` — brokers, topics and partition states read from the store;
+* :class:`~.partition_state.PartitionStateMachine` — leader elections and fenced state writes;
+* :class:`~.replica_state.ReplicaStateMachine` — dead replicas out of ISRs, leaders' ISR changes;
+* :class:`~.deletion.TopicDeletionManager` — ``/admin/delete_topics``;
+* :class:`~.shutdown.ControlledShutdown` and :class:`~.preferred.PreferredLeaders`.
+
+Each pass is level-triggered (as Kubernetes controllers reconcile observed state): what it writes
+is computed from what the store holds now, so a write that failed, timed out or was cut off by a
+reconnect or a server restart is planned again on the next pass. The first pass of a term (and any
+pass after a failure or a reconnect) reads everything with bulk reads, as Kafka's controller does
+on failover; later passes read only what their marks name. Safety does not rest on the cache:
+every write is fenced by the ``/controller_epoch`` version and by the version of the state node it
+replaces, and leader epochs only grow.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from coordkit import layout
+from coordkit.clock import Clock
+from coordkit.elections import ControllerTerm
+from coordkit.engine import isr_notifications
+from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.controller.deletion import TopicDeletionManager
+from coordkit.engine.controller.events import ControllerEventManager, Marks
+from coordkit.engine.controller.partition_state import PartitionStateMachine, bulk
+from coordkit.engine.controller.preferred import PreferredLeaders
+from coordkit.engine.controller.replica_state import ReplicaStateMachine
+from coordkit.engine.controller.shutdown import ControlledShutdown
+from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
+from coordkit.engine.events import Observers, StateChange
+from coordkit.engine.fencing import FencedWriter
+from coordkit.engine.invariants import Violation
+from coordkit.engine.states import TP, LeaderIsr
+from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, Watch
+
+log = logging.getLogger("coordkit.engine.controller")
+
+
+class Controller:
+    """The controller for one term (created by the broker that won the election).
+
+    :param store: the broker's own store session.
+    :param on_fenced: called (once) when a write found a newer epoch; the broker resigns.
+    """
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        term: ControllerTerm,
+        *,
+        config: EngineConfig,
+        clock: Clock,
+        observers: Observers,
+        on_fenced: Callable[[ControllerTerm], None],
+    ):
+        self.store = store
+        self.term = term
+        self.config = config
+        self.clock = clock
+        self.observers = observers
+        self._on_fenced = on_fenced
+        self._fenced = False
+        owner = f"controller {term.broker_id} (epoch {term.epoch})"
+        writer = FencedWriter(store, term)
+        self.context = ControllerContext(store, read_batch=config.read_batch, owner=owner)
+        # Several multis in flight pay off only where a round trip costs something.
+        networked = store.characteristics.shared_across_processes
+        self.partitions = PartitionStateMachine(
+            self.context,
+            writer,
+            config=config,
+            observers=observers,
+            broker_id=term.broker_id,
+            epoch=term.epoch,
+            write_concurrency=config.write_concurrency if networked else 1,
+        )
+        self.replicas = ReplicaStateMachine(
+            self.context, self.partitions, writer, write_batch_ops=config.write_batch_ops
+        )
+        self.deletion = TopicDeletionManager(
+            self.context,
+            self.partitions,
+            writer,
+            config=config,
+            observers=observers,
+            broker_id=term.broker_id,
+        )
+        self.shutdown = ControlledShutdown(
+            self.context, self.partitions, config.controlled_shutdown_election
+        )
+        self.preferred = PreferredLeaders(
+            self.context, self.partitions, config=config, broker_id=term.broker_id
+        )
+        self._events = ControllerEventManager(
+            f"coordkit-controller-{term.broker_id}-e{term.epoch}",
+            clock=clock,
+            reconcile=self._reconcile,
+            tick=self._tick,
+            end_term=self._end_term_on,
+        )
+        self._started_at = time.perf_counter()
+        self._watches: list[Watch] = []
+        self._topic_watches: dict[str, Watch] = {}
+        #: Brokers that re-registered between two reads: their leaderships move first.
+        self._bounced: set[int] = set()
+        self._next_rebalance = clock.monotonic() + config.leader_imbalance_check_interval
+        self.ready = threading.Event()
+        self.ready_seconds: float | None = None
+        #: Seconds of the failover phases (load, elect, persist) once ready.
+        self.phases: dict[str, float] = {}
+
+    # -- lifecycle (any thread) ---------------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        return self.term.broker_id
+
+    @property
+    def epoch(self) -> int:
+        return self.term.epoch
+
+    @property
+    def active(self) -> bool:
+        return not self._events.stopped
+
+    @property
+    def known_brokers(self) -> frozenset[int]:
+        return self.context.known_brokers
+
+    @property
+    def known_topics(self) -> frozenset[str]:
+        return self.context.known_topics
+
+    def ignored(self) -> tuple[Violation, ...]:
+        """The unreadable nodes this controller is leaving alone."""
+        return self.context.unreadable.snapshot()
+
+    def ignored_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Children of ``/brokers/ids`` and ``/brokers/topics`` ignored as unreadable."""
+        return self.context.ignored_brokers, self.context.ignored_topics
+
+    def start(self) -> None:
+        self.store.add_listener(self._on_session)
+        watch = self.store.watch_children
+        self._watches = [
+            watch(layout.BROKER_IDS, lambda e: self._mark(Marks(brokers=True))),
+            watch(layout.BROKER_TOPICS, lambda e: self._mark(Marks(topics=True))),
+            watch(layout.DELETE_TOPICS, lambda e: self._mark(Marks(deletions=True))),
+            watch(isr_notifications.ISR_CHANGE_NOTIFICATION, self._isr_notified),
+        ]
+        self._events.start()
+
+    def stop(self) -> None:
+        """End the term here (deposed, resigning or closing); the store is not touched."""
+        self.store.remove_listener(self._on_session)
+        self._cancel_watches()
+        self._events.stop()
+        self.partitions.close()
+
+    def idle(self) -> bool:
+        """Loaded, and nothing marked, queued, running or waiting to be retried."""
+        return self.ready.is_set() and self._events.idle()
+
+    def retrying(self) -> bool:
+        """The last pass failed (e.g. the store was unreachable) and is waiting to be retried."""
+        return self._events.retrying()
+
+    def _mark(self, marks: Marks) -> None:
+        self._events.mark(marks)
+
+    def _on_session(self, state: SessionState) -> None:
+        # Whatever was in flight while the connection was down has an unknown outcome.
+        if state is SessionState.CONNECTED:
+            self._mark(Marks(everything=True))
+
+    def _isr_notified(self, event: ChildrenEvent) -> None:
+        if event.children:
+            self._mark(Marks(isr_changes=True))
+
+    def _cancel_watches(self) -> None:
+        for watch in [*self._watches, *self._topic_watches.values()]:
+            watch.cancel()
+        self._watches = []
+        self._topic_watches = {}
+
+    # -- requests (any thread) ----------------------------------------------------------------
+
+    def controlled_shutdown(self, broker_id: int) -> concurrent.futures.Future[list[TP]]:
+        """Move leadership off ``broker_id`` and drop it from ISRs; the future holds the partitions
+        it still leads (single-replica partitions, or no other replica in the ISR)."""
+        return self._events.request(self.shutdown.shut_down, broker_id)
+
+    def elect_preferred_leaders(
+        self, partitions: Iterable[TP] | None = None
+    ) -> concurrent.futures.Future[list[TP]]:
+        """A preferred-replica election (all partitions by default); the future holds the
+        partitions whose leader moved."""
+        chosen = None if partitions is None else list(partitions)
+        return self._events.request(self.preferred.elect, chosen)
+
+    def check_leader_imbalance(self) -> concurrent.futures.Future[list[TP]]:
+        """Run the automatic preferred-leader rebalance check now."""
+        return self._events.request(self.preferred.rebalance)
+
+    def leaders(self) -> concurrent.futures.Future[dict[TP, LeaderIsr | None]]:
+        """The partition states as this controller knows them (copied on its thread)."""
+        return self._events.request(lambda: {tp: p.state for tp, p in self.context.parts.items()})
+
+    def imbalance(self) -> dict[int, float]:
+        """Kafka's leader imbalance ratio per preferred broker (call when idle)."""
+        return self.preferred.imbalance()
+
+    # -- the pass (event thread) --------------------------------------------------------------
+
+    @bulk
+    def _reconcile(self, marks: Marks) -> None:
+        context = self.context
+        started = time.perf_counter()
+        touched: set[TP] = set()
+        if marks.everything:
+            # Brokers are compared with the previous read, so a bounce is seen here too.
+            _dead, _born, bounced = context.load()
+            self._bounced |= bounced
+        else:
+            if marks.topics:
+                touched.update(context.sync_topics())
+            for topic in sorted(marks.assignments):
+                touched.update(context.sync_assignment(topic))
+            if marks.isr_changes:
+                touched.update(self.replicas.consume_isr_notifications())
+            if marks.brokers:
+                dead, _born, bounced = context.sync_brokers()
+                if dead or bounced:
+                    log.info(
+                        "controller %s: brokers %s gone%s",
+                        self.broker_id,
+                        sorted(dead),
+                        f", {sorted(bounced)} bounced" if bounced else "",
+                    )
+                self._bounced |= bounced
+        self._sync_topic_watches()
+        scan_all = marks.everything or marks.brokers
+        if marks.everything or marks.deletions or (marks.brokers and self.deletion.ineligible):
+            self.deletion.process()
+        loaded = time.perf_counter()
+        candidates: Iterable[TP] = context.parts if scan_all else touched
+        excluded = frozenset(self._bounced)
+        live = context.live_ids(excluded)
+        # Leaders first (availability), then dead replicas out of the ISRs (Kafka's
+        # onBrokerFailure), then bounced brokers back as candidates (onBrokerStartup).
+        attention = [tp for tp in candidates if self.partitions.needs_attention(tp, live)]
+        planned = time.perf_counter()
+        written = self.partitions.elect_leaders(attention, live)
+        if not self.ready.is_set():
+            self._became_ready(started, loaded, planned, written)
+        self.replicas.shrink_dead(attention, live)
+        if excluded:
+            everyone = context.live_ids()
+            self.partitions.elect_leaders(
+                [tp for tp in context.parts if self.partitions.needs_attention(tp, everyone)],
+                everyone,
+            )
+            self._bounced.clear()
+        if marks.everything:
+            self._announce_states()
+
+    def _became_ready(
+        self, started: float, loaded: float, planned: float, written: list[StateChange]
+    ) -> None:
+        done = time.perf_counter()
+        self.ready_seconds = done - self._started_at
+        self.phases = {
+            "load": loaded - started,
+            "elect": planned - loaded,
+            "persist": done - planned,
+        }
+        self.ready.set()
+        context = self.context
+        log.info(
+            "controller %s (epoch %s) ready in %.3fs (load %.3fs, elect %.3fs, persist %.3fs): "
+            "%d brokers, %d topics, %d partitions, %d states written",
+            self.broker_id,
+            self.epoch,
+            self.ready_seconds,
+            self.phases["load"],
+            self.phases["elect"],
+            self.phases["persist"],
+            len(context.live),
+            len(context.topics),
+            len(context.parts),
+            len(written),
+        )
+        self.observers.controller_ready(self.broker_id, self.epoch, self.ready_seconds)
+
+    def _announce_states(self) -> None:
+        """Tell observers every state this term loaded (Kafka's LeaderAndIsr to every broker on
+        failover), so brokers that restarted learn leaderships nobody had to change."""
+        known = [
+            StateChange(tp, part.state, part.state, None, self.broker_id, part.replicas)
+            for tp, part in self.context.parts.items()
+            if part.state is not None
+        ]
+        self.observers.partition_states_known(known)
+
+    def _sync_topic_watches(self) -> None:
+        """Watch the assignment of every topic the context knows (partition additions), and of
+        the unreadable ones (they are retried when they change)."""
+        wanted = set(self.context.topics) | set(self.context.ignored_topics)
+        for topic in set(self._topic_watches) - wanted:
+            self._topic_watches.pop(topic).cancel()
+        for topic in sorted(wanted - set(self._topic_watches)):
+            self._topic_watches[topic] = self.store.watch_data(
+                f"{layout.BROKER_TOPICS}/{topic}", functools.partial(self._assignment_event, topic)
+            )
+
+    def _assignment_event(self, topic: str, event: DataEvent) -> None:
+        # A delivery showing what the context already read (a new watch's first one) is no news.
+        version = event.stat.mzxid if event.stat is not None else None
+        if version is None or version != self.context.assignment_mzxid.get(topic):
+            self._mark(Marks(assignments={topic}))
+
+    def _tick(self) -> float | None:
+        if not self.config.auto_leader_rebalance or not self.ready.is_set():
+            return None
+        now = self.clock.monotonic()
+        if now >= self._next_rebalance:
+            self._next_rebalance = now + self.config.leader_imbalance_check_interval
+            self.preferred.rebalance()
+        return self._next_rebalance
+
+    def _end_term_on(self, exc: BaseException) -> None:
+        if isinstance(exc, ControllerFencedError):
+            level = (
+                logging.INFO if isinstance(exc, ControllerSessionEndedError) else logging.WARNING
+            )
+            log.log(level, "%s", exc)
+            self._fenced = True
+            self.store.remove_listener(self._on_session)
+            self._cancel_watches()
+            self._on_fenced(self.term)
+        else:
+            # The session ended or was closed: the broker ends the term; stop acting meanwhile.
+            self.store.remove_listener(self._on_session)
+            self._cancel_watches()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else ("fenced" if self._fenced else "stopped")
+        return f"<Controller broker={self.broker_id} epoch={self.epoch} {state}>"

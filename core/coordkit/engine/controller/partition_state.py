@@ -1,0 +1,384 @@
+"""Partition leadership (Kafka's ``PartitionStateMachine``): plans and fenced, batched writes.
+
+Planning decides, from the context's states, what one partition's state should become: a new
+partition gets its first leader, a partition whose leader is gone gets an offline election (clean
+or, where the topic allows it, unclean), and dead replicas leave the ISR. Other parts (controlled
+shutdown, preferred election) plan with their own elections and persist through the same writer.
+
+Persisting writes plans in batches of ``write_batch_ops`` behind the controller's epoch check,
+each state write conditional on the version of the node the decision was based on; a batch whose
+state moved underneath is re-read in one bulk read and decided again. On a networked store several
+batches are in flight at once (``write_concurrency``), except batches creating a topic's
+``partitions`` node, which go first. Any other failure leaves the pass, which is then re-planned
+from the store.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import gc
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar, cast
+
+from coordkit import layout
+from coordkit.elections import (
+    ElectionKind,
+    ElectionReason,
+    PartitionElectionInput,
+    PartitionLeaderElection,
+    new_partition_election,
+)
+from coordkit.engine import states
+from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE, EngineConfig
+from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.errors import ControllerFencedError, StateConflictError
+from coordkit.engine.events import Observers, StateChange
+from coordkit.engine.fencing import FencedWriter
+from coordkit.engine.states import TP, LeaderIsr
+from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
+from coordkit.model import NO_LEADER
+from coordkit.plugins import get_plugin_manager
+from coordkit.store import Create, Op, SetData
+
+#: Rounds of conflicting state writes retried before a pass gives up (and is tried again later).
+MAX_ROUNDS = 100
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def bulk(method: F) -> F:
+    """Pause Python's cyclic garbage collector while a bulk phase allocates 100,000s of small
+    objects (its full collections would otherwise stall a failover for seconds); reference
+    counting still frees memory meanwhile. Only the outermost pause turns collection back on."""
+
+    @functools.wraps(method)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return cast(F, paused)
+
+
+class Plan:
+    """A state to write for one partition, and how to decide again if its node moved."""
+
+    __slots__ = ("isr", "leader", "reason", "replan", "tp")
+
+    def __init__(
+        self,
+        tp: TP,
+        leader: int,
+        isr: tuple[int, ...],
+        reason: ElectionReason | None,
+        replan: Callable[[TP], Plan | None],
+    ):
+        self.tp = tp
+        self.leader = leader
+        self.isr = isr
+        self.reason = reason
+        self.replan = replan
+
+
+class _Batch:
+    """One multi-op of state writes: the plans, their ops, and which plan owns which op."""
+
+    __slots__ = ("creates_partitions_node", "new_partition_nodes", "ops", "owners", "plans")
+
+    def __init__(self) -> None:
+        self.plans: list[Plan] = []
+        self.ops: list[Op] = []
+        self.owners: list[int] = []
+        self.new_partition_nodes: set[str] = set()
+        self.creates_partitions_node = False
+
+
+class PartitionStateMachine:
+    """Plans and writes partition states for one controller term."""
+
+    def __init__(
+        self,
+        context: ControllerContext,
+        writer: FencedWriter,
+        *,
+        config: EngineConfig,
+        observers: Observers,
+        broker_id: int,
+        epoch: int,
+        write_concurrency: int,
+    ):
+        self.context = context
+        self.writer = writer
+        self.config = config
+        self.observers = observers
+        self.broker_id = broker_id
+        self.epoch = epoch
+        self._write_concurrency = write_concurrency
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        manager = get_plugin_manager()
+        kind = ElectionKind.PARTITION_LEADER.value
+        self._offline_default: PartitionLeaderElection = manager.election(
+            kind, config.offline_election
+        )
+        self._offline_clean: PartitionLeaderElection = manager.election(kind, "offline")
+        self._offline_unclean: PartitionLeaderElection = manager.election(kind, "offline-unclean")
+        self._unclean_override: dict[str, bool | None] = {}
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    def forget_topic(self, topic: str) -> None:
+        self._unclean_override.pop(topic, None)
+
+    # -- liveness: new partitions, offline partitions, dead replicas ---------------------------
+
+    @bulk
+    def elect_leaders(self, tps: Iterable[TP], live: frozenset[int]) -> list[StateChange]:
+        """First leaders for new partitions and offline elections for partitions whose leader is
+        not in ``live`` (availability first: ISRs are not shrunk here)."""
+        chosen = [tp for tp in tps if self.context.actionable(tp)]
+        self.prefetch_unclean(chosen, live)
+        return self.persist(self.plan_liveness(tp, live, shrink=False) for tp in chosen)
+
+    @bulk
+    def reconcile_liveness(self, tps: Iterable[TP], live: frozenset[int]) -> list[StateChange]:
+        """Leaders as :meth:`elect_leaders`, and dead replicas out of the ISRs."""
+        chosen = [tp for tp in tps if self.context.actionable(tp)]
+        self.prefetch_unclean(chosen, live)
+        return self.persist(self.plan_liveness(tp, live) for tp in chosen)
+
+    def needs_attention(self, tp: TP, live: frozenset[int]) -> bool:
+        """Whether :meth:`plan_liveness` could plan a write for ``tp`` (a cheap filter)."""
+        part = self.context.parts.get(tp)
+        if part is None:
+            return False
+        state = part.state
+        if state is None:
+            return True
+        return state.leader not in live or not live.issuperset(state.isr)
+
+    def plan_liveness(self, tp: TP, live: frozenset[int], shrink: bool = True) -> Plan | None:
+        """New partitions get their first leader; partitions whose leader is gone get an offline
+        election; dead replicas leave the ISR (unless ``shrink`` is off: leaders only)."""
+        part = self.context.parts.get(tp)
+        if part is None or tp in self.context.unreadable_states:
+            return None
+        state = part.state
+
+        def again(t: TP) -> Plan | None:
+            return self.plan_liveness(t, live, shrink)
+
+        if state is None:
+            first = new_partition_election(part.replicas, live)
+            if first is None:
+                return None  # stays new until a replica is live
+            return Plan(tp, first.leader, first.isr, first.reason, again)
+        if state.leader in live:
+            if not shrink or all(r in live for r in state.isr):
+                return None
+            isr = tuple(r for r in state.isr if r in live) or state.isr
+            return Plan(tp, state.leader, isr, None, again)
+        result = self._offline_strategy(tp[0]).elect(
+            PartitionElectionInput(part.replicas, state.isr, live)
+        )
+        if result is not None:
+            return Plan(tp, result.leader, result.isr, result.reason, again)
+        # No eligible replica: leaderless. Keep the last ISR members so that a clean election
+        # waits for one of them (Kafka never empties the ISR).
+        isr = tuple(r for r in state.isr if r in live) or state.isr
+        if state.leader == NO_LEADER and isr == state.isr:
+            return None
+        return Plan(tp, NO_LEADER, isr, None, again)
+
+    def prefetch_unclean(self, tps: Sequence[TP], live: frozenset[int]) -> None:
+        """Read the unclean-election override of topics that have partitions without a live ISR
+        member (as Kafka does, only for those)."""
+        parts = self.context.parts
+        topics = {
+            tp[0]
+            for tp in tps
+            if (state := parts[tp].state) is not None
+            and state.leader not in live
+            and live.isdisjoint(state.isr)
+        }
+        if not topics:
+            return
+        names = sorted(topics)
+        paths = [f"{layout.CONFIG_TOPICS}/{t}" for t in names]
+        for topic, path, result in zip(names, paths, self.context.get_many(paths), strict=True):
+            override: bool | None = None
+            if not isinstance(result, StoreError):
+                try:
+                    value = layout.TOPIC_CONFIG.decode(result[0], path).config.get(
+                        UNCLEAN_LEADER_ELECTION_ENABLE
+                    )
+                except LayoutError as exc:
+                    self.context.unreadable.record(path, exc.detail)
+                    value = None
+                if value is not None:
+                    override = value.strip().lower() == "true"
+            self._unclean_override[topic] = override
+
+    def _offline_strategy(self, topic: str) -> PartitionLeaderElection:
+        override = self._unclean_override.get(topic)
+        if override is None:
+            return self._offline_default
+        return self._offline_unclean if override else self._offline_clean
+
+    # -- persisting ----------------------------------------------------------------------------
+
+    def persist(self, plans: Iterable[Plan | None]) -> list[StateChange]:
+        """Write planned states in fenced, version-checked batches; re-plan on conflicts.
+
+        :raises ControllerFencedError: a newer controller exists (after reporting what was
+            written).
+        :raises StateConflictError: states kept moving for :data:`MAX_ROUNDS` rounds.
+        :raises StoreError: any other failure; the pass is re-planned from the store.
+        """
+        pending = [p for p in plans if p is not None]
+        changes: list[StateChange] = []
+        rounds = 0
+        try:
+            while pending:
+                rounds += 1
+                if rounds > MAX_ROUNDS:
+                    raise StateConflictError(
+                        f"controller {self.broker_id}: state writes keep conflicting"
+                    )
+                batches = self._batches(pending)
+                pending = []
+                creating = [b for b in batches if b.creates_partitions_node]
+                rest = [b for b in batches if not b.creates_partitions_node]
+                outcomes = [self._commit_batch(b) for b in creating] + self._commit_all(rest)
+                failure: BaseException | None = None
+                for batch, outcome in zip([*creating, *rest], outcomes, strict=True):
+                    if isinstance(outcome, _Conflict):
+                        pending.extend(self._after_conflict(batch, outcome.error))
+                    elif isinstance(outcome, BaseException):
+                        # Fencing wins over anything else: the term is over.
+                        if failure is None or isinstance(outcome, ControllerFencedError):
+                            failure = outcome
+                    else:
+                        changes.extend(self._applied(batch, outcome))
+                if failure is not None:
+                    raise failure
+        finally:
+            self.observers.partition_states_changed(changes)
+        return changes
+
+    def _batches(self, plans: list[Plan]) -> list[_Batch]:
+        out: list[_Batch] = []
+        batch = _Batch()
+        claimed: set[str] = set()  # partitions nodes some batch of this round creates
+        for plan in plans:
+            if len(batch.ops) >= self.config.write_batch_ops:
+                out.append(batch)
+                batch = _Batch()
+            plan_ops = self._ops_for(plan, claimed, batch)
+            batch.ops.extend(plan_ops)
+            batch.owners.extend([len(batch.plans)] * len(plan_ops))
+            batch.plans.append(plan)
+        if batch.plans:
+            out.append(batch)
+        return out
+
+    def _commit_batch(self, batch: _Batch) -> list[Any] | _Conflict | BaseException:
+        try:
+            return self.writer.commit(batch.ops)
+        except (BadVersionError, NodeExistsError, NoNodeError) as exc:
+            return _Conflict(exc)
+        except (ControllerFencedError, StoreError) as exc:
+            return exc
+
+    def _commit_all(self, batches: list[_Batch]) -> list[list[Any] | _Conflict | BaseException]:
+        if len(batches) <= 1 or self._write_concurrency <= 1:
+            return [self._commit_batch(b) for b in batches]
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self._write_concurrency, thread_name_prefix=f"coordkit-controller-{self.broker_id}"
+            )
+        return list(self._pool.map(self._commit_batch, batches))
+
+    def _after_conflict(self, batch: _Batch, exc: StoreError) -> list[Plan]:
+        """Plans to retry after ``batch`` failed on one of its own ops."""
+        if exc.op_index is None or exc.op_index >= len(batch.ops):
+            raise exc
+        context = self.context
+        failed = batch.plans[batch.owners[exc.op_index]]
+        failed_path = batch.ops[exc.op_index].path
+        topic = failed.tp[0]
+        if isinstance(exc, NodeExistsError) and failed_path == states.partitions_path(topic):
+            context.partitions_nodes.add(topic)
+            return batch.plans
+        if isinstance(exc, NodeExistsError) and failed_path == states.partition_path(failed.tp):
+            context.partition_nodes.add(failed.tp)  # left without a state: add just the state
+            return batch.plans
+        if isinstance(exc, NoNodeError) and failed_path == states.partition_path(failed.tp):
+            context.partitions_nodes.discard(topic)  # its parent is gone: create it again
+            return batch.plans
+        if isinstance(exc, NoNodeError) and failed_path == states.partitions_path(topic):
+            # The topic itself is gone: the next topics pass forgets it.
+            return [p for p in batch.plans if p.tp[0] != topic]
+        # Some state moved underneath (a leader changed its ISR): re-read the whole batch in one
+        # pipelined read and decide again, so a batch fails once, not once per stale partition.
+        context.refresh_states([p.tp for p in batch.plans])
+        return [r for r in (p.replan(p.tp) for p in batch.plans) if r is not None]
+
+    def _ops_for(self, plan: Plan, claimed: set[str], batch: _Batch) -> list[Op]:
+        tp = plan.tp
+        context = self.context
+        state = context.parts[tp].state
+        if state is None:
+            data = states.encode_state(plan.leader, 0, plan.isr, self.epoch)
+            ops: list[Op] = []
+            topic = tp[0]
+            if topic not in context.partitions_nodes and topic not in claimed:
+                ops.append(Create(states.partitions_path(topic)))
+                claimed.add(topic)
+                batch.new_partition_nodes.add(topic)
+            if topic not in context.partitions_nodes:
+                batch.creates_partitions_node = True  # ordered after the batch creating it
+            if tp not in context.partition_nodes:
+                ops.append(Create(states.partition_path(tp)))
+            ops.append(Create(states.state_path(tp), data))
+            return ops
+        data = states.encode_state(plan.leader, state.leader_epoch + 1, plan.isr, self.epoch)
+        return [SetData(states.state_path(tp), data, state.zk_version)]
+
+    def _applied(self, batch: _Batch, results: list[Any]) -> list[StateChange]:
+        context = self.context
+        context.partitions_nodes |= batch.new_partition_nodes
+        versions: dict[int, int] = {}
+        owners = batch.owners
+        for index, (op, result) in enumerate(zip(batch.ops, results, strict=True)):
+            if isinstance(op, SetData):
+                versions[owners[index]] = result.version
+            elif isinstance(op, Create) and op.path.endswith("/state"):
+                versions[owners[index]] = 0
+        out: list[StateChange] = []
+        for index, plan in enumerate(batch.plans):
+            part = context.parts[plan.tp]
+            previous = part.state
+            epoch = 0 if previous is None else previous.leader_epoch + 1
+            current = LeaderIsr(plan.leader, epoch, plan.isr, self.epoch, versions[index])
+            part.state = current
+            context.partition_nodes.discard(plan.tp)
+            out.append(
+                StateChange(plan.tp, previous, current, plan.reason, self.broker_id, part.replicas)
+            )
+        return out
+
+
+class _Conflict:
+    """A batch that failed on one of its own ops (not the epoch check): re-plan it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: StoreError):
+        self.error = error

@@ -1,0 +1,100 @@
+"""Preferred-replica elections and the automatic leader rebalance.
+
+A preferred election moves leadership back to each partition's first assigned replica when it is
+live and in the ISR, reading the states afresh first (the preferred replica may have just
+rejoined), as Kafka does. The automatic rebalance (``auto.leader.rebalance.enable``) runs every
+``leader.imbalance.check.interval.seconds``: per preferred broker, the share of partitions it
+should lead but does not; above ``leader.imbalance.per.broker.percentage`` its partitions get a
+preferred election.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from coordkit.elections import ElectionKind, PartitionElectionInput, PartitionLeaderElection
+from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
+from coordkit.engine.states import TP
+from coordkit.plugins import get_plugin_manager
+
+log = logging.getLogger("coordkit.engine.controller")
+
+
+class PreferredLeaders:
+    def __init__(
+        self,
+        context: ControllerContext,
+        partitions: PartitionStateMachine,
+        *,
+        config: EngineConfig,
+        broker_id: int,
+    ):
+        self.context = context
+        self.partitions = partitions
+        self.config = config
+        self.broker_id = broker_id
+        self._election: PartitionLeaderElection = get_plugin_manager().election(
+            ElectionKind.PARTITION_LEADER.value, config.preferred_election
+        )
+
+    def elect(self, partitions: Sequence[TP] | None) -> list[TP]:
+        """A preferred election for ``partitions`` (all by default); returns those whose leader
+        moved."""
+        chosen = list(self.context.parts) if partitions is None else list(partitions)
+        tps = [tp for tp in chosen if self.context.actionable(tp)]
+        self.context.refresh_states(tps)
+        live = self.context.live_ids()
+        changes = self.partitions.persist(self._plan(tp, live) for tp in tps)
+        return [c.tp for c in changes if c.leader_changed]
+
+    def _plan(self, tp: TP, live: frozenset[int]) -> Plan | None:
+        part = self.context.parts.get(tp)
+        if part is None or part.state is None or part.state.leader == part.replicas[0]:
+            return None
+        state = part.state
+        result = self._election.elect(PartitionElectionInput(part.replicas, state.isr, live))
+        if result is None:
+            return None
+        return Plan(tp, result.leader, result.isr, result.reason, lambda t: self._plan(t, live))
+
+    def imbalance(self) -> dict[int, float]:
+        """Per preferred broker: partitions it should lead but does not / partitions it should
+        lead (Kafka's leader imbalance ratio)."""
+        total: dict[int, int] = {}
+        off: dict[int, int] = {}
+        for tp, part in self.context.parts.items():
+            if not self.context.actionable(tp) or not part.replicas:
+                continue
+            preferred = part.replicas[0]
+            total[preferred] = total.get(preferred, 0) + 1
+            if part.state is not None and part.state.leader != preferred:
+                off[preferred] = off.get(preferred, 0) + 1
+        return {b: off.get(b, 0) / n for b, n in total.items()}
+
+    def rebalance(self) -> list[TP]:
+        """Kafka's checkAndTriggerAutoLeaderRebalance."""
+        live = self.context.live_ids()
+        threshold = self.config.leader_imbalance_per_broker_percentage / 100
+        over = {b for b, ratio in self.imbalance().items() if ratio > threshold and b in live}
+        if not over:
+            return []
+        candidates = [
+            tp
+            for tp, part in self.context.parts.items()
+            if self.context.actionable(tp)
+            and part.replicas[0] in over
+            and part.state is not None
+            and part.state.leader != part.replicas[0]
+        ]
+        log.info(
+            "controller %s: leader imbalance above %.0f%% on brokers %s; preferred election for %d "
+            "partitions",
+            self.broker_id,
+            threshold * 100,
+            sorted(over),
+            len(candidates),
+        )
+        return self.elect(candidates)

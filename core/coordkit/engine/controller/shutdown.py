@@ -1,0 +1,73 @@
+"""Controlled shutdown (Kafka's ``doControlledShutdown``): move leadership off a broker that asks.
+
+The broker is marked shutting down (it may no longer be elected; the mark lasts until it
+deregisters), leadership of every multi-replica partition it leads moves to another live ISR
+member through the ``controlled-shutdown`` election, and it leaves the ISR of the partitions it
+follows. The reply lists the partitions it still leads (no other replica in the ISR).
+"""
+
+from __future__ import annotations
+
+from coordkit import layout
+from coordkit.elections import ElectionKind, PartitionElectionInput, PartitionLeaderElection
+from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan, bulk
+from coordkit.engine.errors import EngineError
+from coordkit.engine.states import TP
+from coordkit.plugins import get_plugin_manager
+
+
+class ControlledShutdown:
+    def __init__(
+        self, context: ControllerContext, partitions: PartitionStateMachine, election: str
+    ):
+        self.context = context
+        self.partitions = partitions
+        self._election: PartitionLeaderElection = get_plugin_manager().election(
+            ElectionKind.PARTITION_LEADER.value, election
+        )
+
+    @bulk
+    def shut_down(self, broker_id: int) -> list[TP]:
+        context = self.context
+        if broker_id not in context.live:
+            raise EngineError(
+                f"controlled shutdown of broker {broker_id}: it is not registered under "
+                f"{layout.BROKER_IDS}"
+            )
+        context.shutting_down.add(broker_id)
+        tps = [
+            tp
+            for tp, part in context.parts.items()
+            if context.actionable(tp) and len(part.replicas) > 1 and broker_id in part.replicas
+        ]
+        live = context.live_ids()
+        self.partitions.persist(self._plan(tp, broker_id, live) for tp in tps)
+        return sorted(
+            tp
+            for tp, part in context.parts.items()
+            if part.state is not None and part.state.leader == broker_id
+        )
+
+    def _plan(self, tp: TP, broker_id: int, live: frozenset[int]) -> Plan | None:
+        part = self.context.parts.get(tp)
+        if part is None or part.state is None:
+            return None
+        state = part.state
+
+        def again(t: TP) -> Plan | None:
+            return self._plan(t, broker_id, live)
+
+        if state.leader == broker_id:
+            result = self._election.elect(
+                PartitionElectionInput(
+                    part.replicas, state.isr, live, shutting_down=self.context.shutting_down
+                )
+            )
+            if result is None:
+                return None
+            return Plan(tp, result.leader, result.isr, result.reason, again)
+        if broker_id in state.isr and len(state.isr) > 1:
+            isr = tuple(r for r in state.isr if r != broker_id)
+            return Plan(tp, state.leader, isr, None, again)
+        return None
