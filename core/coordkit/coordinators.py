@@ -11,9 +11,15 @@ partition of ``__consumer_offsets``; it moves whenever that leadership moves.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import logging
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from coordkit.assignment import java_string_key
+
+if TYPE_CHECKING:
+    from coordkit.store import MetadataStore
+
+log = logging.getLogger("coordkit.coordinators")
 
 #: Kafka's internal offsets topic.
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -44,6 +50,42 @@ def coordinator_partition(group_id: str, num_partitions: int = DEFAULT_OFFSETS_P
     if num_partitions < 1:
         raise ValueError(f"offsets.topic.num.partitions must be at least 1, got {num_partitions}")
     return kafka_abs(java_string_hashcode(group_id)) % num_partitions
+
+
+_reported_sizes: set[tuple[str, int, int]] = set()
+
+
+def offsets_topic_partitions(store: MetadataStore, configured: int) -> tuple[int, bool]:
+    """How many partitions groups are spread over: the partition count ``__consumer_offsets``
+    has in the store, or ``configured`` (``offsets.topic.num.partitions``) before it exists —
+    Kafka's ``getTopicPartitionCount(__consumer_offsets).getOrElse(offsetsTopicNumPartitions)``.
+
+    :returns: ``(count, exists)``; an unreadable topic node counts as not existing yet.
+    """
+    from coordkit import layout
+    from coordkit.errors import LayoutError, NoNodeError
+
+    path = layout.topic_path(OFFSETS_TOPIC)
+    try:
+        data, _ = store.get(path)
+    except NoNodeError:
+        return configured, False
+    try:
+        count = layout.TOPIC.decode(data, path).partition_count
+    except LayoutError:
+        return configured, False
+    key = (store.url.redacted(), count, configured)
+    if count != configured and key not in _reported_sizes:
+        _reported_sizes.add(key)
+        log.warning(
+            "%s has %d partitions, not offsets.topic.num.partitions=%d: groups are placed over "
+            "the %d it has, as Kafka does",
+            OFFSETS_TOPIC,
+            count,
+            configured,
+            count,
+        )
+    return count, True
 
 
 @runtime_checkable

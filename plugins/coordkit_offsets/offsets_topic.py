@@ -29,9 +29,14 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
-from coordkit import paths
+from coordkit import jsontext, paths
 from coordkit.clock import Clock, SystemClock
-from coordkit.coordinators import DEFAULT_OFFSETS_PARTITIONS, OFFSETS_TOPIC, coordinator_partition
+from coordkit.coordinators import (
+    DEFAULT_OFFSETS_PARTITIONS,
+    OFFSETS_TOPIC,
+    coordinator_partition,
+    offsets_topic_partitions,
+)
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import TopicPartition
 from coordkit.offsets import (
@@ -68,8 +73,8 @@ def encode_record(value: OffsetAndMetadata, commit_timestamp: int) -> bytes:
 
 def decode_record(path: str, data: bytes) -> OffsetAndMetadata:
     try:
-        obj = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        obj = jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
         raise LayoutError(path, f"offset record is not valid JSON ({exc})") from None
     if not isinstance(obj, dict):
         raise LayoutError(path, f"offset record must be a JSON object, got {type(obj).__name__}")
@@ -110,23 +115,43 @@ class OffsetsTopicStorage:
         self,
         store: MetadataStore,
         *,
-        num_partitions: int = DEFAULT_OFFSETS_PARTITIONS,
+        num_partitions: int | None = None,
         root: str = DEFAULT_ROOT,
         clock: Clock | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ):
-        if num_partitions < 1:
+        if num_partitions is not None and num_partitions < 1:
             raise ValueError(
                 f"offset storage {NAME!r}: num_partitions must be >= 1, got {num_partitions}"
             )
         self.store = store
-        self.num_partitions = num_partitions
+        self._num_partitions = num_partitions
         self.root = paths.validate(root)
         self.clock: Clock = clock or SystemClock()
         self.max_attempts = max_attempts
         self._root_checked = False
 
     # -- the partitioning
+    @property
+    def num_partitions(self) -> int:
+        """Partitions groups are spread over. Unless given, the count the stored offsets were
+        written with, else the count ``__consumer_offsets`` has, else Kafka's default 50."""
+        if self._num_partitions is None:
+            self._num_partitions = self._stored_partitions()
+        return self._num_partitions
+
+    def _stored_partitions(self) -> int:
+        try:
+            data, _ = self.store.get(self.root)
+            meta = jsontext.loads(data) if data else {}
+            written = meta.get("num_partitions") if isinstance(meta, dict) else None
+            if type(written) is int and written >= 1:
+                return written
+        except (NoNodeError, jsontext.JSONTextError):
+            pass
+        count, _ = offsets_topic_partitions(self.store, DEFAULT_OFFSETS_PARTITIONS)
+        return count
+
     def partition_of(self, group_id: str) -> int:
         """The offsets-topic partition holding ``group_id``'s records (its coordinator's)."""
         return coordinator_partition(validate_group_id(group_id), self.num_partitions)
@@ -157,9 +182,9 @@ class OffsetsTopicStorage:
         except NoNodeError:
             return  # the first commit creates it with our count
         try:
-            meta = json.loads(data) if data else {}
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise LayoutError(self.root, "offsets-topic root is not valid JSON") from None
+            meta = jsontext.loads(data) if data else {}
+        except jsontext.JSONTextError as exc:
+            raise LayoutError(self.root, f"offsets-topic root: {exc}") from None
         written = meta.get("num_partitions") if isinstance(meta, dict) else None
         if written != self.num_partitions:
             raise LayoutError(
@@ -289,7 +314,7 @@ class OffsetsTopicStorageFactory:
         )
         return OffsetsTopicStorage(
             checked,
-            num_partitions=int_option(known, "num_partitions", DEFAULT_OFFSETS_PARTITIONS),
+            num_partitions=cast(int | None, known.get("num_partitions")),
             root=str_option(known, "root", DEFAULT_ROOT),
             clock=cast(Clock | None, clock),
             max_attempts=int_option(known, "max_attempts", DEFAULT_MAX_ATTEMPTS),

@@ -24,8 +24,11 @@ from rich.table import Table
 from coordkit.cli.tree import DEFAULT_STORE_ENV, _print_tree, walk
 from coordkit.engine import Cluster, ClusterView, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
+from coordkit.engine.invariants import check_cluster
 from coordkit.errors import CoordkitError
 from coordkit.model import NO_LEADER
+from coordkit.plugins import open_store
+from coordkit.terminal import visible
 from coordkit.urls import StoreURL
 
 DEFAULT_STORE = "memory://coordkit-cluster"
@@ -222,6 +225,67 @@ def run_step(cluster: Cluster, step: Step) -> None:
 @click.group("cluster")
 def cluster_group() -> None:
     """Run brokers in this process on a store and watch controller, epochs and leaders."""
+
+
+@cluster_group.command("check")
+@click.option(
+    "--store",
+    "store_url",
+    envvar=DEFAULT_STORE_ENV,
+    required=True,
+    help=f"Store URL of the cluster (or ${DEFAULT_STORE_ENV}).",
+)
+@click.option(
+    "--unclean",
+    is_flag=True,
+    help="The cluster runs with unclean.leader.election.enable=true (topic configs override).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def check_command(store_url: str, unclean: bool, fmt: str) -> None:
+    """Check a cluster's invariants against its store, without writing anything.
+
+    Every partition has a state; its leader is live and in the ISR (or -1 only when no ISR
+    member is live); its ISR is a subset of its replicas holding no dead broker (but the last
+    replica of a leaderless partition); one /controller from the election that set
+    /controller_epoch; no admin request pending; every node readable. Exit status 0 when all
+    hold, 1 when something is violated (each violation is listed with its path).
+    """
+    with open_store(store_url) as store:
+        result = check_cluster(store, unclean_default=unclean)
+    if fmt == "json":
+        click.echo(
+            json.dumps(
+                {
+                    "converged": result.ok,
+                    "partitions": result.partitions,
+                    "violations": [
+                        {"path": v.path, "message": v.message} for v in result.violations
+                    ],
+                    "under_replicated": [f"{t}-{p}" for t, p in result.under_replicated],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        for violation in result.violations:
+            click.echo(visible(f"{violation.path}: {violation.message}"))
+        under = len(result.under_replicated)
+        state = "converged" if result.ok else f"{len(result.violations)} violation(s)"
+        click.echo(
+            f"{state}: {result.partitions} partition(s) checked, {under} under-replicated"
+            + (
+                f" ({visible(', '.join(f'{t}-{p}' for t, p in result.under_replicated[:10]))}"
+                + (", ..." if under > 10 else "")
+                + ")"
+                if under
+                else ""
+            )
+        )
+    if not result.ok:
+        raise SystemExit(1)
 
 
 @cluster_group.command("demo")

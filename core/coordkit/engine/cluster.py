@@ -19,7 +19,7 @@ import attrs
 
 from coordkit import layout
 from coordkit.clock import Clock, SystemClock
-from coordkit.coordinators import OFFSETS_TOPIC
+from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
 from coordkit.engine import states
 from coordkit.engine.broker import Broker
 from coordkit.engine.config import EngineConfig
@@ -542,13 +542,19 @@ class Cluster:
     def group_coordinator(self, group_id: str) -> int | None:
         """The live broker leading ``group_id``'s offsets-topic partition, read from the store
         (``None`` before the offsets topic exists or while the partition has no live leader)."""
-        tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.config))
+        count, _ = offsets_topic_partitions(
+            self.admin_store, self.config.offsets_topic_num_partitions
+        )
+        tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.config, count))
         path = states.state_path(tp)
         try:
             data, stat = self.admin_store.get(path)
         except NoNodeError:
             return None
-        leader = states.decode_state(path, data, stat.version).leader
+        try:
+            leader = states.decode_state(path, data, stat.version).leader
+        except LayoutError:
+            return None
         broker = self.brokers.get(leader)
         return leader if broker is not None and broker.alive else None
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Mapping, Sequence
 
@@ -25,6 +26,8 @@ from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNod
 from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.paths import numeric_name
 from coordkit.store import Create, MetadataStore, SetData
+
+log = logging.getLogger("coordkit.engine.topics")
 
 
 class TopicAdmin:
@@ -49,7 +52,12 @@ class TopicAdmin:
         for broker, path, result in zip(ids, paths, self.store.get_many(paths), strict=True):
             if isinstance(result, StoreError):
                 continue
-            out.append(BrokerMetadata(broker, layout.BROKER.decode(result[0], path).rack))
+            try:
+                info = layout.BROKER.decode(result[0], path)
+            except LayoutError as exc:
+                log.warning("placing replicas without %s: %s", path, exc.detail)
+                continue
+            out.append(BrokerMetadata(broker, info.rack))
         return out
 
     def topics(self) -> list[str]:

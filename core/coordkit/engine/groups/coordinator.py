@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from coordkit import layout
 from coordkit.assignment import RebalanceProtocol
 from coordkit.clock import Clock
-from coordkit.coordinators import OFFSETS_TOPIC
+from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
 from coordkit.elections import ElectionKind
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
@@ -94,12 +94,17 @@ def _sync_done(response: SyncGroupResponse) -> SyncFuture:
     return future
 
 
-def offsets_partition_for(group_id: str, config: EngineConfig) -> int:
-    """The offsets-topic partition of ``group_id`` under the configured coordinator strategy."""
+def offsets_partition_for(
+    group_id: str, config: EngineConfig, num_partitions: int | None = None
+) -> int:
+    """The offsets-topic partition of ``group_id`` under the configured coordinator strategy,
+    over ``num_partitions`` (by default ``offsets.topic.num.partitions``; pass the count the
+    existing topic has, see :func:`~coordkit.coordinators.offsets_topic_partitions`)."""
     strategy = get_plugin_manager().election(
         ElectionKind.GROUP_COORDINATOR.value, config.group_coordinator
     )
-    return int(strategy.partition_for(group_id, config.offsets_topic_num_partitions))
+    count = config.offsets_topic_num_partitions if num_partitions is None else num_partitions
+    return int(strategy.partition_for(group_id, count))
 
 
 class GroupCoordinator(EngineObserver):
@@ -128,6 +133,7 @@ class GroupCoordinator(EngineObserver):
         self._groups: dict[str, Group] = {}
         self._lost: set[int] = set()  # partitions found lost while a group lock was held
         self._offsets: OffsetStorage | None = None
+        self._offsets_partitions: int | None = None  # once the offsets topic exists
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
         self._leader_strategy: GroupLeaderSelection = get_plugin_manager().election(
@@ -165,7 +171,22 @@ class GroupCoordinator(EngineObserver):
             return sorted(self._hosted)
 
     def partition_for(self, group_id: str) -> int:
-        return offsets_partition_for(group_id, self.config)
+        return offsets_partition_for(group_id, self.config, self.offsets_partitions())
+
+    def offsets_partitions(self) -> int:
+        """Partitions of the offsets topic: the count it has once it exists (read once, as
+        Kafka's group metadata manager does), ``offsets.topic.num.partitions`` before."""
+        if self._offsets_partitions is not None:
+            return self._offsets_partitions
+        try:
+            count, exists = offsets_topic_partitions(
+                self.store, self.config.offsets_topic_num_partitions
+            )
+        except StoreError:
+            return self.config.offsets_topic_num_partitions
+        if exists:
+            self._offsets_partitions = count
+        return count
 
     # -- engine events (hosting follows offsets-partition leadership) --------------------------
 
@@ -232,7 +253,10 @@ class GroupCoordinator(EngineObserver):
             data, stat = self.store.get(path)
         except StoreError:
             return False
-        state = states.decode_state(path, data, stat.version)
+        try:
+            state = states.decode_state(path, data, stat.version)
+        except LayoutError:
+            return False  # unreadable: the controller reports it; nobody serves it meanwhile
         if state.leader != self.broker_id or self.closed:
             return False
         with self._lock:
@@ -320,7 +344,10 @@ class GroupCoordinator(EngineObserver):
             return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         except StoreError:
             return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        state = states.decode_state(path, data, stat.version)
+        try:
+            state = states.decode_state(path, data, stat.version)
+        except LayoutError:
+            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not state.has_leader:
             return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return FindCoordinatorResponse(ErrorCode.NONE, state.leader)
@@ -774,7 +801,11 @@ class GroupCoordinator(EngineObserver):
         """The configured offset storage on this broker's session (created on first use)."""
         if self._offsets is None:
             factory = get_plugin_manager().offset_store(self.config.offset_storage)
-            self._offsets = factory(self.store)
+            if getattr(factory, "name", None) == "offsets-topic":
+                # Records go to the group's coordinator partition: the same count it uses.
+                self._offsets = factory(self.store, num_partitions=self.offsets_partitions())
+            else:
+                self._offsets = factory(self.store)
         return self._offsets
 
     def offset_commit(self, request: OffsetCommitRequest) -> OffsetCommitResponse:
