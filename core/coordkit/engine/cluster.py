@@ -408,9 +408,16 @@ class Cluster:
         *,
         config: Mapping[str, str] | None = None,
         assignment: Mapping[int, Sequence[int]] | None = None,
+        if_not_exists: bool = False,
     ) -> TopicAssignment:
+        """Create a topic (see :meth:`TopicAdmin.create_topic`)."""
         return self.admin.create_topic(
-            topic, partitions, replication_factor, config=config, assignment=assignment
+            topic,
+            partitions,
+            replication_factor,
+            config=config,
+            assignment=assignment,
+            if_not_exists=if_not_exists,
         )
 
     def delete_topic(self, topic: str) -> None:

@@ -332,12 +332,15 @@ class ReplicationModel(EngineObserver):
             for follower, last in self._last_fetch.items():
                 if follower == leader:
                     continue
-                fetching = follower not in self._down and now - last <= lag_time_max
-                if not fetching:
+                # As Kafka's leaders, judge by fetches alone: a broker that died is the
+                # controller's to handle long before its lag time runs out.
+                if now - last > lag_time_max:
                     for tp in self._inside.get(follower, ()):
                         log = self._logs.get(tp)
                         if log is not None and log.leader == leader and len(log.isr) > 1:
                             removals.setdefault(tp, []).append(follower)
+                    continue
+                if follower in self._down:
                     continue
                 for tp in self._outside.get(follower, ()):
                     log = self._logs.get(tp)

@@ -93,12 +93,17 @@ class TopicAdmin:
         config: Mapping[str, str] | None = None,
         assignment: Mapping[int, Sequence[int]] | None = None,
         rack_aware: bool = True,
+        if_not_exists: bool = False,
     ) -> TopicAssignment:
         """Create ``topic``; returns its replica assignment.
 
         :param assignment: explicit replica lists (partition → brokers); placement otherwise.
+        :param if_not_exists: an existing topic is not an error (``kafka-topics.sh
+            --if-not-exists``): its assignment is returned as it is, whatever was asked.
         :raises TopicExistsError: the topic exists (or is still being deleted).
         """
+        if if_not_exists and self.store.exists(layout.topic_path(topic)) is not None:
+            return self.assignment(topic)
         try:
             validate_topic_name(topic)
         except ValueError as exc:

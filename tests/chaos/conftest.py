@@ -1,0 +1,53 @@
+"""Chaos suite fixtures: one long-lived server (or ensemble) per backend, schedule seeds from the
+environment, and the summary line (schedules run, faults injected, violations).
+
+* ``COORDKIT_CHAOS_SEED=N[,M...]`` replays exactly those schedules;
+* ``COORDKIT_CHAOS_SCHEDULES=N`` runs ``N`` schedules per backend (default 30), with seeds
+  ``COORDKIT_CHAOS_FIRST_SEED`` (default 1) onwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from chaos.runner import SESSION_TIMEOUT, TOTALS
+from harness.faults import StoreFaults, open_faults
+
+#: Test id → the harness's backend name.
+BACKENDS = {
+    "memory": "memory",
+    "zookeeper": "zookeeper",
+    "zk-ensemble": "zookeeper-ensemble",
+    "redis": "redis",
+}
+
+
+def chaos_seeds() -> list[int]:
+    replay = os.environ.get("COORDKIT_CHAOS_SEED", "").strip()
+    if replay:
+        return [int(seed) for seed in replay.split(",") if seed.strip()]
+    count = int(os.environ.get("COORDKIT_CHAOS_SCHEDULES", "30"))
+    first = int(os.environ.get("COORDKIT_CHAOS_FIRST_SEED", "1"))
+    return list(range(first, first + count))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "chaos_seed" in metafunc.fixturenames:
+        metafunc.parametrize("chaos_seed", chaos_seeds(), ids=lambda seed: f"seed{seed}")
+
+
+@pytest.fixture(scope="module", params=list(BACKENDS))
+def chaos_faults(request: pytest.FixtureRequest) -> Iterator[StoreFaults]:
+    """The backend's server(s), shared by every schedule on it (each gets a fresh namespace);
+    torn down before the next backend's start, so only one backend's servers run at a time."""
+    faults = open_faults(BACKENDS[request.param], SESSION_TIMEOUT)
+    yield faults
+    faults.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TOTALS.schedules:
+        terminalreporter.write_line(TOTALS.summary())
