@@ -131,6 +131,9 @@ class ControllerEventManager:
             if self._stopped:
                 return
             self._marks.merge(marks)
+            if marks.everything and self._retry_at is not None:
+                # A reconnect (or anything asking for a full re-read) ends the backoff.
+                self._retry_at = self._clock.monotonic()
             self._cond.notify_all()
 
     def request(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
