@@ -140,8 +140,10 @@ def test_a_returning_broker_rejoins_every_isr_without_anyone_driving_replication
     wait_for(lambda: _converged_and_replicated(cluster), what="every ISR full")
     cluster.kill(2)
     wait_for(
-        lambda: all(2 not in p.isr for p in cluster.view().partitions)
-        and not cluster.replication.offline(),
+        lambda: (
+            all(2 not in p.isr for p in cluster.view().partitions)
+            and not cluster.replication.offline()
+        ),
         what="broker 2 out of every ISR, every partition led again",
     )
     assert cluster.produce(5) == 5 * 6

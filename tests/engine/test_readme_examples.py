@@ -58,7 +58,9 @@ def test_the_group_cli_example_runs_twice_on_one_store(store_url: str) -> None:
     for attempt in (1, 2):
         for words in commands:
             result = CliRunner().invoke(cli, _with_store(words, store_url), env={"COLUMNS": "160"})
-            assert result.exit_code == 0, f"run {attempt}: coordkit {' '.join(words)}\n{result.output}"
+            assert result.exit_code == 0, (
+                f"run {attempt}: coordkit {' '.join(words)}\n{result.output}"
+            )
 
 
 @pytest.mark.timeout(240)

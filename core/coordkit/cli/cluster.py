@@ -19,12 +19,13 @@ import attrs
 import click
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from coordkit.cli.tree import DEFAULT_STORE_ENV, _print_tree, walk
 from coordkit.engine import Cluster, ClusterView, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
-from coordkit.engine.invariants import check_cluster
+from coordkit.engine.invariants import Convergence, check_cluster
 from coordkit.errors import CoordkitError
 from coordkit.model import NO_LEADER
 from coordkit.plugins import open_store
@@ -191,6 +192,31 @@ def _wait(cluster: Cluster, timeout: float) -> ClusterView:
                 return cluster.view()
         time.sleep(0.02)
     raise click.ClickException(f"the cluster did not settle within {timeout}s")
+
+
+#: After the controller is idle, how long leaders' ISR changes may take to reach the store.
+CONVERGENCE_GRACE = 3.0
+
+
+def _converged(cluster: Cluster) -> Convergence:
+    """The invariant check, given the replica fetchers a moment to heal ISRs."""
+    deadline = time.monotonic() + CONVERGENCE_GRACE
+    while True:
+        result = cluster.converged()
+        if (result and not result.under_replicated) or time.monotonic() > deadline:
+            return result
+        time.sleep(0.05)
+
+
+def render_convergence(result: Convergence) -> str:
+    if result:
+        under = len(result.under_replicated)
+        return "[green]invariants hold[/]" + (
+            f" ({under} partition(s) under-replicated)" if under else ""
+        )
+    lines = [f"[red]{len(result.violations)} invariant violation(s):[/]"]
+    lines.extend(f"  {escape(visible(str(v)))}" for v in result.violations)
+    return "\n".join(lines)
 
 
 def run_step(cluster: Cluster, step: Step) -> None:
@@ -376,11 +402,16 @@ def demo_command(
 
     def show(cluster: Cluster, label: str, since: OpCounts) -> OpCounts:
         view = _wait(cluster, timeout)
+        checked = _converged(cluster)
         counts = cluster.op_counts()
         if fmt == "json":
-            snapshots.append(as_json(view, label, counts - since))
+            snapshot = as_json(view, label, counts - since)
+            snapshot["violations"] = [{"path": v.path, "message": v.message} for v in checked]
+            snapshot["under_replicated"] = [f"{t}-{p}" for t, p in checked.under_replicated]
+            snapshots.append(snapshot)
         else:
             console.print(render(view, label, counts - since))
+            console.print(render_convergence(checked))
         return counts
 
     cluster = Cluster(url, brokers, racks=rack_of, config=config, seed=seed)
