@@ -378,7 +378,8 @@ def test_converged_names_every_broken_invariant_with_its_path(
     outsider = next(b for b in (0, 1, 2) if b not in replicas)
     # Stop the controller from repairing what is broken on purpose.
     holder = cluster.controller_broker()
-    assert holder is not None and holder.controller is not None
+    assert holder is not None
+    assert holder.controller is not None
     holder.controller.stop()
     store.set(
         states.state_path(tp0),
