@@ -271,7 +271,7 @@ def _apply(cluster: Cluster, event: FailureEvent) -> str:
 def _settle(cluster: Cluster, also: Callable[[], bool] | None = None) -> None:
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while time.monotonic() < deadline:
-        if cluster.settled() and (also is None or also()):
+        if cluster.settled() and cluster.converged() and (also is None or also()):
             time.sleep(0.01)  # let watch deliveries still in flight arrive
             if cluster.settled():
                 return

@@ -127,18 +127,23 @@ def _create_topic(cluster: Cluster, spec: TopicSpec) -> None:
 
 
 def _await_cluster(cluster: Cluster, topics: list[TopicSpec], timeout: float) -> None:
+    """Wait until the controller is idle, the topics exist and every invariant holds (a second
+    run on the same store starts from whatever the first left: it must converge first)."""
     deadline = time.monotonic() + timeout
     names = {t.name for t in topics}
+    checked = None
     while time.monotonic() < deadline:
         if cluster.settled():
             view = cluster.view()
             present = {p.topic for p in view.partitions}
-            if names <= present and not view.uninitialised:
+            checked = cluster.converged()
+            if names <= present and checked:
                 return
         time.sleep(0.02)
+    problems = f": {'; '.join(str(v) for v in checked.violations[:5])}" if checked else ""
     raise click.ClickException(
-        f"the cluster did not elect a controller and create {', '.join(sorted(names))} "
-        f"within {timeout}s"
+        f"the cluster did not elect a controller, create {', '.join(sorted(names))} and "
+        f"converge within {timeout}s{problems}"
     )
 
 
