@@ -41,6 +41,15 @@ def coordkit_register_stores(register: Callable[[str, Callable[..., Any]], None]
         **options)`` receives a :class:`coordkit.urls.StoreURL` and returns a
         :class:`coordkit.store.MetadataStore`. Import optional client libraries inside the factory,
         not at module level, so discovery never fails for a missing extra.
+
+    Read-only opens (``open_store(url, read_only=True)``, used by commands that only look):
+    the factory receives ``read_only=True`` only when it is asked for, never ``read_only=False``,
+    so a factory without the parameter keeps working for ordinary opens (a read-only open of its
+    scheme then fails with :class:`coordkit.errors.UnsupportedError`). A factory that takes it must
+    then write nothing at all — no chroot or root node, no session records — raise
+    :class:`coordkit.errors.NoNodeError` (naming it, "nothing was created") when the store's root
+    does not exist, and return a store whose ``read_only`` attribute is ``True`` and whose write
+    methods raise :class:`coordkit.store.ReadOnlyError` (:meth:`MetadataStore.check_writable`).
     """
 
 
@@ -60,6 +69,15 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
     :param register: call ``register(strategy)``; the strategy's ``kind`` and ``name`` together are
         the lookup key, so a ``kafka`` controller strategy and a ``kafka`` group-leader strategy
         can coexist.
+    """
+
+
+@_hookspec
+def coordkit_register_placements(register: Callable[[Any], None]) -> None:
+    """Register replica placement strategies.
+
+    :param register: call ``register(strategy)`` with an object implementing
+        :class:`coordkit.placement.ReplicaPlacement`; its ``name`` is the lookup key.
     """
 
 

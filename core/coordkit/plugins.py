@@ -20,7 +20,7 @@ import attrs
 import pluggy
 
 from coordkit import hookspecs
-from coordkit.errors import DuplicateNameError, PluginError, UnknownNameError
+from coordkit.errors import DuplicateNameError, PluginError, UnknownNameError, UnsupportedError
 from coordkit.hookspecs import NAME
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "redis": "coordkit_redis",
     "assignors": "coordkit_assignors",
     "elections": "coordkit_elections",
+    "placements": "coordkit_placements",
     "partitioners": "coordkit_partitioners",
     "offsets": "coordkit_offsets",
     "lab": "coordkit_lab",
@@ -194,6 +195,9 @@ class PluginManager:
         self.partitioners: Registry[Any] = Registry(
             self, "partitioner", "coordkit_register_partitioners", _name_of
         )
+        self.placements: Registry[Any] = Registry(
+            self, "placement strategy", "coordkit_register_placements", _name_of
+        )
         self.offset_stores: Registry[Any] = Registry(
             self, "offset storage", "coordkit_register_offset_stores", _name_of
         )
@@ -251,6 +255,7 @@ class PluginManager:
             self.assignors,
             self.elections,
             self.partitioners,
+            self.placements,
             self.offset_stores,
             self.workloads,
             self.metrics,
@@ -290,12 +295,40 @@ class PluginManager:
 
     # -- lookups
     def store_for(self, url: str, **options: Any) -> MetadataStore:
-        """Open a store client for ``url`` (``memory://``, ``zookeeper://``, ``redis://`` ...)."""
+        """Open a store client for ``url`` (``memory://``, ``zookeeper://``, ``redis://`` ...).
+
+        The option ``read_only=True`` opens it without writing anything: no chroot or root is
+        created (a missing one is a :class:`~coordkit.errors.NoNodeError`) and every write method
+        of the store raises :class:`~coordkit.store.ReadOnlyError`. It is passed to the backend's
+        factory only when true, so factories that predate it keep working for ordinary opens; one
+        that does not take it fails with :class:`~coordkit.errors.UnsupportedError`.
+        """
         from coordkit.urls import StoreURL
 
+        read_only = options.pop("read_only", False)
+        if not isinstance(read_only, bool):
+            raise TypeError(f"read_only must be True or False, got {read_only!r}")
         parsed = StoreURL.parse(url)
         factory = self.stores.get(parsed.scheme)
-        return factory(parsed, **options)
+        if not read_only:
+            return factory(parsed, **options)
+        plugin = self.stores.items[parsed.scheme].plugin
+        unsupported = (
+            f"store scheme {parsed.scheme!r} (plugin {plugin!r}) cannot open a store read-only"
+        )
+        try:
+            store = factory(parsed, read_only=True, **options)
+        except TypeError as exc:
+            if "read_only" not in str(exc):
+                raise
+            raise UnsupportedError(f"{unsupported}: its factory does not take read_only") from None
+        if getattr(store, "read_only", False) is not True:
+            # It took the option but did not honour it: refuse rather than risk a write.
+            close = getattr(store, "close", None)
+            if callable(close):
+                close()
+            raise UnsupportedError(f"{unsupported}: its store does not report read_only")
+        return store
 
     def assignor(self, name: str) -> Assignor:
         return self.assignors.get(name)
@@ -311,6 +344,10 @@ class PluginManager:
 
     def partitioner(self, name: str) -> Any:
         return self.partitioners.get(name)
+
+    def placement(self, name: str) -> Any:
+        """The replica placement strategy registered as ``name``."""
+        return self.placements.get(name)
 
     def offset_store(self, name: str) -> Any:
         """The offset storage factory registered as ``name``."""
@@ -384,6 +421,7 @@ def reset_plugin_manager() -> None:
     get_plugin_manager.cache_clear()
 
 
-def open_store(url: str, **options: Any) -> MetadataStore:
-    """Open a metadata store by URL through the process-wide plugin manager."""
-    return get_plugin_manager().store_for(url, **options)
+def open_store(url: str, *, read_only: bool = False, **options: Any) -> MetadataStore:
+    """Open a metadata store by URL through the process-wide plugin manager; ``read_only=True``
+    opens it without writing anything (see :meth:`PluginManager.store_for`)."""
+    return get_plugin_manager().store_for(url, read_only=read_only, **options)

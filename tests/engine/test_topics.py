@@ -11,8 +11,8 @@ import pytest
 from coordkit import layout
 from coordkit.engine import EngineConfig, TopicExistsError, UnknownTopicError
 from coordkit.engine.errors import InvalidPartitionsError, InvalidReplicationFactorError
-from coordkit.engine.placement import assign_replicas, brokers_from
 from coordkit.errors import LayoutError
+from coordkit_placements.kafka import assign_replicas, brokers_from
 from harness.waiting import wait_for
 
 

@@ -35,14 +35,14 @@ from coordkit.engine.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
 )
-from coordkit.engine.placement import (
+from coordkit.errors import UnknownNameError
+from coordkit.plugins import get_plugin_manager
+from coordkit_placements.kafka import (
     BrokerMetadata,
     assign_replicas,
     brokers_from,
     rack_alternated_brokers,
 )
-from coordkit.errors import UnknownNameError
-from coordkit.plugins import get_plugin_manager
 
 VECTORS = Path("/work/shared/reference/kafka-vectors.json")
 

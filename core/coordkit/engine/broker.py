@@ -221,6 +221,12 @@ class Broker:
                     except (NoNodeError, BadVersionError):
                         pass
                     continue
+                if not stat.ephemeral:
+                    raise BrokerIdInUseError(
+                        f"broker id {self.broker_id}: {path} is a persistent node (version "
+                        f"{stat.version}), not a broker's registration: no session owns it and "
+                        "none will remove it; delete it, or give this broker another broker.id"
+                    ) from None
                 raise BrokerIdInUseError(
                     f"broker id {self.broker_id} is already registered at {path} by live session "
                     f"{stat.ephemeral_owner:#x} (this broker's session is {session:#x}); every "

@@ -176,7 +176,7 @@ class Cluster:
         self._admin_store = self._open()
         for root in layout.PERSISTENT_ROOTS:
             self._admin_store.ensure_path(root)
-        self._admin = TopicAdmin(self._admin_store, rng=self._rng)
+        self._admin = TopicAdmin(self._admin_store, rng=self._rng, placement=self.config.placement)
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
         return self

@@ -37,6 +37,8 @@ class EngineConfig:
     :param group_initial_rebalance_delay: ``group.initial.rebalance.delay.ms``, in seconds.
     :param group_min_session_timeout: ``group.min.session.timeout.ms``, in seconds (Kafka: 6).
     :param group_max_session_timeout: ``group.max.session.timeout.ms``, in seconds.
+    :param placement: replica placement strategy for new topics and partition increases
+        (``kafka-rack-aware``: Kafka's own; ``kafka``, ``balanced``, ``rendezvous`` or a plugin's).
     :param replica_lag_time_max: ``replica.lag.time.max.ms``, in seconds: a follower that has not
         caught up with its leader for this long leaves the ISR (the leader shrinks it).
     :param replica_fetch_wait_max: ``replica.fetch.wait.max.ms``, in seconds: how long a
@@ -68,6 +70,7 @@ class EngineConfig:
     # Kafka's minimum is 6 s; coordkit accepts the short sessions tests and the lab use.
     group_min_session_timeout: float = attrs.field(default=0.1, validator=validators.gt(0))
     group_max_session_timeout: float = attrs.field(default=1800.0, validator=validators.gt(0))
+    placement: str = "kafka-rack-aware"
     replica_lag_time_max: float = attrs.field(default=30.0, validator=validators.gt(0))
     replica_fetch_wait_max: float = attrs.field(default=0.5, validator=validators.gt(0))
     replication: bool = True

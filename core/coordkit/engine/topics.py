@@ -21,24 +21,36 @@ from coordkit.engine.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from coordkit.engine.placement import BrokerMetadata, assign_replicas
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.paths import numeric_name
+from coordkit.placement import BrokerMetadata, ReplicaPlacement
+from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, MetadataStore, SetData
 
 log = logging.getLogger("coordkit.engine.topics")
+
+#: Kafka's own placement: rack-aware when every broker has a rack, else rack-unaware.
+DEFAULT_PLACEMENT = "kafka-rack-aware"
 
 
 class TopicAdmin:
     """Topic administration on a store session (any session; it need not be a broker's).
 
     :param rng: source of Kafka's random placement start index (seed it for reproducible runs).
+    :param placement: the replica placement strategy for new topics and partition increases.
     """
 
-    def __init__(self, store: MetadataStore, *, rng: random.Random | None = None):
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        rng: random.Random | None = None,
+        placement: str = DEFAULT_PLACEMENT,
+    ):
         self.store = store
         self.rng = rng or random.Random()
+        self.placement: ReplicaPlacement = get_plugin_manager().placement(placement)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -92,7 +104,6 @@ class TopicAdmin:
         *,
         config: Mapping[str, str] | None = None,
         assignment: Mapping[int, Sequence[int]] | None = None,
-        rack_aware: bool = True,
         if_not_exists: bool = False,
     ) -> TopicAssignment:
         """Create ``topic``; returns its replica assignment.
@@ -109,12 +120,8 @@ class TopicAdmin:
         except ValueError as exc:
             raise LayoutError(f"{layout.BROKER_TOPICS}/{topic}", str(exc), field="topic") from None
         if assignment is None:
-            placed = assign_replicas(
-                self.brokers(),
-                partitions,
-                replication_factor,
-                rack_aware=rack_aware,
-                rng=self.rng,
+            placed = self.placement.place(
+                self.brokers(), partitions, replication_factor, rng=self.rng, topic=topic
             )
         else:
             placed = {int(p): list(r) for p, r in assignment.items()}
@@ -160,9 +167,9 @@ class TopicAdmin:
         total: int,
         *,
         assignment: Mapping[int, Sequence[int]] | None = None,
-        rack_aware: bool = True,
     ) -> TopicAssignment:
-        """Increase ``topic`` to ``total`` partitions (Kafka's ``addPartitions``)."""
+        """Increase ``topic`` to ``total`` partitions (Kafka's ``addPartitions``), placed by the
+        placement strategy given the topic's existing partitions."""
         path = layout.topic_path(topic)
         for _ in range(10):
             try:
@@ -178,17 +185,13 @@ class TopicAdmin:
                 )
             first_replicas = existing.partitions[0]
             if assignment is None:
-                brokers = self.brokers()
-                # Kafka starts at the first broker with an id >= partition 0's first replica.
-                start = next((i for i, b in enumerate(brokers) if b.id >= first_replicas[0]), 0)
-                added = assign_replicas(
-                    brokers,
+                added = self.placement.place(
+                    self.brokers(),
                     total - count,
                     len(first_replicas),
-                    fixed_start_index=start,
-                    start_partition_id=count,
-                    rack_aware=rack_aware,
+                    existing=existing.partitions,
                     rng=self.rng,
+                    topic=topic,
                 )
             else:
                 added = {int(p): list(r) for p, r in assignment.items()}

@@ -359,7 +359,7 @@ class GroupCoordinator(EngineObserver):
         """
         if self.store.exists(layout.topic_path(OFFSETS_TOPIC)) is not None:
             return False
-        admin = TopicAdmin(self.store)
+        admin = TopicAdmin(self.store, placement=self.config.placement)
         live = len(admin.brokers())
         factor = max(1, min(self.config.offsets_topic_replication_factor, live))
         try:

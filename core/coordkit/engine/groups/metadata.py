@@ -25,8 +25,9 @@ from typing import Any
 
 from attrs import field, frozen, validators
 
+from coordkit import jsontext
 from coordkit.errors import LayoutError
-from coordkit.model import TopicPartition
+from coordkit.model import TopicPartition, validate_topic_name
 from coordkit.paths import validate
 
 #: Parent of the persisted groups (coordkit's own node, beside Kafka's layout).
@@ -111,69 +112,141 @@ def encode(metadata: GroupMetadata) -> bytes:
 def decode(group_id: str, data: bytes, path: str) -> GroupMetadata:
     """Decode a group node; anything malformed raises :class:`LayoutError` naming the field."""
     try:
-        doc: Any = json.loads(data)
-    except ValueError as exc:
-        raise LayoutError(path, f"not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise LayoutError(path, f"expected a JSON object, got {type(doc).__name__}")
-    if doc.get("version") != METADATA_VERSION:
-        raise LayoutError(path, f"unsupported version {doc.get('version')!r}", field="version")
-    try:
-        members = tuple(
-            _decode_member(raw, path, index) for index, raw in enumerate(doc["members"])
-        )
-        return GroupMetadata(
-            group_id=group_id,
-            generation=_typed(doc, "generation", int, path),
-            protocol_type=_typed(doc, "protocol_type", str, path),
-            protocol=_optional(doc, "protocol", path),
-            leader=_optional(doc, "leader", path),
-            members=members,
-        )
-    except KeyError as exc:
-        raise LayoutError(path, "missing", field=str(exc.args[0])) from None
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, LayoutError):
-            raise
+        doc: Any = jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
         raise LayoutError(path, str(exc)) from None
+    if not isinstance(doc, dict):
+        raise LayoutError(path, f"expected a JSON object, got {_kind(doc)}")
+    version = doc.get("version")
+    if not _is(version, int) or version != METADATA_VERSION:
+        raise LayoutError(path, f"unsupported version {_shown(version)}", field="version")
+    raw_members = _required(doc, "members", list, path, "members", "a list")
+    members = tuple(_decode_member(raw, path, index) for index, raw in enumerate(raw_members))
+    generation = _required(doc, "generation", int, path, "generation", "an integer")
+    if generation < 0:
+        raise LayoutError(path, f"must be >= 0, got {generation}", field="generation")
+    return GroupMetadata(
+        group_id=group_id,
+        generation=generation,
+        protocol_type=_required(doc, "protocol_type", str, path, "protocol_type", "a string"),
+        protocol=_optional_string(doc, "protocol", path, "protocol"),
+        leader=_optional_string(doc, "leader", path, "leader"),
+        members=members,
+    )
 
 
-def _typed(doc: dict[str, Any], key: str, kind: type, path: str) -> Any:
-    value = doc[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise LayoutError(path, f"expected {kind.__name__}, got {value!r}", field=key)
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _shown(value: object) -> str:
+    """A JSON value for a message: scalars as they are (shortened), containers by kind."""
+    if isinstance(value, list | dict):
+        return _kind(value)
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is(value: object, kind: type) -> bool:
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+def _required(obj: dict[str, Any], key: str, kind: type, path: str, field: str, what: str) -> Any:
+    if key not in obj:
+        raise LayoutError(path, "missing", field=field)
+    value = obj[key]
+    if not _is(value, kind):
+        raise LayoutError(path, f"expected {what}, got {_shown(value)}", field=field)
     return value
 
 
-def _optional(doc: dict[str, Any], key: str, path: str) -> str | None:
-    value = doc.get(key)
+def _optional_string(obj: dict[str, Any], key: str, path: str, field: str) -> str | None:
+    value = obj.get(key)
     if value is not None and not isinstance(value, str):
-        raise LayoutError(path, f"expected a string or null, got {value!r}", field=key)
+        raise LayoutError(path, f"expected a string or null, got {_shown(value)}", field=field)
     return value
+
+
+def _strings_of(obj: dict[str, Any], key: str, path: str, field: str) -> list[str]:
+    values: list[Any] = _required(obj, key, list, path, field, "a list of strings")
+    strings: list[str] = []
+    for i, value in enumerate(values):
+        if not isinstance(value, str):
+            raise LayoutError(
+                path, f"expected a string, got {_shown(value)}", field=f"{field}[{i}]"
+            )
+        strings.append(value)
+    return strings
+
+
+def _timeout(obj: dict[str, Any], key: str, path: str, field: str) -> float:
+    value: int = _required(obj, key, int, path, field, "milliseconds (an integer)")
+    if value <= 0:
+        raise LayoutError(path, f"must be > 0, got {value}", field=field)
+    return value / 1000
+
+
+def _assignment(obj: dict[str, Any], path: str, field: str) -> frozenset[TopicPartition]:
+    raw = _required(obj, "assignment", dict, path, field, "an object of topic: [partitions]")
+    out: set[TopicPartition] = set()
+    for topic, partitions in raw.items():
+        where = f"{field}.{topic}"
+        try:
+            validate_topic_name(topic)
+        except ValueError as exc:
+            raise LayoutError(path, str(exc), field=where) from None
+        if not isinstance(partitions, list):
+            raise LayoutError(
+                path, f"expected a list of partitions, got {_shown(partitions)}", field=where
+            )
+        for i, partition in enumerate(partitions):
+            if not _is(partition, int) or partition < 0:
+                raise LayoutError(
+                    path,
+                    f"expected a partition number (an integer >= 0), got {_shown(partition)}",
+                    field=f"{where}[{i}]",
+                )
+            out.add(TopicPartition(topic, partition))
+    return frozenset(out)
 
 
 def _decode_member(raw: Any, path: str, index: int) -> PersistedMember:
     where = f"members[{index}]"
     if not isinstance(raw, dict):
-        raise LayoutError(path, f"expected an object, got {raw!r}", field=where)
-    try:
-        assignment = frozenset(
-            TopicPartition(topic, int(p))
-            for topic, parts in raw["assignment"].items()
-            for p in parts
+        raise LayoutError(path, f"expected an object, got {_shown(raw)}", field=where)
+    member_id = _required(raw, "member_id", str, path, f"{where}.member_id", "a string")
+    if not member_id:
+        raise LayoutError(path, "must not be empty", field=f"{where}.member_id")
+    client_id = raw.get("client_id", "")
+    if not isinstance(client_id, str):
+        raise LayoutError(
+            path, f"expected a string, got {_shown(client_id)}", field=f"{where}.client_id"
         )
-        return PersistedMember(
-            member_id=raw["member_id"],
-            group_instance_id=raw.get("group_instance_id"),
-            client_id=raw.get("client_id", ""),
-            session_timeout=raw["session_timeout_ms"] / 1000,
-            rebalance_timeout=raw["rebalance_timeout_ms"] / 1000,
-            protocols=raw["protocols"],
-            topics=raw["topics"],
-            assignment=assignment,
-            join_order=raw.get("join_order", index),
+    join_order = raw.get("join_order", index)
+    if not _is(join_order, int):
+        raise LayoutError(
+            path, f"expected an integer, got {_shown(join_order)}", field=f"{where}.join_order"
         )
-    except KeyError as exc:
-        raise LayoutError(path, "missing", field=f"{where}.{exc.args[0]}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise LayoutError(path, str(exc), field=where) from None
+    return PersistedMember(
+        member_id=member_id,
+        group_instance_id=_optional_string(
+            raw, "group_instance_id", path, f"{where}.group_instance_id"
+        ),
+        client_id=client_id,
+        session_timeout=_timeout(raw, "session_timeout_ms", path, f"{where}.session_timeout_ms"),
+        rebalance_timeout=_timeout(
+            raw, "rebalance_timeout_ms", path, f"{where}.rebalance_timeout_ms"
+        ),
+        protocols=_strings_of(raw, "protocols", path, f"{where}.protocols"),
+        topics=_strings_of(raw, "topics", path, f"{where}.topics"),
+        assignment=_assignment(raw, path, f"{where}.assignment"),
+        join_order=join_order,
+    )

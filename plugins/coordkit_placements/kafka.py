@@ -1,4 +1,8 @@
-"""Kafka's replica placement for new topics and partition increases (``AdminUtils``).
+"""Kafka's replica placement (``AdminUtils.assignReplicasToBrokers``), as the ``kafka`` and
+``kafka-rack-aware`` placement strategies.
+
+Source: Apache Kafka ``core/src/main/scala/kafka/admin/AdminUtils.scala`` (3.x) and its
+``AdminRackAwareTest``; unchanged from the engine's earlier hard-wired copy.
 
 Rack-unaware: the first replica of each partition goes round-robin over the brokers (sorted by id)
 from a start index; the other replicas follow at a shift from the first that grows by one each time
@@ -9,13 +13,17 @@ within a rack, one broker from each rack in turn); each further replica skips br
 already hold a replica of the partition while some rack holds none, and brokers already holding one
 while some broker holds none.
 
-Both start from a random index unless ``fixed_start_index`` is given (Kafka's tests fix it).
+Both start from a random index unless ``fixed_start_index`` is given (Kafka's tests fix it). A
+partition increase starts at the first broker whose id is at least partition 0's first replica
+(Kafka's ``addPartitions``). Kafka has no rebalancing placement: ``kafka-reassign-partitions
+--generate`` runs the same placement again over the given brokers, topic by topic, which is what
+:meth:`KafkaPlacement.rebalance` does (so it moves most replicas: the baseline the others beat).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -24,21 +32,74 @@ from coordkit.engine.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
 )
+from coordkit.placement import TP, BrokerMetadata, ClusterLayout, brokers_from
+
+__all__ = ["KafkaPlacement", "assign_replicas", "brokers_from", "rack_alternated_brokers"]
 
 
 @attrs.frozen
-class BrokerMetadata:
-    """A broker as placement sees it."""
+class KafkaPlacement:
+    """``kafka`` (racks ignored) or ``kafka-rack-aware`` (racks used when every broker has one;
+    with racks on only some brokers, an error, as Kafka's enforced mode)."""
 
-    id: int
-    rack: str | None = None
+    name: str
+    rack_aware: bool
+    description: str
+
+    def place(
+        self,
+        brokers: Sequence[BrokerMetadata],
+        partitions: int,
+        replication_factor: int,
+        *,
+        existing: Mapping[int, Sequence[int]] | None = None,
+        rng: random.Random | None = None,
+        topic: str = "",
+    ) -> dict[int, list[int]]:
+        ordered = sorted(brokers, key=lambda b: b.id)
+        if not existing:
+            return assign_replicas(
+                ordered, partitions, replication_factor, rack_aware=self.rack_aware, rng=rng
+            )
+        first = existing[min(existing)][0]
+        start = next((i for i, b in enumerate(ordered) if b.id >= first), 0)
+        return assign_replicas(
+            ordered,
+            partitions,
+            replication_factor,
+            fixed_start_index=start,
+            start_partition_id=len(existing),
+            rack_aware=self.rack_aware,
+            rng=rng,
+        )
+
+    def rebalance(self, layout: ClusterLayout) -> dict[TP, tuple[int, ...]]:
+        rng = random.Random(0)  # a plan is printed and reviewed before it runs: make it repeat
+        plan: dict[TP, tuple[int, ...]] = {}
+        for topic in sorted(layout.assignment):
+            current = layout.assignment[topic]
+            if not current:
+                continue
+            factor = len(next(iter(current.values())))
+            placed = self.place(layout.brokers, len(current), factor, rng=rng, topic=topic)
+            for partition, replicas in placed.items():
+                if tuple(replicas) != tuple(current.get(partition, ())):
+                    plan[(topic, partition)] = tuple(replicas)
+        return plan
 
 
-def brokers_from(racks: Mapping[int, str | None] | Iterable[int]) -> list[BrokerMetadata]:
-    """Broker metadata sorted by id, from ``{id: rack}`` or plain ids."""
-    if isinstance(racks, Mapping):
-        return sorted((BrokerMetadata(b, r) for b, r in racks.items()), key=lambda m: m.id)
-    return [BrokerMetadata(b) for b in sorted(racks)]
+KAFKA = KafkaPlacement(
+    "kafka",
+    False,
+    "Kafka's AdminUtils placement without racks: round-robin leaders from a random broker, "
+    "followers at a growing shift",
+)
+KAFKA_RACK_AWARE = KafkaPlacement(
+    "kafka-rack-aware",
+    True,
+    "Kafka's AdminUtils rack-aware placement: round-robin over a rack-alternated broker list, "
+    "replicas on distinct racks while racks allow (racks ignored when no broker has one)",
+)
 
 
 def assign_replicas(
