@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -41,6 +41,8 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 ADMIN = "/admin"
 DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CONSUMERS = "/consumers"
@@ -49,11 +51,13 @@ CONSUMERS = "/consumers"
 PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, DELETE_TOPICS, CONFIG_TOPICS, CONSUMERS)
 
 
-def _check_topic(topic: str) -> str:
+def _check_topic(topic: str, parent: str = BROKER_TOPICS) -> str:
+    """``topic`` if it is a valid topic name; else a :class:`LayoutError` naming the node
+    ``parent/topic`` the caller was about to address."""
     try:
         return validate_topic_name(topic)
     except ValueError as exc:
-        raise LayoutError(f"{BROKER_TOPICS}/{topic}", str(exc), field="topic") from None
+        raise LayoutError(f"{parent}/{topic}", str(exc), field="topic") from None
 
 
 def _check_id(label: str, value: int) -> int:
@@ -83,11 +87,11 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 
 def delete_topic_path(topic: str) -> str:
-    return f"{DELETE_TOPICS}/{_check_topic(topic)}"
+    return f"{DELETE_TOPICS}/{_check_topic(topic, DELETE_TOPICS)}"
 
 
 def topic_config_path(topic: str) -> str:
-    return f"{CONFIG_TOPICS}/{_check_topic(topic)}"
+    return f"{CONFIG_TOPICS}/{_check_topic(topic, CONFIG_TOPICS)}"
 
 
 def consumer_group_path(group: str) -> str:
@@ -105,7 +109,8 @@ def consumer_registration_path(group: str, consumer_id: str) -> str:
 
 
 def consumer_owners_path(group: str, topic: str) -> str:
-    return f"{consumer_group_path(group)}/owners/{_check_topic(topic)}"
+    owners = f"{consumer_group_path(group)}/owners"
+    return f"{owners}/{_check_topic(topic, owners)}"
 
 
 def consumer_owner_path(group: str, topic: str, partition: int) -> str:
@@ -113,7 +118,8 @@ def consumer_owner_path(group: str, topic: str, partition: int) -> str:
 
 
 def consumer_offsets_path(group: str, topic: str) -> str:
-    return f"{consumer_group_path(group)}/offsets/{_check_topic(topic)}"
+    offsets = f"{consumer_group_path(group)}/offsets"
+    return f"{offsets}/{_check_topic(topic, offsets)}"
 
 
 def consumer_offset_path(group: str, topic: str, partition: int) -> str:
@@ -241,9 +247,14 @@ def _decode_broker(path: str, data: bytes) -> BrokerInfo:
 
 
 def _encode_topic(t: TopicAssignment) -> bytes:
-    return _dump(
-        {"version": t.version, "partitions": {str(p): list(r) for p, r in t.partitions.items()}}
-    )
+    obj: dict[str, Any] = {
+        "version": t.version,
+        "partitions": {str(p): list(r) for p, r in t.partitions.items()},
+    }
+    if t.version >= 2:  # KIP-455: reassignment state lives in the topic node
+        obj["adding_replicas"] = {str(p): list(r) for p, r in t.adding.items()}
+        obj["removing_replicas"] = {str(p): list(r) for p, r in t.removing.items()}
+    return _dump(obj)
 
 
 def _decode_topic(path: str, data: bytes) -> TopicAssignment:
@@ -256,8 +267,25 @@ def _decode_topic(path: str, data: bytes) -> TopicAssignment:
                 path, f"partition key {key!r} is not a partition number", field="partitions"
             )
         partitions[int(key)] = _int_list(path, raw, key)
+    moving: dict[str, dict[int, list[int]]] = {}
+    for name in ("adding_replicas", "removing_replicas"):
+        found = _field(path, obj, name, dict, default={})
+        moving[name] = {}
+        for key in found:
+            if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
+                raise LayoutError(
+                    path, f"partition key {key!r} is not a partition number", field=name
+                )
+            if int(key) not in partitions:
+                raise LayoutError(path, f"partition {key} has no replica list", field=name)
+            moving[name][int(key)] = _int_list(path, found, key)
     return _build(
-        path, TopicAssignment, partitions=partitions, version=_field(path, obj, "version", int)
+        path,
+        TopicAssignment,
+        partitions=partitions,
+        version=_field(path, obj, "version", int),
+        adding={p: r for p, r in moving["adding_replicas"].items() if r},
+        removing={p: r for p, r in moving["removing_replicas"].items() if r},
     )
 
 
@@ -377,6 +405,77 @@ CONSUMER_OFFSET = Codec[ConsumerOffset](
 )
 TOPIC_CONFIG = Codec[TopicConfig]("topic config", _encode_config, _decode_config)
 DELETE_TOPIC = Codec[DeleteTopicMarker]("delete-topic request", lambda _m: b"", _decode_marker)
+
+# -- admin requests (kafka-reassign-partitions.sh, kafka-preferred-replica-election.sh) -----------
+
+
+def encode_reassignment(plan: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    """Kafka's ``/admin/reassign_partitions`` JSON for ``plan``."""
+    entries = [
+        {"topic": topic, "partition": partition, "replicas": list(replicas)}
+        for (topic, partition), replicas in sorted(plan.items())
+    ]
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
+
+
+def decode_reassignment(
+    data: bytes, path: str = REASSIGN_PARTITIONS
+) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The plan a reassignment request holds; :class:`LayoutError` names what is malformed."""
+    try:
+        obj = jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
+        raise LayoutError(path, str(exc)) from None
+    if not isinstance(obj, dict) or not isinstance(obj.get("partitions"), list):
+        raise LayoutError(path, "expected an object with a list of partitions", field="partitions")
+    plan: dict[tuple[str, int], tuple[int, ...]] = {}
+    for index, entry in enumerate(obj["partitions"]):
+        where = f"partitions[{index}]"
+        if not isinstance(entry, dict):
+            raise LayoutError(path, "expected an object", field=where)
+        topic, partition, replicas = (
+            entry.get("topic"),
+            entry.get("partition"),
+            entry.get("replicas"),
+        )
+        if not isinstance(topic, str) or not topic:
+            raise LayoutError(path, f"topic {topic!r} is not a topic name", field=where)
+        if type(partition) is not int or partition < 0:
+            raise LayoutError(
+                path, f"partition {partition!r} is not a partition number", field=where
+            )
+        if not isinstance(replicas, list) or not all(type(r) is int and r >= 0 for r in replicas):
+            raise LayoutError(
+                path, f"replicas {replicas!r} is not a list of broker ids", field=where
+            )
+        if (topic, partition) in plan:
+            raise LayoutError(path, f"{topic}-{partition} is listed twice", field=where)
+        plan[(topic, partition)] = tuple(replicas)
+    return plan
+
+
+def encode_preferred_election(partitions: Sequence[tuple[str, int]]) -> bytes:
+    """Kafka's ``/admin/preferred_replica_election`` JSON."""
+    entries = [{"topic": t, "partition": p} for t, p in sorted(partitions)]
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
+
+
+def decode_preferred_election(data: bytes) -> list[tuple[str, int]]:
+    """The partitions a preferred replica election request lists (:class:`LayoutError` else)."""
+    try:
+        obj = jsontext.loads(data)
+        out = []
+        for entry in obj["partitions"]:
+            topic, partition = entry["topic"], entry["partition"]
+            if not isinstance(topic, str) or type(partition) is not int or partition < 0:
+                raise ValueError(f"{entry!r} is not a topic and partition")
+            out.append((topic, partition))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise LayoutError(
+            PREFERRED_REPLICA_ELECTION, f"not a preferred replica election ({exc})"
+        ) from None
+    return out
+
 
 _SEGMENT = r"[^/]+"
 #: Which codec reads which path (used by ``coordkit tree`` and :func:`decode_znode`).

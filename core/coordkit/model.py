@@ -118,10 +118,27 @@ class BrokerInfo:
 
 @frozen
 class TopicAssignment:
-    """``/brokers/topics/T``: the replica list of every partition (first replica is preferred)."""
+    """``/brokers/topics/T``: the replica list of every partition (first replica is preferred).
+
+    While a partition is reassigned (Kafka's KIP-455, node version 2+), its list holds the target
+    replicas followed by the original ones, and ``adding`` / ``removing`` name the replicas being
+    added and removed; both are empty otherwise.
+    """
 
     partitions: Mapping[int, tuple[int, ...]] = field(converter=_replica_map)
     version: int = field(default=1, validator=_at_least(1))
+    adding: Mapping[int, tuple[int, ...]] = field(factory=dict, converter=_replica_map)
+    removing: Mapping[int, tuple[int, ...]] = field(factory=dict, converter=_replica_map)
+
+    def original_replicas(self, partition: int) -> tuple[int, ...]:
+        """The replicas before a reassignment in progress (all of them when none runs)."""
+        adding = set(self.adding.get(partition, ()))
+        return tuple(r for r in self.partitions[partition] if r not in adding)
+
+    def target_replicas(self, partition: int) -> tuple[int, ...]:
+        """The replicas a reassignment in progress ends with (all of them when none runs)."""
+        removing = set(self.removing.get(partition, ()))
+        return tuple(r for r in self.partitions[partition] if r not in removing)
 
     @partitions.validator
     def _check(self, attribute: attrs.Attribute[Any], value: Mapping[int, tuple[int, ...]]) -> None:

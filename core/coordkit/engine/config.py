@@ -39,6 +39,8 @@ class EngineConfig:
     :param group_max_session_timeout: ``group.max.session.timeout.ms``, in seconds.
     :param placement: replica placement strategy for new topics and partition increases
         (``kafka-rack-aware``: Kafka's own; ``kafka``, ``balanced``, ``rendezvous`` or a plugin's).
+    :param reassignment_max_moving: partitions a reassignment moves at once (the rest wait), so
+        a large plan does not stall the cluster.
     :param replica_lag_time_max: ``replica.lag.time.max.ms``, in seconds: a follower that has not
         caught up with its leader for this long leaves the ISR (the leader shrinks it).
     :param replica_fetch_wait_max: ``replica.fetch.wait.max.ms``, in seconds: how long a
@@ -71,6 +73,7 @@ class EngineConfig:
     group_min_session_timeout: float = attrs.field(default=0.1, validator=validators.gt(0))
     group_max_session_timeout: float = attrs.field(default=1800.0, validator=validators.gt(0))
     placement: str = "kafka-rack-aware"
+    reassignment_max_moving: int = attrs.field(default=500, validator=validators.ge(1))
     replica_lag_time_max: float = attrs.field(default=30.0, validator=validators.gt(0))
     replica_fetch_wait_max: float = attrs.field(default=0.5, validator=validators.gt(0))
     replication: bool = True

@@ -32,9 +32,6 @@ from coordkit.model import NO_LEADER
 from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore, Stat
 
-REASSIGN_PARTITIONS = "/admin/reassign_partitions"
-PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
-
 
 @attrs.frozen
 class Violation:
@@ -97,7 +94,7 @@ def check_cluster(store: MetadataStore, *, unclean_default: bool = False) -> Con
     deleting = set(_children(store, layout.DELETE_TOPICS))
     for topic in sorted(deleting):
         found.append(Violation(layout.delete_topic_path(topic), "topic deletion is still pending"))
-    for path in (REASSIGN_PARTITIONS, PREFERRED_REPLICA_ELECTION):
+    for path in (layout.REASSIGN_PARTITIONS, layout.PREFERRED_REPLICA_ELECTION):
         if store.exists(path) is not None:
             found.append(Violation(path, "admin request is still pending"))
     for name in _children(store, isr_notifications.ISR_CHANGE_NOTIFICATION):

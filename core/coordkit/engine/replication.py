@@ -159,6 +159,12 @@ class ReplicationModel(EngineObserver):
                 if (current.leader_epoch, current.zk_version) <= (log.leader_epoch, log.zk_version):
                     continue
                 if change.replicas:
+                    for gone in set(log.replicas) - set(change.replicas):
+                        for index in (self._behind, self._outside, self._inside):
+                            index.get(gone, set()).discard(change.tp)
+                    for new in set(change.replicas) - set(log.replicas):
+                        # A replica a reassignment adds starts empty: it has everything to fetch.
+                        self._behind.setdefault(new, set()).add(change.tp)
                     log.replicas = change.replicas
                 if current.leader not in (log.leader, NO_LEADER):
                     self._truncate_to(log, log.leo.get(current.leader, 0))
@@ -337,7 +343,12 @@ class ReplicationModel(EngineObserver):
                 if now - last > lag_time_max:
                     for tp in self._inside.get(follower, ()):
                         log = self._logs.get(tp)
-                        if log is not None and log.leader == leader and len(log.isr) > 1:
+                        if (
+                            log is not None
+                            and log.leader == leader
+                            and follower in log.isr
+                            and len(log.isr) > 1
+                        ):
                             removals.setdefault(tp, []).append(follower)
                     continue
                 if follower in self._down:

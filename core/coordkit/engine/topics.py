@@ -21,7 +21,15 @@ from coordkit.engine.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
+from coordkit.engine.states import TP
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
+from coordkit.layout import (
+    PREFERRED_REPLICA_ELECTION,
+    REASSIGN_PARTITIONS,
+    decode_reassignment,
+    encode_preferred_election,
+    encode_reassignment,
+)
 from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.paths import numeric_name
 from coordkit.placement import BrokerMetadata, ReplicaPlacement
@@ -178,6 +186,12 @@ class TopicAdmin:
                 raise UnknownTopicError(f"topic {topic!r} does not exist ({path})") from None
             existing = layout.TOPIC.decode(data, path)
             count = existing.partition_count
+            if existing.adding or existing.removing:
+                moving = sorted({*existing.adding, *existing.removing})
+                raise InvalidPartitionsError(
+                    f"topic {topic!r}: partitions {moving} are being reassigned; add partitions "
+                    "once the reassignment completes"
+                )
             if total <= count:
                 raise InvalidPartitionsError(
                     f"topic {topic!r} has {count} partitions; the number of partitions can only "
@@ -219,6 +233,83 @@ class TopicAdmin:
             self.store.create(layout.delete_topic_path(topic), b"", make_parents=True)
         except NodeExistsError:
             pass  # already queued
+
+    # -- reassignment and preferred leaders (Kafka's kafka-reassign-partitions.sh and
+    # kafka-preferred-replica-election.sh, ZooKeeper mode) -------------------------------------
+
+    def reassign_partitions(self, plan: Mapping[TP, Sequence[int]]) -> None:
+        """Ask the controller to move replicas: write ``/admin/reassign_partitions``.
+
+        Refused, with nothing written, when a partition is unknown, a replica list is empty,
+        repeats a broker or names an unregistered broker, or a reassignment is already running.
+
+        :raises InvalidReplicaAssignmentError: the plan is invalid (the message names the entry).
+        """
+        if not plan:
+            raise InvalidReplicaAssignmentError("the reassignment plan is empty")
+        registered = {b.id for b in self.brokers()}
+        topics = {tp[0] for tp in plan}
+        counts = {t: self.assignment(t).partition_count for t in sorted(topics)}
+        for (topic, partition), replicas in sorted(plan.items()):
+            where = f"{topic}-{partition}"
+            if not 0 <= partition < counts[topic]:
+                raise InvalidReplicaAssignmentError(
+                    f"{where}: topic {topic!r} has partitions 0..{counts[topic] - 1}"
+                )
+            if not replicas:
+                raise InvalidReplicaAssignmentError(f"{where}: the replica list is empty")
+            if len(set(replicas)) != len(replicas):
+                raise InvalidReplicaAssignmentError(
+                    f"{where}: replicas {list(replicas)} repeat a broker"
+                )
+            unknown = sorted(set(replicas) - registered)
+            if unknown:
+                raise InvalidReplicaAssignmentError(
+                    f"{where}: brokers {unknown} are not registered under {layout.BROKER_IDS} "
+                    f"(registered: {sorted(registered)})"
+                )
+        try:
+            self.store.create(REASSIGN_PARTITIONS, encode_reassignment(plan), make_parents=True)
+        except NodeExistsError:
+            raise InvalidReplicaAssignmentError(
+                f"a reassignment is already running ({REASSIGN_PARTITIONS} exists); wait for it "
+                "or verify it"
+            ) from None
+
+    def reassignment_status(self, plan: Mapping[TP, Sequence[int]]) -> dict[TP, str]:
+        """Per partition of ``plan``: ``completed``, ``in progress`` or ``failed`` (neither
+        requested any more nor at its target), as ``--verify`` reports them."""
+        try:
+            data, _ = self.store.get(REASSIGN_PARTITIONS)
+            running = set(decode_reassignment(data))
+        except NoNodeError:
+            running = set()
+        out: dict[TP, str] = {}
+        for tp, replicas in sorted(plan.items()):
+            try:
+                assignment = self.assignment(tp[0])
+            except UnknownTopicError:
+                out[tp] = "failed"
+                continue
+            current = assignment.partitions.get(tp[1])
+            if tp in running or tp[1] in assignment.adding or tp[1] in assignment.removing:
+                out[tp] = "in progress"
+            elif current == tuple(replicas):
+                out[tp] = "completed"
+            else:
+                out[tp] = "failed"
+        return out
+
+    def elect_preferred_leaders(self, partitions: Sequence[TP]) -> None:
+        """Ask the controller for a preferred-replica election of ``partitions``."""
+        try:
+            self.store.create(
+                PREFERRED_REPLICA_ELECTION, encode_preferred_election(partitions), make_parents=True
+            )
+        except NodeExistsError:
+            raise InvalidReplicaAssignmentError(
+                f"a preferred replica election is already running ({PREFERRED_REPLICA_ELECTION})"
+            ) from None
 
     def set_config(self, topic: str, config: Mapping[str, str]) -> None:
         """Replace ``topic``'s config overrides in ``/config/topics/T``."""

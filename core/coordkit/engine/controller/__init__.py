@@ -6,6 +6,7 @@
 * :mod:`.partition_state` — leader elections and fenced, batched state writes;
 * :mod:`.replica_state` — dead replicas out of ISRs, ISR change notifications;
 * :mod:`.deletion` — topic deletion;
+* :mod:`.reassignment` — partition reassignment (``/admin/reassign_partitions``);
 * :mod:`.shutdown` — controlled shutdown;
 * :mod:`.preferred` — preferred-replica elections and the automatic leader rebalance.
 """

@@ -38,6 +38,7 @@ from coordkit.engine.controller.deletion import TopicDeletionManager
 from coordkit.engine.controller.events import ControllerEventManager, Marks
 from coordkit.engine.controller.partition_state import PartitionStateMachine, bulk
 from coordkit.engine.controller.preferred import PreferredLeaders
+from coordkit.engine.controller.reassignment import ReassignmentManager
 from coordkit.engine.controller.replica_state import ReplicaStateMachine
 from coordkit.engine.controller.shutdown import ControlledShutdown
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
@@ -103,7 +104,10 @@ class Controller:
             self.context, self.partitions, config.controlled_shutdown_election
         )
         self.preferred = PreferredLeaders(
-            self.context, self.partitions, config=config, broker_id=term.broker_id
+            self.context, self.partitions, writer, config=config, broker_id=term.broker_id
+        )
+        self.reassignment = ReassignmentManager(
+            self.context, self.partitions, writer, config=config, broker_id=term.broker_id
         )
         self._events = ControllerEventManager(
             f"coordkit-controller-{term.broker_id}-e{term.epoch}",
@@ -161,6 +165,12 @@ class Controller:
             watch(layout.BROKER_TOPICS, lambda e: self._mark(Marks(topics=True))),
             watch(layout.DELETE_TOPICS, lambda e: self._mark(Marks(deletions=True))),
             watch(isr_notifications.ISR_CHANGE_NOTIFICATION, self._isr_notified),
+            self.store.watch_data(
+                layout.REASSIGN_PARTITIONS, lambda e: self._mark(Marks(reassignments=True))
+            ),
+            self.store.watch_data(
+                layout.PREFERRED_REPLICA_ELECTION, lambda e: self._mark(Marks(preferred=True))
+            ),
         ]
         self._events.start()
 
@@ -275,6 +285,16 @@ class Controller:
                 everyone,
             )
             self._bounced.clear()
+        if (
+            marks.everything
+            or marks.reassignments
+            or marks.isr_changes
+            or marks.brokers
+            or self.reassignment.pending
+        ):
+            self.reassignment.process()
+        if marks.everything or marks.preferred:
+            self.preferred.process_request()
         if marks.everything:
             self._announce_states()
 

@@ -41,6 +41,8 @@ class Marks:
     topics: bool = False
     deletions: bool = False
     isr_changes: bool = False
+    reassignments: bool = False
+    preferred: bool = False
     assignments: set[str] = attrs.field(factory=set)
 
     def any(self) -> bool:
@@ -50,6 +52,8 @@ class Marks:
             or self.topics
             or self.deletions
             or self.isr_changes
+            or self.reassignments
+            or self.preferred
             or bool(self.assignments)
         )
 
@@ -59,6 +63,8 @@ class Marks:
         self.topics |= other.topics
         self.deletions |= other.deletions
         self.isr_changes |= other.isr_changes
+        self.reassignments |= other.reassignments
+        self.preferred |= other.preferred
         self.assignments |= other.assignments
 
 

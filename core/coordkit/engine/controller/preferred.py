@@ -17,8 +17,12 @@ from coordkit.elections import ElectionKind, PartitionElectionInput, PartitionLe
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
+from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP
+from coordkit.errors import BadVersionError, LayoutError, NoNodeError
+from coordkit.layout import PREFERRED_REPLICA_ELECTION, decode_preferred_election
 from coordkit.plugins import get_plugin_manager
+from coordkit.store import Delete
 
 log = logging.getLogger("coordkit.engine.controller")
 
@@ -28,12 +32,14 @@ class PreferredLeaders:
         self,
         context: ControllerContext,
         partitions: PartitionStateMachine,
+        writer: FencedWriter,
         *,
         config: EngineConfig,
         broker_id: int,
     ):
         self.context = context
         self.partitions = partitions
+        self.writer = writer
         self.config = config
         self.broker_id = broker_id
         self._election: PartitionLeaderElection = get_plugin_manager().election(
@@ -49,6 +55,34 @@ class PreferredLeaders:
         live = self.context.live_ids()
         changes = self.partitions.persist(self._plan(tp, live) for tp in tps)
         return [c.tp for c in changes if c.leader_changed]
+
+    def process_request(self) -> list[TP]:
+        """Serve ``/admin/preferred_replica_election`` (Kafka's JSON, the partitions listed):
+        elect their preferred replicas, then delete the node. An unreadable request is left
+        alone (and reported)."""
+        try:
+            data, stat = self.context.store.get(PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return []
+        try:
+            listed = decode_preferred_election(data)
+        except LayoutError as exc:
+            self.context.unreadable.record(PREFERRED_REPLICA_ELECTION, exc.detail)
+            return []
+        self.context.unreadable.clear(PREFERRED_REPLICA_ELECTION)
+        known = [tp for tp in listed if tp in self.context.parts]
+        moved = self.elect(known)
+        log.info(
+            "controller %s: preferred replica election for %d partitions (%d moved)",
+            self.broker_id,
+            len(known),
+            len(moved),
+        )
+        try:
+            self.writer.commit([Delete(PREFERRED_REPLICA_ELECTION, stat.version)])
+        except (BadVersionError, NoNodeError):
+            pass  # rewritten meanwhile: the next pass serves the new request
+        return moved
 
     def _plan(self, tp: TP, live: frozenset[int]) -> Plan | None:
         part = self.context.parts.get(tp)
