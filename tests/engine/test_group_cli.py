@@ -281,7 +281,8 @@ def test_legacy_consumers(store_url: str) -> None:
     assert stored["metadata"] is None
 
 
-def test_describe_names_a_group_with_nothing_stored(store_url: str) -> None:
+def test_describe_names_a_group_with_nothing_stored(store_url: str, open_session: Any) -> None:
+    open_session()  # the namespace exists (a describe never creates it), the group does not
     result = _invoke("describe", "--store", store_url, "--group", "absent")
     assert result.exit_code == 1
     assert "group 'absent': nothing stored" in result.output

@@ -117,7 +117,9 @@ def store_opener(url: str, **options: object) -> StoreOpener:
     """Sessions on ``url``; a bare ``memory://`` is refused (each session would get its own tree)."""
     parsed = StoreURL.parse(url)
     if parsed.scheme == "memory" and not (parsed.host_string or parsed.path.strip("/")):
-        raise EngineError(f"{url!r}: brokers need one shared tree; name it, e.g. memory://cluster")
+        raise EngineError(
+            f"{parsed.redacted()}: brokers need one shared tree; name it, e.g. memory://cluster"
+        )
     manager = get_plugin_manager()
     return lambda: manager.store_for(url, **options)
 

@@ -129,6 +129,7 @@ class ReplicationModel(EngineObserver):
         self._offline_since: dict[TP, float] = {}
         self._offline_seconds = 0.0
         self._offline_windows = 0
+        self._longest_offline = 0.0
         # Per broker: partitions with records it has not fetched yet, partitions where it is a
         # replica outside the ISR, partitions where it is an ISR member; when it last fetched.
         self._behind: dict[int, set[TP]] = {}
@@ -144,7 +145,9 @@ class ReplicationModel(EngineObserver):
     def _came_online(self, tp: TP) -> None:
         since = self._offline_since.pop(tp, None)
         if since is not None:
-            self._offline_seconds += self.clock.monotonic() - since
+            window = self.clock.monotonic() - since
+            self._offline_seconds += window
+            self._longest_offline = max(self._longest_offline, window)
 
     # -- engine events -------------------------------------------------------------------------
 
@@ -407,6 +410,14 @@ class ReplicationModel(EngineObserver):
             now = self.clock.monotonic()
             open_seconds = sum(now - since for since in self._offline_since.values())
             return self._offline_windows, self._offline_seconds + open_seconds
+
+    def longest_offline(self) -> float:
+        """The longest time one partition has been without a live leader (open windows count
+        up to now)."""
+        with self._lock:
+            now = self.clock.monotonic()
+            open_windows = (now - since for since in self._offline_since.values())
+            return max(self._longest_offline, max(open_windows, default=0.0))
 
     def totals(self) -> ReplicationTotals:
         with self._lock:
