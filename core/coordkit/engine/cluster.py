@@ -23,13 +23,13 @@ from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
 from coordkit.engine import states
 from coordkit.engine.broker import Broker
 from coordkit.engine.config import EngineConfig
-from coordkit.engine.controllership import read_controller
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
-from coordkit.engine.groups.consumer import Consumer, ConsumerConfig, ConsumerState
-from coordkit.engine.groups.coordinator import offsets_partition_for
+from coordkit.engine.groups.config import ConsumerConfig
+from coordkit.engine.groups.consumer import Consumer, ConsumerState
 from coordkit.engine.groups.events import GroupObserver, GroupObservers
 from coordkit.engine.groups.history import GroupHistory
+from coordkit.engine.groups.hosting import offsets_partition_for
 from coordkit.engine.groups.protocol import GroupDescription, GroupState
 from coordkit.engine.history import HistoryRecorder
 from coordkit.engine.instrument import InstrumentedStore, OpCounts
@@ -37,11 +37,11 @@ from coordkit.engine.invariants import Convergence, Violation, check_cluster
 from coordkit.engine.network import Network
 from coordkit.engine.replica_fetcher import ReplicaFetcher
 from coordkit.engine.replication import IsrProposal, ReplicationModel
+from coordkit.engine.snapshot import ClusterView, read_view, registered_brokers
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.model import NO_LEADER, TopicAssignment
-from coordkit.paths import numeric_name
+from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 from coordkit.urls import StoreURL
@@ -49,21 +49,6 @@ from coordkit.urls import StoreURL
 log = logging.getLogger("coordkit.engine.cluster")
 
 StoreOpener = Callable[[], MetadataStore]
-
-
-@attrs.frozen
-class PartitionView:
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    controller_epoch: int
-
-    @property
-    def tp(self) -> TP:
-        return (self.topic, self.partition)
 
 
 @attrs.frozen
@@ -80,37 +65,6 @@ class Settlement:
 
     def __bool__(self) -> bool:
         return self.settled
-
-
-@attrs.frozen
-class ClusterView:
-    """The cluster as read from the store."""
-
-    controller: int | None
-    epoch: int
-    brokers: tuple[int, ...]
-    partitions: tuple[PartitionView, ...]
-    uninitialised: tuple[TP, ...] = ()
-    #: Nodes whose values could not be decoded (left out of ``partitions``).
-    unreadable: tuple[str, ...] = ()
-
-    def leaders_per_broker(self) -> dict[int, int]:
-        counts = dict.fromkeys(self.brokers, 0)
-        for p in self.partitions:
-            if p.leader != NO_LEADER:
-                counts[p.leader] = counts.get(p.leader, 0) + 1
-        return counts
-
-    def offline(self) -> list[TP]:
-        """Partitions without a live leader."""
-        live = set(self.brokers)
-        return [p.tp for p in self.partitions if p.leader not in live]
-
-    def partition(self, topic: str, partition: int) -> PartitionView:
-        for p in self.partitions:
-            if p.topic == topic and p.partition == partition:
-                return p
-        raise KeyError(f"{topic}-{partition}")
 
 
 def store_opener(url: str, **options: object) -> StoreOpener:
@@ -437,63 +391,11 @@ class Cluster:
             return []
 
     def _registered_brokers(self) -> list[int]:
-        return sorted(
-            b for c in self._children(layout.BROKER_IDS) if (b := numeric_name(c)) is not None
-        )
+        return registered_brokers(self.admin_store)
 
     def view(self) -> ClusterView:
         """Controller, epoch, brokers and every partition state, read from the store."""
-        store = self.admin_store
-        current = read_controller(store)
-        try:
-            epoch_data = store.get(layout.CONTROLLER_EPOCH)[0]
-            epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
-        except (NoNodeError, LayoutError):
-            epoch = 0
-        topics = sorted(self._children(layout.BROKER_TOPICS))
-        topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
-        assignments: dict[str, TopicAssignment] = {}
-        unreadable: list[str] = []
-        for topic, path, result in zip(
-            topics, topic_paths, store.get_many(topic_paths), strict=True
-        ):
-            if not isinstance(result, StoreError):
-                try:
-                    assignments[topic] = layout.TOPIC.decode(result[0], path)
-                except LayoutError:
-                    unreadable.append(path)
-        tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
-        paths = [states.state_path(tp) for tp in tps]
-        views: list[PartitionView] = []
-        missing: list[TP] = []
-        for tp, path, result in zip(tps, paths, store.get_many(paths), strict=True):
-            if isinstance(result, StoreError):
-                missing.append(tp)
-                continue
-            try:
-                state = states.decode_state(path, result[0], result[1].version)
-            except LayoutError:
-                unreadable.append(path)
-                continue
-            views.append(
-                PartitionView(
-                    tp[0],
-                    tp[1],
-                    tuple(assignments[tp[0]].partitions[tp[1]]),
-                    state.leader,
-                    state.leader_epoch,
-                    state.isr,
-                    state.controller_epoch,
-                )
-            )
-        return ClusterView(
-            controller=None if current is None else current[0].broker_id,
-            epoch=epoch,
-            brokers=tuple(self._registered_brokers()),
-            partitions=tuple(views),
-            uninitialised=tuple(missing),
-            unreadable=tuple(unreadable),
-        )
+        return read_view(self.admin_store)
 
     # -- consumer groups -----------------------------------------------------------------------
 

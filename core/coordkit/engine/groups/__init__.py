@@ -14,14 +14,14 @@
   the recorder that checks the protocol's invariants.
 """
 
+from coordkit.engine.groups.config import ConsumerConfig
 from coordkit.engine.groups.consumer import (
     CommitFailedError,
     Consumer,
-    ConsumerConfig,
     ConsumerError,
     ConsumerState,
 )
-from coordkit.engine.groups.coordinator import GroupCoordinator, offsets_partition_for
+from coordkit.engine.groups.coordinator import GroupCoordinator
 from coordkit.engine.groups.events import (
     AssignmentRound,
     GroupObserver,
@@ -35,6 +35,7 @@ from coordkit.engine.groups.history import (
     OwnershipChange,
     Unavailability,
 )
+from coordkit.engine.groups.hosting import offsets_partition_for
 from coordkit.engine.groups.leadership import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.groups.metadata import GROUPS_ROOT, GroupMetadata, group_path
 from coordkit.engine.groups.protocol import (

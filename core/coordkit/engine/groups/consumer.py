@@ -42,11 +42,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
 import attrs
-from attrs import field, frozen, validators
 
 from coordkit.assignment import RebalanceProtocol
 from coordkit.clock import Clock
 from coordkit.engine.errors import EngineError
+from coordkit.engine.groups.config import ConsumerConfig
 from coordkit.engine.groups.events import GroupObserver
 from coordkit.engine.groups.planning import compute_assignment, rebalance_protocol
 from coordkit.engine.groups.protocol import (
@@ -63,12 +63,10 @@ from coordkit.engine.groups.protocol import (
     SyncGroupRequest,
 )
 from coordkit.engine.groups.timing import wait_on_clock
-from coordkit.engine.groups.topic_metadata import MetadataSnapshot, TopicMetadataWatch
+from coordkit.engine.groups.topic_metadata import LeaderMetadata
 from coordkit.engine.replication import ReplicationModel
-from coordkit.errors import StoreError
-from coordkit.model import TopicPartition, validate_topic_name
+from coordkit.model import TopicPartition
 from coordkit.offsets import OffsetAndMetadata
-from coordkit.plugins import get_plugin_manager
 
 if TYPE_CHECKING:
     from coordkit.engine.groups.coordinator import GroupCoordinator
@@ -97,68 +95,6 @@ class ConsumerState(enum.Enum):
     CLOSED = "closed"
     CRASHED = "crashed"
     FAILED = "failed"  # stopped on a fatal error (see Consumer.error)
-
-
-def _names(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
-
-
-def _topic_names(value: Iterable[str]) -> tuple[str, ...]:
-    """Subscribed topics in the given order, each once; raises ``ValueError`` naming a bad one."""
-    if isinstance(value, str):
-        raise ValueError(f"topics: give a list of topic names, not the string {value!r}")
-    topics = tuple(dict.fromkeys(value))
-    if not topics:
-        raise ValueError("topics: give at least one topic")
-    for topic in topics:
-        try:
-            validate_topic_name(topic)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"topics: {topic!r} is not a valid topic name: {exc}") from None
-    return topics
-
-
-def _known_assignors(_: object, attribute: object, value: tuple[str, ...]) -> None:
-    if not value:
-        raise ValueError("assignors: give at least one assignor name")
-    manager = get_plugin_manager()
-    for name in value:
-        manager.assignor(name)  # raises UnknownNameError listing the registered ones
-
-
-@frozen
-class ConsumerConfig:
-    """A consumer's settings (Kafka's names; times in seconds).
-
-    :param assignors: ``partition.assignment.strategy``, most preferred first.
-    :param group_instance_id: ``group.instance.id`` (static membership).
-    :param session_timeout: ``session.timeout.ms``.
-    :param heartbeat_interval: ``heartbeat.interval.ms`` (below the session timeout).
-    :param rebalance_timeout: ``max.poll.interval.ms``, the rebalance timeout it joins with.
-    :param retry_backoff: ``retry.backoff.ms``.
-    :param metadata_max_age: ``metadata.max.age.ms``: how often the group leader re-reads the
-        partition counts of the group's topics even without a watch event (the safety net).
-    """
-
-    group_id: str = field(validator=validators.min_len(1))
-    topics: tuple[str, ...] = field(converter=_topic_names, validator=validators.min_len(1))
-    assignors: tuple[str, ...] = field(
-        default=("range",), converter=_names, validator=_known_assignors
-    )
-    group_instance_id: str | None = None
-    session_timeout: float = field(default=10.0, validator=validators.gt(0.0))
-    heartbeat_interval: float = field(default=3.0, validator=validators.gt(0.0))
-    rebalance_timeout: float = field(default=60.0, validator=validators.gt(0.0))
-    client_id: str = ""
-    retry_backoff: float = field(default=0.05, validator=validators.gt(0.0))
-    metadata_max_age: float = field(default=300.0, validator=validators.gt(0.0))
-
-    def __attrs_post_init__(self) -> None:
-        if self.heartbeat_interval >= self.session_timeout:
-            raise ValueError(
-                f"heartbeat_interval ({self.heartbeat_interval}s) must be below session_timeout "
-                f"({self.session_timeout}s)"
-            )
 
 
 class _Fatal(Exception):
@@ -206,9 +142,12 @@ class Consumer:
         self._prepared = False  # eager revoke done for the coming join
         self._joined_topics: tuple[str, ...] | None = None  # the subscription of the last join
         # Leader only: the metadata its assignment was computed from, and what it is compared to.
-        self._assignment_snapshot: MetadataSnapshot | None = None
-        self._metadata_watch: TopicMetadataWatch | None = None
-        self._next_metadata_refresh = 0.0
+        self._metadata = LeaderMetadata(
+            f"group {config.group_id!r}: leader {self.client_id}",
+            clock,
+            config.metadata_max_age,
+            self._wakeup.set,
+        )
         self._state = ConsumerState.JOINING
         self._broker_turn = itertools.count()
         self.error: ConsumerError | None = None
@@ -361,7 +300,7 @@ class Consumer:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
-        self._drop_metadata_watch()
+        self._metadata.drop_watch()
         return True
 
     # -- the heartbeat thread ------------------------------------------------------------------
@@ -375,7 +314,8 @@ class Consumer:
                     self._join()
                 else:
                     self._heartbeat()
-                    self._track_metadata()
+                    if self._metadata.track(self._coordinator):
+                        self._rejoin = True
                     wait_on_clock(self._clock, self.config.heartbeat_interval, self._wakeup)
                     self._wakeup.clear()  # what woke it is re-read by _rejoin_needed
             except _Fatal as exc:
@@ -388,7 +328,7 @@ class Consumer:
 
     def _fail(self, error: ConsumerError) -> None:
         log.warning("%s", error)
-        self._drop_metadata_watch()
+        self._metadata.drop_watch()
         self._release(self.assignment(), lost=True)
         with self._lock:
             self.error = error
@@ -465,12 +405,11 @@ class Consumer:
         assignments: dict[str, frozenset[TopicPartition]] = {}
         counts: dict[str, int] = {}
         if not joined.is_leader:
-            self._assignment_snapshot = None
-            self._drop_metadata_watch()
+            self._metadata.forget()
         elif joined.skip_assignment:
             # A static leader back without a rebalance keeps the assignment it cannot recompute
             # (KIP-814) but watches the group's topics from now on.
-            self._snapshot_metadata(coordinator, self._group_topics(joined), None)
+            self._metadata.remember(coordinator, self._group_topics(joined), None)
         else:
             assignments, counts = self._lead(coordinator, joined)
         synced = self._await(
@@ -497,7 +436,7 @@ class Consumer:
     ) -> tuple[dict[str, frozenset[TopicPartition]], dict[str, int]]:
         topics = self._group_topics(joined)
         counts = coordinator.topic_partitions(topics)
-        self._snapshot_metadata(coordinator, topics, counts)
+        self._metadata.remember(coordinator, topics, counts)
         assert joined.protocol is not None
         # Kafka's leader decides by its own configuration: members of a group configure the same
         # assignors, and the coordinator refuses members that share no protocol.
@@ -517,75 +456,11 @@ class Consumer:
         if joined is not None and joined != topics:
             log.info("consumer %s rejoins: subscription changed to %s", self.client_id, topics)
             return True
-        snapshot, watch = self._assignment_snapshot, self._metadata_watch
-        if snapshot is None or watch is None or watch.topics != snapshot.topics:
-            return False
-        current = watch.current()
-        return current is not None and self._metadata_changed(snapshot, current)
-
-    def _metadata_changed(self, snapshot: MetadataSnapshot, current: MetadataSnapshot) -> bool:
-        if snapshot.matches(current):
-            return False
-        log.info(
-            "group %r: leader %s rejoins: %s",
-            self.group_id,
-            self.client_id,
-            "; ".join(snapshot.changes(current)),
-        )
-        return True
+        return self._metadata.watched_change()
 
     @staticmethod
     def _group_topics(joined: JoinGroupResponse) -> list[str]:
         return sorted({t for m in joined.members for t in m.subscription.topics})
-
-    def _snapshot_metadata(
-        self, coordinator: GroupCoordinator, topics: list[str], counts: dict[str, int] | None
-    ) -> None:
-        """Remember the metadata the leader's assignment is computed from (read now when not
-        given)."""
-        if counts is None:
-            try:
-                counts = coordinator.topic_partitions(topics)
-            except StoreError as exc:
-                log.debug("consumer %s: metadata read failed: %s", self.client_id, exc)
-                counts = {}
-        self._assignment_snapshot = MetadataSnapshot.of(topics, counts)
-        self._next_metadata_refresh = self._clock.monotonic() + self.config.metadata_max_age
-
-    def _track_metadata(self) -> None:
-        """As leader: keep watching the group's topics through the current coordinator, and
-        re-read their counts every ``metadata_max_age`` in case a watch missed something."""
-        snapshot, coordinator = self._assignment_snapshot, self._coordinator
-        if snapshot is None or coordinator is None:
-            self._drop_metadata_watch()
-            return
-        watch = self._metadata_watch
-        if watch is None or watch.store is not coordinator.store or watch.topics != snapshot.topics:
-            # A new term as leader, new topics, or the coordinator moved (the old broker's session
-            # and its watches may be gone).
-            self._drop_metadata_watch()
-            try:
-                self._metadata_watch = coordinator.watch_topic_metadata(
-                    snapshot.topics, self._wakeup.set
-                )
-            except StoreError as exc:
-                log.debug("consumer %s: cannot watch topics: %s", self.client_id, exc)
-        now = self._clock.monotonic()
-        if now < self._next_metadata_refresh:
-            return
-        self._next_metadata_refresh = now + self.config.metadata_max_age
-        try:
-            counts = coordinator.topic_partitions(sorted(snapshot.topics))
-        except StoreError as exc:
-            log.debug("consumer %s: metadata refresh failed: %s", self.client_id, exc)
-            return
-        if self._metadata_changed(snapshot, MetadataSnapshot.of(snapshot.topics, counts)):
-            self._rejoin = True
-
-    def _drop_metadata_watch(self) -> None:
-        watch, self._metadata_watch = self._metadata_watch, None
-        if watch is not None:
-            watch.cancel()
 
     # -- applying an assignment ----------------------------------------------------------------
 

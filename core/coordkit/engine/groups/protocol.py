@@ -12,6 +12,7 @@ first JoinGroup response (no MEMBER_ID_REQUIRED round trip, KIP-394).
 
 from __future__ import annotations
 
+import concurrent.futures
 import enum
 from collections.abc import Iterable, Mapping
 
@@ -306,3 +307,22 @@ class GroupDescription:
             if member.member_id == member_id:
                 return member
         raise KeyError(f"group {self.group_id!r} has no member {member_id!r}")
+
+
+#: JoinGroup and SyncGroup are long polls: their answers come as futures.
+JoinFuture = concurrent.futures.Future[JoinGroupResponse]
+SyncFuture = concurrent.futures.Future[SyncGroupResponse]
+
+
+def join_done(response: JoinGroupResponse) -> JoinFuture:
+    """A JoinGroup answer available at once (an error, or a retried join)."""
+    future: JoinFuture = concurrent.futures.Future()
+    future.set_result(response)
+    return future
+
+
+def sync_done(response: SyncGroupResponse) -> SyncFuture:
+    """A SyncGroup answer available at once."""
+    future: SyncFuture = concurrent.futures.Future()
+    future.set_result(response)
+    return future

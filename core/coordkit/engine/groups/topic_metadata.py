@@ -16,6 +16,7 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from attrs import field, frozen
 
@@ -23,6 +24,10 @@ from coordkit import layout
 from coordkit.engine import states
 from coordkit.errors import LayoutError, StoreError
 from coordkit.store import DataEvent, MetadataStore, Watch
+
+if TYPE_CHECKING:
+    from coordkit.clock import Clock
+    from coordkit.engine.groups.coordinator import GroupCoordinator
 
 log = logging.getLogger("coordkit.engine.groups")
 
@@ -135,3 +140,87 @@ class TopicMetadataWatch:
 
     def __repr__(self) -> str:
         return f"<TopicMetadataWatch {sorted(self.topics)}>"
+
+
+class LeaderMetadata:
+    """What a group leader's assignment was computed from, and whether it still holds: the
+    group's topics are watched through the current coordinator's session and re-read every
+    ``metadata.max.age.ms`` in case a watch missed something (Kafka's leader rejoins when the
+    partition count of a subscribed topic changes).
+
+    :param owner: names the leader in log lines.
+    :param wakeup: called (on the watching session's event thread) when a watched topic changes.
+    """
+
+    def __init__(self, owner: str, clock: Clock, max_age: float, wakeup: Callable[[], object]):
+        self.owner = owner
+        self.clock = clock
+        self.max_age = max_age
+        self._wakeup = wakeup
+        self.snapshot: MetadataSnapshot | None = None
+        self._watch: TopicMetadataWatch | None = None
+        self._next_refresh = 0.0
+
+    def remember(
+        self, coordinator: GroupCoordinator, topics: list[str], counts: dict[str, int] | None
+    ) -> None:
+        """The metadata an assignment is computed from (read now when ``counts`` is None)."""
+        if counts is None:
+            try:
+                counts = coordinator.topic_partitions(topics)
+            except StoreError as exc:
+                log.debug("%s: metadata read failed: %s", self.owner, exc)
+                counts = {}
+        self.snapshot = MetadataSnapshot.of(topics, counts)
+        self._next_refresh = self.clock.monotonic() + self.max_age
+
+    def forget(self) -> None:
+        """No longer the leader."""
+        self.snapshot = None
+        self.drop_watch()
+
+    def watched_change(self) -> bool:
+        """Whether the watch saw the metadata differ from the remembered snapshot."""
+        snapshot, watch = self.snapshot, self._watch
+        if snapshot is None or watch is None or watch.topics != snapshot.topics:
+            return False
+        current = watch.current()
+        return current is not None and self._changed(snapshot, current)
+
+    def track(self, coordinator: GroupCoordinator | None) -> bool:
+        """Keep watching through ``coordinator`` and re-read every ``max_age``; ``True`` when the
+        re-read found the metadata changed (the leader must rejoin)."""
+        snapshot = self.snapshot
+        if snapshot is None or coordinator is None:
+            self.drop_watch()
+            return False
+        watch = self._watch
+        if watch is None or watch.store is not coordinator.store or watch.topics != snapshot.topics:
+            # A new term as leader, new topics, or the coordinator moved (the old broker's session
+            # and its watches may be gone).
+            self.drop_watch()
+            try:
+                self._watch = coordinator.watch_topic_metadata(snapshot.topics, self._wakeup)
+            except StoreError as exc:
+                log.debug("%s: cannot watch topics: %s", self.owner, exc)
+        now = self.clock.monotonic()
+        if now < self._next_refresh:
+            return False
+        self._next_refresh = now + self.max_age
+        try:
+            counts = coordinator.topic_partitions(sorted(snapshot.topics))
+        except StoreError as exc:
+            log.debug("%s: metadata refresh failed: %s", self.owner, exc)
+            return False
+        return self._changed(snapshot, MetadataSnapshot.of(snapshot.topics, counts))
+
+    def drop_watch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+
+    def _changed(self, snapshot: MetadataSnapshot, current: MetadataSnapshot) -> bool:
+        if snapshot.matches(current):
+            return False
+        log.info("%s rejoins: %s", self.owner, "; ".join(snapshot.changes(current)))
+        return True
