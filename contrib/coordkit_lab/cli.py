@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -22,21 +23,57 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
+from coordkit.cli.numbers import MAX_INT64, Integer
+from coordkit.cli.tables import Column, FittedTable, Kind, output_console
+from coordkit.errors import UnknownNameError
 from coordkit.plugins import get_plugin_manager
+from coordkit.terminal import markup
 from coordkit_lab.report import load_report, print_report
 from coordkit_lab.scenarios import DEFAULT_SEED, PRESETS, expand, get_preset, split_names
 from coordkit_lab.spark import DEFAULT_ENGINE, DEFAULT_MASTER, ENGINES, is_local_master
 
+#: Seeds per parameter set, and Spark tasks, a run may ask for.
+MAX_REPLICATES = 1_000
+MAX_TASKS = 100_000
+
 
 def _console() -> Console:
     """A console; when output is not a terminal, wide enough for the key table (not 80)."""
-    console = Console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(width=160)
-    return console
+    return output_console(width_when_not_a_terminal=160)
+
+
+def check_out_directory(out: Path) -> None:
+    """Refuse ``--out`` unless it is, or can be made, a directory this process can write in,
+    before anything starts; the check leaves nothing behind."""
+    try:
+        _check_out_directory(out)
+    except OSError as exc:  # a name too long, a loop of links, ...
+        raise click.BadParameter(f"{out}: {exc.strerror or exc}", param_hint="--out") from None
+
+
+def _check_out_directory(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{out}: exists and is not a directory", param_hint="--out")
+    existing = out
+    while not existing.exists():
+        parent = existing.parent
+        if parent == existing:
+            break
+        existing = parent
+    if not existing.is_dir():
+        raise click.BadParameter(
+            f"{out}: {existing} is a file, not a directory", param_hint="--out"
+        )
+    try:
+        probe = tempfile.mkdtemp(prefix=".coordkit-lab-probe-", dir=existing)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise click.BadParameter(
+            f"{out}: cannot create a directory in {existing} ({exc.strerror or exc})",
+            param_hint="--out",
+        ) from None
 
 
 @click.group("lab")
@@ -50,26 +87,45 @@ def list_command() -> None:
     manager = get_plugin_manager()
     console = _console()
 
-    workloads = Table(title="workloads (coordkit_register_workloads)")
-    for column in ("name", "kind", "strategies", "parameters (defaults)", "description"):
-        workloads.add_column(column)
-    for reg in manager.workloads:
-        w = reg.value
-        defaults = ", ".join(f"{k}={v}" for k, v in w.defaults.items())
-        workloads.add_row(w.name, w.kind, w.strategy_kind, defaults, w.description)
-    console.print(workloads)
-
-    metrics = Table(title="metrics (coordkit_register_metrics)")
-    for column in ("name", "unit", "better", "kinds", "description"):
-        metrics.add_column(column)
-    for reg in manager.metrics:
-        m = reg.value
-        metrics.add_row(m.name, m.unit, m.better, ", ".join(m.kinds), m.description)
-    console.print(metrics)
-
-    strategies = Table(title="strategies (by the kind of workload that runs them)")
-    for column in ("kind", "name", "details", "plugin"):
-        strategies.add_column(column)
+    console.print(
+        FittedTable(
+            [
+                Column("name"),
+                Column("kind"),
+                Column("strategies"),
+                Column("parameters (defaults)", Kind.TEXT),
+                Column("description", Kind.TEXT),
+            ],
+            [
+                [
+                    w.name,
+                    w.kind,
+                    w.strategy_kind,
+                    ", ".join(f"{k}={v}" for k, v in w.defaults.items()),
+                    w.description,
+                ]
+                for w in (reg.value for reg in manager.workloads)
+            ],
+            title="workloads (coordkit_register_workloads)",
+        )
+    )
+    console.print(
+        FittedTable(
+            [
+                Column("name"),
+                Column("unit"),
+                Column("better"),
+                Column("kinds", Kind.TEXT),
+                Column("description", Kind.TEXT),
+            ],
+            [
+                [m.name, m.unit, m.better, ", ".join(m.kinds), m.description]
+                for m in (reg.value for reg in manager.metrics)
+            ],
+            title="metrics (coordkit_register_metrics)",
+        )
+    )
+    rows = []
     kinds = sorted({reg.value.strategy_kind for reg in manager.workloads})
     for kind in kinds:
         workload = next(r.value for r in manager.workloads if r.value.strategy_kind == kind)
@@ -80,19 +136,29 @@ def list_command() -> None:
                 protocols = getattr(registration.value, "protocols", ())
                 details = "protocols: " + ", ".join(p.value for p in protocols)
                 plugin = registration.plugin
-            strategies.add_row(kind, name, details, plugin)
-    console.print(strategies)
-
-    presets = Table(title="presets (coordkit lab run --preset NAME)")
-    for column in ("name", "scenarios", "description"):
-        presets.add_column(column)
+            rows.append([kind, name, details, plugin])
+    console.print(
+        FittedTable(
+            [Column("kind"), Column("name"), Column("details", Kind.TEXT), Column("plugin")],
+            rows,
+            title="strategies (by the kind of workload that runs them)",
+            keys=2,
+        )
+    )
+    rows = []
     for preset in PRESETS.values():
         try:
-            count = str(len(expand(preset, manager)))
+            count = f"{len(expand(preset, manager)):,}"
         except Exception as exc:  # a broken plugin must not hide the listing
             count = f"? ({type(exc).__name__})"
-        presets.add_row(preset.name, count, preset.description)
-    console.print(presets)
+        rows.append([preset.name, count, preset.description])
+    console.print(
+        FittedTable(
+            [Column("name"), Column("scenarios", Kind.NUMBER), Column("description", Kind.TEXT)],
+            rows,
+            title="presets (coordkit lab run --preset NAME)",
+        )
+    )
 
 
 class _TasksColumn(ProgressColumn):
@@ -159,16 +225,19 @@ def _progress_bar(console: Console) -> Progress:
 )
 @click.option(
     "--seed",
-    type=int,
+    type=Integer(0, MAX_INT64),
     default=DEFAULT_SEED,
     show_default=True,
     help="the run's seed; every scenario's seed derives from it",
 )
 @click.option(
-    "--replicates", type=click.IntRange(min=1), default=None, help="seeds per parameter set"
+    "--replicates",
+    type=Integer(1, MAX_REPLICATES),
+    default=None,
+    help="seeds per parameter set",
 )
 @click.option("--engine", type=click.Choice(ENGINES), default=DEFAULT_ENGINE, hidden=True)
-@click.option("--tasks", type=click.IntRange(min=1), default=None, hidden=True)
+@click.option("--tasks", type=Integer(1, MAX_TASKS), default=None, hidden=True)
 def run_command(
     preset: str,
     strategies: tuple[str, ...],
@@ -186,17 +255,24 @@ def run_command(
     from coordkit_lab.spark import require_pyspark
 
     require_pyspark()
+    check_out_directory(out)
     console = _console()
     manager = get_plugin_manager()
     chosen = get_preset(preset)
-    specs = expand(
-        chosen,
-        manager,
-        seed=seed,
-        strategies=split_names(strategies),
-        workloads=split_names(workloads),
-        replicates=replicates,
-    )
+    try:
+        specs = expand(
+            chosen,
+            manager,
+            seed=seed,
+            strategies=split_names(strategies),
+            workloads=split_names(workloads),
+            replicates=replicates,
+        )
+    except UnknownNameError as exc:
+        option = {"strategy": "'--strategies' / '-s'", "workload": "'--workloads' / '-w'"}
+        if exc.kind not in option:
+            raise
+        raise click.BadParameter(str(exc), param_hint=option[exc.kind]) from None
     workload_names = sorted({s.workload for s in specs})
     strategy_names = sorted({s.strategy for s in specs})
     console.print(
@@ -205,8 +281,9 @@ def run_command(
     )
     if master is not None and not is_local_master(master) and parquet is None:
         console.print(
-            f"[yellow]note[/]: on {master} executors write the raw Parquet; {out} must be a "
-            "directory every node sees, or pass --parquet hdfs://... / s3a://..."
+            f"[yellow]note[/]: on {markup(master)} executors write the raw Parquet; "
+            f"{markup(out)} must be a directory every node sees, or pass --parquet hdfs://... / "
+            "s3a://..."
         )
     progress = _progress_bar(console)
     with progress:
@@ -214,7 +291,7 @@ def run_command(
 
         def on_started(spark: object) -> None:
             sc = spark.sparkContext  # type: ignore[attr-defined]
-            progress.update(bar, description=f"scenarios on {sc.master}")
+            progress.update(bar, description=f"scenarios on {markup(sc.master)}")
 
         def on_progress(done: int, total: int) -> None:
             progress.update(bar, completed=done, total=total)
@@ -238,11 +315,13 @@ def run_command(
     print_report(result.data, console)
     run = result.data["run"]
     console.print(
-        f"{run['scenarios']} scenarios in {run['wall_seconds']:.1f} s "
-        f"({run['run_seconds']:.1f} s running them on {run['master']})"
+        f"{run['scenarios']:,} scenarios in {run['wall_seconds']:.1f} s "
+        f"({run['run_seconds']:.1f} s running them on {markup(run['master'])})"
     )
-    console.print(f"Report: [bold]{result.page}[/]")
-    console.print(f"Parquet: {result.parquet}/raw (every row), {result.parquet}/aggregates")
+    console.print(f"Report: [bold]{markup(result.page)}[/]")
+    console.print(
+        f"Parquet: {markup(result.parquet)}/raw (every row), {markup(result.parquet)}/aggregates"
+    )
     if result.failed:
         console.print(f"[bold red]{result.failed} scenario(s) failed[/] (listed in the report)")
         sys.exit(1)
@@ -258,13 +337,14 @@ def show_command(directory: Path) -> None:
     console = _console()
     run = data.get("run", {})
     console.print(
-        f"[bold]coordkit lab[/] run of {run.get('started', '?')}: preset {run.get('preset', '?')}, "
-        f"{run.get('scenarios', '?')} scenarios, seed {run.get('seed', '?')}"
+        f"[bold]coordkit lab[/] run of {markup(run.get('started', '?'))}: preset "
+        f"{markup(run.get('preset', '?'))}, {markup(run.get('scenarios', '?'))} scenarios, seed "
+        f"{markup(run.get('seed', '?'))}"
     )
     print_report(data, console)
     page = directory / "index.html"
     if page.is_file():
-        console.print(f"Report: [bold]{page.resolve()}[/]")
+        console.print(f"Report: [bold]{markup(page.resolve())}[/]")
 
 
 @lab.command("package")

@@ -14,13 +14,16 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from coordkit import jsontext
+from coordkit.cli.tables import Column, FittedTable, Kind, abbreviations
+from coordkit.terminal import markup
 from coordkit_lab import charts
 from coordkit_lab.analysis import (
     REFERENCE_METRICS,
@@ -67,59 +70,175 @@ def build_report_data(
 
 
 def load_report(directory: Path) -> ReportData:
+    """``DIRECTORY/summary.json`` read back and checked (:func:`check_report_data`).
+
+    :raises LabError: no summary there, or one that is not a lab summary: the message names the
+        file and the field.
+    """
     path = directory / SUMMARY_FILE
-    if not path.is_file():
-        raise LabError(
-            f"{directory}: no {SUMMARY_FILE} here; `coordkit lab run --out {directory}` writes one"
-        )
     try:
-        data: ReportData = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
+        if not path.is_file():
+            raise LabError(
+                f"{directory}: no {SUMMARY_FILE} here; `coordkit lab run --out {directory}` "
+                "writes one"
+            )
+        if path.stat().st_size > jsontext.MAX_BYTES:
+            raise LabError(f"{path}: not a lab summary (larger than {jsontext.MAX_BYTES:,} bytes)")
+        data = jsontext.loads(path.read_bytes())
+    except jsontext.JSONTextError as exc:
         raise LabError(f"{path}: not a lab summary ({exc})") from None
-    if not isinstance(data, dict) or "tables" not in data or "metrics" not in data:
-        raise LabError(f"{path}: not a lab summary (no tables)")
-    return data
+    except OSError as exc:
+        raise LabError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return check_report_data(data, str(path))
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _expect(where: str, field: str, value: object, ok: bool, what: str) -> None:
+    if not ok:
+        raise LabError(f"{where}: {field}: expected {what}, got {_kind(value)}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: The fields ``coordkit lab show`` reads from each table's rows: name → (field, kind).
+_ROW_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "summary": (("workload", "str"), ("strategy", "str"), ("metric", "str"), ("mean", "num?")),
+    "scaling": (
+        ("workload", "str"),
+        ("strategy", "str"),
+        ("metric", "str"),
+        ("partitions", "int?"),
+        ("mean", "num?"),
+    ),
+    "cases": (
+        ("workload", "str"),
+        ("strategy", "str"),
+        ("params", "str"),
+        ("metric", "str"),
+        ("mean", "num?"),
+    ),
+    "errors": (("workload", "str"), ("strategy", "str"), ("params", "str"), ("error", "str")),
+}
+_KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "num?": (lambda v: v is None or _is_number(v), "a number or null"),
+    "int?": (
+        lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+        "a whole number >= 0 or null",
+    ),
+}
+
+
+def check_report_data(data: Any, where: str = SUMMARY_FILE) -> ReportData:
+    """``data`` if it has the shape of a lab summary (what the report and ``coordkit lab show``
+    read), else :class:`LabError` naming ``where`` and the field."""
+    _expect(where, "the document", data, isinstance(data, dict), "an object")
+    version = data.get("format", FORMAT_VERSION)
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise LabError(f"{where}: format: {version!r} is not a summary format this lab reads")
+    for key in ("run", "metrics", "tables"):
+        if key not in data and key != "run":
+            raise LabError(f"{where}: {key}: missing (not a lab summary)")
+        _expect(where, key, data.get(key, {}), isinstance(data.get(key, {}), dict), "an object")
+    for name, info in data["metrics"].items():
+        field = f"metrics.{name}"
+        _expect(where, field, info, isinstance(info, dict), "an object")
+        _expect(
+            where, f"{field}.unit", info.get("unit"), isinstance(info.get("unit"), str), "a string"
+        )
+        better = info.get("better")
+        if better not in ("lower", "higher"):
+            raise LabError(
+                f"{where}: {field}.better: expected 'lower' or 'higher', got {_kind(better)}"
+            )
+        for optional in ("headline", "description"):
+            value = info.get(optional)
+            _expect(
+                where,
+                f"{field}.{optional}",
+                value,
+                value is None or isinstance(value, str),
+                "a string or null",
+            )
+    for table, rows in data["tables"].items():
+        _expect(where, f"tables.{table}", rows, isinstance(rows, list), "a list of rows")
+        fields = _ROW_FIELDS.get(table, ())
+        for index, row in enumerate(rows):
+            field = f"tables.{table}[{index}]"
+            _expect(where, field, row, isinstance(row, dict), "an object")
+            for name, kind in fields:
+                check, what = _KINDS[kind]
+                if name not in row:
+                    raise LabError(f"{where}: {field}.{name}: missing")
+                _expect(where, f"{field}.{name}", row[name], check(row[name]), what)
+            if table in ("summary", "scaling") and row["metric"] not in data["metrics"]:
+                raise LabError(
+                    f"{where}: {field}.metric: {row['metric']!r} is not described under metrics"
+                )
+    checked: ReportData = data
+    return checked
 
 
 # -- terminal --------------------------------------------------------------------------------------
 
 
-def key_table(data: ReportData) -> Table:
-    """The key table: mean of each key metric per workload and strategy, best in bold green."""
+def key_table(data: ReportData) -> FittedTable:
+    """The key table: mean of each key metric per workload and strategy, best in bold green.
+
+    Metric columns carry abbreviated headers (with a legend) for narrow terminals; a value is
+    never cut."""
     by_workload = means(data)
     columns = key_metrics(data)
-    table = Table(title="coordkit lab: mean per rebalance (best per workload in bold green)")
-    table.add_column("workload")
-    table.add_column("strategy")
+    short = abbreviations(columns)
+    table_columns = [Column("workload"), Column("strategy")]
     for metric in columns:
         info = data["metrics"][metric]
         arrow = "↓" if info["better"] == "lower" else "↑"
-        table.add_column(f"{metric}\n{info['unit']} {arrow}", justify="right")
+        table_columns.append(
+            Column(f"{metric}\n{info['unit']} {arrow}", Kind.NUMBER, f"{short[metric]} {arrow}")
+        )
+    rows: list[list[str | Text]] = []
     for workload in sorted(by_workload):
         strategies = sorted({s for m in by_workload[workload].values() for s in m})
         best = {m: winners(by_workload[workload].get(m, {}), m, data) for m in columns}
-        for i, strategy in enumerate(strategies):
-            cells = []
+        for strategy in strategies:
+            cells: list[str | Text] = [workload, strategy]
             for metric in columns:
                 value = by_workload[workload].get(metric, {}).get(strategy)
                 text = fmt(value, data["metrics"][metric]["unit"])
-                if strategy in best[metric]:
-                    text = f"[bold green]{text}[/]"
-                cells.append(text)
-            table.add_row(
-                workload if i == 0 else "", strategy, *cells, end_section=i == len(strategies) - 1
-            )
-    return table
+                cells.append(Text(text, style="bold green") if strategy in best[metric] else text)
+            rows.append(cells)
+    return FittedTable(
+        table_columns,
+        rows,
+        title="coordkit lab: mean per rebalance (best per workload in bold green)",
+        keys=2,
+        sections=True,
+    )
 
 
 def print_report(data: ReportData, console: Console | None = None) -> None:
-    """The key table, the verdicts and any failures, in the terminal."""
+    """The key table, the verdicts and any failures, in the terminal (every name from the
+    summary shown as it is, control characters made visible)."""
     console = console or Console()
     console.print(key_table(data))
     overall = [v for v in verdicts(data) if v.workload == "overall"]
     for verdict in overall:
         console.print(
-            f"[bold]{verdict.question}[/] {', '.join(verdict.strategies)} "
+            f"[bold]{markup(verdict.question)}[/] {markup(', '.join(verdict.strategies))} "
             f"(mean rank {fmt(verdict.value, 'ratio')} over workloads)"
         )
     scales = best_scaling(data)
@@ -127,17 +246,19 @@ def print_report(data: ReportData, console: Console | None = None) -> None:
         best, others = scales
         quickest = min(others, key=lambda s: s.largest_ms)
         console.print(
-            f"[bold]Which scales best?[/] {best.strategy} on {best.workload} "
+            f"[bold]Which scales best?[/] {markup(best.strategy)} on {markup(best.workload)} "
             f"(time ∝ partitions^{best.exponent:.2f}; "
-            + ", ".join(f"{s.strategy} ^{s.exponent:.2f}" for s in others if s is not best)
-            + f"); fastest at {quickest.largest:,} partitions: {quickest.strategy} "
+            + ", ".join(f"{markup(s.strategy)} ^{s.exponent:.2f}" for s in others if s is not best)
+            + f"); fastest at {quickest.largest:,} partitions: {markup(quickest.strategy)} "
             f"({fmt(quickest.largest_ms, 'ms')} ms)"
         )
     errors = data["tables"].get("errors", [])
     if errors:
         console.print(f"[bold red]{len(errors)} scenario(s) failed[/]; first failures:")
         for row in errors[:5]:
-            console.print(f"  {row['workload']} / {row['strategy']}: {row['error']}")
+            console.print(
+                f"  {markup(row['workload'])} / {markup(row['strategy'])}: {markup(row['error'])}"
+            )
 
 
 # -- HTML ------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -193,17 +194,16 @@ def create_session(
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
+    log_start = log.stat().st_size if log is not None and log.is_file() else 0
     try:
         with _jvm_output_to(log):
             spark = builder.getOrCreate()
     except Exception as exc:
-        tail = ""
-        if log is not None and log.is_file():
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+        output = _jvm_output(log, log_start)
         raise SparkStartError(
-            f"Spark did not start on master {master or '(spark-submit)'}: {exc}. Spark needs "
-            f"Java 17 or later (apt-get install openjdk-17-jre-headless)"
-            + (f"; the end of {log}:\n{tail}" if tail else "")
+            f"Spark did not start on master {master or '(spark-submit)'}: "
+            + start_failure(exc, output)
+            + (f" (the JVM's output: {log})" if log is not None else "")
         ) from exc
     spark.sparkContext.setLogLevel("ERROR")
     actual = spark.sparkContext.master
@@ -211,6 +211,48 @@ def create_session(
         archive = build_code_zip(Path(tempfile.mkdtemp(prefix="coordkit-lab-")) / "coordkit.zip")
         spark.sparkContext.addPyFile(str(archive))
     return spark
+
+
+#: What Spark's launcher prints when it refuses a setting: its exception, or an ``Error:`` line.
+_REFUSAL = re.compile(r'(?:Exception in thread "main" |^Error: )(.+)')
+#: What the shell prints when there is no ``java`` to run, and what an old Java throws.
+_NO_JAVA = re.compile(r"java: (?:No such file or directory|not found|Permission denied)")
+_OLD_JAVA = "UnsupportedClassVersionError"
+JAVA_HINT = "Spark needs Java 17 or later (apt-get install openjdk-17-jre-headless)"
+
+
+def _jvm_output(log: Path | None, start: int) -> list[str]:
+    """The lines the JVM wrote to ``log`` from byte ``start`` on (this attempt's, not earlier
+    runs'), tabs as spaces."""
+    if log is None or not log.is_file():
+        return []
+    with open(log, "rb") as source:
+        source.seek(start)
+        text = source.read().decode(errors="replace")
+    return [line.replace("\t", "    ").strip() for line in text.splitlines() if line.strip()]
+
+
+def start_failure(exc: BaseException, output: Sequence[str]) -> str:
+    """Why a Spark session did not start, in one line: what Spark refused (a master URL, a
+    setting), or that there is no usable Java (then the line that says so), else the error."""
+    java_lines = [line for line in output if _NO_JAVA.search(line)]
+    if java_lines:
+        return f"{JAVA_HINT}; {java_lines[0]}"
+    lines = [*output, *str(exc).splitlines()]
+    for line in lines:
+        refused = _REFUSAL.search(line)
+        if refused is not None:
+            if _OLD_JAVA in line:
+                return f"{JAVA_HINT}; {refused.group(1)}"
+            return f"Spark refused it: {refused.group(1)}"
+    # A Java exception in the py4j error text: ": org.apache.spark.SparkException: ..."
+    for line in str(exc).splitlines():
+        if line.startswith(": ") and "Exception" in line:
+            return f"Spark refused it: {line[2:]}"
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), repr(exc))
+    if "Java gateway" in first or "JAVA_GATEWAY" in first:
+        return f"{first.rstrip('.')}. {JAVA_HINT}"
+    return first
 
 
 # -- the engines (module-level so executors import them by reference) ---------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -29,6 +30,22 @@ DEFAULT_GENERATION = -1
 class RebalanceProtocol(enum.Enum):
     EAGER = "eager"  # every member revokes everything, then rejoins
     COOPERATIVE = "cooperative"  # members revoke only what moves; moved partitions wait a round
+
+
+def load_balance(member_loads: Iterable[float]) -> float | None:
+    """How unevenly load is spread: the most loaded member's load over the mean (1.0 is even).
+
+    ``None`` when there is no member, no load, or a load that is not a finite non-negative
+    number. Loads are divided by the largest before they are summed, so loads near the float limit
+    (two members of ``1e308`` each) neither overflow the sum nor turn the ratio into ``0.0``.
+    """
+    loads = [float(x) for x in member_loads]
+    if not loads or not all(math.isfinite(x) and x >= 0 for x in loads):
+        return None
+    largest = max(loads)
+    if largest == 0:
+        return None
+    return len(loads) / math.fsum(x / largest for x in loads)
 
 
 def java_string_key(text: str) -> bytes:

@@ -10,6 +10,9 @@ Input (what ``coordkit assign`` reads)::
 Every member field but ``topics`` is optional. Invalid input raises
 :class:`~coordkit.errors.AssignmentInputError` whose message starts with the JSON path of the
 offending field, e.g. ``members.C0.owned[1]: partition t0-7 does not exist (t0 has 3 partitions)``.
+The input is bounded before anything is allocated for it: its size and nesting (through
+:mod:`coordkit.jsontext`), and the partitions of all topics together (``max_partitions``, checked
+before an assignor or the summary allocates per partition; :class:`AssignmentTooLargeError`).
 Parsing lives here, not in the model: :mod:`coordkit.assignment` stays free of input concerns.
 """
 
@@ -17,12 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from attrs import frozen
 
+from coordkit import jsontext
 from coordkit.assignment import (
     DEFAULT_GENERATION,
     GroupAssignment,
@@ -30,12 +35,35 @@ from coordkit.assignment import (
     MemberSubscription,
     PartitionSpace,
     TopicMetadata,
+    load_balance,
 )
 from coordkit.errors import AssignmentInputError
+from coordkit.paths import numeric_name
 
 TOP_LEVEL_FIELDS = ("topics", "members")
 TOPIC_FIELDS = ("partitions", "replica_racks", "loads")
 MEMBER_FIELDS = ("topics", "instance_id", "owned", "generation", "rack")
+
+#: The most partitions (all topics together) an input may describe unless the caller allows more:
+#: Kafka's own scale, a million. Assignors and the summary allocate per partition.
+DEFAULT_MAX_PARTITIONS = 1_000_000
+#: The largest input read, in bytes.
+MAX_INPUT_BYTES = jsontext.MAX_BYTES
+#: Kafka's generation ids are 32-bit; -1 means "unknown".
+MAX_GENERATION = 2**31 - 1
+
+
+class AssignmentTooLargeError(AssignmentInputError):
+    """The input asks for more partitions than the limit allows; nothing was allocated.
+
+    :param requested: the partitions the input describes up to and including the topic at fault.
+    :param limit: the limit in force.
+    """
+
+    def __init__(self, message: str, *, requested: int, limit: int):
+        super().__init__(message)
+        self.requested = requested
+        self.limit = limit
 
 
 class _JSONObject(dict[str, Any]):
@@ -89,8 +117,16 @@ def _object(value: object, path: str, allowed: tuple[str, ...] | None) -> Mappin
     return value
 
 
+#: A key written bare in a field path; any other is written quoted, ``members["a.b"]``, so a
+#: name holding ``.``, ``[`` or ``:`` cannot make the path ambiguous.
+_BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
+
+
 def _join(path: str, key: str) -> str:
-    return key if path == "input" else f"{path}.{key}"
+    """The field path of ``key`` inside ``path`` (``input`` is the document itself)."""
+    if _BARE_KEY.fullmatch(key):
+        return key if path == "input" else f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
 def _name(key: str, path: str, what: str) -> str:
@@ -116,35 +152,42 @@ def _optional_string(value: object, path: str) -> str | None:
 # -- input ----------------------------------------------------------------------------------------
 
 
-def loads_group(text: str) -> GroupSubscription:
-    """Parse assignor input from JSON text."""
+def loads_group(
+    text: str | bytes, *, max_partitions: int = DEFAULT_MAX_PARTITIONS
+) -> GroupSubscription:
+    """Parse assignor input from JSON text (UTF-8 bytes or a string)."""
     try:
-        data = json.loads(text, object_pairs_hook=_object_pairs)
-    except json.JSONDecodeError as exc:
-        raise AssignmentInputError(
-            f"input: not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    return parse_group(data)
+        data = jsontext.loads(text, max_bytes=MAX_INPUT_BYTES, object_pairs_hook=_object_pairs)
+    except jsontext.JSONTextError as exc:
+        raise AssignmentInputError(f"input: {exc}") from None
+    return parse_group(data, max_partitions=max_partitions)
 
 
-def parse_group(data: object) -> GroupSubscription:
-    """Build a :class:`GroupSubscription` from decoded JSON, checking every field."""
+def parse_group(data: object, *, max_partitions: int = DEFAULT_MAX_PARTITIONS) -> GroupSubscription:
+    """Build a :class:`GroupSubscription` from decoded JSON, checking every field.
+
+    :raises AssignmentTooLargeError: the topics have more than ``max_partitions`` partitions.
+    """
     root = _object(data, "input", TOP_LEVEL_FIELDS)
     for required in TOP_LEVEL_FIELDS:
         if required not in root:
             raise _fail(required, "missing (the input needs 'topics' and 'members')")
     topics_json = _object(root["topics"], "topics", None)
-    topics = {
-        _name(name, f"topics.{name}", "topic"): _parse_topic(value, f"topics.{name}")
-        for name, value in topics_json.items()
-    }
+    topics: dict[str, TopicMetadata] = {}
+    total = 0
+    for name, value in topics_json.items():
+        path = _join("topics", name)
+        _name(name, path, "topic")
+        meta = _parse_topic(value, path, used=total, limit=max_partitions)
+        topics[name] = meta
+        total += meta.partitions
     members_json = _object(root["members"], "members", None)
     if not members_json:
         raise _fail("members", "a group needs at least one member")
     members: dict[str, MemberSubscription] = {}
     instance_owner: dict[str, str] = {}
     for member_id, value in members_json.items():
-        path = f"members.{member_id}"
+        path = _join("members", member_id)
         member = _parse_member(_name(member_id, path, "member"), value, path, topics)
         if member.instance_id is not None:
             other = instance_owner.setdefault(member.instance_id, member_id)
@@ -160,7 +203,8 @@ def parse_group(data: object) -> GroupSubscription:
     return GroupSubscription(topics, members)
 
 
-def _parse_topic(value: object, path: str) -> TopicMetadata:
+def _parse_topic(value: object, path: str, *, used: int, limit: int) -> TopicMetadata:
+    """One topic, when the topics before it have ``used`` of the ``limit`` partitions."""
     if _is_int(value):
         fields: Mapping[str, Any] = {"partitions": value}
     elif not isinstance(value, dict):
@@ -172,9 +216,17 @@ def _parse_topic(value: object, path: str) -> TopicMetadata:
         if "partitions" not in fields:
             raise _fail(f"{path}.partitions", "missing")
     partitions = fields["partitions"]
+    where = path if _is_int(value) else f"{path}.partitions"
     if not _is_int(partitions) or partitions < 0:
-        where = path if _is_int(value) else f"{path}.partitions"
         raise _fail(where, f"partition count must be a non-negative integer, got {partitions!r}")
+    if used + partitions > limit:
+        requested = used + partitions
+        raise AssignmentTooLargeError(
+            f"{where}: {partitions:,} partitions make {requested:,} in all, more than the limit "
+            f"of {limit:,}",
+            requested=requested,
+            limit=limit,
+        )
 
     racks: list[list[str]] | None = None
     if fields.get("replica_racks") is not None:
@@ -234,16 +286,19 @@ def _parse_member(
         where = f"{path}.owned[{i}]"
         if not isinstance(item, str):
             raise _fail(where, f"expected 'topic-partition', got {_kind(item)}")
-        topic, sep, number = item.rpartition("-")
-        if not sep or not topic or not number.isdigit() or not number.isascii():
+        topic, sep, number_text = item.rpartition("-")
+        number = numeric_name(number_text)
+        if not sep or not topic or number is None:
             raise _fail(
-                where, f"{item!r} is not a partition written topic-partition (e.g. 'orders-3')"
+                where,
+                f"{item!r} is not a partition written topic-partition, the partition in digits "
+                "without leading zeros (e.g. 'orders-3')",
             )
         meta = topics.get(topic)
         if meta is None:
             known = ", ".join(sorted(topics)) or "none"
             raise _fail(where, f"unknown topic {topic} (topics: {known})")
-        if int(number) >= meta.partitions:
+        if number >= meta.partitions:
             raise _fail(
                 where, f"partition {item} does not exist ({topic} has {meta.partitions} partitions)"
             )
@@ -254,6 +309,12 @@ def _parse_member(
     generation = fields.get("generation", DEFAULT_GENERATION)
     if not _is_int(generation):
         raise _fail(f"{path}.generation", f"expected an integer, got {_kind(generation)}")
+    if not DEFAULT_GENERATION <= generation <= MAX_GENERATION:
+        raise _fail(
+            f"{path}.generation",
+            f"{generation} is out of range (a generation is {DEFAULT_GENERATION} for unknown, or "
+            f"0 to {MAX_GENERATION:,})",
+        )
     return MemberSubscription(
         subscribed,
         instance_id=_optional_string(fields.get("instance_id"), f"{path}.instance_id"),
@@ -332,14 +393,28 @@ class AssignmentSummary:
 
 
 def member_loads(group: GroupSubscription, assignment: GroupAssignment) -> dict[str, float]:
-    """Per member, the total load of its target partitions (1.0 per partition without loads)."""
+    """Per member, the total load of its target partitions (1.0 per partition without loads);
+    ``inf`` for a total beyond the largest float."""
+    return _member_weights(group, assignment, scaled=False)
+
+
+def _member_weights(
+    group: GroupSubscription, assignment: GroupAssignment, *, scaled: bool
+) -> dict[str, float]:
+    """Per member, the summed weights of its target partitions; ``scaled`` divides every weight by
+    the largest first, so the sums stay finite (and comparable) whatever the loads."""
     space = assignment.space
     weights = np.ones(space.total, dtype=np.float64)
     for topic, meta in group.topics.items():
         if meta.loads is not None and topic in space and meta.partitions:
             base = space.base(topic)
             weights[base : base + meta.partitions] = meta.loads
-    return {m: float(weights[_target(assignment, m)].sum()) for m in assignment.members}
+    if scaled and space.total:
+        largest = float(weights.max())
+        if largest > 0:
+            weights /= largest
+    with np.errstate(over="ignore"):
+        return {m: float(weights[_target(assignment, m)].sum()) for m in assignment.members}
 
 
 def _target(assignment: GroupAssignment, member: str) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -360,17 +435,15 @@ def summarize(
         for m in assignment.members
     }
     withheld = sum(len(assignment.withheld_indices(m)) for m in assignment.members)
-    load_balance = None
+    balance = None
     if any(meta.loads is not None for meta in group.topics.values()) and counts:
-        loads = list(member_loads(group, assignment).values())
-        mean = sum(loads) / len(loads)
-        load_balance = max(loads) / mean if mean > 0 else None
+        balance = load_balance(_member_weights(group, assignment, scaled=True).values())
     return AssignmentSummary(
         members=len(counts),
         partitions=sum(counts.values()),
         counts=counts,
         balance=max(counts.values()) - min(counts.values()) if counts else 0,
-        load_balance=load_balance,
+        load_balance=balance,
         moves=count_moves(group, assignment, space),
         withheld=withheld,
         time_s=time_s,

@@ -24,10 +24,12 @@ class StoreError(CoordkitError):
         super().__init__(message)
 
     def __str__(self) -> str:
-        where = f" (op {self.op_index})" if self.op_index is not None else ""
+        # ``op_index`` is for the caller that sent the ops; a failed transaction's message already
+        # names its op ("[transaction op 2: set /a]"), and a bulk read's index means nothing to
+        # anyone reading the error.
         if self.path is not None:
-            return f"{self.path}: {self.message}{where}"
-        return f"{self.message}{where}"
+            return f"{self.path}: {self.message}"
+        return self.message
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keep keyword-only fields when pickled (Spark ships errors between processes).

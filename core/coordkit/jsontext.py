@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 #: Deepest nesting accepted. Kafka's nodes nest three levels; assignor input four.
@@ -75,8 +76,17 @@ def _scan_depth(data: bytes, limit: int) -> bool:
     return False
 
 
-def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX_BYTES) -> Any:
+def loads(
+    data: bytes | str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_bytes: int = MAX_BYTES,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
     """Parse ``data`` as JSON within the bounds above.
+
+    ``object_pairs_hook`` builds each object from its ``(key, value)`` pairs in document order (to
+    see keys given twice, which ``json`` silently resolves to the last).
 
     :raises JSONTextError: not UTF-8, too large, too deep, not JSON, or a number out of range.
     """
@@ -97,6 +107,7 @@ def loads(data: bytes | str, *, max_depth: int = MAX_DEPTH, max_bytes: int = MAX
             parse_int=_parse_int,
             parse_float=_parse_float,
             parse_constant=_reject_constant,
+            object_pairs_hook=object_pairs_hook,
         )
     except JSONTextError:
         raise

@@ -55,6 +55,7 @@ __all__ = [
     "NodeExistsError",
     "NotEmptyError",
     "Op",
+    "ReadOnlyError",
     "SessionExpiredError",
     "SessionState",
     "SetData",
@@ -68,6 +69,12 @@ __all__ = [
 ]
 
 ANY_VERSION = -1
+
+
+class ReadOnlyError(StoreError):
+    """A write on a store opened with ``read_only=True`` (nothing was sent)."""
+
+
 #: Largest node value every backend accepts: ZooKeeper's default jute.maxbuffer is 1 MiB including
 #: request framing, so a round 1,000,000 bytes keeps all backends identical.
 MAX_DATA_SIZE = 1_000_000
@@ -214,6 +221,9 @@ class MetadataStore(abc.ABC):
 
     url: StoreURL
     characteristics: StoreCharacteristics
+    #: Opened with ``read_only=True``: opening created nothing (no chroot, no session keys) and
+    #: every write method raises :class:`ReadOnlyError`.
+    read_only: bool = False
 
     # -- session
     @property
@@ -304,6 +314,14 @@ class MetadataStore(abc.ABC):
             self.create(path, b"", make_parents=True)
         except NodeExistsError:
             pass
+
+    def check_writable(self, action: str, path: str | None = None) -> None:
+        """Raise :class:`ReadOnlyError` if the store was opened read-only (backends call this
+        first in every write method)."""
+        if self.read_only:
+            raise ReadOnlyError(
+                f"cannot {action}: {self.url.redacted()} was opened read-only", path=path
+            )
 
     def require(self, *characteristics: str) -> None:
         """Raise :class:`UnsupportedError` unless the backend has every named characteristic."""

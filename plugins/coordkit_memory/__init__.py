@@ -3,40 +3,75 @@
 ``memory://`` opens a private server; ``memory://NAME`` joins the server called NAME in this
 process, so several sessions (brokers, consumers, tests) share one tree. Query parameters:
 ``session_timeout`` (seconds, default 10).
+
+Opened with ``read_only=True``, a NAME no session in this process has opened reads as an empty
+tree and is *not* registered (nothing is created); writes raise :class:`~coordkit.store.ReadOnlyError`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from coordkit import hookimpl
 from coordkit.errors import InvalidURLError
-from coordkit.urls import StoreURL
+from coordkit.urls import StoreURL, parse_seconds
 from coordkit_memory.server import DEFAULT_SESSION_TIMEOUT, MemoryServer
 from coordkit_memory.store import MemoryStore
 
-__all__ = ["MemoryServer", "MemoryStore", "open_memory_store"]
+__all__ = ["MemoryConfig", "MemoryServer", "MemoryStore", "open_memory_store"]
+
+KNOWN_PARAMS = frozenset({"session_timeout"})
 
 
-def open_memory_store(url: StoreURL, **options: Any) -> MemoryStore:
-    """Open ``memory://[NAME]``; options: ``clock``, ``session_timeout``."""
-    if url.hosts and url.path:
-        raise InvalidURLError(f"memory URL {url.redacted()!r}: expected memory://NAME")
-    name = url.host_string or url.path.strip("/")
-    params = url.params
-    unknown = set(params) - {"session_timeout"}
-    if unknown:
-        raise InvalidURLError(
-            f"memory URL {url.redacted()!r}: unknown parameter(s) {', '.join(sorted(unknown))}"
+@attrs.frozen
+class MemoryConfig:
+    """What a ``memory://`` URL asks for (checked before anything is opened)."""
+
+    name: str
+    session_timeout: float = DEFAULT_SESSION_TIMEOUT
+
+    @classmethod
+    def from_url(cls, url: StoreURL, *, session_timeout: object = None) -> MemoryConfig:
+        """:param session_timeout: the open option, overriding the URL's parameter."""
+        if url.hosts and url.path:
+            raise InvalidURLError(f"{url.where}: expected memory://NAME")
+        if url.username is not None or url.password is not None:
+            raise InvalidURLError(f"{url.where}: a memory store takes no user name or password")
+        unknown = set(url.params) - KNOWN_PARAMS
+        if unknown:
+            raise InvalidURLError(
+                f"{url.where}: unknown parameter(s) {', '.join(map(repr, sorted(unknown)))}; "
+                f"known: {', '.join(sorted(KNOWN_PARAMS))}"
+            )
+        raw = url.params.get("session_timeout") if session_timeout is None else session_timeout
+        return cls(
+            name=url.host_string or url.path.strip("/"),
+            session_timeout=(
+                DEFAULT_SESSION_TIMEOUT
+                if raw is None
+                else parse_seconds(url.where, "session_timeout", raw)
+            ),
         )
-    timeout = float(
-        options.pop("session_timeout", params.get("session_timeout", DEFAULT_SESSION_TIMEOUT))
-    )
+
+
+def open_memory_store(url: StoreURL, *, read_only: bool = False, **options: Any) -> MemoryStore:
+    """Open ``memory://[NAME]``; options: ``clock``, ``session_timeout``, ``read_only``."""
+    config = MemoryConfig.from_url(url, session_timeout=options.pop("session_timeout", None))
     clock = options.pop("clock", None)
     if options:
         raise TypeError(f"memory store: unknown option(s) {', '.join(sorted(options))}")
-    server = MemoryServer.named(name, clock=clock) if name else MemoryServer(clock=clock)
-    store = server.connect(session_timeout=timeout)
+    server: MemoryServer | None = None
+    if config.name:
+        server = (
+            MemoryServer.existing(config.name)
+            if read_only
+            else MemoryServer.named(config.name, clock=clock)
+        )
+    if server is None:  # private, or (read-only) a name nobody opened: a detached empty tree
+        server = MemoryServer(config.name, clock=clock)
+    store = server.connect(session_timeout=config.session_timeout, read_only=read_only)
     store.url = url
     return store
 

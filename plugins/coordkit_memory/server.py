@@ -150,13 +150,24 @@ class MemoryServer:
         with cls._registry_lock:
             cls._registry.pop(name, None)
 
-    def connect(self, *, session_timeout: float = DEFAULT_SESSION_TIMEOUT) -> MemoryStore:
-        """Open a new client session on this server."""
+    @classmethod
+    def existing(cls, name: str) -> MemoryServer | None:
+        """The shared server called ``name`` if this process has one (creating nothing)."""
+        with cls._registry_lock:
+            return cls._registry.get(name)
+
+    def connect(
+        self, *, session_timeout: float = DEFAULT_SESSION_TIMEOUT, read_only: bool = False
+    ) -> MemoryStore:
+        """Open a new client session on this server (``read_only``: one that cannot write)."""
         from coordkit.urls import StoreURL
         from coordkit_memory.store import MemoryStore
 
         return MemoryStore(
-            self, StoreURL("memory", path=f"/{self.name}" if self.name else ""), session_timeout
+            self,
+            StoreURL("memory", path=f"/{self.name}" if self.name else ""),
+            session_timeout,
+            read_only=read_only,
         )
 
     # -- sessions
@@ -241,6 +252,8 @@ class MemoryServer:
                 self._schedule_reaper(min(waiting) / 2)
 
     def _drop_ephemerals(self, session: _Session) -> None:
+        if not session.ephemerals:
+            return  # nothing changes, so no zxid is used: a read-only session leaves no trace
         # Deepest first is not needed: ephemerals cannot have children.
         zxid = self._next_zxid()
         for path in sorted(session.ephemerals):

@@ -54,8 +54,16 @@ class MemoryStore(MetadataStore):
 
     characteristics = CHARACTERISTICS
 
-    def __init__(self, server: MemoryServer, url: StoreURL, session_timeout: float):
+    def __init__(
+        self,
+        server: MemoryServer,
+        url: StoreURL,
+        session_timeout: float,
+        *,
+        read_only: bool = False,
+    ):
         self.url = url
+        self.read_only = read_only
         self.server = server
         self.session_timeout = session_timeout
         self._lock = threading.Lock()
@@ -154,6 +162,7 @@ class MemoryStore(MetadataStore):
         sequential: bool = False,
         make_parents: bool = False,
     ) -> str:
+        self.check_writable("create", path)
         return self._call(
             path,
             self.server.create,
@@ -175,18 +184,22 @@ class MemoryStore(MetadataStore):
         return self._call(path, self.server.children, path)[0]
 
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        self.check_writable("set", path)
         return self._call(path, self.server.set, self._session_id, path, data, version)
 
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        self.check_writable("delete", path)
         self._call(path, self.server.delete, self._session_id, path, version, recursive)
 
     def commit(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("commit a transaction")
         return self._call(None, self.server.multi, self._session_id, list(ops))
 
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
         return self._call(None, self.server.get_many, list(paths_))
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("apply operations")
         results: list[Any] = []
         for index, op in enumerate(ops):
             try:

@@ -250,7 +250,11 @@ class OffsetsTopicStorage:
                 children = self.store.children(paths.join(group_path, topic))
             except NoNodeError:
                 continue  # deleted while we listed
-            out.extend(TopicPartition(topic, int(p)) for p in children if p.isdigit())
+            out.extend(
+                TopicPartition(topic, partition)
+                for p in children
+                if (partition := paths.numeric_name(p)) is not None
+            )
         return sorted(out)
 
     def groups_in_partition(self, partition: int) -> list[str]:
@@ -272,9 +276,10 @@ class OffsetsTopicStorage:
         except NoNodeError:
             return []
         out: list[str] = []
-        for partition in partitions:
-            if partition.isdigit() and int(partition) < self.num_partitions:
-                out.extend(self.groups_in_partition(int(partition)))
+        for name in partitions:
+            partition = paths.numeric_name(name)
+            if partition is not None and partition < self.num_partitions:
+                out.extend(self.groups_in_partition(partition))
         return sorted(out)
 
     def delete_group(self, group_id: str) -> None:

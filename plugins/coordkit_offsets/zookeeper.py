@@ -22,6 +22,7 @@ from coordkit.offsets import (
     validate_fetch,
     validate_group_id,
 )
+from coordkit.paths import numeric_name
 from coordkit.store import Check, MetadataStore
 from coordkit_offsets.options import check_durability, check_options, check_store, int_option
 from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
@@ -96,7 +97,11 @@ class ZooKeeperOffsetStorage:
                 children = self.store.children(f"{root}/{topic}")
             except NoNodeError:
                 continue  # deleted while we listed
-            out.extend(TopicPartition(topic, int(p)) for p in children if p.isdigit())
+            out.extend(
+                TopicPartition(topic, partition)
+                for p in children
+                if (partition := numeric_name(p)) is not None
+            )
         return sorted(out)
 
     def groups(self) -> list[str]:

@@ -33,14 +33,15 @@ def _require_redis() -> None:
         ) from None
 
 
-def open_redis_store(url: StoreURL, **options: Any) -> RedisStore:
+def open_redis_store(url: StoreURL, *, read_only: bool = False, **options: Any) -> RedisStore:
     """Open ``redis://`` or ``rediss://``; options (override the URL's query): ``prefix``,
-    ``session_timeout``, ``socket_timeout``, ``connect_timeout``, ``stream_maxlen``."""
+    ``session_timeout``, ``socket_timeout``, ``connect_timeout``, ``stream_maxlen``;
+    ``read_only`` opens no session and writes nothing (a prefix without a root is an error)."""
     _require_redis()
     from coordkit_redis.config import RedisConfig
     from coordkit_redis.store import RedisStore
 
-    return RedisStore(url, RedisConfig.from_url(url, dict(options)))
+    return RedisStore(url, RedisConfig.from_url(url, dict(options)), read_only=read_only)
 
 
 def reap_expired_sessions(client: Any, prefix: str) -> int:

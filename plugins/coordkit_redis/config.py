@@ -4,6 +4,11 @@
 ``socket_timeout``, ``connect_timeout`` (seconds) and ``stream_maxlen`` (change stream entries
 kept); ``rediss://`` adds TLS with ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``,
 ``ssl_cert_reqs`` (none, optional, required) and ``ssl_check_hostname`` (true/false).
+
+Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`:
+durations 0.001 to 86400 seconds, ``stream_maxlen`` 1 to 100,000,000, the database 0 to
+2,147,483,647; anything else is an :class:`~coordkit.errors.InvalidURLError` naming the parameter,
+the value and the range.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import attrs
 
 from coordkit.errors import InvalidURLError
 from coordkit.store import StoreCharacteristics
-from coordkit.urls import StoreURL
+from coordkit.urls import StoreURL, parse_int, parse_seconds
 from coordkit_redis.keys import DEFAULT_PREFIX, check_prefix
 
 DEFAULT_PORT = 6379
@@ -22,6 +27,9 @@ DEFAULT_SESSION_TIMEOUT = 10.0
 DEFAULT_SOCKET_TIMEOUT = 10.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_STREAM_MAXLEN = 2_000
+MAX_STREAM_MAXLEN = 100_000_000
+#: Redis takes the database index as a C int.
+MAX_DB = 2**31 - 1
 
 NUMBER_PARAMS = ("session_timeout", "socket_timeout", "connect_timeout")
 SSL_PARAMS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_check_hostname")
@@ -46,7 +54,7 @@ class RedisConfig:
 
     @classmethod
     def from_url(cls, url: StoreURL, options: dict[str, Any]) -> RedisConfig:
-        where = f"{url.scheme} URL {url.redacted()!r}"
+        where = url.where
         if url.scheme not in ("redis", "rediss"):
             raise InvalidURLError(f"{where}: expected redis:// or rediss://")
         if len(url.hosts) > 1:
@@ -56,7 +64,8 @@ class RedisConfig:
         unknown = sorted(set(params) - set(PARAMS))
         if unknown:
             raise InvalidURLError(
-                f"{where}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMS)}"
+                f"{where}: unknown parameter(s) {', '.join(map(repr, unknown))}; "
+                f"known: {', '.join(PARAMS)}"
             )
         tls = url.scheme == "rediss"
         ssl_given = [name for name in SSL_PARAMS if name in params]
@@ -132,31 +141,21 @@ def _db(url: StoreURL, where: str) -> int:
     text = url.path.strip("/")
     if not text:
         return 0
-    if not text.isdigit():
-        raise InvalidURLError(f"{where}: the path must be a database number, got {text!r}")
-    return int(text)
+    if not (text.isascii() and text.isdigit()):
+        raise InvalidURLError(
+            f"{where}: the path must be a database number (0 to {MAX_DB}), got {text!r}"
+        )
+    return parse_int(where, "database", text, low=0, high=MAX_DB)
 
 
 def _seconds(settings: dict[str, Any], name: str, default: float, where: str) -> float:
-    raw = settings.get(name, default)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise InvalidURLError(f"{where}: {name} must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise InvalidURLError(f"{where}: {name} must be positive, got {raw!r}")
-    return value
+    raw = settings.get(name)
+    return default if raw is None else parse_seconds(where, name, raw)
 
 
 def _count(settings: dict[str, Any], name: str, default: int, where: str) -> int:
-    raw = settings.get(name, default)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidURLError(f"{where}: {name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise InvalidURLError(f"{where}: {name} must be at least 1, got {raw!r}")
-    return value
+    raw = settings.get(name)
+    return default if raw is None else parse_int(where, name, raw, low=1, high=MAX_STREAM_MAXLEN)
 
 
 def _ssl(settings: dict[str, Any], where: str) -> tuple[tuple[str, Any], ...]:

@@ -48,6 +48,8 @@ class SessionKeeper:
     :param run_script: ``run_script(client, script, *args)`` runs a Lua script (loads it on NOSCRIPT).
     :param ops_client: the store's pooled client (used to open and close sessions from callers).
     :param keeper_client: a single-connection client owned by the keeper thread.
+    :param read_only: hold no session (opening one writes keys): the thread only PINGs to follow
+        the connection and reads the change stream.
     """
 
     def __init__(
@@ -61,8 +63,10 @@ class SessionKeeper:
         events: EventThread,
         hub: WatchHub,
         stream_key: str,
+        read_only: bool = False,
     ):
         self._name = name
+        self._read_only = read_only
         self._run_script = run_script
         self._ops_client = ops_client
         self._client = keeper_client
@@ -112,7 +116,8 @@ class SessionKeeper:
     # -- lifecycle
     def open(self) -> None:
         """Start the first session (raises the mapped error if the server is unreachable)."""
-        self._open_session(self._ops_client)
+        if not self._read_only:
+            self._open_session(self._ops_client)
         self._feed.start_at_end(self._ops_client)
         self._thread = threading.Thread(
             target=self._run, name=f"coordkit-redis-{self._name}", daemon=True
@@ -137,7 +142,10 @@ class SessionKeeper:
             self._stop.set()
             # Also when SUSPENDED: the connection may be back (at worst this waits for the
             # connect timeout); a LOST session has no ephemerals left to delete.
-            if self._state in (SessionState.CONNECTED, SessionState.SUSPENDED):
+            if not self._read_only and self._state in (
+                SessionState.CONNECTED,
+                SessionState.SUSPENDED,
+            ):
                 try:
                     self._run_script(self._ops_client, SCRIPTS.session_close, str(self._session_id))
                 except Exception as exc:  # the session will expire on the server by itself
@@ -219,6 +227,9 @@ class SessionKeeper:
 
     def _renew(self) -> bool:
         """Run the heartbeat script: True if the session was still alive (now renewed)."""
+        if self._read_only:
+            self._client.ping()  # no session to renew (and no reaping: that is a write)
+            return True
         reply = self._run_script(
             self._client, SCRIPTS.heartbeat, str(self._session_id), self._timeout_ms
         )

@@ -68,13 +68,20 @@ Batch = list[tuple[int, Words]]
 
 
 class RedisStore(MetadataStore):
-    """A client session on a Redis server emulating ZooKeeper (see ``lua/engine.lua``)."""
+    """A client session on a Redis server emulating ZooKeeper (see ``lua/engine.lua``).
+
+    With ``read_only`` it opens no session (a session is written: its key, its deadline, and the
+    root node of a fresh prefix), so it writes nothing at all: a prefix without a root node is a
+    :class:`NoNodeError`, and every write method raises ``ReadOnlyError``. Watches still work
+    (the change stream is read as usual); the session id is 0.
+    """
 
     characteristics: StoreCharacteristics
 
-    def __init__(self, url: StoreURL, config: RedisConfig):
+    def __init__(self, url: StoreURL, config: RedisConfig, *, read_only: bool = False):
         self.url = url
         self.config = config
+        self.read_only = read_only
         self.keys = KeySpace(config.prefix)
         self._script_prefix = (self.keys.zxid, self.keys.base, str(config.stream_maxlen))
         self._client: Any = redis.Redis(**config.connection_kwargs())
@@ -100,8 +107,11 @@ class RedisStore(MetadataStore):
                 events=self._events,
                 hub=self._hub,
                 stream_key=self.keys.log,
+                read_only=read_only,
             )
             self.characteristics = probe_characteristics(self._client)
+            if read_only:
+                self._require_root(config)
             self._keeper.open()
         except BaseException as exc:
             self._events.stop()
@@ -112,6 +122,13 @@ class RedisStore(MetadataStore):
                 raise translate(exc) from None
             raise
         self._keeper_client = keeper_client
+
+    def _require_root(self, config: RedisConfig) -> None:
+        if not self._client.execute_command("EXISTS", self.keys.node("/")):
+            raise NoNodeError(
+                f"no store with prefix {config.prefix!r} (nothing was created) on Redis at "
+                f"{config.host}:{config.port} database {config.db}"
+            )
 
     # -- plumbing
     def _run_script(self, client: Any, script: LuaScript, *args: Any) -> Any:
@@ -195,6 +212,7 @@ class RedisStore(MetadataStore):
         sequential: bool = False,
         make_parents: bool = False,
     ) -> str:
+        self.check_writable("create", path)
         check_path(path, sequential=sequential)
         data = check_data(path, data)
         check_creatable(path, sequential)
@@ -239,17 +257,20 @@ class RedisStore(MetadataStore):
         return sorted(name.decode() for name in reply[10]), stat_from_script(reply)
 
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        self.check_writable("set", path)
         check_path(path)
         data = check_data(path, data)
         stat: Stat = self._write(("s", path, data, str(int(version))))
         return stat
 
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        self.check_writable("delete", path)
         check_path(path)
         self._write(("r" if recursive else "d", path, b"", str(int(version))))
 
     # -- multi-operations
     def commit(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("commit a transaction")
         ops = list(ops)
         args: list[bytes | str] = []
         for index, op in enumerate(ops):
@@ -310,6 +331,7 @@ class RedisStore(MetadataStore):
         return [str(READ_BUDGET), *(path for _, path in batch)]
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("apply operations")
         ops = list(ops)
         results: list[Any] = [None] * len(ops)
         batches: list[Batch] = []

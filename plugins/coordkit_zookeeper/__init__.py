@@ -3,7 +3,9 @@
 ``zookeeper://[user:pass@]host:port[,host:port...][/chroot][?session_timeout=S&tls=true&ca=...]``
 
 * Several hosts form the ensemble the client may connect to; the chroot (created if missing) is
-  the store's root, so one ensemble can hold many independent trees.
+  the store's root, so one ensemble can hold many independent trees. Opened with
+  ``read_only=True`` nothing is created: a missing chroot is a ``NoNodeError`` ("no such chroot
+  /x (nothing was created)") and every write raises ``ReadOnlyError``.
 * ``user:pass@`` authenticates with ZooKeeper's ``digest`` scheme; nodes the store creates get the
   ACL "this user may do anything, anyone may read", so other credentials cannot change them
   (they get ``NoAuthError``). Credentials never appear in logs, errors or ``repr``.
@@ -30,9 +32,12 @@ __all__ = ["open_zookeeper_store"]
 INSTALL_HINT = "pip install coordkit[zookeeper]"
 
 
-def open_zookeeper_store(url: StoreURL, **options: Any) -> ZooKeeperStore:
+def open_zookeeper_store(
+    url: StoreURL, *, read_only: bool = False, **options: Any
+) -> ZooKeeperStore:
     """Open ``zookeeper://...``; options: ``session_timeout``, ``connect_timeout``,
-    ``request_timeout`` (seconds, overriding the URL's), ``keyfile_password`` (TLS key)."""
+    ``request_timeout`` (seconds, overriding the URL's), ``keyfile_password`` (TLS key),
+    ``read_only`` (create nothing, refuse writes)."""
     from coordkit_zookeeper.config import ZooKeeperConfig
 
     config = ZooKeeperConfig.from_url(url, **options)
@@ -44,7 +49,7 @@ def open_zookeeper_store(url: StoreURL, **options: Any) -> ZooKeeperStore:
         ) from exc
     from coordkit_zookeeper.store import ZooKeeperStore
 
-    return ZooKeeperStore(url, config)
+    return ZooKeeperStore(url, config, read_only=read_only)
 
 
 @hookimpl

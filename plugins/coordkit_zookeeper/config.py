@@ -8,7 +8,8 @@ Parameters (all optional):
     Seconds the server keeps the session (and its ephemeral nodes) alive without hearing from the
     client; the server clamps it to its own ``minSessionTimeout``/``maxSessionTimeout``. Default 10.
 ``connect_timeout``
-    Seconds :func:`open_store` waits for the first session. Default 15.
+    Seconds :func:`open_store` waits for the first session before it fails with one
+    ``ConnectionLossError`` naming the timeout and the last connection error. Default 5.
 ``request_timeout``
     Longest wait for any one reply before the call fails with ``ConnectionLossError``. Default: the
     session timeout plus 2 s (the client drops a silent connection after 2/3 of the session
@@ -25,6 +26,10 @@ Parameters (all optional):
     Bulk reads (``get_many``) as ZooKeeper 3.6+'s ``multiRead`` requests, a thousand reads each:
     ``auto`` (default) probes the server once and falls back to pipelined ``getData`` if it does
     not answer; ``true`` always; ``false`` never.
+
+Durations accept 0.001 to 86400 seconds; anything else (``abc``, ``inf``, ``nan``, ``0``, ``-1``,
+``1e400``) is an :class:`~coordkit.errors.InvalidURLError` naming the parameter, the value and
+that range (see :func:`coordkit.urls.parse_seconds`).
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ import attrs
 
 from coordkit import paths
 from coordkit.errors import InvalidPathError, InvalidURLError
-from coordkit.urls import StoreURL
+from coordkit.urls import StoreURL, parse_seconds
 
 DEFAULT_PORT = 2181
 DEFAULT_SESSION_TIMEOUT = 10.0
-DEFAULT_CONNECT_TIMEOUT = 15.0
+#: Short: a mistyped host or a stopped server should fail a command in seconds (kazoo itself would
+#: retry forever).
+DEFAULT_CONNECT_TIMEOUT = 5.0
 #: Headroom over the session timeout for a reply before a call gives up.
 REQUEST_TIMEOUT_MARGIN = 2.0
 
@@ -113,7 +120,7 @@ class ZooKeeperConfig:
 
     @classmethod
     def from_url(cls, url: StoreURL, **options: Any) -> ZooKeeperConfig:
-        where = f"zookeeper URL {url.redacted()!r}"
+        where = url.where
         unknown_options = set(options) - KNOWN_OPTIONS
         if unknown_options:
             raise TypeError(
@@ -138,7 +145,8 @@ class ZooKeeperConfig:
         unknown = set(params) - KNOWN_PARAMS
         if unknown:
             raise InvalidURLError(
-                f"{where}: unknown parameter(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(KNOWN_PARAMS))}"
+                f"{where}: unknown parameter(s) {', '.join(map(repr, sorted(unknown)))}; "
+                f"known: {', '.join(sorted(KNOWN_PARAMS))}"
             )
         numbers = {
             name: _seconds(where, name, options.get(name, params.get(name)))
@@ -176,15 +184,7 @@ def _chroot(path: str, where: str) -> str:
 
 
 def _seconds(where: str, name: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise InvalidURLError(f"{where}: {name}={value!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise InvalidURLError(f"{where}: {name} must be positive, got {value!r}")
-    return seconds
+    return None if value is None else parse_seconds(where, name, value)
 
 
 def _flag(where: str, name: str, value: str | None, default: bool) -> bool:

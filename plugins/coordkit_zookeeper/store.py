@@ -115,13 +115,15 @@ def to_stat(stat: ZnodeStat) -> Stat:
 
 
 class ZooKeeperStore(MetadataStore):
-    """A session on a ZooKeeper ensemble, rooted at the URL's chroot (created if missing)."""
+    """A session on a ZooKeeper ensemble, rooted at the URL's chroot (created if missing, unless
+    ``read_only``: then a missing chroot is a :class:`NoNodeError` and nothing is created)."""
 
     characteristics = CHARACTERISTICS
 
-    def __init__(self, url: StoreURL, config: ZooKeeperConfig):
+    def __init__(self, url: StoreURL, config: ZooKeeperConfig, *, read_only: bool = False):
         self.url = url
         self.config = config
+        self.read_only = read_only
         self._lock = threading.Lock()
         self._state = SessionState.SUSPENDED  # until the first session is established
         self._session_id = 0
@@ -130,13 +132,16 @@ class ZooKeeperStore(MetadataStore):
         self._acl = node_acl(config)
         self._timeout = config.request_timeout
         tls = config.tls
+        # kazoo warns on every failed connection attempt; the logger demotes those to DEBUG and
+        # keeps the last one for the error _connect raises.
+        self._kazoo_logger = RedactingLogger(kazoo_log, config.secrets)
         self._client = KazooClient(
             hosts=config.host_string,
             timeout=config.session_timeout,
             auth_data=auth_data(config),
             default_acl=self._acl if config.digest_credential else None,
             connection_retry=KazooRetry(**_RECONNECT),
-            logger=RedactingLogger(kazoo_log, config.secrets),
+            logger=self._kazoo_logger,
             use_ssl=tls is not None,
             ca=tls.ca if tls else None,
             certfile=tls.cert if tls else None,
@@ -219,12 +224,24 @@ class ZooKeeperStore(MetadataStore):
             if self._client.client_state == KeeperState.AUTH_FAILED:
                 raise AuthFailedError(f"ZooKeeper at {self.url.redacted()} refused the credentials")
             if time.monotonic() > deadline:
+                last = self._kazoo_logger.last_demoted
                 raise ConnectionLossError(
-                    f"could not connect to ZooKeeper at {self.url.redacted()} within {timeout:g}s"
+                    f"could not connect to ZooKeeper at {self.url.redacted()} within {timeout:g}s "
+                    "(connect_timeout)" + (f"; last attempt: {last}" if last else "")
                 )
 
     def _ensure_chroot(self) -> None:
         if not self._chroot:
+            return
+        if self.read_only:
+            (stat,) = self._run([proto.Exists(self._chroot, None)], "exists")
+            if isinstance(stat, BaseException):
+                raise translate(stat, path=self._chroot, action="look up the chroot")
+            if stat is None:
+                hosts = ",".join(f"{h}:{p}" for h, p in self.config.hosts)
+                raise NoNodeError(
+                    f"no such chroot {self._chroot} (nothing was created) on ZooKeeper at {hosts}"
+                )
             return
         chain = [*paths.ancestors(self._chroot), self._chroot]
         # Raw requests carry absolute paths: kazoo's chroot prefix does not apply to them.
@@ -327,6 +344,7 @@ class ZooKeeperStore(MetadataStore):
         sequential: bool = False,
         make_parents: bool = False,
     ) -> str:
+        self.check_writable("create", path)
         self._check_usable(path)
         paths.validate(path, sequential=sequential)
         data = check_data(path, data)
@@ -391,6 +409,7 @@ class ZooKeeperStore(MetadataStore):
         return sorted(names)
 
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
+        self.check_writable("set", path)
         self._check_usable(path)
         paths.validate(path)
         data = check_data(path, data)
@@ -398,6 +417,7 @@ class ZooKeeperStore(MetadataStore):
         return to_stat(stat)
 
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
+        self.check_writable("delete", path)
         self._check_usable(path)
         paths.validate(path)
         if recursive:
@@ -443,6 +463,7 @@ class ZooKeeperStore(MetadataStore):
 
     # -- multi-operations
     def commit(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("commit a transaction")
         ops = list(ops)
         self._check_usable(None)
         for index, op in enumerate(ops):
@@ -570,6 +591,7 @@ class ZooKeeperStore(MetadataStore):
         return self._multi_read_ok
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
+        self.check_writable("apply operations")
         ops = list(ops)
         self._check_usable(None)
         results: list[Any] = [None] * len(ops)

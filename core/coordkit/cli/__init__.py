@@ -3,13 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
 from coordkit.__about__ import __version__
+from coordkit.cli.admin import (
+    brokers_command,
+    elect_preferred_command,
+    reassign_command,
+    topics_group,
+)
 from coordkit.cli.assign import assign_command
 from coordkit.cli.cluster import cluster_group
+from coordkit.cli.errors import CommandError, visible_message
 from coordkit.cli.group import group_group
 from coordkit.cli.plugin_list import plugins_command
 from coordkit.cli.tree import tree_command
@@ -19,9 +29,24 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 class _PluginCommands(click.Group):
-    """Adds plugin-registered commands the first time the command list is needed."""
+    """Adds plugin-registered commands the first time the command list is needed, and turns
+    every :class:`CoordkitError` a command raises into a :class:`CommandError` (exit status 2)."""
 
     _loaded = False
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with _refusals():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _refusals():
+            return super().invoke(ctx)
 
     def _load(self) -> None:
         if self._loaded:
@@ -42,6 +67,24 @@ class _PluginCommands(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
+@contextlib.contextmanager
+def _refusals() -> Iterator[None]:
+    """Errors of coordkit's own as :class:`CommandError`; click's messages made visible."""
+    try:
+        yield
+    except CoordkitError as exc:
+        raise CommandError(str(exc)) from exc
+    except click.UsageError as exc:
+        shown = visible_message(exc.format_message())
+        if shown != exc.format_message():  # a value quoted with control characters
+            raise click.UsageError(shown, exc.ctx) from None
+        raise
+    except click.ClickException as exc:
+        if isinstance(exc, CommandError) or visible_message(exc.message) == exc.message:
+            raise
+        raise click.ClickException(visible_message(exc.message)) from None
+
+
 @click.group(cls=_PluginCommands, context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, "-V", "--version", prog_name="coordkit")
 def cli() -> None:
@@ -57,6 +100,10 @@ cli.add_command(plugins_command)
 cli.add_command(tree_command)
 cli.add_command(cluster_group)
 cli.add_command(group_group)
+cli.add_command(topics_group)
+cli.add_command(reassign_command)
+cli.add_command(elect_preferred_command)
+cli.add_command(brokers_command)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except CoordkitError as exc:
-        click.secho(f"error: {exc}", fg="red", err=True)
-        sys.exit(2)
+        CommandError(str(exc)).show()
+        sys.exit(CommandError.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

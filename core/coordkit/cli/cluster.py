@@ -10,29 +10,43 @@ brokers stop (for ``memory://`` stores, which live only as long as this process)
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
 import click
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
+from coordkit.cli.numbers import (
+    MAX_INT64,
+    MAX_SECONDS,
+    Integer,
+    Seconds,
+    parse_integer,
+    parse_seconds,
+)
+from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.cli.tree import DEFAULT_STORE_ENV, _print_tree, walk
+from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster, ClusterView, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.engine.invariants import Convergence, check_cluster
 from coordkit.errors import CoordkitError
-from coordkit.model import NO_LEADER
-from coordkit.plugins import open_store
-from coordkit.terminal import visible
+from coordkit.model import NO_LEADER, validate_topic_name
+from coordkit.plugins import get_plugin_manager, open_store
+from coordkit.terminal import markup, visible, visible_json
 from coordkit.urls import StoreURL
 
 DEFAULT_STORE = "memory://coordkit-cluster"
+#: Brokers one process runs (each has its own sessions and threads).
+MAX_BROKERS = 64
+#: Partitions of one topic created from the command line (every one is a few store nodes).
+MAX_TOPIC_PARTITIONS = 10_000
+#: Records one produce step or option appends to each partition.
+MAX_RECORDS = 1_000_000_000
 
 
 @attrs.frozen
@@ -44,8 +58,11 @@ class TopicSpec:
 
 @attrs.frozen
 class Step:
+    """A step of the plan; ``option`` is where it was given (``--step``, ``--kill``, ...)."""
+
     action: str
     args: tuple[str, ...] = ()
+    option: str = "--step"
 
     def __str__(self) -> str:
         return ":".join((self.action, *self.args))
@@ -79,11 +96,49 @@ _ARITY = {
 }
 
 
+TOPIC_FORMAT = "NAME:PARTITIONS:REPLICATION_FACTOR"
+
+
 def parse_topic(text: str) -> TopicSpec:
+    """``NAME:PARTITIONS:REPLICATION_FACTOR`` of ``--topic``; every refusal names ``--topic``,
+    the value and what is wrong with it."""
     parts = text.split(":")
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
-        raise click.BadParameter(f"{text!r}: expected NAME:PARTITIONS:REPLICATION_FACTOR")
-    return TopicSpec(parts[0], int(parts[1]), int(parts[2]))
+    if len(parts) != 3:
+        raise click.BadParameter(f"{text!r}: expected {TOPIC_FORMAT}", param_hint="--topic")
+    name, partitions, factor = parts
+    try:
+        return TopicSpec(
+            validate_topic_name(name),
+            _labelled("partitions", parse_integer, partitions, 1, MAX_TOPIC_PARTITIONS),
+            _labelled("replication factor", parse_integer, factor, 1, MAX_BROKERS),
+        )
+    except ValueError as exc:
+        raise click.BadParameter(
+            f"{text!r}: {exc} (expected {TOPIC_FORMAT})", param_hint="--topic"
+        ) from None
+
+
+def _labelled(label: str, parse: Callable[[str, int, int], int], text: str, *bounds: int) -> int:
+    """``parse(text, *bounds)``, its refusal starting with what the number is."""
+    try:
+        return parse(text, *bounds)
+    except ValueError as exc:
+        raise ValueError(f"{label}: {exc}") from None
+
+
+def check_replication(specs: Sequence[TopicSpec], brokers: int) -> None:
+    """Refuse a topic whose replication factor is above the number of brokers."""
+    for spec in specs:
+        if spec.replication_factor > brokers:
+            raise click.BadParameter(
+                f"topic {spec.name!r}: replication factor {spec.replication_factor} needs at "
+                f"least as many brokers (--brokers is {brokers})",
+                param_hint="--topic",
+            )
+
+
+def _step_error(text: str, problem: str) -> click.BadParameter:
+    return click.BadParameter(f"step {text!r}: {problem}", param_hint="--step")
 
 
 def parse_step(text: str) -> Step:
@@ -92,13 +147,55 @@ def parse_step(text: str) -> Step:
         raise click.BadParameter(
             f"unknown step {text!r}; steps: " + ", ".join(STEP_HELP), param_hint="--step"
         )
+    usage = next(k for k in STEP_HELP if k.split(":")[0] == action)
     if len(args) != _ARITY[action]:
-        usage = next(k for k in STEP_HELP if k.split(":")[0] == action)
-        raise click.BadParameter(f"step {text!r}: expected {usage}", param_hint="--step")
-    numeric = {"kill", "stop", "restart", "shutdown", "produce"}
-    if action in numeric and not args[0].isdigit():
-        raise click.BadParameter(f"step {text!r}: {args[0]!r} is not a number", param_hint="--step")
+        raise _step_error(text, f"expected {usage}")
+    try:
+        match action:
+            case "kill" | "stop" | "restart" | "shutdown":
+                _labelled("broker", parse_integer, args[0], 0, MAX_BROKERS - 1)
+            case "produce":
+                _labelled("records", parse_integer, args[0], 1, MAX_RECORDS)
+            case "create":
+                validate_topic_name(args[0])
+                _labelled("partitions", parse_integer, args[1], 1, MAX_TOPIC_PARTITIONS)
+                _labelled("replication factor", parse_integer, args[2], 1, MAX_BROKERS)
+            case "delete":
+                validate_topic_name(args[0])
+            case "grow":
+                validate_topic_name(args[0])
+                _labelled("partitions", parse_integer, args[1], 1, MAX_TOPIC_PARTITIONS)
+            case "sleep":
+                parse_seconds(args[0], 0.0, MAX_SECONDS)
+    except ValueError as exc:
+        raise _step_error(text, f"{exc} (expected {usage})") from None
     return Step(action, tuple(args))
+
+
+def check_plan(plan: Sequence[Step], brokers: int) -> None:
+    """Refuse, before anything starts, a step naming a broker the cluster does not have at that
+    point (``restart:N`` adds broker N), or creating a topic that needs more brokers; the error
+    names the option the step came from."""
+    known = set(range(brokers))
+    for position, step in enumerate(plan, start=1):
+        problem = None
+        if step.action in ("kill", "stop", "shutdown") and int(step.args[0]) not in known:
+            listing = ", ".join(map(str, sorted(known)))
+            problem = f"there is no broker {step.args[0]} (step {position}); brokers: {listing}"
+        if step.action == "restart":
+            known.add(int(step.args[0]))
+        if step.action == "create" and int(step.args[2]) > len(known):
+            problem = (
+                f"replication factor {step.args[2]} needs as many brokers; the cluster has "
+                f"{len(known)} (step {position})"
+            )
+        if problem is not None:
+            if step.option == "--step":
+                raise _step_error(str(step), problem)
+            raise click.BadParameter(
+                f"{step.args[0]}: {problem} (--{step.action} runs after every --step)",
+                param_hint=step.option,
+            )
 
 
 def _shared_store(url: str) -> str:
@@ -111,48 +208,64 @@ def _shared_store(url: str) -> str:
 # -- rendering ---------------------------------------------------------------------------------
 
 
+def _numbers(values: Sequence[int]) -> str:
+    return ",".join(map(str, values)) or "-"
+
+
 def render(view: ClusterView, title: str, counts: OpCounts | None = None) -> Group:
+    """The controller, its epoch, the brokers and every partition's leadership, as tables that
+    fit the terminal."""
     live = set(view.brokers)
-    head = Table(title=title, show_header=True, title_justify="left")
-    head.add_column("controller")
-    head.add_column("epoch", justify="right")
-    head.add_column("brokers")
-    head.add_column("leaders per broker")
-    head.add_column("offline", justify="right")
-    if counts is not None:
-        head.add_column("store ops (trips/reads/writes)")
-    skew = ", ".join(f"{b}:{n}" for b, n in sorted(view.leaders_per_broker().items()))
-    row = [
+    columns = [
+        Column("controller", Kind.NUMBER, "ctrl"),
+        Column("epoch", Kind.NUMBER),
+        Column("brokers", Kind.TEXT),
+        Column("leaders per broker", Kind.TEXT, "leaders"),
+        Column("offline", Kind.NUMBER),
+    ]
+    row: list[str | Text] = [
         "-" if view.controller is None else str(view.controller),
         str(view.epoch),
-        ",".join(str(b) for b in view.brokers) or "-",
-        skew or "-",
+        _numbers(view.brokers),
+        ", ".join(f"{b}:{n}" for b, n in sorted(view.leaders_per_broker().items())) or "-",
         str(len(view.offline())),
     ]
     if counts is not None:
+        columns.append(Column("store ops (trips/reads/writes)", Kind.NUMBER, "ops t/r/w"))
         row.append(f"{counts.round_trips}/{counts.reads}/{counts.writes}")
-    head.add_row(*row)
-    parts = Table(show_header=True)
-    for column in ("partition", "replicas", "leader", "leader epoch", "isr", "ctrl epoch"):
-        parts.add_column(column, justify="right" if "epoch" in column else "left")
+    head = FittedTable(columns, [row], title=title)
+    rows: list[list[str | Text]] = []
     for p in view.partitions:
-        leader = "[red]none[/]" if p.leader == NO_LEADER else str(p.leader)
+        leader = Text("none", style="red") if p.leader == NO_LEADER else Text(str(p.leader))
         if p.leader != NO_LEADER and p.leader not in live:
-            leader = f"[red]{p.leader} (down)[/]"
+            leader = Text(f"{p.leader} (down)", style="red")
         elif p.leader != NO_LEADER and p.leader != p.replicas[0]:
-            leader = f"[yellow]{p.leader}[/]"
-        parts.add_row(
-            f"{p.topic}-{p.partition}",
-            ",".join(map(str, p.replicas)),
-            leader,
-            str(p.leader_epoch),
-            ",".join(map(str, p.isr)),
-            str(p.controller_epoch),
+            leader.stylize("yellow")
+        rows.append(
+            [
+                f"{p.topic}-{p.partition}",
+                _numbers(p.replicas),
+                leader,
+                str(p.leader_epoch),
+                _numbers(p.isr),
+                str(p.controller_epoch),
+            ]
         )
     for topic, partition in view.uninitialised:
-        parts.add_row(f"{topic}-{partition}", "", "[red]no state[/]", "", "", "")
-    if not view.partitions and not view.uninitialised:
+        rows.append([f"{topic}-{partition}", "", Text("no state", style="red"), "", "", ""])
+    if not rows:
         return Group(head)
+    parts = FittedTable(
+        [
+            Column("partition"),
+            Column("replicas", Kind.TEXT),
+            Column("leader", Kind.NUMBER),
+            Column("leader epoch", Kind.NUMBER, "l.epoch"),
+            Column("isr", Kind.TEXT),
+            Column("ctrl epoch", Kind.NUMBER, "c.epoch"),
+        ],
+        rows,
+    )
     return Group(head, parts)
 
 
@@ -215,7 +328,7 @@ def render_convergence(result: Convergence) -> str:
             f" ({under} partition(s) under-replicated)" if under else ""
         )
     lines = [f"[red]{len(result.violations)} invariant violation(s):[/]"]
-    lines.extend(f"  {escape(visible(str(v)))}" for v in result.violations)
+    lines.extend(f"  {markup(v)}" for v in result.violations)
     return "\n".join(lines)
 
 
@@ -278,21 +391,23 @@ def check_command(store_url: str, unclean: bool, fmt: str) -> None:
     /controller_epoch; no admin request pending; every node readable. Exit status 0 when all
     hold, 1 when something is violated (each violation is listed with its path).
     """
-    with open_store(store_url) as store:
+    with open_store(store_url, read_only=True) as store:
         result = check_cluster(store, unclean_default=unclean)
     if fmt == "json":
         click.echo(
-            json.dumps(
-                {
-                    "converged": result.ok,
-                    "partitions": result.partitions,
-                    "violations": [
-                        {"path": v.path, "message": v.message} for v in result.violations
-                    ],
-                    "under_replicated": [f"{t}-{p}" for t, p in result.under_replicated],
-                },
-                indent=2,
-                ensure_ascii=False,
+            visible_json(
+                json.dumps(
+                    {
+                        "converged": result.ok,
+                        "partitions": result.partitions,
+                        "violations": [
+                            {"path": v.path, "message": v.message} for v in result.violations
+                        ],
+                        "under_replicated": [f"{t}-{p}" for t, p in result.under_replicated],
+                    },
+                    indent=2,
+                    ensure_ascii=False,
+                )
             )
         )
     else:
@@ -323,7 +438,7 @@ def check_command(store_url: str, unclean: bool, fmt: str) -> None:
     show_default=True,
     help=f"Store URL (or ${DEFAULT_STORE_ENV}); a bare memory:// becomes {DEFAULT_STORE}.",
 )
-@click.option("--brokers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--brokers", type=Integer(1, MAX_BROKERS), default=3, show_default=True)
 @click.option(
     "--rack", "racks", multiple=True, metavar="ID=RACK", help="broker.rack of a broker (repeat)."
 )
@@ -349,22 +464,32 @@ def check_command(store_url: str, unclean: bool, fmt: str) -> None:
     metavar="ACTION",
     help="A step, in order (repeat): " + "; ".join(f"{k} {v}" for k, v in STEP_HELP.items()),
 )
-@click.option("--kill", "kills", multiple=True, type=int, help="Crash broker N (after --step).")
 @click.option(
-    "--restart", "restarts", multiple=True, type=int, help="Restart broker N (after --kill)."
+    "--kill",
+    "kills",
+    multiple=True,
+    type=Integer(0, MAX_BROKERS - 1),
+    help="Crash broker N (after --step).",
+)
+@click.option(
+    "--restart",
+    "restarts",
+    multiple=True,
+    type=Integer(0, MAX_BROKERS - 1),
+    help="Restart broker N (after --kill).",
 )
 @click.option("--show-tree", is_flag=True, help="Print the store's tree before stopping.")
 @click.option(
     "--watch",
-    type=click.FloatRange(min=0),
+    type=Seconds(0),
     default=0,
     help="Keep a live view for this many seconds at the end.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
-@click.option("--timeout", type=click.FloatRange(min=1), default=60, show_default=True)
-@click.option("--seed", type=int, default=None, help="Seed replica placement.")
+@click.option("--timeout", type=Seconds(1), default=60, show_default=True)
+@click.option("--seed", type=Integer(0, MAX_INT64), default=None, help="Seed replica placement.")
 def demo_command(
     store_url: str,
     brokers: int,
@@ -383,21 +508,24 @@ def demo_command(
 ) -> None:
     """Start brokers, create topics, run steps, and show the control plane after each."""
     specs = [parse_topic(t) for t in topics]
+    if len({s.name for s in specs}) != len(specs):
+        raise click.BadParameter("a topic is given twice", param_hint="--topic")
     plan = [parse_step(s) for s in steps]
-    plan += [Step("kill", (str(b),)) for b in kills]
-    plan += [Step("restart", (str(b),)) for b in restarts]
-    rack_of: dict[int, str] = {}
-    for item in racks:
-        broker, sep, rack = item.partition("=")
-        if not sep or not broker.isdigit() or not rack:
-            raise click.BadParameter(f"{item!r}: expected ID=RACK", param_hint="--rack")
-        rack_of[int(broker)] = rack
+    plan += [Step("kill", (str(b),), "--kill") for b in kills]
+    plan += [Step("restart", (str(b),), "--restart") for b in restarts]
+    check_plan(plan, brokers)
+    check_replication(specs, brokers)
+    rack_of = {broker: rack for broker, rack in map(_parse_rack, racks)}
+    try:
+        get_plugin_manager().election(ElectionKind.CONTROLLER.value, controller_election)
+    except CoordkitError as exc:
+        raise click.BadParameter(str(exc), param_hint="--controller-election") from None
     config = EngineConfig(
         controller_election=controller_election,
         offline_election="offline-unclean" if unclean else "offline",
     )
     url = _shared_store(store_url)
-    console = Console(width=int(os.environ.get("COLUMNS", "0")) or None)
+    console = output_console()
     snapshots: list[dict[str, Any]] = []
 
     def show(cluster: Cluster, label: str, since: OpCounts) -> OpCounts:
@@ -450,10 +578,19 @@ def demo_command(
         problems = cluster.history.violations() if cluster.history is not None else []
         if problems:
             raise click.ClickException("history check failed: " + "; ".join(problems))
-    except CoordkitError as exc:
-        raise click.ClickException(str(exc)) from None
     finally:
         cluster.close()
+
+
+def _parse_rack(text: str) -> tuple[int, str]:
+    """``ID=RACK`` of ``--rack``."""
+    broker, sep, rack = text.partition("=")
+    try:
+        if not sep or not rack:
+            raise ValueError("expected ID=RACK")
+        return parse_integer(broker, 0, MAX_BROKERS - 1), rack
+    except ValueError as exc:
+        raise click.BadParameter(f"{text!r}: {exc}", param_hint="--rack") from None
 
 
 def _await_topics(cluster: Cluster, names: list[str], timeout: float) -> None:

@@ -15,28 +15,44 @@ Kafka's default is 45 s) and a 0.1 s initial rebalance delay (Kafka: 3 s).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.live import Live
 
-from coordkit.cli.cluster import TopicSpec, parse_topic
+from coordkit.cli.cluster import (
+    MAX_BROKERS,
+    MAX_RECORDS,
+    TopicSpec,
+    check_replication,
+    parse_topic,
+)
+from coordkit.cli.errors import CommandError
 from coordkit.cli.group_classic import ClassicGroupRun
 from coordkit.cli.group_legacy import LegacyGroupRun
 from coordkit.cli.group_runs import GroupRun, GroupSettings
-from coordkit.cli.group_steps import STEP_HELP, append, check_plan, parse_step, run_step
+from coordkit.cli.group_steps import (
+    MAX_CONSUMERS,
+    STEP_HELP,
+    append,
+    check_plan,
+    parse_step,
+    run_step,
+)
 from coordkit.cli.group_stored import read_stored_group, render_stored, stored_json
 from coordkit.cli.group_view import GroupSnapshot, render_snapshot, snapshot_json
+from coordkit.cli.numbers import MAX_INT64, Integer, Seconds
+from coordkit.cli.tables import output_console
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.errors import TopicExistsError
 from coordkit.engine.groups import ConsumerConfig, group_path
 from coordkit.errors import CoordkitError
+from coordkit.offsets import validate_group_id
 from coordkit.plugins import get_plugin_manager, open_store
+from coordkit.terminal import visible_json
 from coordkit.urls import StoreURL
 
 DEFAULT_STORE = "memory://coordkit-group"
@@ -44,6 +60,8 @@ DEFAULT_TOPIC = "t0:12:2"
 DEFAULT_STEPS = ("join", "crash:0")
 #: Kafka waits 3 s for more members before a new group's first rebalance; the demo does not.
 INITIAL_REBALANCE_DELAY = 0.1
+#: offsets.topic.num.partitions accepted (Kafka's default is 50).
+MAX_OFFSETS_PARTITIONS = 1_000
 
 
 def _shared_store(url: str) -> str:
@@ -74,6 +92,15 @@ def _check_offset_storage(name: str) -> None:
         raise click.BadParameter(str(exc), param_hint="--offset-storage") from None
 
 
+def _check_group_id(group_id: str) -> None:
+    """A group id every store and offset storage can use as a node name, or ``--group``'s error."""
+    try:
+        group_path(group_id)
+        validate_group_id(group_id)
+    except (ValueError, CoordkitError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--group") from None
+
+
 def _check_timing(settings: GroupSettings) -> None:
     try:
         ConsumerConfig(
@@ -85,7 +112,9 @@ def _check_timing(settings: GroupSettings) -> None:
             rebalance_timeout=settings.rebalance_timeout,
         )
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--heartbeat-interval") from None
+        raise click.BadParameter(
+            str(exc), param_hint=["--heartbeat-interval", "--session-timeout"]
+        ) from None
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -168,7 +197,7 @@ def group_group() -> None:
     show_default=True,
     help=f"Store URL (or ${DEFAULT_STORE_ENV}); a bare memory:// becomes {DEFAULT_STORE}.",
 )
-@click.option("--brokers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--brokers", type=Integer(1, MAX_BROKERS), default=3, show_default=True)
 @click.option(
     "--topic",
     "topics",
@@ -177,7 +206,7 @@ def group_group() -> None:
     help=f"Topic to create and subscribe to (repeat; default {DEFAULT_TOPIC}).",
 )
 @click.option("--group", "group_id", default="demo", show_default=True, help="The group id.")
-@click.option("--consumers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--consumers", type=Integer(1, MAX_CONSUMERS), default=3, show_default=True)
 @click.option(
     "--assignor",
     "assignors",
@@ -191,21 +220,21 @@ def group_group() -> None:
 )
 @click.option(
     "--session-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(0, above_minimum=True),
     default=2.0,
     show_default=True,
     help="session.timeout.ms in seconds (short for the demo; Kafka: 45).",
 )
 @click.option(
     "--heartbeat-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(0, above_minimum=True),
     default=0.2,
     show_default=True,
     help="heartbeat.interval.ms in seconds (below the session timeout).",
 )
 @click.option(
     "--rebalance-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(0, above_minimum=True),
     default=5.0,
     show_default=True,
     help="max.poll.interval.ms in seconds: how long a rebalance waits for members to rejoin.",
@@ -222,13 +251,13 @@ def group_group() -> None:
 )
 @click.option(
     "--watch",
-    type=click.FloatRange(min=0),
+    type=Seconds(0),
     default=0,
     help="Keep a live view for this many seconds at the end (0: skip).",
 )
 @click.option(
     "--produce",
-    type=click.IntRange(min=0),
+    type=Integer(0, MAX_RECORDS),
     default=0,
     help="Records appended to every partition before the consumers start (their initial lag).",
 )
@@ -245,7 +274,7 @@ def group_group() -> None:
 )
 @click.option(
     "--offsets-partitions",
-    type=click.IntRange(min=1),
+    type=Integer(1, MAX_OFFSETS_PARTITIONS),
     default=10,
     show_default=True,
     help="offsets.topic.num.partitions (Kafka: 50).",
@@ -255,12 +284,12 @@ def group_group() -> None:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=Seconds(1),
     default=30,
     show_default=True,
     help="Seconds each wait for a stable group may take.",
 )
-@click.option("--seed", type=int, default=None, help="Seed replica placement.")
+@click.option("--seed", type=Integer(0, MAX_INT64), default=None, help="Seed replica placement.")
 def run_command(
     store_url: str,
     brokers: int,
@@ -286,23 +315,22 @@ def run_command(
     specs = [parse_topic(t) for t in topics or (DEFAULT_TOPIC,)]
     if len({s.name for s in specs}) != len(specs):
         raise click.BadParameter("a topic is given twice", param_hint="--topic")
+    _check_group_id(group_id)
     plan = [parse_step(s) for s in steps or DEFAULT_STEPS]
     check_plan(plan, consumers, brokers, legacy=legacy)
+    check_replication(specs, brokers)
     chosen = assignors or ("range",)
     _check_assignors(chosen, legacy)
     _check_offset_storage(offset_storage)
-    try:
-        settings = GroupSettings(
-            group_id=group_id,
-            partition_counts={s.name: s.partitions for s in specs},
-            assignors=chosen,
-            static=static,
-            session_timeout=session_timeout,
-            heartbeat_interval=heartbeat_interval,
-            rebalance_timeout=rebalance_timeout,
-        )
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--group") from None
+    settings = GroupSettings(
+        group_id=group_id,
+        partition_counts={s.name: s.partitions for s in specs},
+        assignors=chosen,
+        static=static,
+        session_timeout=session_timeout,
+        heartbeat_interval=heartbeat_interval,
+        rebalance_timeout=rebalance_timeout,
+    )
     _check_timing(settings)
     config = EngineConfig(
         group_initial_rebalance_delay=INITIAL_REBALANCE_DELAY,
@@ -310,7 +338,7 @@ def run_command(
         offset_storage=offset_storage,
     )
     url = _shared_store(store_url)
-    console = Console(width=int(os.environ.get("COLUMNS", "0")) or None)
+    console = output_console()
     snapshots: list[dict[str, Any]] = []
     universe = sorted(settings.partitions())
 
@@ -353,8 +381,6 @@ def run_command(
         problems = run.violations()
         if problems:
             raise click.ClickException("group invariant violated: " + "; ".join(problems))
-    except CoordkitError as exc:
-        raise click.ClickException(str(exc)) from None
     finally:
         if run is not None:
             run.close()
@@ -384,22 +410,17 @@ def describe_command(store_url: str, group_id: str, offset_storage: str, fmt: st
     """Print what the store holds for a group: its persisted metadata and committed offsets, and
     for a legacy group /consumers/G (ids, owners, offsets). Starts nothing."""
     _check_offset_storage(offset_storage)
-    try:
-        group_path(group_id)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--group") from None
+    _check_group_id(group_id)
     url = _shared_store(store_url)
     where = StoreURL.parse(url).redacted()
     try:
-        with open_store(url) as store:
+        with open_store(url, read_only=True) as store:
             stored = read_stored_group(store, group_id, offset_storage)
     except CoordkitError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
     if stored.empty:
         raise click.ClickException(f"group {group_id!r}: nothing stored on {where}")
     if fmt == "json":
-        click.echo(json.dumps(stored_json(stored), indent=2))
+        click.echo(visible_json(json.dumps(stored_json(stored), indent=2, ensure_ascii=False)))
     else:
-        Console(width=int(os.environ.get("COLUMNS", "0")) or None).print(
-            render_stored(stored, where)
-        )
+        output_console().print(render_stored(stored, where))

@@ -8,7 +8,9 @@ import time
 import click
 from attrs import field, frozen, validators
 
+from coordkit.cli.cluster import MAX_RECORDS
 from coordkit.cli.group_runs import GroupRun
+from coordkit.cli.numbers import MAX_SECONDS, parse_integer, parse_seconds
 from coordkit.engine import Cluster
 from coordkit.model import TopicPartition
 
@@ -25,6 +27,8 @@ STEP_HELP = {
 #: Step name → the usage shown in errors.
 _USAGE = {key.split(":")[0].split("[")[0]: key for key in STEP_HELP}
 _CONSUMER_STEPS = ("leave", "crash", "restart")
+#: Consumers one run starts in all (each has its own session and threads).
+MAX_CONSUMERS = 256
 
 
 @frozen
@@ -62,19 +66,17 @@ def parse_step(text: str) -> GroupStep:
         return GroupStep(action, None, text)
     if not argument:
         raise _step_error(text, f"expected {takes}")
-    if action == "sleep":
-        try:
-            seconds = float(argument)
-        except ValueError:
-            seconds = -1.0
-        if not seconds >= 0:
-            raise _step_error(text, f"{argument!r} is not a number of seconds")
-        return GroupStep(action, seconds, text)
-    if not argument.isdigit():
-        raise _step_error(text, f"{argument!r} is not a whole number (expected {takes})")
-    if action in ("join", "produce") and int(argument) == 0:
-        raise _step_error(text, "the count must be at least 1")
-    return GroupStep(action, int(argument), text)
+    try:
+        if action == "sleep":
+            return GroupStep(action, parse_seconds(argument, 0.0, MAX_SECONDS), text)
+        if action in ("join", "produce"):
+            count = parse_integer(argument, 0, MAX_CONSUMERS if action == "join" else MAX_RECORDS)
+            if count == 0:
+                raise _step_error(text, "the count must be at least 1")
+            return GroupStep(action, count, text)
+        return GroupStep(action, parse_integer(argument, 0, MAX_CONSUMERS - 1), text)
+    except ValueError as exc:
+        raise _step_error(text, f"{exc} (expected {takes})") from None
 
 
 def check_plan(plan: list[GroupStep], consumers: int, brokers: int, *, legacy: bool) -> None:
@@ -89,6 +91,10 @@ def check_plan(plan: list[GroupStep], consumers: int, brokers: int, *, legacy: b
         if step.action == "join":
             running |= set(range(started, started + step.number))
             started += step.number
+            if started > MAX_CONSUMERS:
+                raise _step_error(
+                    str(step), f"{started} consumers in all {where}; at most {MAX_CONSUMERS}"
+                )
         elif step.action in _CONSUMER_STEPS:
             number = step.number
             if number >= started:

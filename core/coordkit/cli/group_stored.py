@@ -14,10 +14,10 @@ from typing import Any
 
 from attrs import frozen
 from rich.console import Group
-from rich.table import Table
 
 from coordkit import layout
 from coordkit.cli.group_view import compact_partitions
+from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.groups import GroupMetadata, group_path
 from coordkit.engine.groups.metadata import decode as decode_metadata
 from coordkit.engine.legacy import LegacyGroupView, read_group
@@ -68,58 +68,100 @@ def read_stored_group(store: MetadataStore, group_id: str, offset_storage: str) 
 
 
 def render_stored(stored: StoredGroup, where: str) -> Group:
-    parts: list[Table] = []
+    """What the store holds for the group, as tables that fit the terminal (names and values
+    from the store are shown as they are, control characters made visible)."""
+    parts: list[FittedTable] = []
     metadata = stored.metadata
     if metadata is not None:
-        head = Table(title=f"{group_path(stored.group_id)} on {where}", title_justify="left")
-        for column in ("generation", "protocol type", "protocol", "leader"):
-            head.add_column(column)
-        head.add_row(
-            str(metadata.generation),
-            metadata.protocol_type or "-",
-            metadata.protocol or "-",
-            metadata.leader or "-",
-        )
-        members = Table(show_header=True)
-        for column in ("member id", "instance id", "client id", "topics", "assignment"):
-            members.add_column(column)
-        for m in sorted(metadata.members, key=lambda m: m.join_order):
-            members.add_row(
-                m.member_id,
-                m.group_instance_id or "-",
-                m.client_id or "-",
-                ",".join(m.topics),
-                compact_partitions(m.assignment),
+        parts.append(
+            FittedTable(
+                [
+                    Column("generation", Kind.NUMBER),
+                    Column("protocol type"),
+                    Column("protocol"),
+                    Column("leader"),
+                ],
+                [
+                    [
+                        str(metadata.generation),
+                        metadata.protocol_type or "-",
+                        metadata.protocol or "-",
+                        metadata.leader or "-",
+                    ]
+                ],
+                title=f"{group_path(stored.group_id)} on {where}",
             )
-        parts += [head, members]
+        )
+        parts.append(
+            FittedTable(
+                [
+                    Column("member id"),
+                    Column("instance id"),
+                    Column("client id"),
+                    Column("topics", Kind.TEXT),
+                    Column("assignment", Kind.TEXT),
+                ],
+                [
+                    [
+                        m.member_id,
+                        m.group_instance_id or "-",
+                        m.client_id or "-",
+                        ", ".join(m.topics) or "-",
+                        compact_partitions(m.assignment),
+                    ]
+                    for m in sorted(metadata.members, key=lambda m: m.join_order)
+                ],
+            )
+        )
     if stored.offsets:
-        offsets = Table(title=f"committed offsets ({stored.offset_storage})", title_justify="left")
-        for column in ("partition", "offset", "commit timestamp"):
-            offsets.add_column(column, justify="left" if column == "partition" else "right")
-        for tp, value in sorted(stored.offsets.items()):
-            offsets.add_row(str(tp), str(value.offset), str(value.commit_timestamp))
-        parts.append(offsets)
+        parts.append(
+            FittedTable(
+                [
+                    Column("partition"),
+                    Column("offset", Kind.NUMBER),
+                    Column("commit timestamp", Kind.NUMBER),
+                ],
+                [
+                    [str(tp), str(value.offset), str(value.commit_timestamp)]
+                    for tp, value in sorted(stored.offsets.items())
+                ],
+                title=f"committed offsets ({stored.offset_storage})",
+            )
+        )
     legacy = stored.legacy
     if legacy is not None:
         root = layout.consumer_group_path(stored.group_id)
-        ids = Table(title=f"{root}/ids", title_justify="left")
-        for column in ("consumer id", "subscription", "registered"):
-            ids.add_column(column)
-        for consumer_id, registration in sorted(legacy.registrations.items()):
-            ids.add_row(
-                consumer_id,
-                ",".join(f"{t}:{n}" for t, n in registration.subscription.items()),
-                registration.timestamp,
+        parts.append(
+            FittedTable(
+                [
+                    Column("consumer id"),
+                    Column("subscription", Kind.TEXT),
+                    Column("registered", Kind.NUMBER),
+                ],
+                [
+                    [
+                        consumer_id,
+                        ", ".join(f"{t}:{n}" for t, n in registration.subscription.items()),
+                        registration.timestamp,
+                    ]
+                    for consumer_id, registration in sorted(legacy.registrations.items())
+                ],
+                title=f"{root}/ids",
             )
-        owners = Table(title=f"{root}/owners and /offsets", title_justify="left")
-        for column in ("partition", "owner thread", "offset"):
-            owners.add_column(column, justify="right" if column == "offset" else "left")
+        )
+        rows = []
         for tp in sorted(set(legacy.owners) | set(legacy.offsets)):
             offset = legacy.offsets.get(tp)
-            owners.add_row(
-                str(tp), legacy.owners.get(tp, "-"), "-" if offset is None else str(offset)
+            rows.append(
+                [str(tp), legacy.owners.get(tp, "-"), "-" if offset is None else str(offset)]
             )
-        parts += [ids, owners]
+        parts.append(
+            FittedTable(
+                [Column("partition"), Column("owner thread"), Column("offset", Kind.NUMBER)],
+                rows,
+                title=f"{root}/owners and /offsets",
+            )
+        )
     return Group(*parts)
 
 

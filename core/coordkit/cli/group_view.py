@@ -12,8 +12,8 @@ from typing import Any
 
 from attrs import field, frozen, validators
 from rich.console import Group
-from rich.table import Table
 
+from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.instrument import OpCounts
 from coordkit.model import TopicPartition
 
@@ -136,39 +136,72 @@ def _ops(counts: OpCounts | None) -> str:
 
 
 def render_snapshot(snapshot: GroupSnapshot) -> Group:
-    head = Table(title=snapshot.label, title_justify="left")
-    for column in ("group", "state", "generation", "protocol", "leader", "coordinator"):
-        head.add_column(column, justify="right" if column == "generation" else "left")
+    """The group after a step as tables that fit the terminal: the group, its members, and the
+    rebalances the step caused."""
     leader = snapshot.consumer_of(snapshot.leader)
-    head.add_row(
-        snapshot.group_id,
-        snapshot.state,
-        _text(snapshot.generation),
-        _text(snapshot.protocol),
-        "-" if snapshot.leader is None else f"c{leader}" if leader is not None else snapshot.leader,
-        "-" if snapshot.coordinator is None else f"broker {snapshot.coordinator}",
+    head = FittedTable(
+        [
+            Column("group"),
+            Column("state"),
+            Column("generation", Kind.NUMBER, "gen"),
+            Column("protocol"),
+            Column("leader"),
+            Column("coordinator"),
+        ],
+        [
+            [
+                snapshot.group_id,
+                snapshot.state,
+                _text(snapshot.generation),
+                _text(snapshot.protocol),
+                "-"
+                if snapshot.leader is None
+                else f"c{leader}"
+                if leader is not None
+                else snapshot.leader,
+                "-" if snapshot.coordinator is None else f"broker {snapshot.coordinator}",
+            ]
+        ],
+        title=snapshot.label,
     )
-    members = Table(show_header=True)
-    for column in ("consumer", "member id", "instance id", "status", "partitions", "lag"):
-        members.add_column(column, justify="right" if column == "lag" else "left")
-    for row in snapshot.members:
-        mark = "*" if row.member_id == snapshot.leader else ""
-        members.add_row(
-            f"c{row.consumer}{mark}",
-            row.member_id or "-",
-            _text(row.instance_id),
-            row.status,
-            compact_partitions(row.partitions),
-            str(row.lag),
-        )
-    parts: list[Table] = [head, members]
+    members = FittedTable(
+        [
+            Column("consumer"),
+            Column("member id"),
+            Column("instance id"),
+            Column("status"),
+            Column("partitions", Kind.TEXT),
+            Column("lag", Kind.NUMBER),
+        ],
+        [
+            [
+                f"c{row.consumer}{'*' if row.member_id == snapshot.leader else ''}",
+                row.member_id or "-",
+                _text(row.instance_id),
+                row.status,
+                compact_partitions(row.partitions),
+                str(row.lag),
+            ]
+            for row in snapshot.members
+        ],
+    )
+    parts = [head, members]
     if snapshot.rebalances:
-        rebalances = Table(show_header=True)
-        columns = ["rebalance", "reason", "rounds", "duration", "unowned", "partition-s"]
+        columns = [
+            Column("rebalance"),
+            Column("reason", Kind.TEXT),
+            Column("rounds", Kind.NUMBER),
+            Column("duration", Kind.NUMBER),
+            Column("unowned", Kind.NUMBER),
+            Column("partition-s", Kind.NUMBER),
+        ]
         if snapshot.legacy:
-            columns += ["attempts", "conflicts", "store ops (trips/reads/writes)"]
-        for column in columns:
-            rebalances.add_column(column, justify="left" if column == "reason" else "right")
+            columns += [
+                Column("attempts", Kind.NUMBER),
+                Column("conflicts", Kind.NUMBER),
+                Column("store ops (trips/reads/writes)", Kind.NUMBER, "ops t/r/w"),
+            ]
+        rows = []
         for r in snapshot.rebalances:
             cells = [
                 "-" if r.generation is None else f"generation {r.generation}",
@@ -180,8 +213,8 @@ def render_snapshot(snapshot: GroupSnapshot) -> Group:
             ]
             if snapshot.legacy:
                 cells += [_text(r.attempts), _text(r.conflicts), _ops(r.store_ops)]
-            rebalances.add_row(*cells)
-        parts.append(rebalances)
+            rows.append(cells)
+        parts.append(FittedTable(columns, rows))
     return Group(*parts)
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.plugins import get_plugin_manager
+from coordkit.terminal import plain
 
 
 @click.command("plugins")
@@ -36,18 +37,24 @@ def plugins_command(fmt: str) -> None:
             )
         )
         return
-    table = Table(title="coordkit plugins")
-    for column in ("plugin", "distribution", "version", "module", "registers"):
-        table.add_column(column)
-    for p in infos:
-        registers = "\n".join(
-            f"{kind}: {', '.join(names)}" for kind, names in sorted(p.registered.items())
-        )
-        table.add_row(
+    rows = [
+        [
             p.name + ("" if p.builtin else " (third-party)"),
             p.distribution or "-",
             p.version or "-",
             p.module,
-            registers or "-",
-        )
-    Console().print(table)
+            Text("\n").join(
+                plain(f"{kind}: {', '.join(names)}") for kind, names in sorted(p.registered.items())
+            )
+            or "-",
+        ]
+        for p in infos
+    ]
+    columns = [
+        Column("plugin"),
+        Column("distribution", short="dist."),
+        Column("version"),
+        Column("module"),
+        Column("registers", Kind.TEXT),
+    ]
+    output_console().print(FittedTable(columns, rows, title="coordkit plugins"))

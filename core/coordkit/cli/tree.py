@@ -3,36 +3,51 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import attrs
 import click
-from rich.console import Console
-from rich.markup import escape
 from rich.tree import Tree
 
-from coordkit import paths
+from coordkit import jsontext, paths
+from coordkit.cli.numbers import Integer
+from coordkit.cli.tables import output_console
 from coordkit.errors import LayoutError, NoNodeError
 from coordkit.layout import codec_for
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore, Stat
+from coordkit.terminal import markup, visible_json
 
 DEFAULT_STORE_ENV = "COORDKIT_STORE"
 
 
 @attrs.frozen
 class NodeView:
+    """A node as ``coordkit tree`` shows it.
+
+    :param text: the value shown: JSON compacted, other UTF-8 as it is, other bytes in hex.
+    :param value: the value for JSON output: the decoded JSON, else ``text`` (``None`` if empty).
+    :param kind: the Kafka node kind, when the path is part of Kafka's layout.
+    :param problem: why the value does not match Kafka's schema (or could not be read as JSON).
+    """
+
     path: str
     stat: Stat
-    text: str  # the value shown
-    kind: str | None  # Kafka node kind, when the path is part of Kafka's layout
-    problem: str | None  # why the value does not match Kafka's schema
+    text: str
+    kind: str | None
+    problem: str | None
+    value: Any = None
 
 
-def describe_value(path: str, data: bytes) -> tuple[str, str | None, str | None]:
-    """Render a node value: JSON as compact text, other bytes as text or hex."""
+#: The most characters of a value the tree prints (``--format json`` gives all of it).
+SHOWN_CHARS = 500
+
+
+def read_value(path: str, data: bytes) -> tuple[str, Any, str | None, str | None]:
+    """``(text, value, kind, problem)`` of a node value (see :class:`NodeView`): JSON compacted,
+    other UTF-8 as it is, other bytes in hex; never raises for what a node holds."""
     codec = codec_for(path)
+    kind = codec.name if codec else None
     problem = None
     if codec is not None:
         try:
@@ -40,20 +55,19 @@ def describe_value(path: str, data: bytes) -> tuple[str, str | None, str | None]
         except LayoutError as exc:
             problem = str(exc)
     if not data:
-        return "", codec.name if codec else None, problem
+        return "", None, kind, problem
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        return (
-            "0x" + data[:64].hex() + ("…" if len(data) > 64 else ""),
-            codec.name if codec else None,
-            problem,
-        )
+        shown = "0x" + data[:64].hex() + ("…" if len(data) > 64 else "")
+        return shown, shown, kind, problem
     try:
-        text = json.dumps(json.loads(text), separators=(",", ":"), ensure_ascii=False)
-    except json.JSONDecodeError:
-        pass
-    return text, codec.name if codec else None, problem
+        value = jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
+        if codec is None and text.lstrip()[:1] in ("{", "["):
+            problem = f"{path}: unreadable JSON: {exc}"
+        return text, text, kind, problem
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False), value, kind, problem
 
 
 def walk(store: MetadataStore, root: str, depth: int | None = None) -> list[NodeView]:
@@ -71,8 +85,8 @@ def walk(store: MetadataStore, root: str, depth: int | None = None) -> list[Node
                     continue  # deleted while we walked
                 raise result
             data, stat = result
-            text, kind, problem = describe_value(path, data)
-            out.append(NodeView(path, stat, text, kind, problem))
+            text, value, kind, problem = read_value(path, data)
+            out.append(NodeView(path, stat, text, kind, problem, value))
             if stat.num_children and (depth is None or current_depth < depth):
                 try:
                     next_level.extend(paths.join(path, name) for name in store.children(path))
@@ -93,28 +107,25 @@ def walk(store: MetadataStore, root: str, depth: int | None = None) -> list[Node
     show_default=True,
     help=f"Store URL (or ${DEFAULT_STORE_ENV}).",
 )
-@click.option("--depth", type=click.IntRange(min=0), help="Stop this many levels below PATH.")
+@click.option("--depth", type=Integer(0), help="Stop this many levels below PATH.")
 @click.option(
     "--format", "fmt", type=click.Choice(["tree", "json"]), default="tree", show_default=True
 )
 @click.argument("path", default="/")
 def tree_command(store_url: str, depth: int | None, fmt: str, path: str) -> None:
     """Print the nodes under PATH with their values (Kafka's JSON decoded and checked)."""
-    with open_store(store_url) as store:
+    with open_store(store_url, read_only=True) as store:
         views = walk(store, path, depth)
     if fmt == "json":
-        click.echo(json.dumps({v.path: _as_json(v) for v in views}, indent=2, ensure_ascii=False))
+        document = {v.path: _as_json(v) for v in views}
+        click.echo(visible_json(json.dumps(document, indent=2, ensure_ascii=False)))
         return
     _print_tree(views, path, store_url)
 
 
 def _as_json(view: NodeView) -> dict[str, Any]:
-    try:
-        value: Any = json.loads(view.text) if view.text else None
-    except json.JSONDecodeError:
-        value = view.text
     out: dict[str, Any] = {
-        "value": value,
+        "value": view.value,
         "version": view.stat.version,
         "ephemeral": view.stat.ephemeral,
     }
@@ -126,17 +137,17 @@ def _as_json(view: NodeView) -> dict[str, Any]:
 
 
 def _print_tree(views: list[NodeView], root: str, store_url: str) -> None:
-    console = Console(width=int(os.environ.get("COLUMNS", "0")) or None)
+    console = output_console()
     branches: dict[str, Tree] = {}
     top: Tree | None = None
     for view in views:
-        label = escape(view.path if view.path == root else paths.basename(view.path))
+        label = markup(view.path if view.path == root else paths.basename(view.path))
         if view.stat.ephemeral:
             label += " [magenta](ephemeral)[/]"
         if view.text:
-            label += f"  [green]{escape(view.text)}[/]"
+            label += f"  [green]{markup(_shortened(view.text))}[/]"
         if view.problem:
-            label += f"  [red]malformed: {escape(view.problem)}[/]"
+            label += f"  [red]malformed: {markup(view.problem)}[/]"
         if top is None:
             top = branches[view.path] = Tree(label)
             continue
@@ -144,3 +155,9 @@ def _print_tree(views: list[NodeView], root: str, store_url: str) -> None:
         branches[view.path] = parent.add(label)
     if top is not None:
         console.print(top)
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:SHOWN_CHARS]}… ({len(text):,} characters; --format json shows all)"
