@@ -21,9 +21,11 @@ Moves and their minimum
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
+from coordkit.assignment import load_balance as assignment_load_balance
 from coordkit_lab.protocols import FunctionMetric
 from coordkit_lab.simulation import ASSIGNMENT_KIND, AssignmentStep
 
@@ -71,13 +73,15 @@ def load_balance(step: AssignmentStep) -> float | None:
         return None
     owners = step.owners
     assigned = owners >= 0
-    per_member = np.bincount(
-        owners[assigned], weights=step.loads[assigned], minlength=len(step.member_names)
-    )[: step.group_size]
-    mean = float(per_member.mean())
-    if mean <= 0:
+    loads = step.loads[assigned]
+    top = float(loads.max()) if loads.size else 0.0
+    if not math.isfinite(top) or top <= 0:
         return None
-    return float(per_member.max()) / mean
+    # Scaled by the largest load first, so loads near the float limit cannot overflow the sums.
+    per_member = np.bincount(
+        owners[assigned], weights=loads / top, minlength=len(step.member_names)
+    )[: step.group_size]
+    return assignment_load_balance(per_member.tolist())
 
 
 def _surviving_claims(step: AssignmentStep) -> np.ndarray:

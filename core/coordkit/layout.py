@@ -29,6 +29,7 @@ from coordkit.model import (
     TopicConfig,
     validate_topic_name,
 )
+from coordkit.paths import numeric_name
 
 T = TypeVar("T")
 
@@ -262,17 +263,18 @@ def _decode_topic(path: str, data: bytes) -> TopicAssignment:
     raw = _field(path, obj, "partitions", dict)
     partitions: dict[int, list[int]] = {}
     for key in raw:
-        if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
+        number = numeric_name(key) if isinstance(key, str) else None
+        if number is None:
             raise LayoutError(
                 path, f"partition key {key!r} is not a partition number", field="partitions"
             )
-        partitions[int(key)] = _int_list(path, raw, key)
+        partitions[number] = _int_list(path, raw, key)
     moving: dict[str, dict[int, list[int]]] = {}
     for name in ("adding_replicas", "removing_replicas"):
         found = _field(path, obj, name, dict, default={})
         moving[name] = {}
         for key in found:
-            if not isinstance(key, str) or not (key.isascii() and key.isdigit()):
+            if not isinstance(key, str) or numeric_name(key) is None:
                 raise LayoutError(
                     path, f"partition key {key!r} is not a partition number", field=name
                 )
@@ -480,7 +482,7 @@ def decode_preferred_election(data: bytes) -> list[tuple[str, int]]:
 _SEGMENT = r"[^/]+"
 #: Which codec reads which path (used by ``coordkit tree`` and :func:`decode_znode`).
 _ZNODE_PATTERNS: list[tuple[str, Codec[Any]]] = [
-    (r"^/brokers/ids/\d+$", BROKER),
+    (r"^/brokers/ids/[0-9]+$", BROKER),
     (rf"^/brokers/topics/{_SEGMENT}$", TOPIC),
     (rf"^/brokers/topics/{_SEGMENT}/partitions/\d+/state$", PARTITION_STATE),
     (r"^/controller$", CONTROLLER_INFO),
@@ -488,8 +490,8 @@ _ZNODE_PATTERNS: list[tuple[str, Codec[Any]]] = [
     (rf"^/admin/delete_topics/{_SEGMENT}$", DELETE_TOPIC),
     (rf"^/config/topics/{_SEGMENT}$", TOPIC_CONFIG),
     (rf"^/consumers/{_SEGMENT}/ids/{_SEGMENT}$", CONSUMER_REGISTRATION),
-    (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/\d+$", CONSUMER_OWNER),
-    (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/\d+$", CONSUMER_OFFSET),
+    (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/[0-9]+$", CONSUMER_OWNER),
+    (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/[0-9]+$", CONSUMER_OFFSET),
 ]
 ZNODE_CODECS: tuple[tuple[re.Pattern[str], Codec[Any]], ...] = tuple(
     (re.compile(pattern), codec) for pattern, codec in _ZNODE_PATTERNS

@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, unquote
 
 import attrs
 
+from coordkit import numbers
 from coordkit.errors import InvalidURLError
 
 REDACTED = "***"
@@ -228,11 +229,11 @@ def _parse_host(item: str, fail: _Fail) -> tuple[str, int | None]:
 
 #: Durations (timeouts): from a millisecond to a day.
 MIN_SECONDS = 0.001
-MAX_SECONDS = 86_400.0
-#: Plain decimal numbers only: ``float()`` would also take ``inf``, ``nan``, ``1_0`` and non-ASCII
-#: digits.
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
-_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+MAX_SECONDS = numbers.MAX_SECONDS
+# Plain decimal numbers only (``float()`` would also take ``inf``, ``nan``, ``1_0`` and non-ASCII
+# digits): the same rules as every other number a user gives (:mod:`coordkit.numbers`).
+_DECIMAL = numbers.DECIMAL
+_INTEGER = numbers.INTEGER
 _NOT_FINITE = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan"}
 
 

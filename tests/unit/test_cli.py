@@ -86,8 +86,11 @@ def test_plugins_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_tree_json_decodes_kafka_nodes(
     capsys: pytest.CaptureFixture[str], kafka_tree: MetadataStore
 ) -> None:
-    code, out, _ = run(capsys, "tree", "--store", "memory://cli-tree", "--format", "json")
-    assert code == 0
+    code, out, err = run(capsys, "tree", "--store", "memory://cli-tree", "--format", "json")
+    # The fixture holds malformed nodes: listed, then named, exit status 2.
+    assert code == 2
+    assert "error: malformed /" in err
+    assert "(and 1 more node(s), marked above)" in err
     nodes = json.loads(out)
     broker = nodes["/brokers/ids/0"]
     assert broker["ephemeral"] is True
@@ -110,7 +113,7 @@ def test_tree_text_shows_paths_values_and_problems(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run(capsys, "tree", "--store", "memory://cli-tree")
-    assert code == 0
+    assert code == 2  # the malformed /controller_epoch (listed, then named)
     assert "brokers" in out
     assert "(ephemeral)" in out
     assert '"leader_epoch":2' in out
@@ -139,9 +142,9 @@ def test_tree_store_from_environment(
     capsys: pytest.CaptureFixture[str], kafka_tree: MetadataStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COORDKIT_STORE", "memory://cli-tree")
-    code, out, _ = run(capsys, "tree", "--format", "json", "/controller_epoch")
+    code, out, _ = run(capsys, "tree", "--format", "json", "/brokers/ids")
     assert code == 0
-    assert list(json.loads(out)) == ["/controller_epoch"]
+    assert list(json.loads(out)) == ["/brokers/ids", "/brokers/ids/0"]
 
 
 def test_tree_of_missing_path_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -83,19 +83,19 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 def test_tree_shows_a_node_of_100000_deep_json_as_unreadable(store: MetadataStore) -> None:
     """Issue 12: `coordkit tree` on a store where a node holds 100,000-deep JSON
     (RecursionError). The tree shows every node; that one is marked malformed with its path and
-    the reason (tree lists malformed nodes, it does not stop at them), in text and JSON, and
-    nothing is written."""
+    the reason (tree lists malformed nodes, it does not stop at them), in text and JSON; then one
+    error line names the first, exit status 2, and nothing is written."""
     store.create("/deep", DEEP)
     store.create("/brokers/topics/t", DEEP, make_parents=True)
     before = snapshot(store)
     text = invoke("tree", "--store", URL)
-    assert text.exit_code == 0, text.output
+    assert text.exit_code == 2, text.output
     shown = " ".join(text.output.split())
     assert "malformed: /deep: unreadable JSON: nested deeper than 64 levels" in shown
     assert "malformed: /brokers/topics/t: nested deeper than 64 levels" in shown
     document = invoke("tree", "--store", URL, "--format", "json")
-    assert document.exit_code == 0
-    nodes = json.loads(document.output)
+    assert document.exit_code == 2
+    nodes = json.loads(document.output[: document.output.rindex("}") + 1])
     assert nodes["/deep"]["value"] == DEEP.decode()
     assert "nested deeper than 64 levels" in nodes["/brokers/topics/t"]["problem"]
     assert snapshot(store) == before
@@ -109,11 +109,12 @@ def test_tree_names_a_partition_key_written_in_superscript(store: MetadataStore)
     )
     store.create("/brokers/topics/t/partitions/²/state", b"{}", make_parents=True)
     result = invoke("tree", "--store", URL, columns=200)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output
     assert (
         "/brokers/topics/t: field 'partitions': partition key '²' is not a partition number"
         in result.output
     )
+    assert "error: malformed /brokers/topics/t" in result.output
 
 
 def test_tree_of_a_missing_node_says_no_node_without_an_op_index() -> None:

@@ -10,6 +10,7 @@ import click
 from rich.tree import Tree
 
 from coordkit import jsontext, paths
+from coordkit.cli.errors import CommandError
 from coordkit.cli.numbers import Integer
 from coordkit.cli.tables import output_console
 from coordkit.errors import LayoutError, NoNodeError
@@ -119,8 +120,15 @@ def tree_command(store_url: str, depth: int | None, fmt: str, path: str) -> None
     if fmt == "json":
         document = {v.path: _as_json(v) for v in views}
         click.echo(visible_json(json.dumps(document, indent=2, ensure_ascii=False)))
-        return
-    _print_tree(views, path, store_url)
+    else:
+        _print_tree(views, path, store_url)
+    # As ls does for entries it cannot read: show everything, then say what was wrong, exit 2.
+    malformed = [v for v in views if v.problem]
+    if malformed:
+        more = (
+            f" (and {len(malformed) - 1} more node(s), marked above)" if len(malformed) > 1 else ""
+        )
+        raise CommandError(f"malformed {malformed[0].problem}{more}")
 
 
 def _as_json(view: NodeView) -> dict[str, Any]:
