@@ -37,8 +37,8 @@ import attrs
 
 from coordkit.engine import Cluster, EngineConfig, EngineError
 from coordkit.engine.groups import Consumer, GroupHistory
+from coordkit.lab import FunctionMetric, LabError
 from coordkit.model import TopicPartition
-from coordkit_lab.protocols import FunctionMetric, LabError
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

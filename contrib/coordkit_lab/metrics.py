@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from coordkit.assignment import load_balance as assignment_load_balance
-from coordkit_lab.protocols import FunctionMetric
+from coordkit.lab import FunctionMetric
 from coordkit_lab.simulation import ASSIGNMENT_KIND, AssignmentStep
 
 #: The built-ins: functions of an :class:`AssignmentStep`.

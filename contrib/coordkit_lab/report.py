@@ -23,6 +23,7 @@ from rich.text import Text
 
 from coordkit import jsontext
 from coordkit.cli.tables import Column, FittedTable, Kind, abbreviations
+from coordkit.lab import LabError, Metric
 from coordkit.terminal import markup
 from coordkit_lab import charts
 from coordkit_lab.analysis import (
@@ -37,7 +38,6 @@ from coordkit_lab.analysis import (
     verdicts,
     winners,
 )
-from coordkit_lab.protocols import LabError, Metric
 
 SUMMARY_FILE = "summary.json"
 INDEX_FILE = "index.html"

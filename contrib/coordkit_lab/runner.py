@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordkit_lab.protocols import Metric
+from coordkit.lab import Metric
 from coordkit_lab.scenarios import ScenarioSpec
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 
 from coordkit.errors import UnknownNameError
-from coordkit_lab.protocols import LabError, Param, Workload, params_json, resolve_params
+from coordkit.lab import LabError, Param, Workload, params_json, resolve_params
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

@@ -43,6 +43,7 @@ from coordkit.assignment import (
     RebalanceProtocol,
     TopicMetadata,
 )
+from coordkit.lab import LabError, Param, Params, resolve_params
 from coordkit_lab.events import (
     GroupEvent,
     MemberCrashed,
@@ -53,7 +54,6 @@ from coordkit_lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_lab.protocols import LabError, Param, Params, resolve_params
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from attrs import frozen
 
 from coordkit.errors import CoordkitError, MissingDependencyError
-from coordkit_lab.protocols import LabError
+from coordkit.lab import LabError
 from coordkit_lab.runner import (
     ERROR_METRIC,
     RESULT_FIELDS,

@@ -34,6 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from coordkit.assignment import TopicMetadata
+from coordkit.lab import LabError, Param, Params, resolve_params
 from coordkit_lab.events import (
     GroupEvent,
     MemberCrashed,
@@ -44,7 +45,6 @@ from coordkit_lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_lab.protocols import LabError, Param, Params, resolve_params
 from coordkit_lab.simulation import AssignmentCase, AssignmentWorkload, Member
 
 JMH_RACKS = 3

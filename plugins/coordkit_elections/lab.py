@@ -37,8 +37,8 @@ from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.errors import CoordkitError
+from coordkit.lab import FunctionMetric
 from coordkit.model import NO_LEADER
-from coordkit_lab.protocols import FunctionMetric
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

@@ -48,9 +48,9 @@ from coordkit.engine.producer import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError
+from coordkit.lab import FunctionMetric
 from coordkit.model import NO_LEADER
 from coordkit.partitioning import ProducerRecord
-from coordkit_lab.protocols import FunctionMetric
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from coordkit.lab import LabError
 from coordkit.plugins import get_plugin_manager
 from coordkit_lab.groups import GROUPS_KIND, GroupStep
-from coordkit_lab.protocols import LabError
 from coordkit_lab.runner import run_scenario
 from coordkit_lab.scenarios import ScenarioSpec, expand, get_preset
 

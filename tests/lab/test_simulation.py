@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coordkit.assignment import DEFAULT_GENERATION, RebalanceProtocol, TopicMetadata
+from coordkit.lab import LabError
 from coordkit_assignors.roundrobin import RoundRobinAssignor
 from coordkit_lab.events import (
     MemberCrashed,
@@ -17,7 +18,6 @@ from coordkit_lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_lab.protocols import LabError
 from coordkit_lab.simulation import MAX_ROUNDS, AssignmentCase, Member, simulate_assignment
 
 TOPICS = ("a", "b")

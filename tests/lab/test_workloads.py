@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from coordkit.errors import UnknownNameError
+from coordkit.lab import LabError, Workload, resolve_params
 from coordkit.plugins import PluginManager, get_plugin_manager
 from coordkit_assignors.roundrobin import RoundRobinAssignor
 from coordkit_lab.events import EVENT_KINDS, MemberJoined
-from coordkit_lab.protocols import LabError, Workload, resolve_params
 from coordkit_lab.runner import ERROR_METRIC, run_scenario
 from coordkit_lab.scenarios import PRESETS, Preset, PresetCase, derive_seed, expand, get_preset
 from coordkit_lab.simulation import simulate_assignment

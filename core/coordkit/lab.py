@@ -1,5 +1,9 @@
 """The lab's plugin contract: what a workload, a step and a metric are.
 
+It lives in core, free of Spark and pandas, so a strategy family's plugin registers its own lab
+workloads and metrics without importing the lab (``contrib/coordkit_lab`` keeps the Spark runner,
+the statistics and the report).
+
 A **workload** (registered through ``coordkit_register_workloads``) turns parameters and a seed
 into a sequence of **steps**, one per rebalance, election, ... it simulates with one strategy. A
 **metric** (registered through ``coordkit_register_metrics``) turns one step into one number.
