@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from coordkit.cli import cli
-from coordkit.cli.group_legacy import unowned_between
-from coordkit.cli.group_view import compact_partitions
+from coordkit.cli.group.legacy import unowned_between
+from coordkit.cli.group.view import compact_partitions
 from coordkit.engine.legacy import OwnershipChange, OwnershipEvent
 from coordkit.model import TopicPartition
 

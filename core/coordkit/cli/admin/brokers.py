@@ -20,7 +20,7 @@ from coordkit.cli.admin.cluster_state import (
     topic_names,
 )
 from coordkit.cli.admin.options import store_option
-from coordkit.cli.group_view import compact_partitions
+from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.model import NO_LEADER, TopicPartition
 from coordkit.plugins import open_store

@@ -30,10 +30,10 @@ from coordkit.cli.cluster import (
     parse_topic,
 )
 from coordkit.cli.errors import CommandError
-from coordkit.cli.group_classic import ClassicGroupRun
-from coordkit.cli.group_legacy import LegacyGroupRun
-from coordkit.cli.group_runs import GroupRun, GroupSettings
-from coordkit.cli.group_steps import (
+from coordkit.cli.group.classic import ClassicGroupRun
+from coordkit.cli.group.legacy import LegacyGroupRun
+from coordkit.cli.group.runs import GroupRun, GroupSettings
+from coordkit.cli.group.steps import (
     MAX_CONSUMERS,
     STEP_HELP,
     append,
@@ -41,8 +41,8 @@ from coordkit.cli.group_steps import (
     parse_step,
     run_step,
 )
-from coordkit.cli.group_stored import read_stored_group, render_stored, stored_json
-from coordkit.cli.group_view import GroupSnapshot, render_snapshot, snapshot_json
+from coordkit.cli.group.stored import read_stored_group, render_stored, stored_json
+from coordkit.cli.group.view import GroupSnapshot, render_snapshot, snapshot_json
 from coordkit.cli.numbers import MAX_INT64, Integer, Seconds
 from coordkit.cli.tables import output_console
 from coordkit.cli.tree import DEFAULT_STORE_ENV

@@ -1,6 +1,6 @@
 """The consumers ``coordkit group run`` drives, behind one interface (:class:`GroupRun`): the
-classic group protocol (:mod:`~coordkit.cli.group_classic`) or the legacy ZooKeeper consumer
-(:mod:`~coordkit.cli.group_legacy`).
+classic group protocol (:mod:`~coordkit.cli.group.classic`) or the legacy ZooKeeper consumer
+(:mod:`~coordkit.cli.group.legacy`).
 
 Consumers are numbered from 0 in the order they start (``leave:I`` names consumer ``I``); a
 restarted consumer keeps its number. :meth:`GroupRun.observe` reads the group as it is and says
@@ -15,7 +15,7 @@ from typing import Generic, Protocol, TypeVar
 
 from attrs import field, frozen, validators
 
-from coordkit.cli.group_view import GroupSnapshot
+from coordkit.cli.group.view import GroupSnapshot
 from coordkit.engine import Cluster
 from coordkit.engine.errors import EngineError
 from coordkit.model import TopicPartition

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from coordkit.cli.group_runs import (
+from coordkit.cli.group.runs import (
     GroupSettings,
     NumberedConsumers,
     Observation,
     high_watermark,
     labels,
 )
-from coordkit.cli.group_view import GroupSnapshot, MemberRow, RebalanceRow
+from coordkit.cli.group.view import GroupSnapshot, MemberRow, RebalanceRow
 from coordkit.engine import Cluster, OpCounts
 from coordkit.engine.errors import EngineError
 from coordkit.engine.legacy import ConsumerState as LegacyState

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from coordkit.cli.group_runs import GroupSettings, NumberedConsumers, Observation, labels
-from coordkit.cli.group_view import GroupSnapshot, MemberRow, RebalanceRow
+from coordkit.cli.group.runs import GroupSettings, NumberedConsumers, Observation, labels
+from coordkit.cli.group.view import GroupSnapshot, MemberRow, RebalanceRow
 from coordkit.engine import Cluster
 from coordkit.engine.errors import EngineError
 from coordkit.engine.groups import Consumer, ConsumerState, GroupState, RebalanceCompleted

@@ -16,7 +16,7 @@ from attrs import frozen
 from rich.console import Group
 
 from coordkit import layout
-from coordkit.cli.group_view import compact_partitions
+from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.groups import GroupMetadata, group_path
 from coordkit.engine.groups.metadata import decode as decode_metadata
