@@ -14,15 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from chaos.runner import SESSION_TIMEOUT, TOTALS
-from harness.faults import StoreFaults, open_faults
-
-#: Test id → the harness's backend name.
-BACKENDS = {
-    "memory": "memory",
-    "zookeeper": "zookeeper",
-    "zk-ensemble": "zookeeper-ensemble",
-    "redis": "redis",
-}
+from harness.faults import BACKENDS, StoreFaults, open_faults
 
 
 def chaos_seeds() -> list[int]:
@@ -39,11 +31,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("chaos_seed", chaos_seeds(), ids=lambda seed: f"seed{seed}")
 
 
-@pytest.fixture(scope="module", params=list(BACKENDS))
+@pytest.fixture(scope="module", params=BACKENDS)
 def chaos_faults(request: pytest.FixtureRequest) -> Iterator[StoreFaults]:
     """The backend's server(s), shared by every schedule on it (each gets a fresh namespace);
     torn down before the next backend's start, so only one backend's servers run at a time."""
-    faults = open_faults(BACKENDS[request.param], SESSION_TIMEOUT)
+    faults = open_faults(request.param, SESSION_TIMEOUT)
     yield faults
     faults.close()
 

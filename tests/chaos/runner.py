@@ -4,8 +4,8 @@ Each run: a fresh namespace on the backend's long-lived server, a fresh three-br
 then the schedule's steps in order. A step that the store's state makes fail (an admin call while
 the server is down, a restart whose session cannot be opened) is recorded, not raised: a user's
 call during an outage legitimately fails. Then every fault is undone, every stopped broker is
-started again, and the cluster must converge within :data:`CONVERGENCE_BOUND` seconds (measured
-from the moment the store serves again):
+started again, and the cluster must converge within :data:`CONVERGENCE_BOUND` (30) seconds,
+measured from the moment the store serves again:
 
 1. :meth:`Cluster.wait_converged` — every invariant of :mod:`coordkit.engine.invariants` holds;
 2. then, within the same bound, no partition is under-replicated and every running broker is
@@ -16,9 +16,10 @@ epoch, leader epochs never going back; :meth:`HistoryRecorder.violations`), and 
 record may be lost while only clean elections ran (on topics that never allowed unclean election,
 none at all).
 
-Until brokers replicate on their own threads, the heal phase also calls
-:meth:`Cluster.replicate` (set ``COORDKIT_CHAOS_MANUAL_REPLICATION=0`` to rely on the brokers'
-own fetchers alone).
+Replication runs on the brokers' own threads (``EngineConfig(replication=True)``): followers
+fetch and leaders shrink and expand their ISRs by themselves, so produced records are acknowledged
+and ISRs refill without the test's help. ``COORDKIT_CHAOS_MANUAL_REPLICATION=1`` makes the heal
+phase call :meth:`Cluster.replicate` as well, for an engine without background replication.
 """
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ from coordkit.store import MetadataStore, SessionState
 from harness.faults import FaultNotApplicable, StoreFaults
 
 #: Seconds, from the store serving again, within which a healed cluster must converge and its
-#: ISRs fill up again. Measured heal times on a loaded 2-core machine stay under a few seconds
-#: (the run summary prints the slowest); the bound leaves room for a JVM garbage collection, a
-#: ZooKeeper ensemble electing a leader and every session of a paused server expiring at once.
+#: ISRs fill up again. Measured on a loaded 2-core machine (30 schedules each, the run summary
+#: prints the slowest): memory 0.2 s, Redis 1.8 s, standalone ZooKeeper 3.2 s, ZooKeeper ensemble
+#: 3.9 s. The bound leaves room for JVM pauses, an ensemble electing a leader and every session of
+#: a paused server expiring at once; a controller that lost track of its work never gets there.
 CONVERGENCE_BOUND = float(os.environ.get("COORDKIT_CHAOS_BOUND", "30"))
 #: Store session timeout: a pause or cut lasting longer expires sessions.
 SESSION_TIMEOUT = 2.0
-MANUAL_REPLICATION = os.environ.get("COORDKIT_CHAOS_MANUAL_REPLICATION", "1") != "0"
+MANUAL_REPLICATION = os.environ.get("COORDKIT_CHAOS_MANUAL_REPLICATION", "0") == "1"
 
 CONFIG = EngineConfig(
     controlled_shutdown_timeout=3.0,
@@ -98,6 +100,8 @@ TOTALS = RunTotals()
 
 @attrs.define
 class Outcome:
+    """What one schedule did (the log) and what was wrong afterwards (the problems)."""
+
     schedule: Schedule
     log: list[str] = attrs.Factory(list)
     problems: list[str] = attrs.Factory(list)
@@ -105,7 +109,8 @@ class Outcome:
     heal_seconds: float | None = None
 
     def report(self) -> str:
-        replay = f"COORDKIT_CHAOS_SEED={self.schedule.seed} pytest tests/chaos -k {self.schedule.backend}"
+        seed, backend = self.schedule.seed, self.schedule.backend
+        replay = f"COORDKIT_CHAOS_SEED={seed} pytest tests/chaos -k {backend}-seed{seed}"
         lines = [
             f"chaos schedule seed={self.schedule.seed} on {self.schedule.backend} failed "
             f"(replay: {replay})",
@@ -125,7 +130,7 @@ class ChaosRun:
         self.schedule = schedule
         self.outcome = Outcome(schedule)
         self.started = time.monotonic()
-        self.cluster: Cluster | None = None
+        self._cluster: Cluster | None = None
         self._hold_until = 0.0
         self._cut: MetadataStore | None = None
 
@@ -134,15 +139,15 @@ class ChaosRun:
         self.outcome.log.append(f"+{time.monotonic() - self.started:7.3f}s {text}")
 
     @property
-    def live(self) -> Cluster:
-        assert self.cluster is not None
-        return self.cluster
+    def cluster(self) -> Cluster:
+        assert self._cluster is not None, "the cluster is not started"
+        return self._cluster
 
     # -- the run
     def run(self) -> Outcome:
         url = self.faults.new_url()
         try:
-            self.cluster = Cluster(
+            self._cluster = Cluster(
                 lambda: self.faults.open(url),
                 list(s.BROKERS),
                 config=CONFIG,
@@ -157,8 +162,8 @@ class ChaosRun:
             self._fail(f"unexpected {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         finally:
             self.faults.heal()  # a failed run must not leave the server paused or cut off
-            if self.cluster is not None:
-                self.cluster.close()
+            if self._cluster is not None:
+                self._cluster.close()
             self.faults.release(url)
         return self.outcome
 
@@ -180,7 +185,7 @@ class ChaosRun:
             time.sleep(step.pause_after)
 
     def _do(self, step: Step) -> str:
-        cluster = self.live
+        cluster = self.cluster
         action = step.action
         handlers: dict[str, Callable[[Step], str]] = {
             s.CREATE_TOPIC: self._create_topic,
@@ -209,52 +214,51 @@ class ChaosRun:
             if step.topic.startswith(s.UNCLEAN_PREFIX)
             else None
         )
-        self.live.create_topic(step.topic, step.count, step.replication_factor, config=config)
+        self.cluster.create_topic(step.topic, step.count, step.replication_factor, config=config)
         return ""
 
     def _produce(self, step: Step) -> str:
-        accepted = self.live.produce(step.count)
-        self.live.replicate()
+        accepted = self.cluster.produce(step.count)
         return f"{accepted} records accepted"
 
     def _crash_broker(self, step: Step) -> str:
         assert step.broker is not None
-        if step.broker not in self.live.live_brokers():
+        if step.broker not in self.cluster.live_brokers():
             return f"skipped: broker {step.broker} is not running"
-        self.live.kill(step.broker)
+        self.cluster.kill(step.broker)
         return ""
 
     def _crash_controller(self, step: Step) -> str:
-        holder = self.live.controller_broker()
+        holder = self.cluster.controller_broker()
         if holder is None:
             return "skipped: no broker holds a controller term"
-        self.live.kill(holder.broker_id)
+        self.cluster.kill(holder.broker_id)
         return f"killed broker {holder.broker_id}"
 
     def _stop_broker(self, step: Step) -> str:
         assert step.broker is not None
-        if step.broker not in self.live.live_brokers():
+        if step.broker not in self.cluster.live_brokers():
             return f"skipped: broker {step.broker} is not running"
-        still_led = self.live.stop(step.broker)
+        still_led = self.cluster.stop(step.broker)
         return f"still led {len(still_led)} partitions" if still_led else ""
 
     def _restart_broker(self, step: Step) -> str:
-        down = [b for b in s.BROKERS if b not in self.live.live_brokers()]
+        down = [b for b in s.BROKERS if b not in self.cluster.live_brokers()]
         if not down:
             return "skipped: every broker is running"
-        self.live.restart(down[0])
+        self.cluster.restart(down[0])
         return f"restarted broker {down[0]}"
 
     # -- store faults
     def _session(self, broker: int | None) -> tuple[int, MetadataStore]:
         if broker is None:
-            holder = self.live.controller_broker()
+            holder = self.cluster.controller_broker()
             if holder is None:
                 raise FaultNotApplicable("no broker holds a controller term")
             broker = holder.broker_id
-        if broker not in self.live.live_brokers():
+        if broker not in self.cluster.live_brokers():
             raise FaultNotApplicable(f"broker {broker} is not running")
-        return broker, self.live.raw_store(broker)
+        return broker, self.cluster.raw_store(broker)
 
     def _pause(self, step: Step) -> str:
         what = self.faults.pause()
@@ -294,7 +298,7 @@ class ChaosRun:
         healed = time.monotonic()
         deadline = healed + CONVERGENCE_BOUND
         self.note("store healed; restarting stopped brokers")
-        cluster = self.live
+        cluster = self.cluster
         while True:
             down = [b for b in s.BROKERS if b not in cluster.live_brokers()]
             for broker in down:
@@ -318,7 +322,7 @@ class ChaosRun:
                     return
                 time.sleep(0.1)
             except EngineError as exc:
-                self._fail(str(exc))
+                self._fail(f"{exc}\n{self._diagnosis()}")
                 return
         self.note(f"heal: converged after {time.monotonic() - healed:.2f}s")
         last = self._replicas_back(deadline)
@@ -330,10 +334,25 @@ class ChaosRun:
             f"heal: ISRs full and every broker registered after {self.outcome.heal_seconds:.2f}s"
         )
 
+    def _diagnosis(self) -> str:
+        """Who the store and the brokers think the controller is (for a failure report)."""
+        cluster = self.cluster
+        holder = cluster.controller_broker()
+        try:
+            settled: object = cluster.settled()
+            view = cluster.view()
+            stored = f"store names controller {view.controller} at epoch {view.epoch}"
+        except StoreError as exc:
+            settled, stored = "?", f"store unreadable: {exc}"
+        return (
+            f"  ({stored}; in-process controller: {holder!r}; running brokers "
+            f"{cluster.live_brokers()}; settled: {settled!r})"
+        )
+
     def _replicas_back(self, deadline: float) -> str:
         """Wait until no partition is under-replicated and every running broker is registered;
         returns what is still wrong at the deadline ('' once healed)."""
-        cluster = self.live
+        cluster = self.cluster
         while True:
             try:
                 result = cluster.converged()
@@ -362,7 +381,7 @@ class ChaosRun:
             time.sleep(0.1)
 
     def _check_history(self) -> None:
-        cluster = self.live
+        cluster = self.cluster
         history = cluster.history
         assert history is not None
         for problem in history.violations():

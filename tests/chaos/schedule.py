@@ -7,8 +7,9 @@ down) are made when a step runs, from the cluster's state, the same way every ti
 
 Shape: one to three topics first, then 4–9 events. A store fault opens (a server crash or pause,
 a session cut) and closes a few events later, so cluster events land while the store is down or
-hung; at most one store fault is open at a time, and a schedule has at most one server fault (crash
-or pause) and two session cuts, which keeps it to a few seconds. At most two of the three brokers are down at once.
+hung. At most one store fault is open at a time, a schedule has at most one server fault (crash or
+pause) and two session cuts, and at most two of the three brokers are down at once: a schedule
+runs for a few seconds.
 """
 
 from __future__ import annotations

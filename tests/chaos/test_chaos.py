@@ -1,11 +1,18 @@
 """Seeded chaos: store faults interleaved with cluster events, then heal; the cluster must
-converge and its history must be sound (see :mod:`chaos.runner` for the checks and the bound,
-:mod:`chaos.schedule` for what a schedule holds).
+converge and its history must be sound.
 
 Backends: memory (session expiry, disconnects), a standalone ZooKeeper server, a 3-member
 ZooKeeper ensemble (its leader crashes or hangs) and a durable Redis server (kill -9, SIGSTOP,
-proxy cuts, expiry). Each failing schedule prints its seed, the schedule and what happened, and
-replays with ``COORDKIT_CHAOS_SEED``.
+proxy cuts, expiry); stores use 2 s sessions, so a pause past the timeout stays short.
+
+After healing, the cluster must converge, fill its ISRs and have every running broker registered
+within 30 s of the store serving again (``CONVERGENCE_BOUND`` in :mod:`chaos.runner`; the slowest
+heal measured here was under 4 s). Across the run: one controller per epoch, one leader per leader
+epoch, leader epochs never going back, and no acknowledged record lost to clean elections.
+
+A failing schedule prints its seed, the schedule and what happened; ``COORDKIT_CHAOS_SEED=N``
+replays exactly that schedule (the thread timing around it is the machine's), and
+``COORDKIT_CHAOS_SCHEDULES=N`` sets how many run per backend (default 30).
 """
 
 from __future__ import annotations

@@ -48,6 +48,9 @@ from harness.zookeeper import (
     with_hosts,
 )
 
+#: Backends :func:`open_faults` knows.
+BACKENDS = ("memory", "zookeeper", "zk-ensemble", "redis")
+
 CRASH = "crash"
 PAUSE = "pause"
 CUT = "cut"
@@ -287,7 +290,7 @@ class ZooKeeperStoreFaults(StoreFaults):
 
     def __init__(self, session_timeout: float, *, members: int = 1) -> None:
         super().__init__(session_timeout)
-        self.name = "zookeeper" if members == 1 else f"zookeeper-ensemble{members}"
+        self.name = "zookeeper" if members == 1 else "zk-ensemble"
         self._standalone: StandaloneZooKeeper | None = None
         self._ensemble: ZooKeeperEnsemble | None = None
         if members == 1:
@@ -470,15 +473,14 @@ class RedisStoreFaults(StoreFaults):
 
 
 def open_faults(name: str, session_timeout: float) -> StoreFaults:
-    """An injector by backend name: ``memory``, ``zookeeper``, ``zookeeper-ensemble``, ``redis``."""
+    """An injector by backend name: ``memory``, ``zookeeper`` (standalone), ``zk-ensemble`` (three
+    members) or ``redis`` (durable)."""
     if name == "memory":
         return MemoryStoreFaults(session_timeout)
     if name == "zookeeper":
         return ZooKeeperStoreFaults(session_timeout)
-    if name == "zookeeper-ensemble":
+    if name == "zk-ensemble":
         return ZooKeeperStoreFaults(session_timeout, members=3)
     if name == "redis":
         return RedisStoreFaults(session_timeout)
-    raise ValueError(
-        f"unknown backend {name!r}; known: memory, zookeeper, zookeeper-ensemble, redis"
-    )
+    raise ValueError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")

@@ -161,7 +161,8 @@ class Broker:
         if controlled and self.alive:
             try:
                 remaining = self.controlled_shutdown()
-            except EngineError as exc:
+            except (EngineError, StoreError) as exc:
+                # Kafka gives up after its retries and shuts down anyway: so does this broker.
                 log.warning("broker %s: controlled shutdown failed: %s", self.broker_id, exc)
         self._shutdown(graceful=True, controlled=controlled)
         return remaining

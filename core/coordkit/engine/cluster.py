@@ -327,10 +327,18 @@ class Cluster:
 
     def converged(self) -> Convergence:
         """Check every invariant of a converged cluster against the store (truthy when none is
-        broken; see :mod:`coordkit.engine.invariants`)."""
-        return check_cluster(
+        broken; see :mod:`coordkit.engine.invariants`), and that every broker running in this
+        process is registered."""
+        result = check_cluster(
             self.admin_store, unclean_default=self.config.offline_election == "offline-unclean"
         )
+        registered = set(self._registered_brokers())
+        missing = tuple(
+            Violation(layout.broker_path(b), "broker runs here but is not registered")
+            for b in self.live_brokers()
+            if b not in registered
+        )
+        return attrs.evolve(result, violations=result.violations + missing) if missing else result
 
     def wait_converged(self, timeout: float = 30.0) -> Convergence:
         """Wait until :meth:`converged`; raises :class:`EngineError` listing what is still

@@ -245,6 +245,9 @@ class Controller:
             # Brokers are compared with the previous read, so a bounce is seen here too.
             _dead, _born, bounced = context.load()
             self._bounced |= bounced
+            # The states were just read: pending notifications only need consuming (a mark for
+            # them may have been merged into this pass).
+            self.replicas.consume_isr_notifications()
         else:
             if marks.topics:
                 touched.update(context.sync_topics())
