@@ -5,7 +5,7 @@ Workload generators and metrics are plugins (``coordkit_register_workloads``,
 executors and end in Parquet, an HTML report and a terminal table. pyspark is imported only when
 a run starts (extra ``coordkit[spark]``); listing what the lab offers needs only the core.
 
-Modules: :mod:`~coordkit_lab.protocols` (the workload / step / metric contract),
+Modules (the workload / step / metric contract itself is :mod:`coordkit.lab`, in core):
 :mod:`~coordkit_lab.events`, :mod:`~coordkit_lab.simulation` (assignment simulation and the
 assignment workload base class), :mod:`~coordkit_lab.workloads` and :mod:`~coordkit_lab.metrics`
 (the built-ins), :mod:`~coordkit_lab.groups` (consumer groups on the engine),

@@ -34,6 +34,7 @@ from coordkit.assignment_io import AssignmentInputError, loads_group, summarize
 from coordkit.engine import states
 from coordkit.engine.groups import metadata
 from coordkit.errors import InvalidPathError, LayoutError
+from coordkit.lab import LabError
 from coordkit.model import (
     BrokerInfo,
     ConsumerOffset,
@@ -49,7 +50,6 @@ from coordkit.model import (
 )
 from coordkit.offsets import OffsetAndMetadata
 from coordkit.plugins import get_plugin_manager
-from coordkit_lab.protocols import LabError
 from coordkit_lab.report import build_report_data, check_report_data, load_report, print_report
 from coordkit_offsets.offsets_topic import decode_record, encode_record
 
