@@ -92,21 +92,9 @@ def load_report(directory: Path) -> ReportData:
     return check_report_data(data, str(path))
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
-
-
 def _expect(where: str, field: str, value: object, ok: bool, what: str) -> None:
     if not ok:
-        raise LabError(f"{where}: {field}: expected {what}, got {_kind(value)}")
+        raise LabError(f"{where}: {field}: expected {what}, got {jsontext.kind_of(value)}")
 
 
 def _is_number(value: object) -> bool:
@@ -162,7 +150,7 @@ def check_report_data(data: Any, where: str = SUMMARY_FILE) -> ReportData:
         better = info.get("better")
         if better not in ("lower", "higher"):
             raise LabError(
-                f"{where}: {field}.better: expected 'lower' or 'higher', got {_kind(better)}"
+                f"{where}: {field}.better: expected 'lower' or 'higher', got {jsontext.kind_of(better)}"
             )
         for optional in ("headline", "description"):
             value = info.get(optional)

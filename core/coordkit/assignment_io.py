@@ -86,27 +86,13 @@ def _fail(path: str, reason: str) -> AssignmentInputError:
     return AssignmentInputError(f"{path}: {reason}")
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _object(value: object, path: str, allowed: tuple[str, ...] | None) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise _fail(path, f"expected an object, got {_kind(value)}")
+        raise _fail(path, f"expected an object, got {jsontext.kind_of(value)}")
     duplicates = getattr(value, "duplicates", [])
     if duplicates:
         raise _fail(_join(path, duplicates[0]), "given more than once")
@@ -137,7 +123,7 @@ def _name(key: str, path: str, what: str) -> str:
 
 def _list(value: object, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _fail(path, f"expected a list, got {_kind(value)}")
+        raise _fail(path, f"expected a list, got {jsontext.kind_of(value)}")
     return value
 
 
@@ -145,7 +131,7 @@ def _optional_string(value: object, path: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
-        raise _fail(path, f"expected a non-empty string or null, got {_kind(value)}")
+        raise _fail(path, f"expected a non-empty string or null, got {jsontext.kind_of(value)}")
     return value
 
 
@@ -209,7 +195,8 @@ def _parse_topic(value: object, path: str, *, used: int, limit: int) -> TopicMet
         fields: Mapping[str, Any] = {"partitions": value}
     elif not isinstance(value, dict):
         raise _fail(
-            path, f"expected a partition count or an object with 'partitions', got {_kind(value)}"
+            path,
+            f"expected a partition count or an object with 'partitions', got {jsontext.kind_of(value)}",
         )
     else:
         fields = _object(value, path, TOPIC_FIELDS)
@@ -241,7 +228,7 @@ def _parse_topic(value: object, path: str, *, used: int, limit: int) -> TopicMet
                 if not isinstance(rack, str) or not rack:
                     raise _fail(
                         f"{racks_path}[{p}][{r}]",
-                        f"rack must be a non-empty string, got {_kind(rack)}",
+                        f"rack must be a non-empty string, got {jsontext.kind_of(rack)}",
                     )
             racks.append(entries)
 
@@ -276,7 +263,7 @@ def _parse_member(
     for i, topic in enumerate(_list(fields["topics"], f"{path}.topics")):
         where = f"{path}.topics[{i}]"
         if not isinstance(topic, str) or not topic:
-            raise _fail(where, f"topic must be a non-empty string, got {_kind(topic)}")
+            raise _fail(where, f"topic must be a non-empty string, got {jsontext.kind_of(topic)}")
         if topic in subscribed:
             raise _fail(where, f"topic {topic} is listed twice")
         subscribed.append(topic)  # topics without metadata are allowed: assignors skip them
@@ -285,7 +272,7 @@ def _parse_member(
     for i, item in enumerate(_list(fields.get("owned", []), f"{path}.owned")):
         where = f"{path}.owned[{i}]"
         if not isinstance(item, str):
-            raise _fail(where, f"expected 'topic-partition', got {_kind(item)}")
+            raise _fail(where, f"expected 'topic-partition', got {jsontext.kind_of(item)}")
         topic, sep, number_text = item.rpartition("-")
         number = numeric_name(number_text)
         if not sep or not topic or number is None:
@@ -308,7 +295,9 @@ def _parse_member(
 
     generation = fields.get("generation", DEFAULT_GENERATION)
     if not _is_int(generation):
-        raise _fail(f"{path}.generation", f"expected an integer, got {_kind(generation)}")
+        raise _fail(
+            f"{path}.generation", f"expected an integer, got {jsontext.kind_of(generation)}"
+        )
     if not DEFAULT_GENERATION <= generation <= MAX_GENERATION:
         raise _fail(
             f"{path}.generation",

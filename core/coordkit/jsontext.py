@@ -119,3 +119,17 @@ def loads(
         ) from None
     except ValueError as exc:
         raise JSONTextError(f"not valid JSON ({exc})") from None
+
+
+def kind_of(value: object) -> str:
+    """How a message names a decoded JSON value's kind: ``null``, ``a boolean``, ``a number``,
+    ``a string``, ``a list`` or ``an object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"

@@ -116,7 +116,7 @@ def decode(group_id: str, data: bytes, path: str) -> GroupMetadata:
     except jsontext.JSONTextError as exc:
         raise LayoutError(path, str(exc)) from None
     if not isinstance(doc, dict):
-        raise LayoutError(path, f"expected a JSON object, got {_kind(doc)}")
+        raise LayoutError(path, f"expected a JSON object, got {jsontext.kind_of(doc)}")
     version = doc.get("version")
     if not _is(version, int) or version != METADATA_VERSION:
         raise LayoutError(path, f"unsupported version {_shown(version)}", field="version")
@@ -135,22 +135,10 @@ def decode(group_id: str, data: bytes, path: str) -> GroupMetadata:
     )
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object"
-
-
 def _shown(value: object) -> str:
     """A JSON value for a message: scalars as they are (shortened), containers by kind."""
     if isinstance(value, list | dict):
-        return _kind(value)
+        return jsontext.kind_of(value)
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
