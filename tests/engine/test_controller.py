@@ -138,12 +138,18 @@ def test_kafka_strategy_wakes_every_broker(
     wakeups = {b: c.wakeups for b, c in candidates.items()}  # type: ignore[union-attr]
     cluster.kill(first.controller)
     settled(cluster, "a new controller")
-    woken = sorted(
-        b
-        for b, c in candidates.items()
-        if b != first.controller and c.wakeups > wakeups[b]  # type: ignore[union-attr]
-    )
-    assert woken == sorted(b for b in cluster.brokers if b != first.controller)
+    others = sorted(b for b in cluster.brokers if b != first.controller)
+
+    def woken() -> list[int]:
+        return sorted(
+            b
+            for b, c in candidates.items()
+            if b != first.controller and c.wakeups > wakeups[b]  # type: ignore[union-attr]
+        )
+
+    # A candidate's watch delivery can trail the new controller settling: wait for all of them.
+    wait_for(lambda: woken() == others, what=f"every other broker woken (woken: {woken()})")
+    assert woken() == others
 
 
 def test_deposed_controller_writes_are_rejected(
