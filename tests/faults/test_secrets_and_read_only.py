@@ -19,13 +19,11 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
-from coordkit.cli import main
 from coordkit.errors import AuthFailedError, ConnectionLossError, NoNodeError, StoreError
-from coordkit.model import BrokerInfo, ConsumerOffset, PartitionState, TopicAssignment
 from coordkit.plugins import open_store
 from coordkit.store import Create, MetadataStore, ReadOnlyError, SessionState
 from coordkit_zookeeper.security import secret_forms
+from harness.kafka_tree import populate, run
 from harness.redis_server import RedisServer
 from harness.waiting import wait_for
 from harness.zookeeper import StandaloneZooKeeper, free_port
@@ -93,40 +91,6 @@ def redis_keys(server: RedisServer) -> dict[bytes, tuple[Any, int]]:
                 value = client.dump(key)
             out[key] = (kind, value), client.pttl(key)
     return out
-
-
-def populate(store: MetadataStore) -> None:
-    """A small Kafka tree: a broker, a topic with a partition state, a legacy group's offset."""
-    store.create(
-        layout.broker_path(0),
-        layout.BROKER.encode(BrokerInfo("h0", 9092, "1700000000000")),
-        make_parents=True,
-    )
-    store.create(
-        layout.topic_path("t"), layout.TOPIC.encode(TopicAssignment({0: (0,)})), make_parents=True
-    )
-    store.create(
-        layout.partition_state_path("t", 0),
-        layout.PARTITION_STATE.encode(
-            PartitionState(leader=0, leader_epoch=1, isr=(0,), controller_epoch=1)
-        ),
-        make_parents=True,
-    )
-    store.create(
-        layout.consumer_offset_path("g", "t", 0),
-        layout.CONSUMER_OFFSET.encode(ConsumerOffset(5)),
-        make_parents=True,
-    )
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def unique(prefix: str) -> str:
