@@ -205,13 +205,13 @@ def store() -> Iterator[MetadataStore]:
 def stopped() -> Iterator[None]:
     """``Cluster`` (cluster demo, group run), Spark (lab run) and the zip (lab package) stopped
     where they would start."""
-    import coordkit.cli.cluster
+    import coordkit.cli.cluster.demo
     import coordkit.cli.group.command
     import coordkit_lab.pipeline
     import coordkit_lab.spark
 
     patch = pytest.MonkeyPatch()
-    patch.setattr(coordkit.cli.cluster, "Cluster", _stop)
+    patch.setattr(coordkit.cli.cluster.demo, "Cluster", _stop)
     patch.setattr(coordkit.cli.group.command, "Cluster", _stop)
     patch.setattr(coordkit_lab.pipeline, "run_lab", _stop)
     patch.setattr(coordkit_lab.spark, "require_pyspark", lambda: None)

@@ -20,7 +20,7 @@ from rich.cells import cell_len
 from rich.console import Console, RenderableType
 
 from coordkit.cli import cli
-from coordkit.cli.cluster import render
+from coordkit.cli.cluster.view import render
 from coordkit.cli.group.view import GroupSnapshot, MemberRow, RebalanceRow, render_snapshot
 from coordkit.cli.tables import Column, FittedTable, Kind, abbreviations
 from coordkit.engine import ClusterView, OpCounts, PartitionView

@@ -47,7 +47,7 @@ from coordkit.cli.admin.options import (
     placement_strategy,
     store_option,
 )
-from coordkit.cli.cluster import MAX_TOPIC_PARTITIONS
+from coordkit.cli.cluster.spec import MAX_TOPIC_PARTITIONS
 from coordkit.cli.errors import CommandError
 from coordkit.engine.errors import EngineError
 from coordkit.engine.topics import TopicAdmin

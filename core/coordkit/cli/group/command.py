@@ -22,7 +22,7 @@ from typing import Any
 import click
 from rich.live import Live
 
-from coordkit.cli.cluster import (
+from coordkit.cli.cluster.spec import (
     MAX_BROKERS,
     MAX_RECORDS,
     TopicSpec,
@@ -64,7 +64,7 @@ INITIAL_REBALANCE_DELAY = 0.1
 MAX_OFFSETS_PARTITIONS = 1_000
 
 
-def _shared_store(url: str) -> str:
+def shared_store(url: str) -> str:
     parsed = StoreURL.parse(url)
     if parsed.scheme == "memory" and not (parsed.host_string or parsed.path.strip("/")):
         return DEFAULT_STORE
@@ -337,7 +337,7 @@ def run_command(
         offsets_topic_num_partitions=offsets_partitions,
         offset_storage=offset_storage,
     )
-    url = _shared_store(store_url)
+    url = shared_store(store_url)
     console = output_console()
     snapshots: list[dict[str, Any]] = []
     universe = sorted(settings.partitions())
@@ -411,7 +411,7 @@ def describe_command(store_url: str, group_id: str, offset_storage: str, fmt: st
     for a legacy group /consumers/G (ids, owners, offsets). Starts nothing."""
     _check_offset_storage(offset_storage)
     _check_group_id(group_id)
-    url = _shared_store(store_url)
+    url = shared_store(store_url)
     where = StoreURL.parse(url).redacted()
     try:
         with open_store(url, read_only=True) as store:

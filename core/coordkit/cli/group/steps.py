@@ -8,7 +8,7 @@ import time
 import click
 from attrs import field, frozen, validators
 
-from coordkit.cli.cluster import MAX_RECORDS
+from coordkit.cli.cluster.spec import MAX_RECORDS
 from coordkit.cli.group.runs import GroupRun
 from coordkit.cli.numbers import MAX_SECONDS, parse_integer, parse_seconds
 from coordkit.engine import Cluster
