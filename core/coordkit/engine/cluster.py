@@ -37,7 +37,7 @@ from coordkit.engine.invariants import Convergence, Violation, check_cluster
 from coordkit.engine.network import Network
 from coordkit.engine.replica_fetcher import ReplicaFetcher
 from coordkit.engine.replication import IsrProposal, ReplicationModel
-from coordkit.engine.snapshot import ClusterView, read_view, registered_brokers
+from coordkit.engine.snapshot import ClusterView, children, read_view, registered_brokers
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import LayoutError, NoNodeError, StoreError
@@ -312,10 +312,12 @@ class Cluster:
                 ignored,
             )
         ignored_brokers, ignored_topics = controller.ignored_names()
-        names = set(self._children(layout.BROKER_IDS))
+        names = set(children(self.admin_store, layout.BROKER_IDS))
         if {str(b) for b in controller.known_brokers} | ignored_brokers != names:
             return Settlement(False, "the controller has not seen every broker change", ignored)
-        if controller.known_topics | ignored_topics != set(self._children(layout.BROKER_TOPICS)):
+        if controller.known_topics | ignored_topics != set(
+            children(self.admin_store, layout.BROKER_TOPICS)
+        ):
             return Settlement(False, "the controller has not seen every topic change", ignored)
         registered = set(self._registered_brokers())
         missing = [b for b in self.live_brokers() if b not in registered]
@@ -391,12 +393,6 @@ class Cluster:
         return self.admin.add_partitions(topic, total)
 
     # -- reading back --------------------------------------------------------------------------
-
-    def _children(self, path: str) -> list[str]:
-        try:
-            return self.admin_store.children(path)
-        except NoNodeError:
-            return []
 
     def _registered_brokers(self) -> list[int]:
         return registered_brokers(self.admin_store)

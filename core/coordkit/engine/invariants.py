@@ -26,6 +26,7 @@ import attrs
 from coordkit import layout
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
+from coordkit.engine.snapshot import children
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER
@@ -90,14 +91,14 @@ def check_cluster(store: MetadataStore, *, unclean_default: bool = False) -> Con
     found: list[Violation] = []
     live = _registered_brokers(store, found)
     _check_controller(store, live, found)
-    topics = _children(store, layout.BROKER_TOPICS)
-    deleting = set(_children(store, layout.DELETE_TOPICS))
+    topics = children(store, layout.BROKER_TOPICS)
+    deleting = set(children(store, layout.DELETE_TOPICS))
     for topic in sorted(deleting):
         found.append(Violation(layout.delete_topic_path(topic), "topic deletion is still pending"))
     for path in (layout.REASSIGN_PARTITIONS, layout.PREFERRED_REPLICA_ELECTION):
         if store.exists(path) is not None:
             found.append(Violation(path, "admin request is still pending"))
-    for name in _children(store, isr_notifications.ISR_CHANGE_NOTIFICATION):
+    for name in children(store, isr_notifications.ISR_CHANGE_NOTIFICATION):
         found.append(
             Violation(
                 f"{isr_notifications.ISR_CHANGE_NOTIFICATION}/{name}",
@@ -211,7 +212,7 @@ def _check_controller(store: MetadataStore, live: frozenset[int], found: list[Vi
 
 
 def _registered_brokers(store: MetadataStore, found: list[Violation]) -> frozenset[int]:
-    names = _children(store, layout.BROKER_IDS)
+    names = children(store, layout.BROKER_IDS)
     ids: list[int] = []
     paths: list[str] = []
     for name in names:
@@ -288,13 +289,6 @@ def _valid_topic(topic: str) -> bool:
     except (ValueError, LayoutError):
         return False
     return True
-
-
-def _children(store: MetadataStore, path: str) -> list[str]:
-    try:
-        return store.children(path)
-    except NoNodeError:
-        return []
 
 
 def _get_many(store: MetadataStore, paths: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:

@@ -65,7 +65,8 @@ class ClusterView:
         raise KeyError(f"{topic}-{partition}")
 
 
-def _children(store: MetadataStore, path: str) -> list[str]:
+def children(store: MetadataStore, path: str) -> list[str]:
+    """``path``'s children, or none when the node does not exist."""
     try:
         return store.children(path)
     except NoNodeError:
@@ -75,7 +76,7 @@ def _children(store: MetadataStore, path: str) -> list[str]:
 def registered_brokers(store: MetadataStore) -> list[int]:
     """Broker ids registered under ``/brokers/ids`` (names that are not ids left out)."""
     return sorted(
-        b for c in _children(store, layout.BROKER_IDS) if (b := numeric_name(c)) is not None
+        b for c in children(store, layout.BROKER_IDS) if (b := numeric_name(c)) is not None
     )
 
 
@@ -87,7 +88,7 @@ def read_view(store: MetadataStore) -> ClusterView:
         epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
     except (NoNodeError, LayoutError):
         epoch = 0
-    topics = sorted(_children(store, layout.BROKER_TOPICS))
+    topics = sorted(children(store, layout.BROKER_TOPICS))
     topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
     assignments: dict[str, TopicAssignment] = {}
     unreadable: list[str] = []
