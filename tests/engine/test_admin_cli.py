@@ -30,7 +30,9 @@ from harness.waiting import wait_for
 
 FAST = EngineConfig(
     replica_fetch_wait_max=0.02,
-    replica_lag_time_max=0.6,
+    # Dead brokers leave ISRs through the controller at once; a lag time a loaded machine's
+    # thread stalls cannot reach keeps live followers in.
+    replica_lag_time_max=5.0,
     auto_leader_rebalance=False,
 )
 
@@ -748,11 +750,16 @@ def test_reassign_and_elect_on_a_running_cluster(
     assert elected.stdout.splitlines()[0] == (
         "Created preferred replica election path with " + ",".join(f"orders-{p}" for p in range(6))
     )
-    wait_for(
-        lambda: (
-            _done(cluster) and all(p.leader == p.replicas[0] for p in cluster.view().partitions)
-        ),
-        what="the preferred replicas to lead",
-    )
+
+    def preferred_lead() -> bool:
+        # An election is one-shot (as Kafka's): a partition whose preferred replica was out of
+        # the ISR at that moment keeps its leader. Ask again, as an operator would.
+        if cluster.admin_store.exists(layout.PREFERRED_REPLICA_ELECTION) is None and not all(
+            p.leader == p.replicas[0] for p in cluster.view().partitions
+        ):
+            ok("elect-preferred", "--store", store_url)
+        return _done(cluster) and all(p.leader == p.replicas[0] for p in cluster.view().partitions)
+
+    wait_for(preferred_lead, what="the preferred replicas to lead")
     assert cluster.history is not None
     assert cluster.history.violations() == []
