@@ -5,10 +5,9 @@ Workload generators and metrics are plugins (``coordkit_register_workloads``,
 executors and end in Parquet, an HTML report and a terminal table. pyspark is imported only when
 a run starts (extra ``coordkit[spark]``); listing what the lab offers needs only the core.
 
-Modules (the workload / step / metric contract itself is :mod:`coordkit.lab`, in core):
-:mod:`~coordkit_lab.events`, :mod:`~coordkit_lab.simulation` (assignment simulation and the
-assignment workload base class), :mod:`~coordkit_lab.workloads` and :mod:`~coordkit_lab.metrics`
-(the built-ins), :mod:`~coordkit_lab.groups` (consumer groups on the engine),
+The workload / step / metric contract is :mod:`coordkit.lab`, in core; the workloads and metrics
+live with the strategy family they exercise (``coordkit_assignors.lab``, ``coordkit_elections.lab``,
+``coordkit_partitioners.lab``, ``coordkit_placements.lab``). This package is the machinery:
 :mod:`~coordkit_lab.scenarios` (presets and expansion into scenarios),
 :mod:`~coordkit_lab.runner` (one scenario → result rows), :mod:`~coordkit_lab.spark` and
 :mod:`~coordkit_lab.local` (executing many), :mod:`~coordkit_lab.pipeline` (a whole run),
@@ -29,22 +28,3 @@ def coordkit_register_commands(register: Callable[[Any], None]) -> None:
     from coordkit_lab.cli import lab
 
     register(lab)
-
-
-@hookimpl
-def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
-    from coordkit_lab.groups import CONSUMER_GROUPS
-    from coordkit_lab.workloads import BUILTIN_WORKLOADS
-
-    for workload in BUILTIN_WORKLOADS:
-        register(workload)
-    register(CONSUMER_GROUPS)
-
-
-@hookimpl
-def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
-    from coordkit_lab.groups import GROUP_METRICS
-    from coordkit_lab.metrics import BUILTIN_METRICS
-
-    for metric in (*BUILTIN_METRICS, *GROUP_METRICS):
-        register(metric)

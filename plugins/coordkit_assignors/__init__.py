@@ -32,3 +32,22 @@ def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
         WeightedStickyAssignor(),
     ):
         register(assignor)
+
+
+@hookimpl
+def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.lab.groups import CONSUMER_GROUPS
+    from coordkit_assignors.lab.workloads import BUILTIN_WORKLOADS
+
+    for workload in BUILTIN_WORKLOADS:
+        register(workload)
+    register(CONSUMER_GROUPS)
+
+
+@hookimpl
+def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.lab.groups import GROUP_METRICS
+    from coordkit_assignors.lab.metrics import BUILTIN_METRICS
+
+    for metric in (*BUILTIN_METRICS, *GROUP_METRICS):
+        register(metric)

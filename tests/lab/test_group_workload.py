@@ -13,7 +13,7 @@ import pytest
 
 from coordkit.lab import LabError
 from coordkit.plugins import get_plugin_manager
-from coordkit_lab.groups import GROUPS_KIND, GroupStep
+from coordkit_assignors.lab.groups import GROUPS_KIND, GroupStep
 from coordkit_lab.runner import run_scenario
 from coordkit_lab.scenarios import ScenarioSpec, expand, get_preset
 

@@ -116,7 +116,8 @@ def test_package_zips_importable_code(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     names = zipfile.ZipFile(archive).namelist()
     assert "coordkit/plugins.py" in names
-    assert "coordkit_lab/spark.py" in names
+    assert "coordkit_lab/spark/execution.py" in names
+    assert "coordkit_assignors/lab/simulation.py" in names
     assert "coordkit_assignors/range.py" in names
     probe = python(
         "import sys; sys.path.insert(0, sys.argv[1]); import coordkit_lab.runner, coordkit_assignors;"

@@ -8,9 +8,19 @@ import pytest
 
 from coordkit.assignment import RebalanceProtocol, TopicMetadata
 from coordkit.plugins import get_plugin_manager
-from coordkit_lab.events import MemberCrashed, MemberJoined, MemberLeft, SubscriptionChanged
-from coordkit_lab.metrics import BUILTIN_METRICS
-from coordkit_lab.simulation import AssignmentCase, AssignmentStep, Member, simulate_assignment
+from coordkit_assignors.lab.events import (
+    MemberCrashed,
+    MemberJoined,
+    MemberLeft,
+    SubscriptionChanged,
+)
+from coordkit_assignors.lab.metrics import BUILTIN_METRICS
+from coordkit_assignors.lab.simulation import (
+    AssignmentCase,
+    AssignmentStep,
+    Member,
+    simulate_assignment,
+)
 
 METRICS = {m.name: m for m in BUILTIN_METRICS}
 

@@ -8,8 +8,7 @@ import pytest
 
 from coordkit.assignment import DEFAULT_GENERATION, RebalanceProtocol, TopicMetadata
 from coordkit.lab import LabError
-from coordkit_assignors.roundrobin import RoundRobinAssignor
-from coordkit_lab.events import (
+from coordkit_assignors.lab.events import (
     MemberCrashed,
     MemberJoined,
     MemberLeft,
@@ -18,7 +17,13 @@ from coordkit_lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_lab.simulation import MAX_ROUNDS, AssignmentCase, Member, simulate_assignment
+from coordkit_assignors.lab.simulation import (
+    MAX_ROUNDS,
+    AssignmentCase,
+    Member,
+    simulate_assignment,
+)
+from coordkit_assignors.roundrobin import RoundRobinAssignor
 
 TOPICS = ("a", "b")
 

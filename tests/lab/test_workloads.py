@@ -13,16 +13,16 @@ import pytest
 from coordkit.errors import UnknownNameError
 from coordkit.lab import LabError, Workload, resolve_params
 from coordkit.plugins import PluginManager, get_plugin_manager
-from coordkit_assignors.roundrobin import RoundRobinAssignor
-from coordkit_lab.events import EVENT_KINDS, MemberJoined
-from coordkit_lab.runner import ERROR_METRIC, run_scenario
-from coordkit_lab.scenarios import PRESETS, Preset, PresetCase, derive_seed, expand, get_preset
-from coordkit_lab.simulation import simulate_assignment
-from coordkit_lab.workloads import (
+from coordkit_assignors.lab.events import EVENT_KINDS, MemberJoined
+from coordkit_assignors.lab.simulation import simulate_assignment
+from coordkit_assignors.lab.workloads import (
     BUILTIN_WORKLOADS,
     KafkaGridWorkload,
     SinglePartitionTopicsWorkload,
 )
+from coordkit_assignors.roundrobin import RoundRobinAssignor
+from coordkit_lab.runner import ERROR_METRIC, run_scenario
+from coordkit_lab.scenarios import PRESETS, Preset, PresetCase, derive_seed, expand, get_preset
 
 WORKLOADS = {w.name: w for w in BUILTIN_WORKLOADS}
 RANDOM = ("random-cluster", "zipf-load", "churn")

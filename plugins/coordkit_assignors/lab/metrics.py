@@ -1,6 +1,6 @@
 """The built-in assignment metrics, one number per simulated rebalance.
 
-Every metric reads the columnar arrays of :class:`~coordkit_lab.simulation.AssignmentStep`
+Every metric reads the columnar arrays of :class:`~coordkit_assignors.lab.simulation.AssignmentStep`
 (owner code per partition, topic position per partition, ...), never one object per partition.
 Metrics about a rebalance (moves, revocations, rounds) do not apply to step 0, the first
 assignment, and return ``None`` there.
@@ -27,7 +27,7 @@ import numpy as np
 
 from coordkit.assignment import load_balance as assignment_load_balance
 from coordkit.lab import FunctionMetric
-from coordkit_lab.simulation import ASSIGNMENT_KIND, AssignmentStep
+from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND, AssignmentStep
 
 #: The built-ins: functions of an :class:`AssignmentStep`.
 StepMetric = functools.partial(FunctionMetric, kinds=(ASSIGNMENT_KIND,))

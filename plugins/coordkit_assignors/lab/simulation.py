@@ -44,7 +44,7 @@ from coordkit.assignment import (
     TopicMetadata,
 )
 from coordkit.lab import LabError, Param, Params, resolve_params
-from coordkit_lab.events import (
+from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberCrashed,
     MemberJoined,

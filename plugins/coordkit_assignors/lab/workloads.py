@@ -35,7 +35,7 @@ import numpy as np
 
 from coordkit.assignment import TopicMetadata
 from coordkit.lab import LabError, Param, Params, resolve_params
-from coordkit_lab.events import (
+from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberCrashed,
     MemberJoined,
@@ -45,7 +45,7 @@ from coordkit_lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_lab.simulation import AssignmentCase, AssignmentWorkload, Member
+from coordkit_assignors.lab.simulation import AssignmentCase, AssignmentWorkload, Member
 
 JMH_RACKS = 3
 
