@@ -123,6 +123,10 @@ class Metric(Protocol):
     :ivar kinds: the step kinds it applies to.
     :ivar headline: the question it answers in the report's verdict ("Which balances best?"), or
         ``None`` for a metric shown only in the tables.
+
+    Optional attributes the report reads when present: ``measured``, how a timing metric is
+    measured (``"minimum thread CPU time of repeated calls"``): the report prints it and treats
+    the metric as a noisy measurement rather than a deterministic count.
     """
 
     @property
@@ -159,6 +163,7 @@ class FunctionMetric(Generic[S]):
     :param kinds: the step kinds it applies to.
     :param step_type: when given, steps of another type get ``None`` without calling
         ``function``.
+    :param measured: for a timing metric, how it is measured (see :class:`Metric`).
     """
 
     name: str
@@ -169,6 +174,7 @@ class FunctionMetric(Generic[S]):
     headline: str | None = None
     kinds: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     step_type: type[S] | None = attrs.field(default=None, kw_only=True)
+    measured: str | None = attrs.field(default=None, kw_only=True)
 
     def compute(self, step: Any) -> float | None:
         if self.step_type is not None and not isinstance(step, self.step_type):
