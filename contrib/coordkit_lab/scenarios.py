@@ -151,6 +151,13 @@ _ELECTION_CASES = (
 
 _GROUP_CASES = (PresetCase("consumer-groups", {"consumers": 4, "static": (False, True)}),)
 
+_PLACEMENT_CASES = (
+    PresetCase(
+        "broker-scaling",
+        {"replication_factor": (2, 3), "sizes": ("lognormal", "zipf"), "changes": 8},
+    ),
+)
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -188,6 +195,14 @@ PRESETS: dict[str, Preset] = {
             "coordinator crashes; eager versus cooperative) and producer partitioners' skew",
             _GROUP_CASES,
             replicates=2,
+        ),
+        Preset(
+            "placement",
+            "replica placements while a racked cluster grows and shrinks (brokers added, "
+            "removed, a rack lost), plans run on an in-process engine: broker skew, rack "
+            "diversity, data moved, reassignment time (not part of full)",
+            _PLACEMENT_CASES,
+            replicates=3,
         ),
         Preset(
             "full",

@@ -23,6 +23,8 @@ list is already balanced for one topic); what this strategy adds is :meth:`rebal
 
 from __future__ import annotations
 
+import functools
+import itertools
 import random
 from collections.abc import Mapping, Sequence
 
@@ -142,14 +144,24 @@ class _Rebalance:
                 if targets:
                     self._move(tp, source, min(targets, key=lambda b: (self.count[b], b)))
 
+    def _more_than_one_below(self, high: int, low: int) -> bool:
+        return self.count[high] - self.count[low] > 1
+
     def _balance_replicas(self) -> None:
         for _ in range(sum(self.count.values()) + 1):
-            high = max(self.brokers, key=lambda b: (self.count[b], -b))
+            # The busiest broker first; with racks it may have nothing a less loaded broker may
+            # take (each of its partitions already uses that broker's rack): then the next one.
+            highs = sorted(self.brokers, key=lambda b: (-self.count[b], b))
             lows = sorted(self.brokers, key=lambda b: (self.count[b], b))
+            pairs = (
+                (high, low)
+                for high in highs
+                for low in itertools.takewhile(
+                    functools.partial(self._more_than_one_below, high), lows
+                )
+            )
             moved = False
-            for low in lows:
-                if self.count[high] - self.count[low] <= 1:
-                    break
+            for high, low in pairs:
                 candidates = [
                     tp
                     for tp in self.hosted[high]
