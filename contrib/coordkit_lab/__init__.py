@@ -11,8 +11,13 @@ live with the strategy family they exercise (``coordkit_assignors.lab``, ``coord
 :mod:`~coordkit_lab.scenarios` (presets and expansion into scenarios),
 :mod:`~coordkit_lab.runner` (one scenario → result rows), :mod:`~coordkit_lab.spark` and
 :mod:`~coordkit_lab.local` (executing many), :mod:`~coordkit_lab.pipeline` (a whole run),
-:mod:`~coordkit_lab.analysis` (verdicts, ranks, scaling), :mod:`~coordkit_lab.charts` and
-:mod:`~coordkit_lab.report` (HTML, ``summary.json``, terminal), :mod:`~coordkit_lab.cli`.
+:mod:`~coordkit_lab.analysis` (verdicts with ties, from :mod:`~coordkit_lab.statistics`:
+bootstrap intervals and paired comparisons, :mod:`~coordkit_lab.scaling`: growth exponents,
+:mod:`~coordkit_lab.tradeoffs`: Pareto fronts; :mod:`~coordkit_lab.metricinfo` describes the
+metrics), :mod:`~coordkit_lab.report` (``summary.json`` and the terminal; its shape checked in
+:mod:`~coordkit_lab.schema`), :mod:`~coordkit_lab.page` and :mod:`~coordkit_lab.charts` (the
+HTML page), :mod:`~coordkit_lab.study`
+(the user's own cluster and study files), :mod:`~coordkit_lab.cli`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import click
+from click.core import ParameterSource
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -31,8 +34,20 @@ from coordkit.errors import UnknownNameError
 from coordkit.plugins import get_plugin_manager
 from coordkit.terminal import markup
 from coordkit_lab.report import load_report, print_report
-from coordkit_lab.scenarios import DEFAULT_SEED, PRESETS, expand, get_preset, split_names
+from coordkit_lab.scenarios import (
+    DEFAULT_SEED,
+    PRESETS,
+    ScenarioSpec,
+    expand,
+    get_preset,
+    split_names,
+)
 from coordkit_lab.spark import DEFAULT_ENGINE, DEFAULT_MASTER, ENGINES, is_local_master
+
+if TYPE_CHECKING:
+    from coordkit.plugins import PluginManager
+    from coordkit_lab.spark import Incidents
+    from coordkit_lab.study import Study
 
 #: Seeds per parameter set, and Spark tasks, a run may ask for.
 MAX_REPLICATES = 1_000
@@ -162,12 +177,17 @@ def list_command() -> None:
 
 
 class _TasksColumn(ProgressColumn):
-    """``done/total tasks`` once Spark reports tasks, nothing before."""
+    """``done/total tasks`` once Spark reports tasks, nothing before; then what Spark recovered
+    from, if anything (``312/400 tasks · 1 executor lost · 2 tasks retried``)."""
 
     def render(self, task: Task) -> Text:
         if task.total is None:
             return Text("")
-        return Text(f"{int(task.completed)}/{int(task.total)} tasks", style="progress.download")
+        text = Text(f"{int(task.completed)}/{int(task.total)} tasks", style="progress.download")
+        incidents = task.fields.get("incidents")
+        if incidents:
+            text.append(f" · {incidents}", style="yellow")
+        return text
 
 
 def _progress_bar(console: Console) -> Progress:
@@ -179,6 +199,96 @@ def _progress_bar(console: Console) -> Progress:
         TimeElapsedColumn(),
         console=console,
     )
+
+
+@attrs.frozen
+class _Selection:
+    """What ``coordkit lab run`` was asked to run: its scenarios, the study (if one), what
+    identifies the selection in the report, and the header line."""
+
+    specs: list[ScenarioSpec]
+    study: Study | None
+    selection: dict[str, Any]
+    run_info: dict[str, Any]
+    header: str
+    notes: tuple[str, ...] = ()
+
+
+def _select(
+    ctx: click.Context,
+    manager: PluginManager,
+    *,
+    preset: str,
+    strategies: list[str] | None,
+    workloads: list[str] | None,
+    seed: int,
+    replicates: int | None,
+    workload_file: Path | None,
+    from_store: str | None,
+) -> _Selection:
+    """A preset's scenarios, or a study's (``--workload-file`` / ``--from-store``), with the
+    command line's ``-s``, ``--seed`` and ``--replicates`` applied."""
+    from coordkit_assignors.lab.study import STUDY_WORKLOAD
+    from coordkit_lab.study import (
+        open_study,
+        preset_selection,
+        run_info,
+        study_selection,
+        with_overrides,
+    )
+
+    if workload_file is None and from_store is None:
+        if workloads and STUDY_WORKLOAD in workloads:
+            raise click.BadParameter(
+                f"workload {STUDY_WORKLOAD!r} runs a given group: use --workload-file FILE or "
+                "--from-store URL",
+                param_hint="'--workloads' / '-w'",
+            )
+        specs = expand(
+            get_preset(preset),
+            manager,
+            seed=seed,
+            strategies=strategies,
+            workloads=workloads,
+            replicates=replicates,
+        )
+        selection = preset_selection(preset, specs, seed, replicates)
+        header = (
+            f"[bold]coordkit lab[/]: preset [cyan]{preset}[/], {len(specs)} scenarios "
+            f"({len(selection['workloads'])} workloads × {len(selection['strategies'])} "
+            f"strategies), seed {seed}"
+        )
+        info = {"preset": preset, "seed": seed, **run_info(selection)}
+        return _Selection(specs, None, selection, info, header)
+    for name, option in (("preset", "'--preset'"), ("workloads", "'--workloads' / '-w'")):
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT):
+            raise click.BadParameter(
+                "a study (--workload-file / --from-store) is its own selection; leave it out",
+                param_hint=option,
+            )
+    given = {
+        name: ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+        for name in ("seed", "replicates")
+    }
+    study, notes = open_study(manager, workload_file=workload_file, from_store=from_store)
+    study = with_overrides(
+        study,
+        manager,
+        strategies=strategies,
+        seed=seed if given["seed"] else None,
+        replicates=replicates if given["replicates"] else None,
+    )
+    specs = study.specs(manager)
+    selection = study_selection(study)
+    groups = len(study.groups)
+    header = (
+        f"[bold]coordkit lab[/]: study [cyan]{markup(study.name)}[/] ({groups} "
+        f"group{'s' if groups != 1 else ''}, {study.partitions:,} partitions), {len(specs)} "
+        f"scenarios ({len(study.strategies)} strategies × {study.replicates} "
+        f"replicate{'s' if study.replicates != 1 else ''}), seed {study.seed}"
+    )
+    info = {"study": study.name, "seed": study.seed, **run_info(selection)}
+    return _Selection(specs, study, selection, info, header, notes)
 
 
 @lab.command("run")
@@ -236,9 +346,27 @@ def _progress_bar(console: Console) -> Progress:
     default=None,
     help="seeds per parameter set",
 )
+@click.option(
+    "--workload-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="run the study in FILE (.toml or .json): topics, members, events, strategies, seed, "
+    "metrics; with --from-store it adds to that cluster",
+)
+@click.option(
+    "--from-store",
+    default=None,
+    metavar="URL",
+    help="study the cluster in this store (Kafka's layout; read, never written): its topics, "
+    "replica racks and legacy consumer groups",
+)
+@click.option("--force", is_flag=True, help="replace a report of another study in --out")
 @click.option("--engine", type=click.Choice(ENGINES), default=DEFAULT_ENGINE, hidden=True)
 @click.option("--tasks", type=Integer(1, MAX_TASKS), default=None, hidden=True)
+@click.pass_context
 def run_command(
+    ctx: click.Context,
     preset: str,
     strategies: tuple[str, ...],
     workloads: tuple[str, ...],
@@ -247,38 +375,44 @@ def run_command(
     parquet: str | None,
     seed: int,
     replicates: int | None,
+    workload_file: Path | None,
+    from_store: str | None,
+    force: bool,
     engine: str,
     tasks: int | None,
 ) -> None:
-    """Run the scenarios of a preset on Spark and write the report (the main job)."""
+    """Run the scenarios of a preset, or a study of your own cluster or groups, on Spark and
+    write the report (the main job)."""
     from coordkit_lab.pipeline import run_lab
     from coordkit_lab.spark import require_pyspark
+    from coordkit_lab.study import refuse_other_study
 
     require_pyspark()
     check_out_directory(out)
     console = _console()
     manager = get_plugin_manager()
-    chosen = get_preset(preset)
     try:
-        specs = expand(
-            chosen,
+        selected = _select(
+            ctx,
             manager,
-            seed=seed,
+            preset=preset,
             strategies=split_names(strategies),
             workloads=split_names(workloads),
+            seed=seed,
             replicates=replicates,
+            workload_file=workload_file,
+            from_store=from_store,
         )
     except UnknownNameError as exc:
         option = {"strategy": "'--strategies' / '-s'", "workload": "'--workloads' / '-w'"}
         if exc.kind not in option:
             raise
         raise click.BadParameter(str(exc), param_hint=option[exc.kind]) from None
-    workload_names = sorted({s.workload for s in specs})
-    strategy_names = sorted({s.strategy for s in specs})
-    console.print(
-        f"[bold]coordkit lab[/]: preset [cyan]{preset}[/], {len(specs)} scenarios "
-        f"({len(workload_names)} workloads × {len(strategy_names)} strategies), seed {seed}"
-    )
+    specs, study = selected.specs, selected.study
+    refuse_other_study(out, selected.selection, force=force)
+    for note in selected.notes:
+        console.print(f"[yellow]note[/]: {markup(note)}")
+    console.print(selected.header)
     if master is not None and not is_local_master(master) and parquet is None:
         console.print(
             f"[yellow]note[/]: on {markup(master)} executors write the raw Parquet; "
@@ -297,7 +431,10 @@ def run_command(
             progress.update(bar, completed=done, total=total)
 
         def on_phase(phase: str) -> None:
-            progress.update(bar, description=phase)
+            progress.update(bar, description=markup(phase))
+
+        def on_incidents(incidents: Incidents) -> None:
+            progress.update(bar, incidents=incidents.describe())
 
         result = run_lab(
             specs,
@@ -306,11 +443,13 @@ def run_command(
             parquet=parquet,
             engine=engine,
             tasks=tasks,
-            run_info={"preset": preset, "seed": seed},
+            run_info=selected.run_info,
             manager=manager,
+            study=study,
             on_started=on_started,
             on_progress=on_progress,
             on_phase=on_phase,
+            on_incidents=on_incidents,
         )
     print_report(result.data, console)
     run = result.data["run"]
@@ -336,10 +475,10 @@ def show_command(directory: Path) -> None:
     data = load_report(directory)
     console = _console()
     run = data.get("run", {})
+    what = f"study {run['study']}" if run.get("study") else f"preset {run.get('preset', '?')}"
     console.print(
-        f"[bold]coordkit lab[/] run of {markup(run.get('started', '?'))}: preset "
-        f"{markup(run.get('preset', '?'))}, {markup(run.get('scenarios', '?'))} scenarios, seed "
-        f"{markup(run.get('seed', '?'))}"
+        f"[bold]coordkit lab[/] run of {markup(run.get('started', '?'))}: {markup(what)}, "
+        f"{markup(run.get('scenarios', '?'))} scenarios, seed {markup(run.get('seed', '?'))}"
     )
     print_report(data, console)
     page = directory / "index.html"

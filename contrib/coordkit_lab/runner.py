@@ -8,6 +8,7 @@ and the report lists the failures.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -50,6 +51,24 @@ def metrics_for(manager: PluginManager, kind: str) -> list[Metric]:
     return [r.value for r in manager.metrics if kind in r.value.kinds]
 
 
+#: A parameter value longer than this (a study's whole group as JSON) is shown in result rows by
+#: its digest: every row repeats ``params``, and the report only needs to tell cases apart.
+MAX_ROW_PARAM_CHARS = 200
+
+
+def row_params(params: str) -> str:
+    """``params`` as result rows carry it: long string values replaced by
+    ``"sha256:<12 hex> (<N> chars)"``, which still tells different values apart."""
+    if len(params) <= MAX_ROW_PARAM_CHARS:
+        return params
+    values = json.loads(params)
+    for key, value in values.items():
+        if isinstance(value, str) and len(value) > MAX_ROW_PARAM_CHARS:
+            digest = hashlib.sha256(value.encode()).hexdigest()[:12]
+            values[key] = f"sha256:{digest} ({len(value):,} chars)"
+    return json.dumps(values, sort_keys=True, separators=(",", ":"))
+
+
 def _spec(value: ScenarioSpec | Sequence[Any]) -> ScenarioSpec:
     if isinstance(value, ScenarioSpec):
         return value
@@ -65,7 +84,7 @@ def run_scenario(
 
         manager = get_plugin_manager()
     spec = _spec(scenario)
-    head = (spec.scenario_id, spec.workload, spec.kind, spec.strategy, spec.params)
+    head = (spec.scenario_id, spec.workload, spec.kind, spec.strategy, row_params(spec.params))
     rows: list[ResultRow] = []
     where = "setting up"
     try:
@@ -131,16 +150,37 @@ def rows_to_columns(rows: Sequence[ResultRow]) -> dict[str, list[Any]]:
     return columns
 
 
+def paired_groups(specs: Sequence[ScenarioSpec]) -> list[list[ScenarioSpec]]:
+    """The scenarios grouped by what every strategy meets alike (workload, parameters, seed).
+
+    A group runs in one task, its strategies back to back, so their timings are taken under the
+    same conditions (the other cores' load, the clock speed) and compare as a pair; the order
+    rotates from group to group (by seed) so no strategy always goes first.
+    """
+    groups: dict[tuple[str, str, int], list[ScenarioSpec]] = {}
+    for spec in specs:
+        groups.setdefault((spec.workload, spec.params, spec.seed), []).append(spec)
+    out = []
+    for group in groups.values():
+        group.sort(key=lambda s: s.strategy)
+        turn = group[0].seed % len(group)
+        out.append(group[turn:] + group[:turn])
+    return out
+
+
 def deal(specs: Sequence[ScenarioSpec], buckets: int) -> list[list[ScenarioSpec]]:
     """Spread scenarios over ``buckets`` tasks so their estimated costs are even (largest first,
-    each to the least loaded bucket)."""
+    each to the least loaded bucket), keeping each :func:`paired_groups` group in one task."""
     import heapq
 
-    count = max(1, min(buckets, len(specs)))
+    groups = paired_groups(specs)
+    count = max(1, min(buckets, len(groups)))
     heap: list[tuple[float, int]] = [(0.0, i) for i in range(count)]
     out: list[list[ScenarioSpec]] = [[] for _ in range(count)]
-    for spec in sorted(specs, key=lambda s: (-s.cost, s.scenario_id)):
+    costs = [sum(max(s.cost, 1e-9) for s in group) for group in groups]
+    order = sorted(range(len(groups)), key=lambda g: (-costs[g], groups[g][0].scenario_id))
+    for g in order:
         load, index = heapq.heappop(heap)
-        out[index].append(spec)
-        heapq.heappush(heap, (load + max(spec.cost, 1e-9), index))
+        out[index].extend(groups[g])
+        heapq.heappush(heap, (load + costs[g], index))
     return [b for b in out if b]

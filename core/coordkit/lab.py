@@ -126,7 +126,10 @@ class Metric(Protocol):
 
     Optional attributes the report reads when present: ``measured``, how a timing metric is
     measured (``"minimum thread CPU time of repeated calls"``): the report prints it and treats
-    the metric as a noisy measurement rather than a deterministic count.
+    the metric as a noisy measurement rather than a deterministic count; ``tradeoff``, one of
+    ``"balance"``, ``"movement"`` or ``"interruption"``: the report's Pareto view weighs the
+    strategies over the metrics that declare one (and asks "which moves least?" only among the
+    strategies that balance).
     """
 
     @property
@@ -154,6 +157,10 @@ class Metric(Protocol):
 
 S = TypeVar("S")
 
+Tradeoff = Literal["balance", "movement", "interruption"]
+#: What a metric may trade off against others (its optional ``tradeoff`` attribute).
+TRADEOFFS: tuple[Tradeoff, ...] = ("balance", "movement", "interruption")
+
 
 @attrs.frozen
 class FunctionMetric(Generic[S]):
@@ -164,6 +171,8 @@ class FunctionMetric(Generic[S]):
     :param step_type: when given, steps of another type get ``None`` without calling
         ``function``.
     :param measured: for a timing metric, how it is measured (see :class:`Metric`).
+    :param resolution: the smallest difference the measurement tells apart (see :class:`Metric`).
+    :param tradeoff: the trade-off the metric measures, for the Pareto view (see :class:`Metric`).
     """
 
     name: str
@@ -175,6 +184,12 @@ class FunctionMetric(Generic[S]):
     kinds: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     step_type: type[S] | None = attrs.field(default=None, kw_only=True)
     measured: str | None = attrs.field(default=None, kw_only=True)
+    resolution: float | None = attrs.field(default=None, kw_only=True)
+    tradeoff: Tradeoff | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.in_(TRADEOFFS)),
+    )
 
     def compute(self, step: Any) -> float | None:
         if self.step_type is not None and not isinstance(step, self.step_type):

@@ -37,11 +37,13 @@ def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
 @hookimpl
 def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
     from coordkit_assignors.lab.groups import CONSUMER_GROUPS
+    from coordkit_assignors.lab.study import STUDY
     from coordkit_assignors.lab.workloads import BUILTIN_WORKLOADS
 
     for workload in BUILTIN_WORKLOADS:
         register(workload)
     register(CONSUMER_GROUPS)
+    register(STUDY)
 
 
 @hookimpl

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -95,6 +96,53 @@ def test_show_prints_a_past_run(capsys: pytest.CaptureFixture[str], lab_run: Any
     assert "weighted-sticky" in out
     assert "Which balances load best?" in out
     assert str(lab_run.out / "index.html") in out.replace("\n", "")
+
+
+def test_show_says_a_report_of_an_older_lab_is_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lab_run: Any
+) -> None:
+    """Format 1 (before intervals and trade-offs): one line naming the format, exit 2."""
+    data = json.loads((lab_run.out / "summary.json").read_text())
+    data["format"] = 1
+    del data["analysis"]
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    code, out, err = run(capsys, "lab", "show", str(tmp_path))
+    assert code == 2
+    assert out == ""
+    assert err.splitlines() == [
+        f"error: {tmp_path / 'summary.json'}: format: 1 is a report of an older coordkit lab "
+        "(no intervals or trade-offs); run `coordkit lab run` again to get one this version reads"
+    ]
+
+
+def test_show_names_a_wrong_field_of_the_analysis(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, lab_run: Any
+) -> None:
+    data = json.loads((lab_run.out / "summary.json").read_text())
+    data["analysis"]["verdicts"][1]["strategies"][0] = 7
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    code, _, err = run(capsys, "lab", "show", str(tmp_path))
+    assert code == 2
+    assert "analysis.verdicts[1].strategies[0]: expected a string, got a number" in err
+    data["analysis"]["verdicts"][1]["strategies"][0] = "range"
+    data["analysis"]["pareto"][0]["dimensions"].append("nosuch")
+    (tmp_path / "summary.json").write_text(json.dumps(data))
+    code, _, err = run(capsys, "lab", "show", str(tmp_path))
+    assert code == 2
+    assert "analysis.pareto[0].dimensions[" in err
+    assert "'nosuch' is not described under metrics" in err
+
+
+def test_show_prints_intervals_ties_and_tradeoffs(
+    capsys: pytest.CaptureFixture[str], lab_run: Any
+) -> None:
+    code, out, _ = run(capsys, "lab", "show", str(lab_run.out))
+    assert code == 0
+    assert re.search(r"\d ±\d", out)  # a mean with half its interval
+    assert "(tied; best or tied on" in out
+    assert "Trade-offs on zipf-load" in out
+    assert "only among strategies that balance" in out
+    assert "Which scales best?" in out
 
 
 def test_show_explains_a_directory_without_a_run(

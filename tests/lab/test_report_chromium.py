@@ -22,13 +22,21 @@ BROWSER_FLAGS = (
 )
 
 # Counts, after the page has loaded, the tables and the images the browser actually decoded.
-PROBE = """<script>
+PROBE = r"""<script>
 window.addEventListener('load', () => {
   const images = Array.from(document.images);
   document.body.dataset.images = images.length;
   document.body.dataset.decoded = images.filter(i => i.complete && i.naturalWidth > 0).length;
   document.body.dataset.tables = document.querySelectorAll('table').length;
   document.body.dataset.rows = document.querySelectorAll('table tr').length;
+  // Intervals: shown under the means of the key tables (and wherever a mean has one).
+  document.body.dataset.intervals = Array.from(document.querySelectorAll('table.key .ci'))
+    .filter(e => /^\[-?[0-9.,]+, -?[0-9.,]+\]$/.test(e.textContent) && e.offsetHeight > 0).length;
+  // The Pareto view: its scatter charts decoded, and its tables.
+  const pareto = images.filter(i => i.alt.endsWith('(Pareto)'));
+  document.body.dataset.paretocharts = pareto.length;
+  document.body.dataset.paretodecoded = pareto.filter(i => i.complete && i.naturalWidth > 0).length;
+  document.body.dataset.paretorows = document.querySelectorAll('table.pareto tbody tr').length;
 });
 </script>"""
 
@@ -60,10 +68,17 @@ def test_the_page_shows_its_tables_and_images(chromium: str, lab_run: Any, tmp_p
     assert attributes["decoded"] == attributes["images"]  # every chart decoded
     assert int(attributes["tables"]) >= 5
     assert int(attributes["rows"]) > 40
+    assert int(attributes["intervals"]) > 20  # means shown with their 95% intervals
+    assert int(attributes["paretocharts"]) >= 2  # one per workload with trade-offs
+    assert attributes["paretodecoded"] == attributes["paretocharts"]
+    assert int(attributes["paretorows"]) >= 2 * int(attributes["paretocharts"])
     for text in (
         "Verdict",
         "Which is fastest?",
         "Scaling",
+        "Trade-offs: balance, movement, interruption",
+        "(tied)",
+        "How the numbers are compared",
         "weighted-sticky",
         "cooperative-sticky",
     ):
@@ -104,5 +119,20 @@ def test_the_verdict_answers_every_headline_question(lab_run: Any) -> None:
     } <= questions
     zipf = {v.metric: v for v in found if v.workload == "zipf-load"}
     assert zipf["load_balance"].strategies == ("weighted-sticky",)
+    # Moves fewest: only among the strategies that balance partition counts.
+    assert zipf["moved"].gate is not None
+    assert "weighted-sticky" in zipf["moved"].gate["excluded"]
+    assert "weighted-sticky" not in zipf["moved"].strategies
     html = render_html(data)
     assert html.count("data:image/png;base64,") >= 4
+
+
+def test_the_glossary_lists_only_the_metrics_of_the_run(lab_run: Any) -> None:
+    data = load_report(lab_run.out)
+    glossary = render_html(data).split("<h2 id='metrics'>", 1)[1]
+    present = {row["metric"] for row in data["analysis"]["estimates"]}
+    for name in present:
+        assert f">{name}<" in glossary, name
+    for name in set(data["metrics"]) - present:  # election, placement, producer metrics
+        assert f">{name}<" not in glossary, name
+    assert data["metrics"]["assign_ms"]["measured"] in glossary  # how timings were measured

@@ -16,7 +16,7 @@ from coordkit.assignment import (
 )
 from coordkit.lab import LabError
 from coordkit.plugins import get_plugin_manager
-from coordkit_assignors.lab import simulation
+from coordkit_assignors.lab import timing
 from coordkit_assignors.lab.events import (
     MemberCrashed,
     MemberJoined,
@@ -31,8 +31,8 @@ from coordkit_assignors.lab.simulation import (
     AssignmentCase,
     Member,
     simulate_assignment,
-    timed_assign,
 )
+from coordkit_assignors.lab.timing import timed_assign
 from coordkit_assignors.lab.workloads import ChurnWorkload
 from coordkit_assignors.roundrobin import RoundRobinAssignor
 
@@ -196,7 +196,7 @@ def _group() -> GroupSubscription:
 def test_timing_takes_the_fastest_of_repeated_calls_and_returns_the_first_result() -> None:
     assignor = _SpinningAssignor(0.02, 0.001)
     result, seconds = timed_assign(assignor, _group())  # type: ignore[arg-type]
-    assert assignor.calls == simulation.MIN_TIMED_CALLS
+    assert assignor.calls == timing.MIN_TIMED_CALLS
     assert result is assignor.results[0]
     # The slow first call does not count: the fastest (about 1 ms of CPU) does.
     assert 0.001 <= seconds < 0.01
@@ -205,11 +205,11 @@ def test_timing_takes_the_fastest_of_repeated_calls_and_returns_the_first_result
 def test_short_calls_are_repeated_most_long_ones_once() -> None:
     short = _SpinningAssignor(0.0)
     timed_assign(short, _group())  # type: ignore[arg-type]
-    assert short.calls == simulation.MAX_TIMED_CALLS
-    long = _SpinningAssignor(simulation.LONG_CALLS_SECONDS)
+    assert short.calls == timing.MAX_TIMED_CALLS
+    long = _SpinningAssignor(timing.LONG_CALLS_SECONDS)
     _, seconds = timed_assign(long, _group())  # type: ignore[arg-type]
     assert long.calls == 1
-    assert seconds >= simulation.LONG_CALLS_SECONDS
+    assert seconds >= timing.LONG_CALLS_SECONDS
 
 
 def test_timing_counts_cpu_time_not_time_spent_waiting() -> None:

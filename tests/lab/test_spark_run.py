@@ -36,7 +36,7 @@ def test_the_run_writes_parquet_json_and_html(lab_run: Any, test_specs: list[Sce
     assert summary["run"]["scenarios"] == len(test_specs)
     assert summary["tables"]["totals"][0]["failed"] == 0, summary["tables"]["errors"][:3]
     assert list((out / "raw").glob("*.parquet"))
-    for table in ("summary", "cases", "scaling", "steps"):
+    for table in ("summary", "cases", "scaling", "steps", "scenarios"):
         assert list((out / "aggregates" / f"aggregate={table}").glob("*.parquet")), table
     assert {r["workload"] for r in summary["tables"]["steps"]} == {"churn"}  # the only long one
 
@@ -74,6 +74,43 @@ def test_spark_sql_means_match_the_raw_rows(lab_run: Any, raw_rows: list[dict[st
         assert row["n"] == len(values)
         assert row["mean"] == pytest.approx(sum(values) / len(values))
         assert row["max"] == max(values)
+
+
+def test_the_analysis_resamples_spark_sql_per_scenario_means(
+    spark: Any, lab_run: Any, raw_rows: list[dict[str, Any]]
+) -> None:
+    """The ``scenarios`` table (Spark SQL: one mean per scenario and metric) matches the raw rows,
+    and the report's estimates are the means of those per-scenario means."""
+    per_scenario: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for r in raw_rows:
+        per_scenario[(r["scenario_id"], r["strategy"], r["metric"])].append(r["value"])
+    table = [
+        row.asDict()
+        for row in spark.read.parquet(f"{lab_run.result.parquet}/aggregates")
+        .where("aggregate = 'scenarios'")
+        .collect()
+    ]
+    assert len(table) == len(per_scenario)
+    ids = {
+        (r["workload"], r["params"], r["strategy"], r["seed"]): r["scenario_id"] for r in raw_rows
+    }
+    pooled: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for row in table:
+        scenario = ids[(row["workload"], row["params"], row["strategy"], row["seed"])]
+        values = per_scenario[(scenario, row["strategy"], row["metric"])]
+        assert row["mean"] == pytest.approx(sum(values) / len(values))
+        pooled[(row["workload"], row["strategy"], row["metric"])].append(row["mean"])
+    estimates = lab_run.result.data["analysis"]["estimates"]
+    assert len(estimates) == len(pooled)
+    for e in estimates:
+        means = pooled[(e["workload"], e["strategy"], e["metric"])]
+        assert e["n"] == len(means)
+        assert e["mean"] == pytest.approx(sum(means) / len(means))
+        if e["n"] > 1 and max(means) > min(means):
+            assert e["low"] < e["high"]
+        assert e["low"] <= e["mean"] + 1e-9
+        assert e["mean"] <= e["high"] + 1e-9
+    assert "scenarios" not in lab_run.result.data["tables"]  # it stays in Parquet
 
 
 def test_same_seed_same_metrics_and_same_as_plain_python(

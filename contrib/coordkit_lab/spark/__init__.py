@@ -16,11 +16,11 @@ aggregated with Spark SQL (one ``GROUPING SETS`` query), so no scenario ever run
 Clusters: locally (``local[*]``, the default) executors import coordkit from this Python
 environment. For another master (``--master spark://host:7077``, ``yarn``, ``k8s://...``) the
 coordkit packages are zipped on the fly and shipped with ``SparkContext.addPyFile``; the
-executors still need coordkit's dependencies (``pip install 'coordkit[spark]'`` on every node, or
-a packed environment through ``spark.archives``). Built-in plugins load on executors from the zip;
-third-party plugins must be installed there. ``--out`` must then be a directory every node sees
-(or give ``--parquet`` an ``hdfs://`` / ``s3a://`` URI): executors write the raw Parquet files.
-Under ``spark-submit`` the session it prepared (master included) is used::
+workers need the same Spark and Python (minor) versions as the driver and coordkit's
+dependencies, not coordkit itself (:mod:`~coordkit_lab.spark.workers` checks it with a probe job
+right after start-up and says what to install where). ``--out`` must then be a directory every
+node sees (or give ``--parquet`` an ``hdfs://`` / ``s3a://`` URI): executors write the raw
+Parquet files. Under ``spark-submit`` the session it prepared (master included) is used::
 
     coordkit lab package /tmp/coordkit.zip
     spark-submit --master spark://host:7077 --py-files /tmp/coordkit.zip \\
@@ -29,15 +29,19 @@ Under ``spark-submit`` the session it prepared (master included) is used::
 
 from coordkit_lab.spark.aggregation import AGGREGATES, aggregate, aggregate_sql, split_aggregates
 from coordkit_lab.spark.execution import (
+    CLUSTER_MIN_TASKS,
     DEFAULT_ENGINE,
     ENGINES,
     TASKS_PER_CORE,
     SparkRun,
     execute,
+    prepare_executors,
     results_frame,
     task_buckets,
+    task_count,
 )
-from coordkit_lab.spark.progress import TaskProgress
+from coordkit_lab.spark.executors import ExecutorState, executors, wait_for_executors
+from coordkit_lab.spark.progress import Incidents, TaskProgress
 from coordkit_lab.spark.session import (
     DEFAULT_MASTER,
     INSTALL_HINT,
@@ -51,31 +55,52 @@ from coordkit_lab.spark.session import (
     spark_version,
     start_failure,
     under_spark_submit,
+    worker_python,
+)
+from coordkit_lab.spark.workers import (
+    WorkerPython,
+    WorkerSetupError,
+    probe_workers,
+    worker_failure,
+    worker_requirements,
 )
 
 __all__ = [
     "AGGREGATES",
+    "CLUSTER_MIN_TASKS",
     "DEFAULT_ENGINE",
     "DEFAULT_MASTER",
     "ENGINES",
     "INSTALL_HINT",
     "TASKS_PER_CORE",
+    "ExecutorState",
+    "Incidents",
     "SparkRun",
     "SparkStartError",
     "TaskProgress",
+    "WorkerPython",
+    "WorkerSetupError",
     "aggregate",
     "aggregate_sql",
     "build_code_zip",
     "code_packages",
     "create_session",
     "execute",
+    "executors",
     "is_local_master",
     "prepare_environment",
+    "prepare_executors",
+    "probe_workers",
     "require_pyspark",
     "results_frame",
     "spark_version",
     "split_aggregates",
     "start_failure",
     "task_buckets",
+    "task_count",
     "under_spark_submit",
+    "wait_for_executors",
+    "worker_failure",
+    "worker_python",
+    "worker_requirements",
 ]

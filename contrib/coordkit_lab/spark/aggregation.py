@@ -1,4 +1,8 @@
-"""Aggregating a run's raw rows with Spark SQL: every table from one ``GROUPING SETS`` query."""
+"""Aggregating a run's raw rows with Spark SQL: every table from one ``GROUPING SETS`` query.
+
+``summary``, ``cases``, ``scaling`` and ``steps`` describe the results; ``scenarios`` (a mean per
+scenario and metric) is what the report's statistics resample (:mod:`coordkit_lab.statistics`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,9 @@ AGGREGATES: dict[str, tuple[str, ...]] = {
     "cases": ("workload", "params", "strategy", "metric"),
     "scaling": ("workload", "kind", "strategy", "metric", "partitions"),
     "steps": ("workload", "strategy", "step", "metric"),
+    # One row per scenario and metric (its mean over the steps): the units the report's
+    # bootstrap intervals and paired comparisons resample. Small: scenarios × metrics rows.
+    "scenarios": ("workload", "params", "strategy", "seed", "replicate", "metric"),
 }
 #: Every grouped column, in order of first appearance (the order ``grouping_id`` must follow).
 _GROUP_COLUMNS = tuple(dict.fromkeys(c for columns in AGGREGATES.values() for c in columns))
@@ -58,6 +65,7 @@ _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "cases": (*AGGREGATES["cases"], "n", "mean", "max", "case_members", "case_partitions"),
     "scaling": (*AGGREGATES["scaling"], "n", "mean", "p50"),
     "steps": (*AGGREGATES["steps"], "n", "mean"),
+    "scenarios": (*AGGREGATES["scenarios"], "n", "mean", "case_partitions"),
 }
 
 

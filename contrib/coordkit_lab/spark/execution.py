@@ -4,11 +4,12 @@ even estimated cost, raw rows written once as Parquet, then aggregated."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from attrs import frozen
+from attrs import Factory, frozen
 
 from coordkit.lab import LabError
 from coordkit_lab.runner import (
@@ -16,12 +17,16 @@ from coordkit_lab.runner import (
     RESULT_SCHEMA,
     ResultRow,
     deal,
+    paired_groups,
     rows_to_columns,
     run_scenario,
 )
 from coordkit_lab.scenarios import SCENARIO_SCHEMA, ScenarioSpec
 from coordkit_lab.spark.aggregation import aggregate
-from coordkit_lab.spark.progress import TaskProgress
+from coordkit_lab.spark.executors import wait_for_executors
+from coordkit_lab.spark.progress import Incidents, TaskProgress
+from coordkit_lab.spark.session import is_local_master
+from coordkit_lab.spark.workers import WorkerSetupError, probe_workers, worker_failure
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -35,6 +40,10 @@ DEFAULT_ENGINE = "rdd"
 #: Tasks per executor core: enough for an even spread and a smooth progress bar, few enough that
 #: per-task overhead stays small.
 TASKS_PER_CORE = 4
+#: The fewest tasks a run on a cluster is split into (fewer only with fewer scenarios): executors
+#: that register after the task count was chosen (YARN, Kubernetes, dynamic allocation) still
+#: find work, and pending tasks are what makes dynamic allocation ask for executors.
+CLUSTER_MIN_TASKS = 64
 
 
 # -- the engines (module-level so executors import them by reference) ---------------------------
@@ -76,11 +85,21 @@ def _run_arrow(batches: Iterator[Any]) -> Iterator[Any]:
         yield pa.RecordBatch.from_pydict(rows_to_columns(rows), schema=schema)
 
 
+def task_count(spark: SparkSession, scenarios: int) -> int:
+    """How many tasks to split ``scenarios`` into: :data:`TASKS_PER_CORE` per core Spark reports,
+    and on a cluster at least :data:`CLUSTER_MIN_TASKS` (or one per scenario when fewer)."""
+    sc = spark.sparkContext
+    count = sc.defaultParallelism * TASKS_PER_CORE
+    if not is_local_master(sc.master):
+        count = max(count, min(scenarios, CLUSTER_MIN_TASKS))
+    return max(1, count)
+
+
 def task_buckets(
     spark: SparkSession, specs: Sequence[ScenarioSpec], tasks: int | None
 ) -> list[list[tuple[Any, ...]]]:
     """The scenarios dealt into tasks of even estimated cost, as plain tuples."""
-    count = tasks or max(1, spark.sparkContext.defaultParallelism * TASKS_PER_CORE)
+    count = tasks or task_count(spark, len(specs))
     return [[s.as_tuple() for s in bucket] for bucket in deal(specs, count)]
 
 
@@ -128,12 +147,45 @@ def results_frame(
 
 @frozen
 class SparkRun:
-    """What a Spark run produced: the aggregated tables (as plain rows) and where Parquet went."""
+    """What a Spark run produced: the aggregated tables (as plain rows), where Parquet went, how
+    many tasks ran the scenarios and what Spark recovered from on the way."""
 
     tables: dict[str, list[dict[str, Any]]]
     parquet: str
     run_seconds: float
     aggregate_seconds: float
+    tasks: int = 0
+    incidents: Incidents = Factory(Incidents)
+
+
+#: Applications (and engines) whose executors' Python the probe has already checked.
+_PROBED: set[tuple[str, str]] = set()
+
+
+def prepare_executors(
+    spark: SparkSession, *, engine: str = DEFAULT_ENGINE, on_phase: Callable[[str], None] | None
+) -> None:
+    """Before the task count is chosen: wait (bounded) for a cluster's executors to register,
+    then check once per application that their Python can run the lab
+    (:func:`~coordkit_lab.spark.workers.probe_workers`), unless they run this very interpreter
+    (a local master's default)."""
+    registered = wait_for_executors(spark, on_phase=on_phase)
+    sc = spark.sparkContext
+    if is_local_master(sc.master) and os.path.abspath(sc.pythonExec) == sys.executable:
+        return  # the workers are this very interpreter: nothing to check
+    key = (sc.applicationId, engine)
+    if key not in _PROBED:
+        if on_phase is not None:
+            waiting = not registered and not is_local_master(sc.master)
+            # With no executor yet the probe waits for one, as any job would: say so.
+            on_phase(
+                "waiting for executors: none registered yet (spark.log says what the cluster "
+                "manager answers)"
+                if waiting
+                else "checking the executors' Python"
+            )
+        probe_workers(spark, engine=engine)
+        _PROBED.add(key)
 
 
 def execute(
@@ -145,20 +197,34 @@ def execute(
     tasks: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    on_incidents: Callable[[Incidents], None] | None = None,
 ) -> SparkRun:
     """Run ``specs``, write the raw rows to ``PARQUET/raw`` and the aggregated tables to
-    ``PARQUET/aggregates`` (partitioned by ``aggregate``: summary, cases, scaling, steps)."""
+    ``PARQUET/aggregates`` (partitioned by ``aggregate``: summary, cases, scaling, steps).
+
+    :raises WorkerSetupError: the executors' Python cannot run the lab (the message says what to
+        install where).
+    """
     if not specs:
         raise LabError("no scenarios to run")
-    results = results_frame(spark, specs, engine=engine, tasks=tasks)
+    prepare_executors(spark, engine=engine, on_phase=on_phase)
+    if on_phase is not None:
+        on_phase(f"scenarios on {spark.sparkContext.master}")
+    # Chosen after the wait; a task holds whole paired groups, so there are never more tasks.
+    count = min(len(paired_groups(specs)), tasks or task_count(spark, len(specs)))
+    results = results_frame(spark, specs, engine=engine, tasks=count)
     raw = f"{parquet.rstrip('/')}/raw"
     started = time.perf_counter()
     group = f"coordkit-lab-{os.getpid()}-{time.monotonic_ns()}"
-    if on_progress is None:
-        results.write.mode("overwrite").parquet(raw)
-    else:
-        with TaskProgress(spark, group, on_progress):
+    progress = TaskProgress(spark, group, on_progress, on_incidents=on_incidents)
+    try:
+        with progress:
             results.write.mode("overwrite").parquet(raw)
+    except Exception as exc:
+        message = worker_failure(exc, spark, engine=engine)
+        if message is None:
+            raise
+        raise WorkerSetupError(message) from exc
     run_seconds = time.perf_counter() - started
 
     if on_phase is not None:
@@ -173,4 +239,11 @@ def execute(
             "failed": failed,
         }
     ]
-    return SparkRun(tables, parquet, run_seconds, time.perf_counter() - started)
+    return SparkRun(
+        tables,
+        parquet,
+        run_seconds,
+        time.perf_counter() - started,
+        tasks=count,
+        incidents=progress.incidents,
+    )

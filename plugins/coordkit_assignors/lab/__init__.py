@@ -9,5 +9,7 @@ workloads: see :mod:`coordkit.lab` for the contract and the README's "Adding wor
 * :mod:`~coordkit_assignors.lab.workloads` and :mod:`~coordkit_assignors.lab.metrics`: the
   built-in assignment workloads (``kafka-grid``, ``zipf-load``, ``churn``, ...) and their metrics;
 * :mod:`~coordkit_assignors.lab.groups`: ``consumer-groups``, real groups on an in-process
-  cluster (the engine), one assignor each run.
+  cluster (the engine), one assignor each run;
+* :mod:`~coordkit_assignors.lab.study`: ``study``, a given group and its events (a study file's,
+  or a legacy group read from a store), carried in the scenario as JSON.
 """

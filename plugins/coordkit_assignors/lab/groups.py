@@ -387,6 +387,7 @@ GROUP_METRICS = (
         "rounds",
         "lower",
         _after_event(lambda s: float(s.rounds)),
+        tradeoff="interruption",
     ),
     GroupMetric(
         "partitions-unowned",
@@ -395,6 +396,7 @@ GROUP_METRICS = (
         "lower",
         _after_event(lambda s: float(s.unowned)),
         headline="Which leaves fewest partitions unconsumed during a rebalance?",
+        tradeoff="interruption",
     ),
     GroupMetric(
         "unowned-partition-seconds",
@@ -409,6 +411,7 @@ GROUP_METRICS = (
         "partitions",
         "lower",
         _after_event(lambda s: float(s.reassigned)),
+        tradeoff="movement",
     ),
     GroupMetric(
         "coordinator-skew",

@@ -27,7 +27,8 @@ import numpy as np
 
 from coordkit.assignment import load_balance as assignment_load_balance
 from coordkit.lab import FunctionMetric
-from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND, TIMING_METHOD, AssignmentStep
+from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND, AssignmentStep
+from coordkit_assignors.lab.timing import TIMING_METHOD, TIMING_RESOLUTION_MS
 
 #: The built-ins: functions of an :class:`AssignmentStep`.
 StepMetric = functools.partial(FunctionMetric, kinds=(ASSIGNMENT_KIND,))
@@ -192,6 +193,7 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         "lower",
         count_balance,
         headline="Which balances partition counts best?",
+        tradeoff="balance",
     ),
     StepMetric(
         "topic_balance",
@@ -207,6 +209,7 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         "lower",
         load_balance,
         headline="Which balances load best?",
+        tradeoff="balance",
     ),
     StepMetric(
         "moved",
@@ -215,6 +218,7 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         "lower",
         moved,
         headline="Which moves fewest partitions?",
+        tradeoff="movement",
     ),
     StepMetric(
         "moved_min",
@@ -229,6 +233,7 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         "partitions",
         "lower",
         moved_excess,
+        tradeoff="movement",
     ),
     StepMetric(
         "revoked",
@@ -237,9 +242,17 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         "lower",
         revoked,
         headline="Which interrupts consumers least (revocations)?",
+        tradeoff="interruption",
     ),
     StepMetric("orphaned", "partitions of crashed members", "partitions", "lower", orphaned),
-    StepMetric("rounds", "assignment rounds until stable", "rounds", "lower", rounds),
+    StepMetric(
+        "rounds",
+        "assignment rounds until stable",
+        "rounds",
+        "lower",
+        rounds,
+        tradeoff="interruption",
+    ),
     StepMetric(
         "unassigned",
         "partitions of subscribed topics nobody got (should be 0)",
@@ -262,5 +275,6 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         assign_ms,
         headline="Which is fastest?",
         measured=TIMING_METHOD,
+        resolution=TIMING_RESOLUTION_MS,
     ),
 )

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import abc
 import functools
-import math
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -55,6 +53,7 @@ from coordkit_assignors.lab.events import (
     TopicCreated,
     TopicDeleted,
 )
+from coordkit_assignors.lab.timing import timed_assign
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -202,7 +201,7 @@ class AssignmentStep:
     :ivar orphaned: partitions whose owner crashed.
     :ivar departed: members that left or crashed in this step.
     :ivar assign_seconds: time spent inside the assignor, over all rounds (each round's call
-        measured as :data:`TIMING_METHOD` says).
+        measured as :data:`~coordkit_assignors.lab.timing.TIMING_METHOD` says).
     """
 
     kind: ClassVar[str] = ASSIGNMENT_KIND
@@ -416,48 +415,6 @@ def preferred_protocol(assignor: Assignor) -> RebalanceProtocol:
     """The protocol a group of members all running ``assignor`` uses: its first (preferred) one."""
     protocols = getattr(assignor, "protocols", ()) or (RebalanceProtocol.EAGER,)
     return protocols[0]
-
-
-#: How ``assign_ms`` is measured: the assignor's call is repeated on the same input and the
-#: fastest run's thread CPU time counts, so another process competing for the cores (which stretches
-#: wall time, not this thread's CPU time) and one-off pauses (GC, a page fault) cannot reorder
-#: strategies between runs. Short calls, where such noise is largest relative to the time, are
-#: repeated most; a call of 50 ms or more is measured once.
-TIMING_METHOD = (
-    "minimum thread CPU time of repeated calls (3 to 10 calls below 2 ms, fewer for longer "
-    "calls, one from 50 ms)"
-)
-MIN_TIMED_CALLS = 3
-MAX_TIMED_CALLS = 10
-#: Repeat up to MAX_TIMED_CALLS while the calls together took less than this.
-SHORT_CALLS_SECONDS = 0.002
-#: Stop repeating (before MIN_TIMED_CALLS) once the calls together took this long.
-LONG_CALLS_SECONDS = 0.05
-
-
-def timed_assign(assignor: Assignor, group: GroupSubscription) -> tuple[GroupAssignment, float]:
-    """``assignor.assign(group)`` and its time (see :data:`TIMING_METHOD`).
-
-    Assignors are pure functions of the subscription, so repeating the call changes nothing but
-    the measurement; the first result is the one returned.
-    """
-    result: GroupAssignment | None = None
-    fastest = math.inf
-    spent = 0.0
-    calls = 0
-    while (calls < MIN_TIMED_CALLS and spent < LONG_CALLS_SECONDS) or (
-        spent < SHORT_CALLS_SECONDS and calls < MAX_TIMED_CALLS
-    ):
-        started = time.thread_time()
-        outcome = assignor.assign(group)
-        elapsed = time.thread_time() - started
-        if result is None:
-            result = outcome
-        fastest = min(fastest, elapsed)
-        spent += elapsed
-        calls += 1
-    assert result is not None
-    return result, fastest
 
 
 def simulate_assignment(
