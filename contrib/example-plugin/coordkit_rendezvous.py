@@ -22,6 +22,9 @@ def _weight(member: str, topic: str, partition: int) -> bytes:
 class RendezvousAssignor:
     name: ClassVar[str] = "rendezvous"
     protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+    # What the conformance kit (coordkit.testing) holds it to beyond every assignor's properties.
+    sticky: ClassVar[bool] = True
+    count_balanced: ClassVar[bool] = False
 
     def assign(self, group: GroupSubscription) -> GroupAssignment:
         space = group.space()

@@ -358,7 +358,10 @@ class Assignor(Protocol):
     """A partition assignment strategy.
 
     ``name`` is its registry key (Kafka's ``partition.assignment.strategy`` short name);
-    ``protocols`` the rebalance protocols it supports, preferred first.
+    ``protocols`` the rebalance protocols it supports, preferred first. Optional class attributes
+    declare promises the conformance kit (:mod:`coordkit.testing.assignors`) holds it to:
+    ``count_balanced`` (default ``True``: with identical subscriptions, member counts differ by at
+    most one) and ``sticky`` (default ``False``: when a member leaves, only its partitions move).
     """
 
     name: ClassVar[str]

@@ -74,6 +74,8 @@ class RangeAssignor:
 
     name: ClassVar[str] = "range"
     protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+    #: Balanced per topic, not across topics (each topic's first members get one more).
+    count_balanced: ClassVar[bool] = False
 
     def __init__(self, *, prefer_rack_aware: bool = False):
         self.prefer_rack_aware = prefer_rack_aware
@@ -98,6 +100,8 @@ class RangeCeilAssignor:
 
     name: ClassVar[str] = "range-ceil"
     protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+    #: Ceiling-sized blocks leave the last members short.
+    count_balanced: ClassVar[bool] = False
 
     def assign(self, group: GroupSubscription) -> GroupAssignment:
         return contiguous_assignment(GroupLayout(group), ceil_split)

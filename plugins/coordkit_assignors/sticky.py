@@ -28,6 +28,8 @@ class _AbstractStickyAssignor:
     name: ClassVar[str]
     protocols: ClassVar[tuple[RebalanceProtocol, ...]]
     cooperative: ClassVar[bool] = False
+    #: When a member leaves, only its partitions move (the conformance kit checks it).
+    sticky: ClassVar[bool] = True
 
     def __init__(self, *, prefer_rack_aware: bool = False):
         """:param prefer_rack_aware: use the rack-aware logic whenever members and replicas have

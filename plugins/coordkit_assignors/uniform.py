@@ -44,6 +44,8 @@ MAX_BALANCING_PASSES = 16
 class UniformAssignor:
     name: ClassVar[str] = "uniform"
     protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+    #: Balance first, then stickiness: when a member leaves, only its partitions move.
+    sticky: ClassVar[bool] = True
 
     def assign(self, group: GroupSubscription) -> GroupAssignment:
         layout = GroupLayout(group)

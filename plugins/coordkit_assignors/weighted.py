@@ -44,6 +44,9 @@ class WeightedStickyAssignor:
 
     name: ClassVar[str] = "weighted-sticky"
     protocols: ClassVar[tuple[RebalanceProtocol, ...]] = (RebalanceProtocol.EAGER,)
+    #: Balances load, not counts. Not ``sticky`` in the kit's sense either: it keeps owned
+    #: partitions only within the load cap, so a member leaving can move others' partitions.
+    count_balanced: ClassVar[bool] = False
 
     def __init__(self, *, tolerance: float = DEFAULT_TOLERANCE):
         if not tolerance >= 0:

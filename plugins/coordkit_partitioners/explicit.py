@@ -9,6 +9,7 @@ from coordkit_partitioners.base import PartitionerBase
 class ExplicitPartitioner(PartitionerBase):
     name = "explicit"
     keys_hash = False  # a key alone does not place a record here: the partition must be given
+    chooses_partitions = False
 
     def choose(self, record: ProducerRecord, cluster: ClusterMetadata, count: int) -> int:
         raise PartitioningError(

@@ -36,6 +36,7 @@ from coordkit.store import (
     SetData,
     StoreError,
 )
+from coordkit.testing.servers import zookeeper_server
 from harness import zookeeper as harness_zookeeper
 from harness.waiting import wait_for
 from harness.zookeeper import (
@@ -683,7 +684,7 @@ def test_missing_java_or_zookeeper_fails_naming_the_install(
     if missing == "java":
         monkeypatch.setattr(shutil, "which", lambda name: None)
     else:
-        monkeypatch.setattr(harness_zookeeper, "ZOOKEEPER_JAR", tmp_path / "zookeeper.jar")
+        monkeypatch.setattr(zookeeper_server, "ZOOKEEPER_JAR", tmp_path / "zookeeper.jar")
     with pytest.raises(
         harness_zookeeper.ZooKeeperUnavailableError, match="apt-get install zookeeper"
     ):

@@ -1,25 +1,33 @@
-"""Store backends for the contract suite, one class per URL scheme.
+"""Store backends for the contract suite (coordkit.testing's store suite), one class per URL scheme.
 
 A backend hands out isolated store URLs (one namespace per test) and knows how to inflict the
-faults the suite needs on a client: server-side session expiry and connection loss without
-expiry. The suite itself never branches on the backend.
+faults the suite needs on a client: server-side session expiry, connection loss without expiry,
+a server crash, a clock to move. The suite itself never branches on the backend.
 """
 
 from __future__ import annotations
 
 import importlib
 import itertools
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from coordkit.plugins import get_plugin_manager
+from coordkit.clock import ManualClock
 from coordkit.store import MetadataStore
+from coordkit.testing.backends import StoreBackend, StoreFactory
 
-#: Opens another session on the test's namespace (the contract suite's ``open_session`` fixture).
-StoreFactory = Callable[..., MetadataStore]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ClockedMemoryBackend",
+    "MemoryBackend",
+    "StoreFactory",
+    "load_backend",
+]
 
-#: Backend name → "module:class" (modules in this folder); the real servers' backends are added by
-#: the store issue.
+#: The kit's backend type, by the name the engine and fault tests use.
+Backend = StoreBackend
+
+#: Backend name → "module:class" (modules in this folder).
 BACKENDS: dict[str, str] = {
     "memory": "harness.backends:MemoryBackend",
     "redis": "harness.redis_server:RedisBackend",
@@ -27,39 +35,14 @@ BACKENDS: dict[str, str] = {
 }
 
 
-class Backend(Protocol):
-    name: str
+class MemoryBackend(StoreBackend):
+    """Named in-process servers, one per test, on the system clock."""
 
-    def new_url(self) -> str:
-        """A URL for a fresh, empty namespace."""
-        ...
-
-    def open(self, url: str, **options: Any) -> MetadataStore: ...
-
-    def expire(self, store: MetadataStore) -> None:
-        """Expire ``store``'s session on the server side, as a timeout would."""
-        ...
-
-    def disconnect(self, store: MetadataStore) -> None:
-        """Cut ``store``'s connection without ending its session."""
-        ...
-
-    def reconnect(self, store: MetadataStore) -> None:
-        """Let ``store`` reconnect to its session."""
-        ...
-
-    def close(self) -> None: ...
-
-
-class MemoryBackend:
     name = "memory"
     _ids = itertools.count(1)
 
     def new_url(self) -> str:
         return f"memory://contract-{next(self._ids)}"
-
-    def open(self, url: str, **options: Any) -> MetadataStore:
-        return get_plugin_manager().store_for(url, **options)
 
     def expire(self, store: MetadataStore) -> None:
         store.server.expire_session(store.session_id)  # type: ignore[attr-defined]
@@ -70,8 +53,23 @@ class MemoryBackend:
     def reconnect(self, store: MetadataStore) -> None:
         store.reconnect()  # type: ignore[attr-defined]
 
-    def close(self) -> None:
-        pass
+
+class ClockedMemoryBackend(MemoryBackend):
+    """The memory backend whose sessions time out on one manual clock (the contract suite's, so
+    that its clock tests apply; the engine tests keep the system clock)."""
+
+    def __init__(self) -> None:
+        self.clock = ManualClock()
+
+    def new_url(self) -> str:
+        return f"memory://contract-clocked-{next(self._ids)}"
+
+    def open(self, url: str, **options: Any) -> MetadataStore:
+        options.setdefault("clock", self.clock)
+        return super().open(url, **options)
+
+    def advance_clock(self, seconds: float) -> None:
+        self.clock.advance(seconds)
 
 
 def load_backend(name: str) -> Backend:

@@ -1,5 +1,6 @@
-"""Producer partitioners: Kafka's vectors, the explicit and keyed rules, round-robin, sticky
-(KIP-480) and uniform-sticky (KIP-794) behaviour, as properties where they are properties."""
+"""Producer partitioners: Kafka's vectors, round-robin, sticky (KIP-480) and uniform-sticky (KIP-794)
+behaviour. The properties every partitioner has (range, explicit partitions, keyed records, seeds)
+are the conformance kit's: tests/unit/test_kit_partitioners.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from coordkit.partitioning import (
     PartitioningError,
     PartitionLoad,
     ProducerRecord,
-    UnknownTopicMetadataError,
     murmur2,
     partition_for_key,
     record_size,
@@ -32,7 +32,6 @@ from harness.vectors import kafka_vectors
 
 ALL = ("explicit", "murmur2", "round-robin", "sticky", "uniform-sticky")
 KEYED = ("murmur2", "sticky", "uniform-sticky")  # keyed records follow murmur2
-CHOOSING = ("murmur2", "round-robin", "sticky", "uniform-sticky")  # place records themselves
 
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -105,17 +104,6 @@ def test_every_partitioner_is_registered_and_fresh_per_call() -> None:
         manager.partitioner("no-such")
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_explicit_partition_wins_and_is_checked(name: str) -> None:
-    partitioner = make(name, seed=3)
-    meta = cluster(4, down=(2,))
-    assert partitioner.partition(ProducerRecord("t", key=b"k", partition=2), meta) == 2
-    with pytest.raises(InvalidPartitionError, match=r"'t'.*partition 4.*4 partitions"):
-        partitioner.partition(ProducerRecord("t", partition=4), meta)
-    with pytest.raises(UnknownTopicMetadataError, match="'other'"):
-        partitioner.partition(ProducerRecord("other"), meta)
-
-
 def test_explicit_partitioner_needs_a_partition() -> None:
     with pytest.raises(PartitioningError, match=r"'explicit'.*'t'.*0\.\.5"):
         make("explicit").partition(ProducerRecord("t", key=b"k"), cluster(6))
@@ -131,38 +119,7 @@ def test_bad_records_and_loads_are_clear_errors() -> None:
     assert ProducerRecord("t", key="ключ").key == "ключ".encode()
 
 
-# -- partition in range, keyed records ---------------------------------------------------------
-
-records = st.builds(
-    ProducerRecord,
-    topic=st.just("t"),
-    value=st.one_of(st.none(), st.binary(max_size=300)),
-    key=st.one_of(st.none(), st.binary(max_size=16)),
-)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    name=st.sampled_from(CHOOSING),
-    partitions=st.integers(1, 40),
-    down=st.sets(st.integers(0, 39)),
-    batch=st.lists(records, min_size=1, max_size=30),
-    seed=st.integers(0, 2**32),
-)
-def test_partition_is_in_range_and_keys_follow_murmur2(
-    name: str, partitions: int, down: set[int], batch: list[ProducerRecord], seed: int
-) -> None:
-    partitioner = make(name, seed=seed, batch_size=256)
-    meta = cluster(partitions, down=tuple(down))
-    available = set(meta.available_partitions("t"))
-    for record in batch:
-        chosen = partitioner.partition(record, meta)
-        assert 0 <= chosen < partitions
-        if record.key is not None and name != "round-robin":
-            assert chosen == partition_for_key(record.key, partitions)
-        elif name == "round-robin" and available:
-            assert chosen in available
-        partitioner.on_append(record, chosen, meta, True)
+# -- round-robin and murmur2 (range, explicit partitions and keyed records: the kit, test_kit_partitioners.py)
 
 
 def test_round_robin_cycles_available_partitions_and_ignores_keys() -> None:

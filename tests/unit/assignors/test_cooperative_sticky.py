@@ -312,28 +312,6 @@ def cooperative_groups(draw: st.DrawFn, identical: bool | None = None) -> GroupS
     return GroupSubscription(counts, {m: sub(topics[m], owned[m], generations[m]) for m in members})
 
 
-def subscribed_partitions(group: GroupSubscription) -> set[TP]:
-    wanted = {t for s in group.members.values() for t in s.topics}
-    return {
-        (t, p) for t, meta in group.topics.items() if t in wanted for p in range(meta.partitions)
-    }
-
-
-@given(cooperative_groups())
-@PROPERTY_SETTINGS
-def test_each_partition_assigned_or_withheld_exactly_once_to_a_subscriber(
-    group: GroupSubscription,
-) -> None:
-    result = COOPERATIVE.assign(group)
-    seen: list[TP] = []
-    for member in result:
-        for tp in [*result.partitions(member), *result.withheld(member)]:
-            assert tp.topic in group.members[member].topics
-            seen.append((tp.topic, tp.partition))
-    assert sorted(seen) == sorted(subscribed_partitions(group))
-    assert set(result) == set(group.members)
-
-
 @given(cooperative_groups())
 @PROPERTY_SETTINGS
 def test_same_assignment_as_sticky_and_withholds_only_partitions_another_member_owns(

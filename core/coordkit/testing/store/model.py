@@ -1,11 +1,12 @@
-"""Contract: random sequences of operations behave exactly like a plain-dict model of ZooKeeper."""
+"""The store contract as a hypothesis state machine: random sequences of operations (single and
+in transactions) behave exactly like a plain-dict model of ZooKeeper's rules."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+import hypothesis
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
@@ -22,7 +23,8 @@ from coordkit.store import (
     SetData,
     StoreError,
 )
-from harness.backends import Backend
+from coordkit.testing.backends import StoreBackend
+from coordkit.testing.store.base import StoreSuite
 
 NAMES = st.sampled_from(["a", "b", "c"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map(lambda parts: "/" + "/".join(parts))
@@ -64,6 +66,10 @@ class Model:
             case Check(path=path, version=version):
                 self._get(path, version)
 
+    def apply_all(self, ops: list[Any]) -> None:
+        for op in ops:
+            self.apply(op)
+
     def _get(self, path: str, version: int) -> tuple[bytes, int]:
         if path not in self.nodes:
             raise NoNodeError("", path=path)
@@ -91,7 +97,7 @@ OPS = st.one_of(
 
 
 class StoreMachine(RuleBasedStateMachine):
-    backend: Backend
+    backend: StoreBackend
 
     def __init__(self) -> None:
         super().__init__()
@@ -112,15 +118,15 @@ class StoreMachine(RuleBasedStateMachine):
     def single(self, op: Any) -> None:
         expected = outcome(lambda: self.model.apply(op))
         actual = outcome(lambda: self._run(op))
-        assert actual is expected, f"{op}: store {actual}, model {expected}"
+        assert actual is expected, f"{op}: store {actual}, model of ZooKeeper {expected}"
 
     @rule(ops=st.lists(OPS, min_size=1, max_size=4))
     def transaction(self, ops: list[Any]) -> None:
         trial = Model()
         trial.nodes = dict(self.model.nodes)
-        expected = outcome(lambda: [trial.apply(op) for op in ops])
+        expected = outcome(lambda: trial.apply_all(ops))
         actual = outcome(lambda: self.store.commit(ops))
-        assert actual is expected, f"{ops}: store {actual}, model {expected}"
+        assert actual is expected, f"commit {ops}: store {actual}, model of ZooKeeper {expected}"
         if expected is None:
             self.model = trial
 
@@ -133,20 +139,28 @@ class StoreMachine(RuleBasedStateMachine):
             data, stat = self.store.get(path)
             seen[path] = (data, stat.version)
             stack.extend(paths.join(path, c) for c in self.store.children(path))
-        assert seen == self.model.nodes
+        assert seen == self.model.nodes, "the store's tree differs from the model of ZooKeeper"
 
     def teardown(self) -> None:
         self.store.close()
 
 
-def test_store_behaves_like_the_model(backend: Backend) -> None:
-    machine = type("BoundStoreMachine", (StoreMachine,), {"backend": backend})
-    run_state_machine_as_test(
-        machine,
-        settings=settings(
-            max_examples=60,
-            stateful_step_count=25,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        ),
-    )
+class StoreModelTests(StoreSuite):
+    """Random operations agree with the model, op for op and tree for tree."""
+
+    #: Steps per run; examples come from --coordkit-examples (at least 60: it is one test).
+    steps = 25
+
+    def test_store_behaves_like_the_model(
+        self, store_backend: StoreBackend, coordkit_hypothesis_settings: hypothesis.settings
+    ) -> None:
+        machine = type("BoundStoreMachine", (StoreMachine,), {"backend": store_backend})
+        run_state_machine_as_test(
+            machine,
+            settings=hypothesis.settings(
+                coordkit_hypothesis_settings,
+                max_examples=max(60, coordkit_hypothesis_settings.max_examples),
+                stateful_step_count=self.steps,
+                suppress_health_check=list(hypothesis.HealthCheck),
+            ),
+        )
