@@ -1,4 +1,7 @@
-"""One scenario → result rows, the same on a Spark executor and in a plain Python process.
+"""Scenarios → result rows, the same on a Spark executor and in a plain Python process.
+
+The strategies meeting the same scenario (workload, parameters, seed) run together, in lockstep,
+their timings measured interleaved (:func:`run_group`), so they compare under the same conditions.
 
 Results are in long format, one row per (scenario, step, metric). A scenario that fails (a
 strategy raising, a metric raising, inconsistent parameters) yields a single ``error`` row whose
@@ -14,7 +17,8 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordkit.lab import Metric
+from coordkit.cputime import measure_interleaved
+from coordkit.lab import Metric, TimedStep
 from coordkit_lab.scenarios import ScenarioSpec
 
 if TYPE_CHECKING:
@@ -69,39 +73,57 @@ def row_params(params: str) -> str:
     return json.dumps(values, sort_keys=True, separators=(",", ":"))
 
 
-def _spec(value: ScenarioSpec | Sequence[Any]) -> ScenarioSpec:
+def scenario_spec(value: ScenarioSpec | Sequence[Any]) -> ScenarioSpec:
+    """A scenario given as a spec or as its row (what a Spark task receives)."""
     if isinstance(value, ScenarioSpec):
         return value
     return ScenarioSpec(*value)
 
 
-def run_scenario(
-    scenario: ScenarioSpec | Sequence[Any], manager: PluginManager | None = None
-) -> list[ResultRow]:
-    """Simulate one scenario and compute every applicable metric on every step."""
-    if manager is None:
-        from coordkit.plugins import get_plugin_manager
+class _ScenarioRun:
+    """One scenario of a group being run: its steps one at a time, its rows, or its failure."""
 
-        manager = get_plugin_manager()
-    spec = _spec(scenario)
-    head = (spec.scenario_id, spec.workload, spec.kind, spec.strategy, row_params(spec.params))
-    rows: list[ResultRow] = []
-    where = "setting up"
-    try:
-        workload = manager.workload(spec.workload)
-        metrics = metrics_for(manager, spec.kind)
-        params = json.loads(spec.params)
-        where = "simulating step 0"
-        for step in workload.simulate(params, spec.seed, spec.strategy, manager):
-            where = f"step {step.index} ({step.event})"
-            for metric in metrics:
-                where = f"metric {metric.name!r} on step {step.index} ({step.event})"
+    def __init__(self, spec: ScenarioSpec, manager: PluginManager):
+        self.spec = spec
+        self.head = (spec.scenario_id, spec.workload, spec.kind, spec.strategy)
+        self.rows: list[ResultRow] = []
+        self.failed = False
+        self.where = "setting up"
+        self.metrics: list[Metric] = []
+        self.steps: Iterator[Any] = iter(())
+        try:
+            workload = manager.workload(spec.workload)
+            self.metrics = metrics_for(manager, spec.kind)
+            params = json.loads(spec.params)
+            self.where = "simulating step 0"
+            self.steps = iter(workload.simulate(params, spec.seed, spec.strategy, manager))
+        except Exception as exc:
+            self.fail(exc)
+
+    def next_step(self) -> Any | None:
+        """The next step, or ``None`` when the scenario ended (or failed)."""
+        if self.failed:
+            return None
+        try:
+            return next(self.steps, None)
+        except Exception as exc:
+            self.fail(exc)
+            return None
+
+    def record(self, step: Any) -> None:
+        """Every metric's value on ``step``."""
+        spec = self.spec
+        try:
+            self.where = f"step {step.index} ({step.event})"
+            for metric in self.metrics:
+                self.where = f"metric {metric.name!r} on step {step.index} ({step.event})"
                 value = metric.compute(step)
                 if value is None:
                     continue
-                rows.append(
+                self.rows.append(
                     (
-                        *head,
+                        *self.head,
+                        row_params(spec.params),
                         spec.seed,
                         spec.replicate,
                         step.index,
@@ -113,12 +135,19 @@ def run_scenario(
                         float(value),
                     )
                 )
-            where = f"simulating step {step.index + 1}"
-    except Exception as exc:
-        message = f"{where}: {type(exc).__name__}: {exc}"
-        return [
+            self.where = f"simulating step {step.index + 1}"
+        except Exception as exc:
+            self.fail(exc)
+
+    def fail(self, exc: BaseException) -> None:
+        """Replace the rows by the one ``error`` row (partial results would bias the means)."""
+        spec = self.spec
+        message = f"{self.where}: {type(exc).__name__}: {exc}"
+        self.failed = True
+        self.rows = [
             (
-                *head,
+                *self.head,
+                row_params(spec.params),
                 spec.seed,
                 spec.replicate,
                 -1,
@@ -130,14 +159,61 @@ def run_scenario(
                 math.nan,
             )
         ]
-    return rows
+
+
+def run_group(
+    scenarios: Sequence[ScenarioSpec | Sequence[Any]], manager: PluginManager | None = None
+) -> list[ResultRow]:
+    """Simulate the scenarios of one :func:`paired_groups` group (the strategies meeting the
+    same workload, parameters and seed) in lockstep, and compute every applicable metric on
+    every step.
+
+    Step ``k`` of every strategy is simulated, then the costs of those steps that carry one
+    (:class:`~coordkit.lab.TimedStep`) are measured together, their calls interleaved
+    (:func:`coordkit.cputime.measure_interleaved`), so timings of different strategies are
+    taken under the same conditions; then the metrics. A scenario that fails leaves its one
+    ``error`` row and the others go on.
+    """
+    if manager is None:
+        from coordkit.plugins import get_plugin_manager
+
+        manager = get_plugin_manager()
+    runs = [_ScenarioRun(scenario_spec(s), manager) for s in scenarios]
+    active = [run for run in runs if not run.failed]
+    while active:
+        stepped = [(run, step) for run in active if (step := run.next_step()) is not None]
+        timed = [i for i, (_, step) in enumerate(stepped) if isinstance(step, TimedStep)]
+        if timed:
+            try:
+                seconds = measure_interleaved([stepped[i][1].timed_calls() for i in timed])
+            except Exception as exc:
+                for i in timed:
+                    stepped[i][0].where = f"measuring step {stepped[i][1].index}"
+                    stepped[i][0].fail(exc)
+            else:
+                for i, spent in zip(timed, seconds, strict=True):
+                    stepped[i] = (stepped[i][0], stepped[i][1].with_seconds(spent))
+        for run, step in stepped:
+            if not run.failed:
+                run.record(step)
+        active = [run for run, _ in stepped if not run.failed]
+    return [row for run in runs for row in run.rows]
+
+
+def run_scenario(
+    scenario: ScenarioSpec | Sequence[Any], manager: PluginManager | None = None
+) -> list[ResultRow]:
+    """Simulate one scenario and compute every applicable metric on every step (a group of one:
+    its timings measured alone)."""
+    return run_group([scenario], manager)
 
 
 def run_scenarios(
     scenarios: Iterable[ScenarioSpec | Sequence[Any]], manager: PluginManager | None = None
 ) -> Iterator[ResultRow]:
-    for scenario in scenarios:
-        yield from run_scenario(scenario, manager)
+    """Every scenario's rows, each :func:`paired_groups` group run together."""
+    for group in paired_groups(list(map(scenario_spec, scenarios))):
+        yield from run_group(group, manager)
 
 
 def rows_to_columns(rows: Sequence[ResultRow]) -> dict[str, list[Any]]:

@@ -19,6 +19,9 @@ no change anywhere else:
 Parameters are JSON scalars (int, float, bool, str) so a scenario is a row of a DataFrame and its
 parameters a JSON string; ``defaults`` lists every parameter a workload accepts.
 
+A step that implements :class:`TimedStep` has its cost measured by the runner, interleaved with
+the same step of the scenario's other strategies, so timings compare under the same conditions.
+
 Optional workload attributes the lab uses when present: ``feasible(params) -> bool`` (presets skip
 combinations that make no sense) and ``presets``: ``{preset name: {parameter: value or values}}``,
 through which a plugin workload joins a built-in preset (``coordkit lab run --preset quick``)
@@ -70,6 +73,24 @@ class Step(Protocol):
 
     @property
     def partitions(self) -> int: ...
+
+
+@runtime_checkable
+class TimedStep(Protocol):
+    """A step that carries a cost to measure (an assignor's calls): the runner measures it
+    together with the same step of every other strategy of the scenario, interleaved (see
+    :mod:`coordkit.cputime`), and puts the seconds back with :meth:`with_seconds`.
+
+    A step used outside the runner measures itself alone when asked.
+    """
+
+    def timed_calls(self) -> tuple[Callable[[], object], ...]:
+        """The calls whose CPU time is the step's cost (repeating one changes nothing else)."""
+        ...
+
+    def with_seconds(self, seconds: float) -> TimedStep:
+        """This step with its measured cost."""
+        ...
 
 
 @runtime_checkable

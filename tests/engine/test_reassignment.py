@@ -13,6 +13,8 @@ from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, states
 from coordkit.engine.errors import InvalidReplicaAssignmentError, UnknownTopicError
 from coordkit.errors import NoNodeError
+from coordkit.model import TopicAssignment
+from coordkit.store import Create, SetData
 from harness.waiting import wait_for
 
 FAST = EngineConfig(
@@ -112,6 +114,38 @@ def test_a_reassignment_resumes_after_the_controller_fails_over(
     assert cluster.history is not None
     assert cluster.history.violations() == []
     assert len(cluster.history.epochs()) >= 2
+
+
+def test_a_reassignment_left_between_its_topic_write_and_epoch_bump_completes(
+    make_cluster: Callable[..., Any],
+) -> None:
+    """A controller that dies after writing phase A's topic node (RS and the maps) but before
+    bumping the leader epoch leaves brokers unaware of the adding replicas. The next controller
+    bumps the epoch of every partition it finds in phase A (Kafka's ``onPartitionReassignment``
+    on failover), so the replicas start and the plan completes. Here the half-done phase A is
+    written by hand, as the dead controller would have left it."""
+    cluster: Cluster = make_cluster(4, config=FAST)
+    cluster.create_topic("t", 2, 2, assignment={0: [0, 1], 1: [1, 0]})
+    wait_for(lambda: _done(cluster), what="the topic replicated")
+    path = "/brokers/topics/t"
+    _, stat = cluster.admin_store.get(path)
+    before = cluster.view().partition("t", 0)
+    half_done = TopicAssignment(
+        partitions={0: (2, 3, 0, 1), 1: (1, 0)}, version=3, adding={0: (2, 3)}, removing={0: (0, 1)}
+    )
+    cluster.admin_store.commit(
+        [
+            SetData(path, layout.TOPIC.encode(half_done), stat.version),
+            Create(layout.REASSIGN_PARTITIONS, layout.encode_reassignment({("t", 0): [2, 3]})),
+        ]
+    )
+    wait_for(lambda: _done(cluster), timeout=30, what="the reassignment left in phase A")
+    after = cluster.view().partition("t", 0)
+    assert list(after.replicas) == [2, 3]
+    assert set(after.isr) == {2, 3}
+    assert after.leader_epoch > before.leader_epoch
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 @pytest.mark.parametrize(

@@ -9,14 +9,11 @@ import pytest
 
 from coordkit.assignment import (
     DEFAULT_GENERATION,
-    GroupSubscription,
-    MemberSubscription,
     RebalanceProtocol,
     TopicMetadata,
 )
 from coordkit.lab import LabError
 from coordkit.plugins import get_plugin_manager
-from coordkit_assignors.lab import timing
 from coordkit_assignors.lab.events import (
     MemberCrashed,
     MemberJoined,
@@ -32,7 +29,6 @@ from coordkit_assignors.lab.simulation import (
     Member,
     simulate_assignment,
 )
-from coordkit_assignors.lab.timing import timed_assign
 from coordkit_assignors.lab.workloads import ChurnWorkload
 from coordkit_assignors.roundrobin import RoundRobinAssignor
 
@@ -186,40 +182,18 @@ class _SpinningAssignor:
         return result
 
 
-def _group() -> GroupSubscription:
-    return GroupSubscription(
-        {"a": TopicMetadata(4)},
-        {"m1": MemberSubscription(("a",)), "m2": MemberSubscription(("a",))},
-    )
-
-
-def test_timing_takes_the_fastest_of_repeated_calls_and_returns_the_first_result() -> None:
+def test_a_step_keeps_the_first_result_and_times_the_fastest_repeat() -> None:
     assignor = _SpinningAssignor(0.02, 0.001)
-    result, seconds = timed_assign(assignor, _group())  # type: ignore[arg-type]
-    assert assignor.calls == timing.MIN_TIMED_CALLS
-    assert result is assignor.results[0]
-    # The slow first call does not count: the fastest (about 1 ms of CPU) does.
+    step = next(simulate_assignment(two_members(), assignor))  # type: ignore[arg-type]
+    # The simulation calls the assignor once, untimed, and keeps that result.
+    assert assignor.calls == 1
+    assert step.assignment is assignor.results[0]
+    # Measured alone on first use: repeats of the same call, the fastest counting.
+    seconds = step.assign_seconds
+    assert assignor.calls > 1
     assert 0.001 <= seconds < 0.01
-
-
-def test_short_calls_are_repeated_most_long_ones_once() -> None:
-    short = _SpinningAssignor(0.0)
-    timed_assign(short, _group())  # type: ignore[arg-type]
-    assert short.calls == timing.MAX_TIMED_CALLS
-    long = _SpinningAssignor(timing.LONG_CALLS_SECONDS)
-    _, seconds = timed_assign(long, _group())  # type: ignore[arg-type]
-    assert long.calls == 1
-    assert seconds >= timing.LONG_CALLS_SECONDS
-
-
-def test_timing_counts_cpu_time_not_time_spent_waiting() -> None:
-    class Sleeping(_SpinningAssignor):
-        def assign(self, group: Any) -> Any:
-            time.sleep(0.01)  # off the CPU: another process would have it
-            return super().assign(group)
-
-    _, seconds = timed_assign(Sleeping(0.0), _group())  # type: ignore[arg-type]
-    assert seconds < 0.005
+    assert step.with_seconds(0.5).assign_seconds == 0.5
+    assert len(step.timed_calls()) == step.rounds == 1
 
 
 @pytest.mark.parametrize("name", sorted(get_plugin_manager().assignors.names()))

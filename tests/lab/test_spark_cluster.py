@@ -40,29 +40,29 @@ PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 #: Traces of a Java or Python stack: none may reach the user.
 TRACES = ("Traceback", "py4j", "Py4J", "\tat org.apache", "at java.base")
 
-#: The first scenario any Python worker runs kills that worker's process (once: a marker file).
+#: The first scenario group any Python worker runs kills that worker's process (once: a marker file).
 CRASH_ONCE = """
 import os
 
 import coordkit_lab.spark.execution as execution
 from pyspark.worker import main  # noqa: F401  (what the daemon calls)
 
-_run_scenario = execution.run_scenario
+_run_group = execution.run_group
 
 
 def _crash_once(*args, **kwargs):
     try:
         os.close(os.open(os.environ["COORDKIT_TEST_MARKER"], os.O_CREAT | os.O_EXCL))
     except FileExistsError:
-        return _run_scenario(*args, **kwargs)
+        return _run_group(*args, **kwargs)
     os._exit(1)
 
 
-execution.run_scenario = _crash_once
+execution.run_group = _crash_once
 """
 
-#: The first scenario any Python worker runs writes its pid to a marker file and waits (for the
-#: test to kill its executor); every other scenario runs normally.
+#: The first scenario group any Python worker runs writes its pid to a marker file and waits (for the
+#: test to kill its executor); every other group runs normally.
 HOLD_ONCE = """
 import os
 import time
@@ -70,21 +70,21 @@ import time
 import coordkit_lab.spark.execution as execution
 from pyspark.worker import main  # noqa: F401  (what the daemon calls)
 
-_run_scenario = execution.run_scenario
+_run_group = execution.run_group
 
 
 def _hold_once(*args, **kwargs):
     try:
         fd = os.open(os.environ["COORDKIT_TEST_MARKER"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
-        return _run_scenario(*args, **kwargs)
+        return _run_group(*args, **kwargs)
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)
     time.sleep(120)  # the test kills this worker's executor long before
-    return _run_scenario(*args, **kwargs)
+    return _run_group(*args, **kwargs)
 
 
-execution.run_scenario = _hold_once
+execution.run_group = _hold_once
 """
 
 
@@ -238,6 +238,7 @@ def test_other_failures_are_left_alone(spark: Any, tmp_path: Path) -> None:
 # -- what the user sees ------------------------------------------------------------------------
 
 
+@pytest.mark.spark_cluster
 def test_a_worker_python_without_the_dependencies_stops_the_run_with_one_line(
     tmp_path: Path,
 ) -> None:
@@ -263,6 +264,7 @@ def test_a_worker_python_without_the_dependencies_stops_the_run_with_one_line(
     assert not (out / "summary.json").exists()
 
 
+@pytest.mark.spark_cluster
 def test_a_retried_task_is_shown_next_to_the_bar_and_counted(tmp_path: Path) -> None:
     """``local[2,2]`` lets a task fail twice; the first scenario kills its Python worker once."""
     env = worker_module(tmp_path / "worker", "pyspark_crash_once", CRASH_ONCE)
@@ -281,6 +283,7 @@ def test_a_retried_task_is_shown_next_to_the_bar_and_counted(tmp_path: Path) -> 
     assert (totals["scenarios"], totals["failed"]) == (2, 0)  # nothing lost to the retry
 
 
+@pytest.mark.spark_cluster
 def test_under_spark_submit_the_drivers_log_goes_to_spark_log(tmp_path: Path) -> None:
     """spark-submit starts the driver JVM with Spark's own profile (INFO to stderr); the lab
     routes it to OUT/spark.log before the session starts."""
@@ -403,6 +406,7 @@ def standalone(tmp_path: Path) -> Iterator[tuple[Standalone, dict[str, str]]]:
         cluster.stop()
 
 
+@pytest.mark.spark_cluster
 def test_an_executor_lost_mid_run_is_shown_counted_and_its_task_retried(
     standalone: tuple[Standalone, dict[str, str]], tmp_path: Path
 ) -> None:

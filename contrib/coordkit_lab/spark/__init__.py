@@ -6,7 +6,8 @@ The only package that imports pyspark, and only inside functions, so the rest of
 
 Execution: the scenarios are dealt into tasks of even estimated cost
 (:func:`~coordkit_lab.runner.deal`), one Spark partition each, and every task runs
-:func:`~coordkit_lab.runner.run_scenario` on its scenarios. Three interchangeable engines do it:
+:func:`~coordkit_lab.runner.run_group` on each group of its scenarios (the strategies of one scenario,
+timed together). Three interchangeable engines do it:
 ``rdd`` (``RDD.mapPartitions`` over the task lists, rows pickled back into a DataFrame),
 ``pandas`` and ``arrow`` (``mapInPandas`` / ``mapInArrow`` over the DataFrame of scenarios); the
 benchmark ``python tests/benchmarks/run.py lab`` compares them and :data:`DEFAULT_ENGINE` is the

@@ -19,7 +19,8 @@ from coordkit_lab.runner import (
     deal,
     paired_groups,
     rows_to_columns,
-    run_scenario,
+    run_group,
+    scenario_spec,
 )
 from coordkit_lab.scenarios import SCENARIO_SCHEMA, ScenarioSpec
 from coordkit_lab.spark.aggregation import aggregate
@@ -50,8 +51,9 @@ CLUSTER_MIN_TASKS = 64
 
 
 def _run_bucket(bucket: Sequence[Sequence[Any]]) -> Iterator[ResultRow]:
-    for spec in bucket:
-        yield from run_scenario(spec)
+    # A bucket holds whole paired groups (see ``deal``): each runs together.
+    for group in paired_groups([scenario_spec(spec) for spec in bucket]):
+        yield from run_group(group)
 
 
 def _arrow_schema() -> Any:

@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from coordkit.assignment import load_balance as assignment_load_balance
+from coordkit.cputime import TIMING_METHOD
 from coordkit.lab import FunctionMetric
 from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND, AssignmentStep
-from coordkit_assignors.lab.timing import TIMING_METHOD, TIMING_RESOLUTION_MS
 
 #: The built-ins: functions of an :class:`AssignmentStep`.
 StepMetric = functools.partial(FunctionMetric, kinds=(ASSIGNMENT_KIND,))
@@ -275,6 +275,5 @@ BUILTIN_METRICS: tuple[FunctionMetric[AssignmentStep], ...] = (
         assign_ms,
         headline="Which is fastest?",
         measured=TIMING_METHOD,
-        resolution=TIMING_RESOLUTION_MS,
     ),
 )

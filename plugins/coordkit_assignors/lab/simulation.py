@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import abc
 import functools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -42,6 +42,7 @@ from coordkit.assignment import (
     RebalanceProtocol,
     TopicMetadata,
 )
+from coordkit.cputime import measure
 from coordkit.lab import LabError, Param, Params, resolve_params
 from coordkit_assignors.lab.events import (
     GroupEvent,
@@ -53,7 +54,6 @@ from coordkit_assignors.lab.events import (
     TopicCreated,
     TopicDeleted,
 )
-from coordkit_assignors.lab.timing import timed_assign
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -200,8 +200,9 @@ class AssignmentStep:
         (eager: everything they owned; cooperative: what they were no longer assigned).
     :ivar orphaned: partitions whose owner crashed.
     :ivar departed: members that left or crashed in this step.
-    :ivar assign_seconds: time spent inside the assignor, over all rounds (each round's call
-        measured as :data:`~coordkit_assignors.lab.timing.TIMING_METHOD` says).
+    :ivar calls: the step's assignor calls, one per round (a :class:`~coordkit.lab.TimedStep`:
+        the runner measures them interleaved with the other strategies' calls).
+    :ivar measured_seconds: what the runner measured (see :attr:`assign_seconds`).
     """
 
     kind: ClassVar[str] = ASSIGNMENT_KIND
@@ -217,10 +218,26 @@ class AssignmentStep:
     revoked: int
     orphaned: int
     departed: frozenset[str]
-    assign_seconds: float
+    calls: tuple[Callable[[], object], ...] = attrs.field(repr=False)
     #: member -> subscribed topics as the simulation holds them (members with the same
     #: subscription share one tuple, which makes grouping them by identity cheap)
     subscribed: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    measured_seconds: float | None = None
+
+    @functools.cached_property
+    def assign_seconds(self) -> float:
+        """CPU time spent inside the assignor over all rounds, measured as
+        :data:`coordkit.cputime.TIMING_METHOD` says: by the runner, or here alone when the step
+        was made outside it."""
+        if self.measured_seconds is not None:
+            return self.measured_seconds
+        return measure(self.calls)
+
+    def timed_calls(self) -> tuple[Callable[[], object], ...]:
+        return self.calls
+
+    def with_seconds(self, seconds: float) -> AssignmentStep:
+        return attrs.evolve(self, measured_seconds=seconds)
 
     @property
     def members(self) -> int:
@@ -449,11 +466,12 @@ def simulate_assignment(
         )
         current, before, stayers = group, previous, survivors
         rounds = 0
-        seconds = 0.0
+        calls: list[Callable[[], object]] = []
         while True:
             rounds += 1
-            result, spent = timed_assign(assignor, current)
-            seconds += spent
+            result = assignor.assign(current)
+            # Timed later, interleaved with the other strategies (assignors are pure).
+            calls.append(functools.partial(assignor.assign, current))
             generation += 1
             if cooperative and before is not None:
                 revoked += revoked_between(before, result, stayers)
@@ -477,7 +495,7 @@ def simulate_assignment(
             revoked=revoked,
             orphaned=orphaned,
             departed=frozenset(departed),
-            assign_seconds=seconds,
+            calls=tuple(calls),
             subscribed={name: m.topics for name, m in members.items()},
         )
         previous = result

@@ -62,6 +62,8 @@ class ReassignmentManager:
         )
         #: Partitions the last pass found in the request (other parts skip nothing for them).
         self.pending: frozenset[TP] = frozenset()
+        #: Partitions in phase A whose replicas this term has announced with a new leader epoch.
+        self._announced: set[TP] = set()
 
     def process(self) -> None:
         """One look at every requested partition: start, finish or wait."""
@@ -114,6 +116,7 @@ class ReassignmentManager:
         budget = max(0, self.config.reassignment_max_moving - len(moving))
         start: dict[TP, tuple[int, ...]] = {}
         finish: dict[TP, tuple[int, ...]] = {}
+        announce: list[TP] = []
         done: list[TP] = []
         for tp, target in plan.items():
             assignment = nodes[tp[0]][0]
@@ -128,6 +131,15 @@ class ReassignmentManager:
                 continue
             if state is not None and set(target) <= set(state.isr):
                 finish[tp] = target
+            elif state is not None and tp not in self._announced:
+                announce.append(tp)
+        if announce:
+            # Phase A begun by an earlier term: announce RS with a new epoch, once per term.
+            for topic, partition in announce:
+                rs = nodes[topic][0].partitions[partition]
+                self.context.parts[(topic, partition)].replicas = rs
+            self.partitions.persist(self._bump(tp) for tp in announce)
+            self._announced.update(announce)
         if start:
             self._phase_a(start, nodes)
         if finish:
@@ -168,6 +180,7 @@ class ReassignmentManager:
             self.context.parts[(topic, partition)].replicas = updated[topic].partitions[partition]
         # Bump the leader epoch: the adding replicas start following the leader.
         self.partitions.persist(self._bump(tp) for tp in start)
+        self._announced.update(start)
 
     def _phase_b(
         self,
