@@ -7,8 +7,8 @@ work on these integers and on numpy arrays, never on one object per partition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import chain
+from collections.abc import Mapping, Sequence
+from itertools import chain, repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,29 @@ import numpy.typing as npt
 from coordkit.assignment import GroupAssignment, GroupSubscription, PartitionSpace, java_string_key
 
 IntArray = npt.NDArray[np.int64]
+
+
+def claim_columns(
+    owneds: Sequence[Mapping[str, Sequence[int]]], topic_number: Mapping[str, int]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Every partition listed in members' owned maps, as three columns: the member's position in
+    ``owneds``, the topic's number (-1 for a topic ``topic_number`` lacks) and the partition number.
+
+    One pass over all members' entries at once, without an array per member or per topic.
+    """
+    topic_keys = list(chain.from_iterable(owneds))
+    values = list(chain.from_iterable(owned.values() for owned in owneds))
+    numbers = np.fromiter(chain.from_iterable(values), dtype=np.int64)
+    topic = np.fromiter(
+        map(topic_number.get, topic_keys, repeat(-1)), dtype=np.int64, count=len(topic_keys)
+    )
+    entries = np.fromiter(map(len, owneds), dtype=np.int64, count=len(owneds))
+    member = np.repeat(np.arange(len(owneds), dtype=np.int64), entries)
+    if len(numbers) != len(values) or not all(values):
+        # Not one partition per (member, topic) entry: repeat each entry's columns.
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        member, topic = np.repeat(member, lengths), np.repeat(topic, lengths)
+    return member, topic, numbers
 
 
 class GroupLayout:
@@ -103,37 +126,41 @@ class GroupLayout:
         (Kafka's rule for conflicting ownership in the sticky assignors).
         """
         owners = np.full(self.space.total, -1, dtype=np.int64)
-        claim_indices: list[IntArray] = []
-        claim_generations: list[int] = []
-        claim_members: list[int] = []
-        claim_sizes: list[int] = []
         space = self.space
-        for position, member in enumerate(self.members):
-            sub = self.group.members[member]
-            if not sub.owned:
-                continue
-            subscribed = set(sub.topics) if subscribed_only else None
-            for topic, parts in sub.owned.items():
-                count = space.count(topic)
-                if count == 0 or (subscribed is not None and topic not in subscribed):
-                    continue
-                array = np.unique(np.fromiter(parts, dtype=np.int64, count=len(parts)))
-                array = array[(array >= 0) & (array < count)]
-                if array.size:
-                    claim_indices.append(array + space.base(topic))
-                    claim_generations.append(sub.generation)
-                    claim_members.append(position)
-                    claim_sizes.append(int(array.size))
-        if not claim_indices:
+        subs = [self.group.members[m] for m in self.members]
+        owneds = [sub.owned for sub in subs]
+        if not any(owneds):
             return owners
-        indices = np.concatenate(claim_indices)
-        sizes = np.asarray(claim_sizes)
-        generations = np.repeat(np.asarray(claim_generations, dtype=np.int64), sizes)
-        members = np.repeat(np.asarray(claim_members, dtype=np.int64), sizes)
+        topic_number = {t: i for i, t in enumerate(space.topics)}
+        members, topic, numbers = claim_columns(owneds, topic_number)
+        counts = np.append(np.asarray(space.counts, dtype=np.int64), 0)  # topic -1: count 0
+        valid = (numbers >= 0) & (numbers < counts[topic])
+        if subscribed_only:
+            # Members with the same subscription share a row of "subscribes to topic t".
+            row_of: dict[tuple[str, ...], int] = {}
+            member_row = np.fromiter(
+                (row_of.setdefault(sub.topics, len(row_of)) for sub in subs),
+                dtype=np.int64,
+                count=len(subs),
+            )
+            subscribes = np.zeros((len(row_of), len(space.topics) + 1), dtype=bool)
+            for topics, row in row_of.items():
+                subscribes[row, [topic_number[t] for t in topics if t in topic_number]] = True
+            valid &= subscribes[member_row[members], topic]
+        if not valid.any():
+            return owners
+        bases = np.asarray(space.bases, dtype=np.int64)
+        members, indices = members[valid], bases[topic[valid]] + numbers[valid]
+        generations = np.fromiter((sub.generation for sub in subs), dtype=np.int64)[members]
         # Sort claims by partition, highest generation first; the first claim of each partition wins
-        # unless the next claim on the same partition has the same generation.
-        order = np.lexsort((-generations, indices))
+        # unless the next claim on the same partition has the same generation. A member listing a
+        # partition twice claims it once.
+        order = np.lexsort((members, -generations, indices))
         indices, generations, members = indices[order], generations[order], members[order]
+        repeated = np.zeros(indices.size, dtype=bool)
+        repeated[1:] = (indices[1:] == indices[:-1]) & (members[1:] == members[:-1])
+        if repeated.any():
+            indices, generations, members = (a[~repeated] for a in (indices, generations, members))
         first = np.ones(indices.size, dtype=bool)
         first[1:] = indices[1:] != indices[:-1]
         tied = np.zeros(indices.size, dtype=bool)
@@ -150,10 +177,13 @@ class GroupLayout:
             return GroupAssignment.from_indices(self.space, {m: [] for m in self.members})
         counts = np.bincount(owners, minlength=size)
         if indices.size > 1 and not bool(np.all(indices[1:] > indices[:-1])):
-            order = np.lexsort((indices, owners))  # by member, then partition index
+            grouped = indices[np.lexsort((indices, owners))]  # by member, then partition index
+        elif bool(np.all(owners[1:] >= owners[:-1])):
+            grouped = indices  # already member by member, each run ascending
         else:
-            order = np.argsort(owners, kind="stable")  # runs stay in (ascending) input order
-        grouped = indices[order]
+            # Runs stay in (ascending) input order; numpy sorts 16-bit keys stably by radix.
+            keys = owners.astype(np.uint16) if size <= 1 << 16 else owners
+            grouped = indices[np.argsort(keys, kind="stable")]
         flat: list[int] = grouped.tolist()
         assigned: dict[str, Sequence[int]] = {}
         start = 0

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
-from coordkit_assignors.sticky_constrained import constrained_assign
+from coordkit_assignors.sticky_constrained import constrained_assign, deal_new_group
 from coordkit_assignors.sticky_general import general_assign
 from coordkit_assignors.sticky_group import BoolArray, IntArray, StickyGroup
 from coordkit_assignors.sticky_racks import StickyRacks
@@ -41,6 +41,10 @@ class _AbstractStickyAssignor:
         racks = StickyRacks(sticky, self.prefer_rack_aware)
         withheld: BoolArray | None = None
         if sticky.all_subscriptions_equal:
+            dealt = deal_new_group(sticky, racks)
+            if dealt is not None:
+                # Nobody owned anything, so nothing changes owner and nothing is withheld.
+                return _from_lists(sticky, dealt, {})
             result = constrained_assign(sticky, racks)
             owner = result.owner
             if self.cooperative:
@@ -76,7 +80,9 @@ def _claimed_by_another(sticky: StickyGroup, owner: IntArray) -> BoolArray:
 def _group_by_member(
     sticky: StickyGroup, partitions: IntArray, owners: IntArray
 ) -> list[list[int]]:
-    order = np.argsort(owners.astype(np.int32), kind="stable")  # narrower keys sort faster
+    # Narrower keys sort faster; numpy sorts 16-bit keys stably by radix.
+    keys = owners.astype(np.uint16 if sticky.size <= 1 << 16 else np.int32)
+    order = np.argsort(keys, kind="stable")
     flat: list[int] = partitions[order].tolist()
     ends = np.cumsum(np.bincount(owners, minlength=sticky.size)).tolist()
     out, start = [], 0
@@ -98,6 +104,12 @@ def _build(sticky: StickyGroup, owner: IntArray, withheld: BoolArray | None) -> 
         for number, indices in enumerate(_group_by_member(sticky, moving, owner[moving])):
             if indices:
                 held[sticky.member_ids[number]] = indices
+    return _from_lists(sticky, per_member, held)
+
+
+def _from_lists(
+    sticky: StickyGroup, per_member: list[list[int]], held: dict[str, list[int]]
+) -> GroupAssignment:
     ids = sticky.member_ids
     return GroupAssignment.from_indices(
         sticky.space, {ids[n]: per_member[n] for n in sticky.input_positions}, held

@@ -13,6 +13,9 @@ With ``N`` partitions and ``M`` members every member gets ``minQuota = N // M`` 
    the members at ``minQuota`` that may still reach ``maxQuota``.
 
 Step 3 is a counting problem: it is computed with array operations, not one step per partition.
+When nobody owns anything (a new group) and racks play no part, steps 1 and 2 do nothing and step 3
+deals Kafka's sorted partitions round-robin to the members in id order: :func:`deal_new_group`
+builds those lists directly, without a per-partition owner array.
 """
 
 from __future__ import annotations
@@ -50,26 +53,10 @@ def constrained_assign(group: StickyGroup, racks: StickyRacks) -> ConstrainedAss
         owned_member, owned_partition = owned_member[matching], owned_partition[matching]
     owned_count = np.bincount(owned_member, minlength=members)
 
-    # 1. Keep owned partitions up to quota, members in Kafka's HashMap order.
-    keep = np.zeros(members, dtype=np.int64)
-    under_min: list[int] = []
-    exactly_min: list[int] = []
-    over_min = 0  # members that keep (or will get) maxQuota
-    counts = owned_count.tolist()
-    for member in group.hash_order.tolist():
-        count = counts[member]
-        if count < min_quota:
-            keep[member] = count
-            under_min.append(member)
-        elif count >= max_quota and over_min < extra:
-            keep[member] = max_quota
-            over_min += 1
-            if over_min == extra:
-                exactly_min.clear()
-        else:
-            keep[member] = min_quota
-            if over_min < extra:
-                exactly_min.append(member)
+    # 1. Keep owned partitions up to quota.
+    keep, under_min, exactly_min, over_min = _quotas_kept(
+        group, owned_count, min_quota, max_quota, extra
+    )
     kept = _kept_claims(group, owned_member, owned_partition, owned_count, keep)
     owner[owned_partition[kept]] = owned_member[kept]
     sizes = keep.tolist()
@@ -77,8 +64,6 @@ def constrained_assign(group: StickyGroup, racks: StickyRacks) -> ConstrainedAss
     unassigned = group.all_partitions()
     unassigned = unassigned[owner[unassigned] < 0]
     newly[unassigned] = True
-    under_min.sort()
-    exactly_min.sort()
 
     # 2. Rack-aware round-robin within racks.
     if racks.enabled and len(unassigned):
@@ -99,6 +84,58 @@ def constrained_assign(group: StickyGroup, racks: StickyRacks) -> ConstrainedAss
     # 3. Round-robin to the members under minQuota, then one each to members at minQuota.
     owner[unassigned] = _deal_round_robin(len(unassigned), under_min, exactly_min, sizes, min_quota)
     return ConstrainedAssignment(owner, newly)
+
+
+def _quotas_kept(
+    group: StickyGroup, owned_count: IntArray, min_quota: int, max_quota: int, extra: int
+) -> tuple[IntArray, list[int], list[int], int]:
+    """Step 1's quotas: per member how many owned partitions it keeps; the members under
+    ``minQuota`` and those at ``minQuota`` that may still get one more (both by member number);
+    how many members keep ``maxQuota``.
+
+    Kafka visits members in ``HashMap`` order: members owning ``minQuota`` or less keep all,
+    members owning more keep ``maxQuota`` while fewer than ``N % M`` have done so, and ``minQuota``
+    after. Only that choice depends on the order, and only when more than ``N % M`` members could
+    keep ``maxQuota``; the members left at ``minQuota`` may get one more only if it was not made.
+    """
+    keep = np.minimum(owned_count, min_quota)
+    over_min = 0
+    if extra:
+        candidates = np.flatnonzero(owned_count >= max_quota)
+        if len(candidates) > extra:
+            rank = np.empty(group.size, dtype=np.int64)
+            rank[group.hash_order] = np.arange(group.size, dtype=np.int64)
+            candidates = candidates[np.argsort(rank[candidates], kind="stable")]
+        keep[candidates[:extra]] = max_quota
+        over_min = min(len(candidates), extra)
+    under_min: list[int] = np.flatnonzero(owned_count < min_quota).tolist()
+    exactly_min: list[int] = np.flatnonzero(keep == min_quota).tolist() if over_min < extra else []
+    return keep, under_min, exactly_min, over_min
+
+
+def deal_new_group(group: StickyGroup, racks: StickyRacks) -> list[list[int]] | None:
+    """Per member number, its partitions (global indices, ascending) when no member owns any
+    partition and racks are not used; ``None`` otherwise.
+
+    Every member is then under ``minQuota`` with the same deficit, so step 3's rounds visit the
+    members in id order again and again, and the ``N % M`` partitions left after ``minQuota`` rounds
+    go to the first members of the same order: member ``i`` gets sorted partitions ``i, i + M, ...``.
+    (With fewer partitions than members, ``minQuota`` is 0 and the first ``N`` members get one.)
+    """
+    members = group.size
+    if members == 0 or group.has_claims or racks.enabled:
+        return None
+    partitions = group.all_partitions()
+    rounds = len(partitions) // members
+    # One tolist of a contiguous (member, round) table creates the ints member by member.
+    table = np.ascontiguousarray(partitions[: rounds * members].reshape(rounds, members).T)
+    lists: list[list[int]] = table.tolist()
+    for member, partition in enumerate(partitions[rounds * members :].tolist()):
+        lists[member].append(partition)
+    if not group.java_order_is_index_order:
+        for member_partitions in lists:
+            member_partitions.sort()
+    return lists
 
 
 def _kept_claims(

@@ -9,7 +9,8 @@ Kafka's ``allSubscriptionsEqual`` resolves them.
 
 from __future__ import annotations
 
-from itertools import chain, repeat
+from functools import cached_property
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -18,9 +19,9 @@ from coordkit.assignment import (
     DEFAULT_GENERATION,
     GroupSubscription,
     PartitionSpace,
-    java_string_key,
 )
-from coordkit_assignors.sticky_java import hashmap_iteration_order
+from coordkit_assignors.ordering import claim_columns
+from coordkit_assignors.sticky_java import hashmap_iteration_order, java_sorted
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -30,12 +31,11 @@ class StickyGroup:
     """The columnar input of the sticky builders.
 
     :ivar member_ids: member ids in Java order; a member's number is its position.
-    :ivar hash_order: member numbers in the iteration order of Kafka's ``HashMap`` of subscriptions.
     :ivar topics: the assignable topics (subscribed by someone, with metadata and partitions), in
         Java order; a topic's number is its position.
     :ivar member_topics: per member, the numbers of its assignable subscribed topics.
     :ivar all_subscriptions_equal: whether every member lists the same topics (Kafka compares the
-        raw subscriptions, topics without metadata included).
+        raw subscriptions as sets, topics without metadata included).
     :ivar claim_member, claim_partition: every valid previously-owned partition, deduplicated per
         member, whatever its generation (what members will revoke if it moves).
     :ivar owned_member, owned_partition: the claims that survive conflicts: a partition claimed by
@@ -47,7 +47,7 @@ class StickyGroup:
         self.group = group
         self.space: PartitionSpace = group.space()
         space = self.space
-        self.member_ids: list[str] = sorted(group.members, key=java_string_key)
+        self.member_ids: list[str] = java_sorted(group.members)
         number_of = {m: i for i, m in enumerate(self.member_ids)}
         self.input_positions: list[int] = [number_of[m] for m in group.members]
         subs = [group.members[m] for m in self.member_ids]
@@ -56,20 +56,20 @@ class StickyGroup:
         self.max_generation = max(
             DEFAULT_GENERATION, int(self.generations.max()) if self.size else DEFAULT_GENERATION
         )
-        # Within a bucket Java keeps insertion (JoinGroup) order, which a GroupSubscription does not
-        # carry: inserting in id order keeps the result independent of how members are listed.
-        self.hash_order: IntArray = np.array(
-            hashmap_iteration_order(self.member_ids), dtype=np.int64
-        )
         self.racks: list[str | None] = [s.rack or None for s in subs]
 
         # Topics: Kafka's partitionsPerTopic holds subscribed topics with metadata and partitions.
+        # Distinct topic lists: comparing each with the first is cheaper than hashing them all.
+        topic_lists = [s.topics for s in subs]
+        first = topic_lists[0] if subs else ()
+        if topic_lists.count(first) == len(topic_lists):
+            distinct = [first] if subs else []
+        else:
+            distinct = list(dict.fromkeys(topic_lists))
         subscribed: set[str] = set()
-        for topics in {s.topics for s in subs}:
+        for topics in distinct:
             subscribed.update(topics)
-        self.topics: list[str] = sorted(
-            (t for t in subscribed if space.count(t) > 0), key=java_string_key
-        )
+        self.topics: list[str] = java_sorted(t for t in subscribed if space.count(t) > 0)
         topic_number = {t: i for i, t in enumerate(self.topics)}
         self.topic_bases: IntArray = np.array([space.base(t) for t in self.topics], dtype=np.int64)
         self.topic_counts: IntArray = np.array(
@@ -77,26 +77,42 @@ class StickyGroup:
         )
         self.total = int(self.topic_counts.sum())
 
-        raw_sets: dict[tuple[str, ...], frozenset[str]] = {}
         valid_sets: dict[tuple[str, ...], frozenset[int]] = {}
-        self.member_topics: list[frozenset[int]] = []
-        for s in subs:
-            if s.topics not in valid_sets:
-                raw_sets[s.topics] = frozenset(s.topics)
-                numbers = frozenset(map(topic_number.get, s.topics, repeat(-1)))
-                valid_sets[s.topics] = numbers - {-1}  # -1: no metadata or no partitions
-            self.member_topics.append(valid_sets[s.topics])
-        self.all_subscriptions_equal = len(set(raw_sets.values())) <= 1
-
-        # Per global partition index: its topic number, -1 outside the assignable topics.
-        self.partition_topic: IntArray = np.full(space.total, -1, dtype=np.int64)
-        for number, (base, count) in enumerate(
-            zip(self.topic_bases, self.topic_counts, strict=True)
-        ):
-            self.partition_topic[base : base + count] = number
+        for topics in distinct:
+            numbers = frozenset(map(topic_number.get, topics, repeat(-1)))
+            valid_sets[topics] = numbers - {-1}  # -1: no metadata or no partitions
+        if len(distinct) == 1:
+            self.member_topics: list[frozenset[int]] = [valid_sets[first]] * self.size
+        else:
+            self.member_topics = [valid_sets[s.topics] for s in subs]
+        self.all_subscriptions_equal = len({frozenset(topics) for topics in distinct}) <= 1
 
         self._read_claims()
         self._resolve_claims()
+
+    @cached_property
+    def hash_order(self) -> IntArray:
+        """Member numbers in the iteration order of Kafka's ``HashMap`` of subscriptions.
+
+        Within a bucket Java keeps insertion (JoinGroup) order, which a GroupSubscription does not
+        carry: inserting in id order keeps the result independent of how members are listed.
+        """
+        return np.array(hashmap_iteration_order(self.member_ids), dtype=np.int64)
+
+    @cached_property
+    def partition_topic(self) -> IntArray:
+        """Per global partition index: its topic number, -1 outside the assignable topics."""
+        partition_topic = np.full(self.space.total, -1, dtype=np.int64)
+        for number, (base, count) in enumerate(
+            zip(self.topic_bases.tolist(), self.topic_counts.tolist(), strict=True)
+        ):
+            partition_topic[base : base + count] = number
+        return partition_topic
+
+    @property
+    def has_claims(self) -> bool:
+        """Whether any member reports owning a partition that exists."""
+        return len(self.claim_partition) > 0
 
     # -- partitions in Kafka's orders
     def partitions_of_topics(self, topic_numbers: IntArray | list[int]) -> IntArray:
@@ -108,37 +124,38 @@ class StickyGroup:
         starts = np.repeat(bases - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
         return starts + np.arange(int(counts.sum()), dtype=np.int64)
 
+    @cached_property
+    def java_order_is_index_order(self) -> bool:
+        """Whether :meth:`all_partitions` is ascending (topic names sort the same in Java and
+        Python unless some use characters beyond the Basic Multilingual Plane)."""
+        return bool(np.all(self.topic_bases[1:] > self.topic_bases[:-1]))
+
     def all_partitions(self) -> IntArray:
         """Every assignable partition, topics in Java order (Kafka's sorted ``TopicPartition`` set)."""
+        bases, counts = self.topic_bases, self.topic_counts
+        if len(bases) and np.array_equal(bases[1:], bases[:-1] + counts[:-1]):
+            # The topics follow one another in the space: one run of indices.
+            return np.arange(bases[0], bases[0] + self.total, dtype=np.int64)
         return self.partitions_of_topics(np.arange(len(self.topics), dtype=np.int64))
 
     # -- claims
     def _read_claims(self) -> None:
-        base_of = {t: int(b) for t, b in zip(self.topics, self.topic_bases, strict=True)}
-        count_of = {t: int(c) for t, c in zip(self.topics, self.topic_counts, strict=True)}
         owneds = [self.group.members[m].owned for m in self.member_ids]
-        entries = np.fromiter(map(len, owneds), dtype=np.int64, count=self.size)
-        topic_keys = list(chain.from_iterable(owneds))
-        values = list(chain.from_iterable(o.values() for o in owneds))
-        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-        claims = int(lengths.sum())
-        numbers = np.fromiter(chain.from_iterable(values), dtype=np.int64, count=claims)
-        bases = np.fromiter(
-            map(base_of.get, topic_keys, repeat(-1)), dtype=np.int64, count=len(topic_keys)
-        )
-        counts = np.fromiter(
-            map(count_of.get, topic_keys, repeat(0)), dtype=np.int64, count=len(topic_keys)
-        )
-        entry_member = np.repeat(np.arange(self.size, dtype=np.int64), entries)
-        member = np.repeat(entry_member, lengths)
-        base = np.repeat(bases, lengths)
-        count = np.repeat(counts, lengths)
+        if not any(owneds):
+            self.claim_member: IntArray = np.zeros(0, dtype=np.int64)
+            self.claim_partition: IntArray = np.zeros(0, dtype=np.int64)
+            return
+        topic_number = {t: i for i, t in enumerate(self.topics)}
+        member, topic, numbers = claim_columns(owneds, topic_number)
+        # Topic -1 (no metadata, or no partitions): base -1 and count 0.
+        base = np.append(self.topic_bases, -1)[topic]
+        count = np.append(self.topic_counts, 0)[topic]
         # Partitions of topics without metadata, or beyond a topic's partition count, are dropped.
         valid = (base >= 0) & (numbers >= 0) & (numbers < count)
         if not valid.all():
             member, base, numbers = member[valid], base[valid], numbers[valid]
-        self.claim_member: IntArray = member
-        self.claim_partition: IntArray = base + numbers
+        self.claim_member = member
+        self.claim_partition = base + numbers
 
     def _resolve_claims(self) -> None:
         """Kafka keeps a partition claimed twice with the higher generation; equal: with neither.

@@ -8,14 +8,22 @@ same pair (``HashSet<TopicPartition>`` order). To give Kafka's answers we comput
 ``String.hashCode``, ``TopicPartition.hashCode``, ``HashMap``'s hash spreading, table sizing and
 resizing, and insertion order within a bucket.
 
+Member ids are hashed all at once with numpy (:func:`java_string_hashes`); a ``HashMap``'s final table
+size follows from its key count alone past 48 keys, and below that :class:`JavaHashOrder` replays
+the insertions (a small table doubles early when one bucket gets crowded).
+
 Not emulated: tree bins (a bucket holding 8 or more keys in a table of 64 or more buckets orders them
 as a red-black tree); member ids or moved partitions that collide that much do not occur in practice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
+import numpy as np
+import numpy.typing as npt
+
+from coordkit.assignment import java_string_key
 from coordkit.coordinators import java_string_hashcode
 
 _INITIAL_CAPACITY = 16
@@ -100,12 +108,64 @@ class JavaHashOrder:
         return [key for key, _ in sorted(self._entries.items(), key=self._sort_key)]
 
 
+def java_sorted(texts: Iterable[str]) -> list[str]:
+    """``texts`` in Java ``String`` order (UTF-16 code units).
+
+    Python orders strings by code point, which is the same order unless a character beyond the
+    Basic Multilingual Plane meets one from U+E000 to U+FFFF; ASCII texts skip the conversion.
+    """
+    items = list(texts)
+    if all(map(str.isascii, items)):
+        items.sort()
+    else:
+        items.sort(key=java_string_key)
+    return items
+
+
+def java_string_hashes(texts: Sequence[str]) -> npt.NDArray[np.int64]:
+    """``String.hashCode()`` of every text as unsigned 32-bit values, computed all at once.
+
+    A hash is the sum of each UTF-16 unit times 31 to the power of its distance from the last
+    unit, modulo 2^32; the products (under 2^48) are summed in uint64, whose wrap-around modulo 2^64
+    keeps the sum right modulo 2^32.
+    """
+    encoded = [text.encode("utf-16-be", "surrogatepass") for text in texts]
+    lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)) // 2
+    hashes = np.zeros(len(encoded), dtype=np.uint64)
+    total = int(lengths.sum())
+    if total:
+        units = np.frombuffer(b"".join(encoded), dtype=">u2").astype(np.uint64)
+        ends = np.cumsum(lengths)
+        distance = np.repeat(ends - 1, lengths) - np.arange(total, dtype=np.int64)
+        powers = [1]
+        for _ in range(int(lengths.max()) - 1):
+            powers.append(powers[-1] * 31 & _MASK32)
+        terms = units * np.array(powers, dtype=np.uint64)[distance]
+        nonempty = lengths > 0  # an empty string hashes to 0 and has no units to sum
+        hashes[nonempty] = np.add.reduceat(terms, (ends - lengths)[nonempty])
+    return (hashes & np.uint64(_MASK32)).astype(np.int64)
+
+
+def hashmap_capacity(java_hashes: Sequence[int] | npt.NDArray[np.int64]) -> int:
+    """The table size of a default ``HashMap`` after putting keys with these hashes, in order."""
+    count = len(java_hashes)
+    if count <= _MIN_TREEIFY_CAPACITY * 3 // 4:
+        # A small table may double early for a crowded bucket (see JavaHashOrder.add): replay it.
+        table = JavaHashOrder()
+        for position, h in enumerate(java_hashes):
+            table.add(position, int(h))
+        return table.capacity
+    # Early doublings stop at 64 buckets; past 48 keys the load factor alone asks for more.
+    capacity = _INITIAL_CAPACITY
+    while count > capacity * 3 // 4:
+        capacity *= 2
+    return capacity
+
+
 def hashmap_iteration_order(keys: Sequence[str]) -> list[int]:
     """Positions of ``keys`` in the iteration order of a ``HashMap`` they were put into in order."""
-    hashes = [java_string_hash(key) for key in keys]
-    table = JavaHashOrder()
-    for position, h in enumerate(hashes):
-        table.add(position, h)
-    mask = max(table.capacity, 1) - 1
-    buckets = [spread(h) & mask for h in hashes]
-    return sorted(range(len(keys)), key=lambda position: (buckets[position], position))
+    hashes = java_string_hashes(keys)
+    mask = max(hashmap_capacity(hashes), 1) - 1
+    buckets = (hashes ^ (hashes >> 16)) & mask
+    order: list[int] = np.argsort(buckets, kind="stable").tolist()  # ties: insertion order
+    return order

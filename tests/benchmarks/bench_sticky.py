@@ -114,8 +114,11 @@ def _members(count: int) -> list[str]:
     return [f"consumer-{i:04d}" for i in range(count)]
 
 
-def _build(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
-    """The input of the timed call (building it, including a first assignment, is not timed)."""
+def build_group(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
+    """The input of the timed call (building it, including a first assignment, is not timed).
+
+    Also the coordkit side of ``bench_kafka_java`` (its Java harness builds the same groups).
+    """
     from coordkit_assignors.sticky import StickyAssignor
 
     topic_count, partitions, member_count = size
@@ -154,6 +157,18 @@ def _build(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
         }
         members["consumer-new"] = MemberSubscription(topics)
         return GroupSubscription(metas, members)
+    if scenario.endswith("leaves"):
+        # Everyone owned a fresh assignment; the last member left: only its partitions move.
+        first = StickyAssignor().assign(
+            GroupSubscription(metas, {n: MemberSubscription(topics) for n in names})
+        )
+        return GroupSubscription(
+            metas,
+            {
+                n: MemberSubscription(topics, owned=first.by_topic(n), generation=1)
+                for n in names[:-1]
+            },
+        )
     if scenario.endswith("half-joins"):
         # Half the members held everything; the other half joins now.
         old = {n: MemberSubscription(subscription(i)) for i, n in enumerate(names) if i % 2 == 0}
@@ -193,8 +208,10 @@ def _build(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
 
 
 def _timed(call: Callable[[], Any], repeats: int) -> tuple[list[float], float, Any]:
-    walls, best_cpu, result = [], float("inf"), None
+    walls: list[float] = []
+    best_cpu, result = float("inf"), None
     for _ in range(repeats):
+        result = None  # freeing the previous result is not part of the next call
         started, started_cpu = time.perf_counter(), time.process_time()
         result = call()
         wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
@@ -224,7 +241,7 @@ def run_case(name: str, quick: bool) -> dict[str, Any]:
 
     assignor_name, scenario, full, small, target = CASES[name]
     size = small if quick else full
-    group = _build(scenario, size)
+    group = build_group(scenario, size)
     assignor = get_plugin_manager().assignors.get(assignor_name)
     rss_before = _peak_rss_mib()
     repeats = 3 if scenario != "general-half-joins" or quick else 1
@@ -304,10 +321,13 @@ def _child(args: list[str]) -> dict[str, Any]:
         [sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False
     )
     if proc.returncode != 0:
+        error = proc.stderr.strip().splitlines()[-1:] or ["failed"]
+        if "No module named 'kafka'" in error[0]:
+            error = ["kafka-python is not installed: pip install 'coordkit[bench]'"]
         return {
             "bench": "sticky",
-            "case": args[1],
-            "error": proc.stderr.strip().splitlines()[-1:] or ["failed"],
+            "case": "vs-kafka-python" if args[0] == "--kafka-python" else args[1],
+            "error": error,
         }
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
