@@ -1,5 +1,6 @@
 """Shared pytest configuration: the ``--backend`` option selects the store backends that the
-contract suite and the engine tests run against (default: memory)."""
+contract suite and the engine tests run against (default: memory); the header names the ZooKeeper
+and redis-server versions the fixtures start (harness.server_versions)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness import server_versions
 from harness.backends import BACKENDS, Backend, load_backend
+
+SERVERS = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -17,6 +21,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=sorted(BACKENDS),
         help="store backend to run backend-parametrised tests against (repeatable; default: memory)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The servers the fixtures start, named in the header; an env that claims other versions stops.
+    lines, errors = server_versions.header()
+    if errors:
+        raise pytest.UsageError("\n".join(errors))
+    config.stash[SERVERS] = lines
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return config.stash.get(SERVERS, [])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

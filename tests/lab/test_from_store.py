@@ -441,6 +441,7 @@ def test_a_store_without_groups_needs_members_from_a_file(
 # -- the whole command on Spark ----------------------------------------------------------------------
 
 
+@pytest.mark.lab_process
 def test_the_command_studies_a_zookeeper_cluster_without_writing_to_it(
     tmp_path: Path, engine_tree: Callable[[str], EngineTree], zookeeper: StandaloneZooKeeper
 ) -> None:

@@ -134,6 +134,7 @@ def test_groups_preset_has_both_group_and_producer_workloads() -> None:
     assert {"range", "cooperative-sticky"} <= strategies
 
 
+@pytest.mark.lab_process
 def test_lab_run_groups_on_spark(tmp_path: Path) -> None:
     """``coordkit lab run`` with the consumer-groups workload, end to end in its own process."""
     out = tmp_path / "report"

@@ -496,6 +496,7 @@ def means(summary: dict[str, Any]) -> dict[tuple[str, str], Any]:
     }
 
 
+@pytest.mark.lab_process
 def test_a_study_runs_on_spark_and_runs_again_from_its_study_json(
     tmp_path: Path, manager: PluginManager
 ) -> None:

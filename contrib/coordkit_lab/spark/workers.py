@@ -212,9 +212,10 @@ _LOST_TASK = re.compile(
     r"Lost task \S+ in stage \S+ \(TID \d+\) \((?P<host>\S+) executor (?P<id>[^)]+)\)"
 )
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[^']+)'")
+# PySpark 4 names the worker's version "3.11", PySpark 3.5 "(3, 11)".
 _VERSIONS = re.compile(
-    r"Python in worker has different version:? (?P<worker>[\d.]+) than that in driver:? "
-    r"(?P<driver>[\d.]+)"
+    r"Python in worker has different version:? (?P<worker>[\d.]+|\(\d+, \d+\)) than that in "
+    r"driver:? (?P<driver>[\d.]+)"
 )
 
 
@@ -270,12 +271,13 @@ def worker_failure(exc: BaseException, spark: SparkSession, *, engine: str = "rd
         )
     versions = _VERSIONS.search(text)
     if versions is not None:
+        worker = versions.group("worker").strip("()").replace(", ", ".")
         return (
-            f"The Spark workers run Python {versions.group('worker')} ({python}) and this driver "
+            f"The Spark workers run Python {worker} ({python}) and this driver "
             f"Python {versions.group('driver')}; PySpark needs the same minor version on both. "
             f"Install Python {versions.group('driver')} on every worker with coordkit's "
             f"dependencies and point spark.pyspark.python (or PYSPARK_PYTHON) at it, or run the "
-            f"driver with Python {versions.group('worker')}."
+            f"driver with Python {worker}."
         )
     missing = sorted(set(_NO_MODULE.findall(text)))
     if missing:
