@@ -64,6 +64,10 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "Transaction",
+    "TreeCallback",
+    "TreeEvent",
+    "TreeEventKind",
+    "TreeWatch",
     "UnsupportedError",
     "Watch",
 ]
@@ -120,6 +124,13 @@ class StoreCharacteristics:
     ephemeral_nodes: bool = True
     sequential_nodes: bool = True
     reliable_watches: bool = True
+    #: :meth:`MetadataStore.watch_tree` works: every change below a path, in commit order, with
+    #: positions (see :class:`TreeEvent`).
+    ordered_change_feed: bool = False
+    #: The change feed resumes from a past position by replaying what followed it, and each event
+    #: carries the state its own change wrote (without it: RESYNC on resume, and events carry the
+    #: node's state when the client read it).
+    change_feed_history: bool = False
     max_data_size: int = MAX_DATA_SIZE
     notes: str = ""
 
@@ -204,6 +215,90 @@ class Watch(abc.ABC):
 DataCallback = Callable[[DataEvent], Any]
 ChildrenCallback = Callable[[ChildrenEvent], Any]
 SessionListener = Callable[[SessionState], Any]
+
+
+# -- change feeds -------------------------------------------------------------------------------
+
+
+class TreeEventKind(enum.Enum):
+    """What a :class:`TreeEvent` reports."""
+
+    CREATED = "created"
+    CHANGED = "changed"
+    DELETED = "deleted"
+    #: Changes may have been missed (the feed started, a session or connection was lost, history
+    #: was trimmed): re-read the subtree; every change after the event's position follows.
+    RESYNC = "resync"
+
+
+def _check_position(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative int, got {value!r}")
+
+
+@attrs.frozen
+class TreeEvent:
+    """One entry of a change feed (:meth:`MetadataStore.watch_tree`).
+
+    ``position`` is a point in the store's history (ZooKeeper's zxid; memory's own counter; Redis's
+    global revision), never decreasing along a feed:
+
+    * CREATED / CHANGED: ``data`` and ``stat`` are the node's state at ``position`` (at least as
+      new as the change reported; exactly the change's own state where the store keeps history,
+      ``change_feed_history``).
+    * DELETED: the node was deleted at or before ``position`` (exactly at it with history).
+    * RESYNC: no ``data``/``stat``; everything after ``position`` follows, anything up to it may
+      have been missed.
+    """
+
+    kind: TreeEventKind = attrs.field(validator=attrs.validators.instance_of(TreeEventKind))
+    path: str = attrs.field(validator=attrs.validators.instance_of(str))
+    position: int = attrs.field(validator=_check_position)
+    data: bytes | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(bytes))
+    )
+    stat: Stat | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Stat))
+    )
+
+    def __attrs_post_init__(self) -> None:
+        has_state = self.kind in (TreeEventKind.CREATED, TreeEventKind.CHANGED)
+        if has_state != (self.data is not None and self.stat is not None) or (
+            not has_state and (self.data is not None or self.stat is not None)
+        ):
+            raise ValueError(
+                f"{self.path}: a {self.kind.value} event "
+                + ("needs data and stat" if has_state else "carries no data or stat")
+            )
+
+    def newer_than(self, held: Stat | None) -> bool:
+        """Whether this event changes an image that holds the node at ``held`` (None: absent),
+        the rule for merging a feed with a read of the tree: a state newer than the held one,
+        or a delete after it. RESYNC is always news."""
+        match self.kind:
+            case TreeEventKind.RESYNC:
+                return True
+            case TreeEventKind.DELETED:
+                return held is not None and held.mzxid < self.position
+        assert self.stat is not None
+        return held is None or held.mzxid < self.stat.mzxid
+
+
+class TreeWatch(Watch):
+    """A running change feed: :meth:`cancel` stops it, :meth:`flush` waits for it to catch up."""
+
+    #: Position of the last event delivered to the callback (None before the first).
+    position: int | None = None
+
+    @abc.abstractmethod
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every change the client had been told of when called has been delivered to
+        the callback (False on timeout). After a write on the same client returns, this covers
+        every change below the path committed before that write (run from a callback, it
+        delivers what is waiting first)."""
+
+
+TreeCallback = Callable[[TreeEvent], Any]
 
 
 # -- the store ----------------------------------------------------------------------------------
@@ -303,6 +398,28 @@ class MetadataStore(abc.ABC):
 
     @abc.abstractmethod
     def watch_children(self, path: str, callback: ChildrenCallback) -> Watch: ...
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        """Follow every create, change and delete at or below ``path``, in commit order.
+
+        ``callback`` gets :class:`TreeEvent` s on the event thread, one at a time, positions never
+        decreasing. The feed opens with a RESYNC event at the position it starts from (read the
+        subtree, then apply what follows with :meth:`TreeEvent.newer_than`), unless it resumes:
+        with ``since`` (a position from an earlier event of this store), a store with
+        ``change_feed_history`` replays exactly the changes after it; without (ZooKeeper: unless
+        nothing at all was committed since), or when ``since`` is older than the history kept or
+        newer than the store, the feed opens with RESYNC instead. A RESYNC later in the feed
+        (session lost, connection cut on ZooKeeper, history trimmed) means the same: re-read,
+        then go on. Without history, events carry the node's state when the client read it, so a
+        node created or changed and deleted again before that read shows only as DELETED.
+
+        :raises UnsupportedError: the store lacks ``ordered_change_feed``.
+        :raises ConnectionLossError: the client is not connected (nothing was registered).
+        """
+        self.require("ordered_change_feed")
+        raise UnsupportedError(f"{type(self).__name__} declares a change feed but has none")
 
     # -- conveniences shared by all backends
     def ensure_path(self, path: str) -> None:

@@ -34,6 +34,7 @@ from coordkit.store import (
     check_data,
     describe_op,
 )
+from coordkit_memory.changelog import DEFAULT_HISTORY, ChangeLog
 
 if TYPE_CHECKING:
     from coordkit_memory.store import MemoryStore
@@ -113,12 +114,15 @@ class MemoryServer:
 
     :param clock: drives session expiry; a :class:`~coordkit.clock.ManualClock` makes expiry
         deterministic (sessions of disconnected clients expire once the clock passes their timeout).
+    :param feed_history: changes kept for change feeds to resume from (:mod:`.changelog`).
     """
 
     _registry: dict[str, MemoryServer] = {}
     _registry_lock = threading.Lock()
 
-    def __init__(self, name: str = "", *, clock: Clock | None = None):
+    def __init__(
+        self, name: str = "", *, clock: Clock | None = None, feed_history: int = DEFAULT_HISTORY
+    ):
         self.name = name
         self.clock: Clock = clock or SystemClock()
         self._lock = threading.RLock()
@@ -131,6 +135,7 @@ class MemoryServer:
         # a commit costs the same with 3 sessions or 300.
         self._interest: dict[tuple[str, str], set[MemoryStore]] = {}
         self._reaper: threading.Timer | None = None
+        self.changes = ChangeLog(self._lock, lambda: self._zxid, feed_history)
         if isinstance(self.clock, ManualClock):
             self.clock.on_advance(self.reap)
 
@@ -451,6 +456,7 @@ class MemoryServer:
         parent.pzxid = zxid
         if owner:
             self._sessions[owner].ephemerals.add(path)
+        self.changes.created(path, self._nodes[path], zxid)
         self._events.append(("data", path))
         self._events.append(("children", parent_path))
         return path
@@ -471,6 +477,7 @@ class MemoryServer:
         node.version += 1
         node.mzxid = zxid
         node.mtime = self.clock.wall_ms()
+        self.changes.changed(path, node, zxid)
         self._events.append(("data", path))
         return node.stat()
 
@@ -485,6 +492,7 @@ class MemoryServer:
         parent.children.discard(paths.basename(path))
         parent.cversion += 1
         parent.pzxid = zxid
+        self.changes.deleted(path, zxid)
         self._events.append(("data", path))
         self._events.append(("children", path))
         self._events.append(("children", parent_path))
@@ -530,6 +538,7 @@ class MemoryServer:
         for undo in reversed(journal.undo):
             undo()
         journal.undo.clear()
+        self.changes.rollback(journal.zxid)
 
     def _flush(self) -> None:
         """Announce committed changes to the connected clients watching them (outside the lock).
@@ -538,6 +547,7 @@ class MemoryServer:
         created or deleted); the client's hub re-reads and drops what did not change.
         """
         with self._lock:
+            self.changes.publish()
             events, self._events = self._events, []
             if not events:
                 return

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordkit import paths
+from coordkit.changefeed import check_since
 from coordkit.errors import (
     ConnectionLossError,
     NoNodeError,
@@ -26,6 +27,8 @@ from coordkit.store import (
     SetData,
     Stat,
     StoreCharacteristics,
+    TreeCallback,
+    TreeWatch,
     Watch,
 )
 from coordkit.watches import EventThread, SessionListeners, WatchHub
@@ -40,6 +43,8 @@ CHARACTERISTICS = StoreCharacteristics(
     linearizable_writes=True,
     durable=False,
     shared_across_processes=False,
+    ordered_change_feed=True,
+    change_feed_history=True,
     notes="in-process: state lives as long as the process and is shared only by clients in it",
 )
 
@@ -106,6 +111,7 @@ class MemoryStore(MetadataStore):
                 return
         self.server.close_session(self._session_id)
         self.server.forget_client(self)
+        self.server.changes.forget(self)
         self._set_state(SessionState.CLOSED)
         self._events.stop()
 
@@ -125,6 +131,7 @@ class MemoryStore(MetadataStore):
             self._session_id = self.server.open_session(self, self.session_timeout)
         self._set_state(SessionState.CONNECTED)
         self._hub.resync()
+        self.server.changes.catch_up(self)
 
     def _session_expired(self, session_id: int) -> None:
         """Called by the server when it expires this client's live session."""
@@ -232,6 +239,19 @@ class MemoryStore(MetadataStore):
         paths.validate(path)
         self._require_open()
         return self._hub.add_children_watch(path, callback)
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        """The change feed, from the server's change log: exact positions (the zxid each change
+        was committed at, with the state it wrote) and exact resumption from any position its
+        history still covers (see :mod:`coordkit_memory.changelog`); a cut connection or an
+        expired session resumes where the feed stood, without RESYNC."""
+        paths.validate(path)
+        check_since(since)
+        return self._call(
+            path, self.server.changes.subscribe, self, path, callback, since, self._events
+        )
 
     def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
         try:

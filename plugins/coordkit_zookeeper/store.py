@@ -8,8 +8,13 @@
 * Watches go through :class:`coordkit.watches.WatchHub`: its readers read with a one-shot
   ZooKeeper watch that tells the hub to re-read. kazoo forgets those watches whenever the
   connection drops, so every reconnect re-reads (and so re-arms) every watched node.
+* ``watch_tree`` is a persistent recursive watch (ZooKeeper 3.6+) spoken on kazoo's connection
+  (:mod:`coordkit_zookeeper.treewatch`); every reconnect delivers RESYNC.
 * Paths and values are checked before anything is sent: ZooKeeper closes the connection on a
   packet larger than its ``jute.maxbuffer``.
+* Nothing of ours runs on kazoo's connection thread but the state listener (which only posts):
+  watch callbacks run on the store's event thread, so a slow callback cannot delay a ping; an idle
+  connection pings every tenth of the session timeout (:mod:`coordkit_zookeeper.heartbeats`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEve
 from kazoo.retry import KazooRetry
 
 from coordkit import paths
+from coordkit.changefeed import check_since
 from coordkit.errors import (
     AuthFailedError,
     BadVersionError,
@@ -55,6 +61,8 @@ from coordkit.store import (
     SetData,
     Stat,
     StoreCharacteristics,
+    TreeCallback,
+    TreeWatch,
     Watch,
     check_data,
     describe_op,
@@ -65,6 +73,7 @@ from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
 from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+from coordkit_zookeeper.treewatch import TreeWatches
 
 log = logging.getLogger("coordkit.zookeeper")
 
@@ -83,8 +92,9 @@ CHARACTERISTICS = StoreCharacteristics(
     linearizable_writes=True,
     durable=True,
     shared_across_processes=True,
+    ordered_change_feed=True,
     notes="ZooKeeper: writes are linearizable and logged to disk by a quorum; reads are served by "
-    "the connected server (sequentially consistent)",
+    "the connected server (sequentially consistent); the change feed needs ZooKeeper 3.6+",
 )
 
 #: ZooKeeper's default jute.maxbuffer (0xfffff) bounds a whole request, a multi-op included.
@@ -156,6 +166,7 @@ class ZooKeeperStore(MetadataStore):
         self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
         self._listeners = SessionListeners(self._events)
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
+        self._trees = TreeWatches(self)
         self._client.add_listener(self._on_kazoo_state)
         try:
             self._connect(config.connect_timeout)
@@ -169,6 +180,14 @@ class ZooKeeperStore(MetadataStore):
     def client(self) -> Any:
         """The underlying :class:`kazoo.client.KazooClient` (for tools and fault tests)."""
         return self._client
+
+    @property
+    def worst_heartbeat_gap(self) -> float | None:
+        """Seconds: the longest the server went without a packet from this client while connected
+        (including the time since the last one), for tests and benchmarks; None with kazoo's own
+        connection handler (``batched_io`` off or unavailable), which does not measure it."""
+        gap: float | None = getattr(self._client._connection, "worst_heartbeat_gap", None)
+        return gap
 
     @property
     def session_id(self) -> int:
@@ -195,6 +214,7 @@ class ZooKeeperStore(MetadataStore):
         # On kazoo's connection thread: must not block.
         if self._closing:
             return
+        self._trees.on_state(state)
         if state == KazooState.CONNECTED:
             session_id = self._client._session_id or 0
             if session_id != self._session_id:
@@ -278,6 +298,7 @@ class ZooKeeperStore(MetadataStore):
             self._client.close()
             with self._lock:
                 self._state = SessionState.CLOSED
+            self._trees.close()
             self._listeners.notify(SessionState.CLOSED)
             self._events.stop()
 
@@ -639,6 +660,17 @@ class ZooKeeperStore(MetadataStore):
         paths.validate(path)
         self._require_open()
         return self._hub.add_children_watch(path, callback)
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        """The change feed through a persistent recursive watch (:mod:`coordkit_zookeeper.treewatch`
+        says what its positions mean); RESYNC after every reconnect, and on opening unless
+        nothing at all was committed after ``since``."""
+        paths.validate(path)
+        check_since(since)
+        self._require_open()
+        return self._trees.open(path, callback, since)
 
     def _require_open(self) -> None:
         if self._state is SessionState.CLOSED or self._closing:

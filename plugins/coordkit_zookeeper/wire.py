@@ -12,6 +12,12 @@ wire (each op is still its own ZooKeeper request, answered in order on the same 
   in one write per turn and reads replies through a buffer, handling every complete reply in it
   before going back to ``select``.
 
+The batching handler also keeps the session's heartbeat well inside the timeout and measures it:
+a ping whenever the connection has been quiet for a tenth of the timeout (woken by
+:mod:`coordkit_zookeeper.heartbeats`, or right after reading replies, when the connection thread
+has its turn anyway), and :attr:`BatchingConnectionHandler.worst_heartbeat_gap`, the longest the
+server went without a packet from this client while connected.
+
 Both use kazoo's connection internals (``client._queue``/``_pending``, the handler's ``_read``/
 ``_send_request``/``_read_socket``), as in kazoo 2.11; :func:`install_batching` checks for them
 and leaves kazoo's own handler in place if they are missing, and :func:`submit` works with either
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,8 +39,11 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.protocol import connection as kazoo_connection
-from kazoo.protocol.serialization import Auth, int_struct
+from kazoo.protocol.connection import PING_XID
+from kazoo.protocol.serialization import Auth, PingInstance, int_struct
 from kazoo.protocol.states import KeeperState
+
+from coordkit_zookeeper.heartbeats import BEATS_PER_TIMEOUT, PACER
 
 #: Bytes of requests written per turn of the connection loop (replies are read in between).
 SEND_BATCH_BYTES = 256 * 1024
@@ -41,6 +51,8 @@ SEND_BATCH_BYTES = 256 * 1024
 RECV_BYTES = 64 * 1024
 
 _PENDING = object()
+#: A ping as kazoo frames it: length, xid -2, the ping opcode (no body).
+_PING_FRAME = int_struct.pack(8) + int_struct.pack(PING_XID) + int_struct.pack(PingInstance.type)
 _REQUIRED = (
     "_read",
     "_read_socket",
@@ -48,6 +60,9 @@ _REQUIRED = (
     "_connect",
     "_write",
     "_socket_error_handling",
+    "_submit",
+    "_connect_attempt",
+    "ping_outstanding",
 )
 
 
@@ -155,10 +170,109 @@ class BatchingConnectionHandler(kazoo_connection.ConnectionHandler):  # type: ig
     _inbox: bytes = b""
     _inbox_at: int = 0
     _xid: int
+    # Heartbeats: seconds between pings when quiet (None: not connected), the write timeout, the
+    # last write (monotonic), the worst gap between writes while connected. Writes happen on the
+    # connection thread and, for pings, on the pacer's: one at a time.
+    _beat_interval: float | None = None
+    _beat_timeout: float = 1.0
+    _last_write: float = 0.0
+    _worst_gap: float = 0.0
+    _write_lock: threading.Lock
 
     def _connect(self, host: str, hostip: str, port: int) -> Any:
         self._inbox, self._inbox_at = b"", 0  # a new socket: nothing buffered from the old one
-        return super()._connect(host, hostip, port)
+        if not hasattr(self, "_write_lock"):
+            self._write_lock = threading.Lock()
+        read_timeout_ms, connect_timeout_ms = super()._connect(host, hostip, port)
+        # kazoo's read timeout is two thirds of the negotiated session timeout.
+        self._beat_interval = read_timeout_ms * 1.5 / 1000 / BEATS_PER_TIMEOUT
+        self._beat_timeout = connect_timeout_ms / 1000
+        if not isinstance(self._socket, ssl.SSLSocket):  # TLS: no writes from a second thread
+            PACER.register(self)
+        return read_timeout_ms, connect_timeout_ms
+
+    def _connect_attempt(self, host: str, hostip: str, port: int, retry: Any) -> Any:
+        try:
+            return super()._connect_attempt(host, hostip, port, retry)
+        finally:
+            self._beat_interval = None
+            PACER.unregister(self)
+
+    # -- heartbeats
+    @property
+    def worst_heartbeat_gap(self) -> float:
+        """Seconds: the longest time between two packets sent on a connection, including the time
+        since the last one while connected (gaps across a reconnect are not counted)."""
+        if self._beat_interval is None:
+            return self._worst_gap
+        return max(self._worst_gap, time.monotonic() - self._last_write)
+
+    @property
+    def heartbeat_interval(self) -> float | None:
+        return self._beat_interval
+
+    def beat(self, now: float) -> float | None:
+        """The pacer's look (its thread): ping if the connection has been quiet for the interval;
+        returns when to look again (None: not connected).
+
+        The ping goes out from here, not through kazoo's loop, and is not marked outstanding:
+        kazoo's loop keeps its own schedule, its own pings and its check that they are answered
+        (a dead connection is still found), and this thread needs no turn of the loop's."""
+        interval = self._beat_interval
+        sock = self._socket
+        if interval is None or sock is None:
+            return None
+        due = self._last_write + interval
+        if now < due:
+            return due
+        if not self._write_lock.acquire(blocking=False):
+            return now + interval / 4  # the connection thread is writing: not quiet after all
+        try:
+            if self._socket is not sock or self._beat_interval is None:
+                return None  # the connection changed meanwhile
+            if not self._send_ping_frame(sock):
+                return now + interval / 4  # the socket's buffer is full: busy, not quiet
+            self._wrote(time.monotonic())
+        except OSError:
+            return None  # a broken connection: the connection thread finds out for itself
+        finally:
+            self._write_lock.release()
+        return time.monotonic() + interval
+
+    def _send_ping_frame(self, sock: Any) -> bool:
+        """Send a whole ping frame, or nothing (False) if the socket takes no bytes now."""
+        try:
+            sent = sock.send(_PING_FRAME)
+        except BlockingIOError:
+            return False
+        while sent < len(_PING_FRAME):  # a frame once begun is finished
+            if not self.handler.select([], [sock], [], self._beat_timeout)[1]:
+                raise OSError("socket time-out during write")
+            try:
+                sent += sock.send(_PING_FRAME[sent:])
+            except BlockingIOError:
+                continue
+        return True
+
+    def _wrote(self, now: float) -> None:
+        if self._beat_interval is not None:
+            self._worst_gap = max(self._worst_gap, now - self._last_write)
+        self._last_write = now
+
+    def _write(self, msg: bytes, timeout: float) -> None:
+        with self._write_lock:
+            # Straight to the (non-blocking) socket: kazoo selects first, which lets other
+            # threads take the GIL before the bytes leave. What does not fit goes kazoo's way.
+            now = time.monotonic()
+            with self._socket_error_handling():
+                try:
+                    sent = self._socket.send(msg)
+                except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    sent = 0
+            if sent < len(msg):
+                super()._write(msg[sent:], timeout)
+                now = time.monotonic()
+            self._wrote(now)
 
     # -- reading
     def _read(self, length: int, timeout: float) -> bytes:
@@ -201,7 +315,17 @@ class BatchingConnectionHandler(kazoo_connection.ConnectionHandler):  # type: ig
         while True:
             response = super()._read_socket(read_timeout)
             if response == kazoo_connection.CLOSE_RESPONSE or not self._buffered_reply():
-                return response
+                break
+        # This thread has its turn now, perhaps before the pacer's: ping here if one is due (not
+        # marked outstanding, as the pacer's).
+        interval = self._beat_interval
+        if (
+            interval is not None
+            and response != kazoo_connection.CLOSE_RESPONSE
+            and time.monotonic() - self._last_write >= interval
+        ):
+            self._submit(PingInstance, self._beat_timeout, PING_XID)
+        return response
 
     # -- writing
     def _send_request(self, read_timeout: float, connect_timeout: float) -> None:

@@ -26,6 +26,9 @@ from coordkit.store import (
     SessionState,
     Stat,
     StoreError,
+    TreeCallback,
+    TreeEvent,
+    TreeWatch,
     Watch,
 )
 
@@ -213,6 +216,17 @@ class InstrumentedStore(MetadataStore):
             return callback(event)
 
         return self.inner.watch_children(path, counted)
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        self._counter.add(_WATCHES, trip=True)
+
+        def counted(event: TreeEvent) -> Any:
+            self._counter.add(_EVENTS)
+            return callback(event)
+
+        return self.inner.watch_tree(path, counted, since=since)
 
     def __repr__(self) -> str:
         return f"<InstrumentedStore {self.label} {self.inner!r}>"

@@ -52,7 +52,8 @@ sessions out), ``close()``. A test needing a :class:`Capability` the backend lac
 ``not applicable: <backend> declares no <capability>`` and counted in the run's closing
 ``coordkit conformance`` summary; it is never passed silently. Capabilities come from the
 stores' own :class:`~coordkit.store.StoreCharacteristics` (``ephemeral_nodes``,
-``sequential_nodes``, ``durable``, ``shared_across_processes``) and from the hooks implemented;
+``sequential_nodes``, ``durable``, ``shared_across_processes``, ``ordered_change_feed``,
+``change_feed_history``) and from the hooks implemented;
 override :meth:`StoreBackend.capabilities` to declare otherwise. The durability test needs
 ``durable`` and ``restart()`` (a store without a server restarts by dropping what a crash of every
 client would drop); the cross-process tests open ``new_url()`` in child interpreters through
@@ -60,6 +61,7 @@ client would drop); the cross-process tests open ``new_url()`` in child interpre
 
 The suite is split by concept (:mod:`coordkit.testing.store`): ``StoreNodeTests``,
 ``StoreSessionTests``, ``StoreEphemeralTests``, ``StoreSequentialTests``, ``StoreWatchTests``,
+``StoreFeedTests`` (``watch_tree``: commit order, positions, resuming, RESYNC after a gap),
 ``StoreTransactionTests``, ``StoreBulkTests``, ``StoreModelTests`` (a hypothesis state machine
 against a dict model of ZooKeeper), ``StoreProcessTests``, ``StoreDurabilityTests``,
 ``StoreClockTests``; ``StoreTests`` combines them all.

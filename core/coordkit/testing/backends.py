@@ -42,6 +42,11 @@ class Capability(enum.StrEnum):
     #: From the characteristics: sessions of other processes see the same tree and its watches
     #: (the URL from ``new_url`` must open in a child process through ``store_for``).
     SHARED_ACROSS_PROCESSES = "shared_across_processes"
+    #: From the characteristics: ``watch_tree``, every change below a path in commit order.
+    ORDERED_CHANGE_FEED = "ordered_change_feed"
+    #: From the characteristics: the feed replays from a past position, each event with the state
+    #: its own change wrote at the position it was committed at.
+    CHANGE_FEED_HISTORY = "change_feed_history"
     #: The backend implements ``expire(store)``: end a session server-side on demand.
     EXPIRE_SESSION = "expire_session"
     #: The backend implements ``disconnect(store)`` and ``reconnect(store)``.
@@ -58,6 +63,8 @@ CHARACTERISTIC_CAPABILITIES = (
     Capability.SEQUENTIAL_NODES,
     Capability.DURABLE,
     Capability.SHARED_ACROSS_PROCESSES,
+    Capability.ORDERED_CHANGE_FEED,
+    Capability.CHANGE_FEED_HISTORY,
 )
 
 

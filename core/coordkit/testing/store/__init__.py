@@ -22,6 +22,7 @@ from coordkit.testing.store.bulk import StoreBulkTests
 from coordkit.testing.store.clock import StoreClockTests
 from coordkit.testing.store.durability import StoreDurabilityTests
 from coordkit.testing.store.ephemeral import StoreEphemeralTests
+from coordkit.testing.store.feeds import FeedRecorder, StoreFeedTests, TreeImage
 from coordkit.testing.store.model import StoreModelTests
 from coordkit.testing.store.nodes import StoreNodeTests
 from coordkit.testing.store.processes import StoreProcessTests
@@ -31,11 +32,13 @@ from coordkit.testing.store.transactions import StoreTransactionTests
 from coordkit.testing.store.watches import StoreWatchTests
 
 __all__ = [
+    "FeedRecorder",
     "Recorder",
     "StoreBulkTests",
     "StoreClockTests",
     "StoreDurabilityTests",
     "StoreEphemeralTests",
+    "StoreFeedTests",
     "StoreModelTests",
     "StoreNodeTests",
     "StoreProcessTests",
@@ -45,6 +48,7 @@ __all__ = [
     "StoreTests",
     "StoreTransactionTests",
     "StoreWatchTests",
+    "TreeImage",
     "kit_settings",
     "snapshot",
 ]
@@ -56,6 +60,7 @@ class StoreTests(
     StoreEphemeralTests,
     StoreSequentialTests,
     StoreWatchTests,
+    StoreFeedTests,
     StoreTransactionTests,
     StoreBulkTests,
     StoreModelTests,
