@@ -122,10 +122,35 @@ def check_plan(plan: list[GroupStep], consumers: int, brokers: int, *, legacy: b
             live_brokers -= 1
 
 
-def append(cluster: Cluster, records: int, partitions: list[TopicPartition]) -> None:
+#: How long an append waits for partitions whose leader the brokers do not know yet.
+APPEND_TIMEOUT = 30.0
+
+
+def append(
+    cluster: Cluster,
+    records: int,
+    partitions: list[TopicPartition],
+    timeout: float = APPEND_TIMEOUT,
+) -> None:
     """Append ``records`` to each partition and replicate them, so that they are acknowledged
-    (below the high watermark, where consumers read up to)."""
-    cluster.produce(records, [(tp.topic, tp.partition) for tp in partitions])
+    (below the high watermark, where consumers read up to).
+
+    A partition whose leader the brokers have not heard of yet (a loaded machine delays the news
+    of a new topic's leaders) refuses the records: it is tried again until ``timeout``, so every
+    partition gets its ``records``, as the step says."""
+    pending = [(tp.topic, tp.partition) for tp in partitions]
+    deadline = time.monotonic() + timeout
+    while True:
+        pending = [tp for tp in pending if cluster.produce(records, [tp]) == 0]
+        if not pending:
+            break
+        if time.monotonic() > deadline:
+            names = ", ".join(f"{t}-{p}" for t, p in pending[:5])
+            raise click.ClickException(
+                f"could not append to {len(pending)} partition(s) ({names}) within {timeout:g}s: "
+                "no live leader"
+            )
+        time.sleep(0.02)
     cluster.replicate()
 
 
