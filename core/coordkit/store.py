@@ -245,7 +245,9 @@ class TreeEvent:
 
     * CREATED / CHANGED: ``data`` and ``stat`` are the node's state at ``position`` (at least as
       new as the change reported; exactly the change's own state where the store keeps history,
-      ``change_feed_history``).
+      ``change_feed_history``). A store without history reads the state after the notice; if
+      the node was deleted again before that read, both are None (:attr:`state_known` is False)
+      and its DELETED follows.
     * DELETED: the node was deleted at or before ``position`` (exactly at it with history).
     * RESYNC: no ``data``/``stat``; everything after ``position`` follows, anything up to it may
       have been missed.
@@ -263,13 +265,16 @@ class TreeEvent:
 
     def __attrs_post_init__(self) -> None:
         has_state = self.kind in (TreeEventKind.CREATED, TreeEventKind.CHANGED)
-        if has_state != (self.data is not None and self.stat is not None) or (
-            not has_state and (self.data is not None or self.stat is not None)
-        ):
-            raise ValueError(
-                f"{self.path}: a {self.kind.value} event "
-                + ("needs data and stat" if has_state else "carries no data or stat")
-            )
+        if (self.data is None) != (self.stat is None) and has_state:
+            raise ValueError(f"{self.path}: a {self.kind.value} event needs both data and stat")
+        if not has_state and (self.data is not None or self.stat is not None):
+            raise ValueError(f"{self.path}: a {self.kind.value} event carries no data or stat")
+
+    @property
+    def state_known(self) -> bool:
+        """Whether a CREATED/CHANGED event carries the node's state (False: the node was gone
+        before the store could read it; its DELETED follows)."""
+        return self.stat is not None
 
     def newer_than(self, held: Stat | None) -> bool:
         """Whether this event changes an image that holds the node at ``held`` (None: absent),
@@ -280,7 +285,8 @@ class TreeEvent:
                 return True
             case TreeEventKind.DELETED:
                 return held is not None and held.mzxid < self.position
-        assert self.stat is not None
+        if self.stat is None:
+            return False  # gone before it could be read: the DELETED that follows is the news
         return held is None or held.mzxid < self.stat.mzxid
 
 
@@ -412,8 +418,9 @@ class MetadataStore(abc.ABC):
         nothing at all was committed since), or when ``since`` is older than the history kept or
         newer than the store, the feed opens with RESYNC instead. A RESYNC later in the feed
         (session lost, connection cut on ZooKeeper, history trimmed) means the same: re-read,
-        then go on. Without history, events carry the node's state when the client read it, so a
-        node created or changed and deleted again before that read shows only as DELETED.
+        then go on. Without history, events carry the node's state when the client read it; a
+        node created or changed and deleted again before that read is still reported, without
+        its state (:attr:`TreeEvent.state_known`), then as DELETED.
 
         :raises UnsupportedError: the store lacks ``ordered_change_feed``.
         :raises ConnectionLossError: the client is not connected (nothing was registered).

@@ -17,11 +17,11 @@ Positions. A 3.8 notification carries a type and a path, no zxid (3.9 added it).
 the nodes after their notifications, on the store's event thread, a batch at a time with
 ``multiRead``: CREATED/CHANGED carry the node's data and stat as read, at position ``stat.mzxid``
 (raised to the previous event's position if lower: the node still had that state then, as the
-read came later); a node deleted again before the read yields no event of its own (its DELETED
-follows). A DELETED event's position is the parent's ``pzxid`` (the zxid of the parent's last
-child created or deleted, which is the delete unless a later one follows), the read's zxid if the
-parent is gone too, or ``czxid - 1`` if the node was created again meanwhile (a CREATED follows):
-always at or after the delete, never before it.
+read came later); for a node deleted again before the read, the event carries no state, at the
+previous event's position (its DELETED follows). A DELETED event's position is the parent's
+``pzxid`` (the zxid of the parent's last child created or deleted, which is the delete unless a
+later one follows), the read's zxid if the parent is gone too, or ``czxid - 1`` if the node was
+created again meanwhile (a CREATED follows): always at or after the delete, never before it.
 
 Gaps. The server forgets a connection's watches when the connection drops, and nothing replays
 what happened meanwhile, so every reconnect (and a new session after expiry) re-adds the watch and
@@ -343,7 +343,9 @@ class TreeWatches:
                 out.append(TreeEvent(kind, path, sub.last))
                 continue
             if isinstance(result, KazooNoNode):
-                continue  # deleted again before the read: its DELETED follows
+                # Deleted again before the read: reported without its state; its DELETED follows.
+                out.append(TreeEvent(kind, path, sub.last))
+                continue
             data, zstat = result
             stat = to_stat(zstat)
             sub.last = max(sub.last, stat.mzxid)

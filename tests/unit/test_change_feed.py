@@ -42,8 +42,8 @@ def stat(mzxid: int) -> Stat:
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({"kind": CREATED, "data": None, "stat": stat(1)}, ValueError, "needs data and stat"),
-        ({"kind": CHANGED, "data": b"x", "stat": None}, ValueError, "needs data and stat"),
+        ({"kind": CREATED, "data": None, "stat": stat(1)}, ValueError, "needs both data and stat"),
+        ({"kind": CHANGED, "data": b"x", "stat": None}, ValueError, "needs both data and stat"),
         ({"kind": DELETED, "data": b"x", "stat": None}, ValueError, "carries no data"),
         ({"kind": RESYNC, "data": None, "stat": stat(1)}, ValueError, "carries no data"),
         ({"kind": CREATED, "position": -1}, ValueError, "position must be a non-negative int"),
@@ -72,6 +72,9 @@ def test_a_tree_event_refuses_what_its_kind_cannot_carry(
         (TreeEvent(DELETED, "/a", 5), stat(5), False),  # the node held was created after
         (TreeEvent(DELETED, "/a", 5), None, False),  # nothing to delete
         (TreeEvent(RESYNC, "/", 5), stat(9), True),
+        # Created and deleted again before the read: nothing to apply, its DELETED follows.
+        (TreeEvent(CREATED, "/a", 5), None, False),
+        (TreeEvent(CHANGED, "/a", 5), stat(3), False),
     ],
 )
 def test_newer_than_merges_a_feed_with_a_read_of_the_tree(
