@@ -131,6 +131,9 @@ class StoreCharacteristics:
     #: carries the state its own change wrote (without it: RESYNC on resume, and events carry the
     #: node's state when the client read it).
     change_feed_history: bool = False
+    #: Clients on other machines share the tree, its sessions and watches: the store is a network
+    #: service (false for an in-process store or one that lives in a machine's files).
+    multi_host: bool = False
     max_data_size: int = MAX_DATA_SIZE
     notes: str = ""
 

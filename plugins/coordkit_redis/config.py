@@ -212,6 +212,7 @@ def probe_characteristics(client: Any) -> StoreCharacteristics:
         linearizable_writes=True,
         durable=durable,
         shared_across_processes=True,
+        multi_host=True,
         notes=f"{LINEARIZABLE_NOTE}; {persistence}",
     )
 

@@ -93,6 +93,7 @@ CHARACTERISTICS = StoreCharacteristics(
     durable=True,
     shared_across_processes=True,
     ordered_change_feed=True,
+    multi_host=True,
     notes="ZooKeeper: writes are linearizable and logged to disk by a quorum; reads are served by "
     "the connected server (sequentially consistent); the change feed needs ZooKeeper 3.6+",
 )

@@ -12,7 +12,12 @@ from coordkit.testing.store import StoreTests
 #: share of the suite) unnoticed.
 EXPECTED_CAPABILITIES = {
     "memory": set(Capability)
-    - {Capability.DURABLE, Capability.SHARED_ACROSS_PROCESSES, Capability.RESTART_SERVER},
+    - {
+        Capability.DURABLE,
+        Capability.SHARED_ACROSS_PROCESSES,
+        Capability.MULTI_HOST,
+        Capability.RESTART_SERVER,
+    },
     # ZooKeeper's feed cannot replay history: it resumes by RESYNC.
     "zookeeper": set(Capability) - {Capability.ADVANCE_CLOCK, Capability.CHANGE_FEED_HISTORY},
     # The Redis change feed (watch_tree over its change stream) is still to come.

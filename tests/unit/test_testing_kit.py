@@ -41,6 +41,7 @@ STORE_CONFTEST = textwrap.dedent(
     import itertools
     import uuid
 
+    import attrs
     import pytest
 
     from coordkit.clock import ManualClock
@@ -85,8 +86,14 @@ STORE_CONFTEST = textwrap.dedent(
             return super().watch_data(path, lossy)
 
 
+    class ClaimsMultiHost(MemoryStore):
+        # Declares other machines can reach it: an in-process store offers no network path.
+        characteristics = attrs.evolve(MemoryStore.characteristics, multi_host=True)
+
+
     BROKEN = {"half-commit": HalfCommit, "reused-sequence": ReusedSequence,
-              "missed-change": MissedChange, "intact": MemoryStore}
+              "missed-change": MissedChange, "claims-multi-host": ClaimsMultiHost,
+              "intact": MemoryStore}
 
 
     class BrokenMemoryBackend(StoreBackend):
@@ -163,6 +170,10 @@ STORE_TESTS = textwrap.dedent(
 
     class TestClock(store.StoreClockTests):
         pass
+
+
+    class TestHosts(store.StoreMultiHostTests):
+        pass
     """
 )
 
@@ -214,6 +225,21 @@ def test_the_store_suite_fails_a_broken_store_naming_the_property(
     intact = run_kit(store_kit, "--breakage", "intact", "-k", selection)
     assert intact.ret == pytest.ExitCode.OK, intact.stdout.str()
     assert intact.parseoutcomes()["passed"] >= 1
+
+
+def test_a_store_claiming_other_hosts_reach_it_fails_saying_how_to_show_them(
+    store_kit: pytest.Pytester,
+) -> None:
+    intact = run_kit(store_kit, "-k", "TestHosts")
+    outcomes = intact.parseoutcomes()
+    assert (outcomes["skipped"], outcomes.get("passed", 0)) == (6, 0), "memory is in-process only"
+    claimed = run_kit(store_kit, "--breakage", "claims-multi-host", "-k", "TestHosts")
+    assert claimed.ret == pytest.ExitCode.TESTS_FAILED
+    claimed.stdout.fnmatch_lines(
+        ["ERROR *::TestHosts::test_hosts_share_the_tree_and_its_versions*"]
+    )
+    assert "names no host:port to reach another way" in claimed.stdout.str()
+    assert "overrides StoreBackend.another_path" in claimed.stdout.str()
 
 
 def test_the_model_state_machine_catches_a_non_atomic_commit(store_kit: pytest.Pytester) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
+from coordkit.testing.servers.paths import NetworkPath, proxied_path
 
 __all__ = ["Capability", "StoreBackend", "StoreFactory", "UrlBackend", "requires"]
 
@@ -47,6 +48,10 @@ class Capability(enum.StrEnum):
     #: From the characteristics: the feed replays from a past position, each event with the state
     #: its own change wrote at the position it was committed at.
     CHANGE_FEED_HISTORY = "change_feed_history"
+    #: From the characteristics: sessions reaching the server through another network path (as
+    #: another machine would: :meth:`StoreBackend.another_path`) share the tree, its sessions and
+    #: watches, and one path failing leaves the others working.
+    MULTI_HOST = "multi_host"
     #: The backend implements ``expire(store)``: end a session server-side on demand.
     EXPIRE_SESSION = "expire_session"
     #: The backend implements ``disconnect(store)`` and ``reconnect(store)``.
@@ -65,6 +70,7 @@ CHARACTERISTIC_CAPABILITIES = (
     Capability.SHARED_ACROSS_PROCESSES,
     Capability.ORDERED_CHANGE_FEED,
     Capability.CHANGE_FEED_HISTORY,
+    Capability.MULTI_HOST,
 )
 
 
@@ -131,6 +137,12 @@ class StoreBackend:
     def advance_clock(self, seconds: float) -> None:
         """Move the clock the backend's sessions time out by forward by ``seconds``."""
         raise NotImplementedError
+
+    def another_path(self, url: str) -> NetworkPath:
+        """Another network path to ``url``'s store, as a second machine would reach it (for
+        ``multi_host`` stores; the caller closes it). Default: a loopback proxy per ``host:port``
+        of the URL."""
+        return proxied_path(url)
 
     def close(self) -> None:
         """Release whatever the backend started (servers, proxies, directories)."""

@@ -23,6 +23,7 @@ from coordkit.testing.store.clock import StoreClockTests
 from coordkit.testing.store.durability import StoreDurabilityTests
 from coordkit.testing.store.ephemeral import StoreEphemeralTests
 from coordkit.testing.store.feeds import FeedRecorder, StoreFeedTests, TreeImage
+from coordkit.testing.store.hosts import StoreMultiHostTests
 from coordkit.testing.store.model import StoreModelTests
 from coordkit.testing.store.nodes import StoreNodeTests
 from coordkit.testing.store.processes import StoreProcessTests
@@ -40,6 +41,7 @@ __all__ = [
     "StoreEphemeralTests",
     "StoreFeedTests",
     "StoreModelTests",
+    "StoreMultiHostTests",
     "StoreNodeTests",
     "StoreProcessTests",
     "StoreSequentialTests",
@@ -65,6 +67,7 @@ class StoreTests(
     StoreBulkTests,
     StoreModelTests,
     StoreProcessTests,
+    StoreMultiHostTests,
     StoreDurabilityTests,
     StoreClockTests,
 ):
