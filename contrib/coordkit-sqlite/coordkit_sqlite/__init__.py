@@ -1,7 +1,7 @@
 """coordkit-sqlite: a coordkit metadata store in one SQLite file, shared by the processes of one
 machine.
 
-``sqlite:///path/to/file.db?session_timeout=10&poll_interval=0.02&busy_timeout=5&changes_kept=10000``
+``sqlite:///path/to/file.db?session_timeout=10&poll_interval=0.02&busy_timeout=5&changes_kept=10000&feed_history=10000``
 (see :mod:`coordkit_sqlite.config`). ZooKeeper's data model on the standard library's sqlite3:
 nodes with ZooKeeper's version counters and sequential numbering, sessions with heartbeats that any
 client expires once overdue (deleting their ephemeral nodes), watches across processes through a
@@ -39,7 +39,7 @@ def _require_sqlite3() -> None:
 
 def open_sqlite_store(url: StoreURL, *, read_only: bool = False, **options: Any) -> SqliteStore:
     """Open ``sqlite:///path``; options (override the URL's query): ``session_timeout``,
-    ``poll_interval``, ``busy_timeout``, ``changes_kept``; and ``clock`` (a
+    ``poll_interval``, ``busy_timeout``, ``changes_kept``, ``feed_history``; and ``clock`` (a
     :class:`coordkit.clock.Clock`: the time nodes are stamped with and sessions time out by;
     every client of the file must read the same time, so only a clock that follows the system's
     wall clock may span processes)."""

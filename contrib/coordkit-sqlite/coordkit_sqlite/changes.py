@@ -6,6 +6,10 @@ disk read), and at once when a client of this process commits (:meth:`ChangeFeed
 entries after the last one it saw; if writers trimmed the log past that point (this process was
 stopped for a while), every subscriber re-reads what it watches instead.
 
+It feeds this process's change feeds (``watch_tree``) too, from the ``feed`` table
+(:mod:`coordkit_sqlite.treefeeds`); :meth:`ChangeFeed.sync` reads at once, on the caller's thread,
+which is how a feed's ``flush`` covers every change committed before it.
+
 It also notices the file being deleted or replaced under its clients (SQLite keeps using the old
 file through open connections, which would split them from everyone who opens the path anew): its
 subscribers then drop their connections and reopen the path, and re-read what they watch.
@@ -20,6 +24,7 @@ import threading
 from typing import Protocol
 
 from coordkit_sqlite.schema import connect, snapshot
+from coordkit_sqlite.treefeeds import TreeFeeds
 
 log = logging.getLogger("coordkit.store.sqlite")
 
@@ -56,6 +61,9 @@ class ChangeFeed:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        # One look at a time: the feed's thread, or a caller of sync().
+        self._poll_lock = threading.Lock()
+        self.trees = TreeFeeds(self.sync)
         self._identity: tuple[int, int] | None = _identity(path)
         self._conn: sqlite3.Connection | None = self._connect()
         self.position = self._newest(self._conn)
@@ -102,16 +110,41 @@ class ChangeFeed:
             if self._stop.is_set():
                 break
             try:
-                more = self._poll()
+                with self._poll_lock:
+                    more = self._poll_guarded()
                 backoff = self.poll_interval
-            except (sqlite3.Error, OSError) as exc:
-                # The file is unreachable for now; read on from the same point when it is back.
-                log.debug("%s: change feed: %s", self.path, exc)
-                self._close_connection()
+            except (sqlite3.Error, OSError):
                 more = False
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, MAX_BACKOFF)
-        self._close_connection()
+        with self._poll_lock:
+            self._close_connection()
+
+    def sync(self, timeout: float) -> bool:
+        """Read the log and the feed now, on this thread, until nothing more is there; False if
+        the file could not be read (or another look did not end within ``timeout``)."""
+        if not self._poll_lock.acquire(timeout=max(0.0, timeout)):
+            return False
+        try:
+            if self._stop.is_set():
+                return False
+            while self._poll_guarded():
+                pass
+            return True
+        except (sqlite3.Error, OSError):
+            return False
+        finally:
+            self._poll_lock.release()
+
+    def _poll_guarded(self) -> bool:
+        """:meth:`_poll`; a failure drops the connection (the file is unreachable for now: read
+        on from the same point when it is back) and is raised again."""
+        try:
+            return self._poll()
+        except (sqlite3.Error, OSError) as exc:
+            log.debug("%s: change feed: %s", self.path, exc)
+            self._close_connection()
+            raise
 
     def _close_connection(self) -> None:
         if self._conn is not None:
@@ -136,15 +169,16 @@ class ChangeFeed:
             self._conn = self._connect()
         conn = self._conn
         version = conn.execute("PRAGMA data_version").fetchone()[0]
-        if version == self._version:
+        if version == self._version and not self.trees.waiting():
             return False
         with snapshot(conn):
+            full_trees = self.trees.read(conn)
             trimmed = conn.execute("SELECT value FROM meta WHERE key = 'trimmed'").fetchone()[0]
             rows = conn.execute(
                 "SELECT id, kind, subject FROM changes WHERE id > ? ORDER BY id LIMIT ?",
                 (self.position, READ_COUNT),
             ).fetchall()
-        full = len(rows) == READ_COUNT
+        full = len(rows) == READ_COUNT or full_trees
         if not full:
             self._version = version  # everything up to this version has been read
         missed = trimmed > self.position
@@ -176,6 +210,7 @@ class ChangeFeed:
         if identity is not None:
             self._conn = self._connect()
             self.position = self._newest(self._conn)
+            self.trees.resync_all(self._conn)
         self._identity = identity
         for subscriber in self._subscribers_now():
             try:

@@ -9,7 +9,10 @@ parameters (open options of the same names override them):
   (default 0.02; writes from this process are seen at once);
 * ``busy_timeout`` — seconds a write waits for SQLite's lock before failing with
   ``ConnectionLossError`` (default 5);
-* ``changes_kept`` — change-log entries kept for watchers that fell behind (default 10,000).
+* ``changes_kept`` — change-log entries kept for watchers that fell behind (default 10,000);
+* ``feed_history`` — changes kept in the change feed's history, with the values they wrote: a
+  ``watch_tree`` resumes exactly from a position within it, and gets RESYNC beyond it (default
+  10,000).
 
 Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`, so a bad
 value is an :class:`~coordkit.errors.InvalidURLError` naming the parameter, the value and the range.
@@ -25,21 +28,25 @@ import attrs
 from coordkit.errors import InvalidURLError
 from coordkit.store import StoreCharacteristics
 from coordkit.urls import StoreURL, parse_int, parse_seconds
+from coordkit_sqlite.tree import Retention
 
 DEFAULT_SESSION_TIMEOUT = 10.0
 DEFAULT_POLL_INTERVAL = 0.02
 DEFAULT_BUSY_TIMEOUT = 5.0
 DEFAULT_CHANGES_KEPT = 10_000
+DEFAULT_FEED_HISTORY = 10_000
 MAX_CHANGES_KEPT = 100_000_000
 #: Polling faster than this only burns CPU; slower than this makes watches useless.
 POLL_RANGE = (0.001, 10.0)
 
-PARAMS = ("session_timeout", "poll_interval", "busy_timeout", "changes_kept")
+PARAMS = ("session_timeout", "poll_interval", "busy_timeout", "changes_kept", "feed_history")
 
 CHARACTERISTICS = StoreCharacteristics(
     linearizable_writes=True,
     durable=True,
     shared_across_processes=True,
+    ordered_change_feed=True,
+    change_feed_history=True,
     notes=(
         "one SQLite file in WAL mode with synchronous=FULL: shared by the processes of one "
         "machine only (a local file system; never NFS or SMB, whose locks SQLite cannot trust)"
@@ -56,6 +63,7 @@ class SqliteConfig:
     poll_interval: float = DEFAULT_POLL_INTERVAL
     busy_timeout: float = DEFAULT_BUSY_TIMEOUT
     changes_kept: int = DEFAULT_CHANGES_KEPT
+    feed_history: int = DEFAULT_FEED_HISTORY
 
     @classmethod
     def from_url(cls, url: StoreURL, options: dict[str, Any] | None = None) -> SqliteConfig:
@@ -93,14 +101,20 @@ class SqliteConfig:
                 settings, "poll_interval", DEFAULT_POLL_INTERVAL, where, *POLL_RANGE
             ),
             busy_timeout=_seconds(settings, "busy_timeout", DEFAULT_BUSY_TIMEOUT, where),
-            changes_kept=(
-                DEFAULT_CHANGES_KEPT
-                if settings.get("changes_kept") is None
-                else parse_int(
-                    where, "changes_kept", settings["changes_kept"], low=1, high=MAX_CHANGES_KEPT
-                )
-            ),
+            changes_kept=_count(settings, "changes_kept", DEFAULT_CHANGES_KEPT, where),
+            feed_history=_count(settings, "feed_history", DEFAULT_FEED_HISTORY, where),
         )
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(changes=self.changes_kept, feed=self.feed_history)
+
+
+def _count(settings: dict[str, Any], name: str, default: int, where: str) -> int:
+    raw = settings.get(name)
+    if raw is None:
+        return default
+    return parse_int(where, name, raw, low=1, high=MAX_CHANGES_KEPT)
 
 
 def _seconds(

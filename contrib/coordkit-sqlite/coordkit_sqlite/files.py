@@ -23,7 +23,7 @@ from coordkit.errors import ConnectionLossError, StoreClosedError
 from coordkit_sqlite.changes import ChangeFeed
 from coordkit_sqlite.config import SqliteConfig
 from coordkit_sqlite.schema import connect, immediate
-from coordkit_sqlite.tree import Tx
+from coordkit_sqlite.tree import Retention, Tx
 
 T = TypeVar("T")
 
@@ -107,25 +107,23 @@ class SharedFile:
         work: Callable[[Tx], T],
         *,
         clock: Clock,
-        changes_kept: int,
+        kept: Retention,
     ) -> T:
         """:func:`write` after this process's earlier writers, at ``clock``'s time; this
         process's watchers hear of it at once."""
         with self.write_lock:
-            result = write(conn, work, now_ms=clock.wall_ms(), changes_kept=changes_kept)
+            result = write(conn, work, now_ms=clock.wall_ms(), kept=kept)
         self.feed.nudge()
         return result
 
 
-def write(
-    conn: sqlite3.Connection, work: Callable[[Tx], T], *, now_ms: int, changes_kept: int
-) -> T:
+def write(conn: sqlite3.Connection, work: Callable[[Tx], T], *, now_ms: int, kept: Retention) -> T:
     """Run ``work`` in one write transaction and commit it with its change log entries; anything
     raised rolls everything back."""
     with immediate(conn):
         tx = Tx(conn, now_ms)
         result = work(tx)
-        tx.finish(changes_kept)
+        tx.finish(kept)
     return result
 
 

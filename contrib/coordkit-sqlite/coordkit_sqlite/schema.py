@@ -9,7 +9,11 @@ Tables:
   heartbeat (or any write of the session) pushes it on;
 * ``changes`` — the change log watchers read: kind ``D`` (a node's data or existence), ``C`` (its
   children) or ``X`` (a session expired), the subject, and the zxid of the transaction;
-* ``meta`` — the zxid counter and how far the change log has been trimmed.
+* ``feed`` — the change feed's history (``watch_tree``): every create, set and delete with the zxid
+  of its transaction and the state it wrote (data and ``Stat`` fields; none for a delete);
+* ``meta`` — the zxid counter, how far the change log has been trimmed (``trimmed``: the last
+  entry deleted), and the same for the feed (``feed_trimmed``: the last row deleted;
+  ``feed_floor``: every change at a later zxid is still in the feed).
 
 The file is marked with SQLite's ``application_id`` so a store never writes into a database that is
 not one of its own, and ``user_version`` names the layout.
@@ -21,6 +25,7 @@ import contextlib
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -28,7 +33,30 @@ from coordkit.errors import ConnectionLossError, NoNodeError, StoreError
 
 #: "cksq" — marks a coordkit store in the database header.
 APPLICATION_ID = 0x636B7371
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
+#: Layouts this code upgrades in place (1: before the change feed's table).
+UPGRADABLE = (1,)
+
+#: The change feed's history, added by layout 2.
+FEED_DDL = (
+    """CREATE TABLE feed (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        zxid INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        data BLOB,
+        czxid INTEGER,
+        mzxid INTEGER,
+        pzxid INTEGER,
+        ctime INTEGER,
+        mtime INTEGER,
+        version INTEGER,
+        cversion INTEGER,
+        owner INTEGER,
+        children INTEGER
+    )""",
+    "CREATE INDEX feed_by_zxid ON feed (zxid)",
+)
 
 DDL = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)",
@@ -63,7 +91,9 @@ DDL = (
         kind TEXT NOT NULL,
         subject TEXT NOT NULL
     )""",
-    "INSERT INTO meta (key, value) VALUES ('zxid', 0), ('trimmed', 0)",
+    *FEED_DDL,
+    "INSERT INTO meta (key, value) VALUES ('zxid', 0), ('trimmed', 0), ('feed_trimmed', 0), "
+    "('feed_floor', 0)",
     """INSERT INTO nodes VALUES ('/', '', '', x'', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)""",
     f"PRAGMA application_id = {APPLICATION_ID}",
     f"PRAGMA user_version = {LAYOUT_VERSION}",
@@ -187,8 +217,21 @@ def open_file(path: str, *, busy_timeout: float, read_only: bool) -> sqlite3.Con
 
 
 def _prepare(conn: sqlite3.Connection, where: str, *, read_only: bool) -> None:
-    """Check the file is a coordkit store of a layout this code reads; set up a new one."""
-    if _layout(conn, where) is not None:
+    """Check the file is a coordkit store of a layout this code reads; set up a new one, or
+    upgrade an older one."""
+    layout = _layout(conn, where)
+    if layout in UPGRADABLE:
+        if read_only:
+            raise StoreError(
+                f"{where}: a coordkit store of layout {layout} (an older coordkit-sqlite); open "
+                f"it once for writing with this version to upgrade it to layout {LAYOUT_VERSION}"
+            )
+        _check_wal(conn, where, read_only=False)
+        with immediate(conn):
+            if _layout(conn, where) in UPGRADABLE:  # nobody upgraded it while we waited
+                _upgrade(conn, where)
+        return
+    if layout is not None:
         _check_wal(conn, where, read_only=read_only)
         return
     if read_only:
@@ -201,12 +244,34 @@ def _prepare(conn: sqlite3.Connection, where: str, *, read_only: bool) -> None:
                 conn.execute(statement)
 
 
+def _upgrade(conn: sqlite3.Connection, where: str) -> None:
+    """Layout 1 → 2: add the change feed's table, its history starting now. Refused while
+    sessions of other clients live: those are of an older coordkit-sqlite (this one would have
+    upgraded the file), and their writes would be missing from the feed."""
+    now_ms = time.time_ns() // 1_000_000
+    live = conn.execute("SELECT count(*) FROM sessions WHERE expires_ms >= ?", (now_ms,))
+    count = int(live.fetchone()[0])
+    if count:
+        raise StoreError(
+            f"{where}: a coordkit store of layout 1 in use by {count} live session(s) of an "
+            f"older coordkit-sqlite; close them (or wait for their timeout) and open it again "
+            f"to upgrade it to layout {LAYOUT_VERSION}"
+        )
+    for statement in FEED_DDL:
+        conn.execute(statement)
+    zxid = conn.execute("SELECT value FROM meta WHERE key = 'zxid'").fetchone()[0]
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('feed_trimmed', 0), ('feed_floor', ?)", (zxid,)
+    )
+    conn.execute(f"PRAGMA user_version = {LAYOUT_VERSION}")
+
+
 def _layout(conn: sqlite3.Connection, where: str) -> int | None:
     """The layout version of a coordkit store; ``None`` for an empty database."""
     application_id = conn.execute("PRAGMA application_id").fetchone()[0]
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if application_id == APPLICATION_ID:
-        if version != LAYOUT_VERSION:
+        if version != LAYOUT_VERSION and version not in UPGRADABLE:
             raise StoreError(
                 f"{where}: a coordkit store of layout {version}; this coordkit-sqlite reads "
                 f"layout {LAYOUT_VERSION}"

@@ -31,7 +31,7 @@ from coordkit.watches import EventThread, SessionListeners, WatchHub
 from coordkit_sqlite.config import SqliteConfig
 from coordkit_sqlite.files import ConnectionPool, SharedFile, write
 from coordkit_sqlite.schema import connect, open_file, translate
-from coordkit_sqlite.tree import Tx, wall_ms
+from coordkit_sqlite.tree import Retention, Tx, wall_ms
 
 log = logging.getLogger("coordkit.store.sqlite")
 
@@ -73,8 +73,8 @@ def expire_in_file(config: SqliteConfig, session_id: int) -> bool:
         try:
             shared = SharedFile.existing(config.path)  # queue behind this process's writers
             if shared is None:
-                return write(conn, work, now_ms=wall_ms(), changes_kept=config.changes_kept)
-            return shared.write(conn, work, clock=SystemClock(), changes_kept=config.changes_kept)
+                return write(conn, work, now_ms=wall_ms(), kept=config.retention)
+            return shared.write(conn, work, clock=SystemClock(), kept=config.retention)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -97,7 +97,7 @@ class SessionKeeper:
         pool: ConnectionPool,
         clock: Clock,
         timeout: float,
-        changes_kept: int,
+        kept: Retention,
         events: EventThread,
         hub: WatchHub,
         read_only: bool = False,
@@ -108,7 +108,7 @@ class SessionKeeper:
         self.clock = clock
         self._timeout_ms = max(1, int(timeout * 1000))
         self._interval = timeout / 3
-        self._changes_kept = changes_kept
+        self._kept = kept
         self._hub = hub
         self._read_only = read_only
         self._state = SessionState.CONNECTED
@@ -148,7 +148,7 @@ class SessionKeeper:
         self._listeners.notify(state)
 
     def _write(self, conn: sqlite3.Connection, work: Callable[[Tx], Any]) -> Any:
-        return self._shared.write(conn, work, clock=self.clock, changes_kept=self._changes_kept)
+        return self._shared.write(conn, work, clock=self.clock, kept=self._kept)
 
     # -- lifecycle
     def open(self) -> None:

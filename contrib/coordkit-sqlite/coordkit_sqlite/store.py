@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from coordkit import paths
+from coordkit.changefeed import check_since
 from coordkit.clock import Clock, SystemClock
 from coordkit.errors import (
     ConnectionLossError,
@@ -35,6 +36,8 @@ from coordkit.store import (
     SetData,
     Stat,
     StoreCharacteristics,
+    TreeCallback,
+    TreeWatch,
     Watch,
     check_data,
     describe_op,
@@ -102,7 +105,7 @@ class SqliteStore(MetadataStore):
             pool=self._pool,
             clock=self._clock,
             timeout=config.session_timeout,
-            changes_kept=config.changes_kept,
+            kept=config.retention,
             events=self._events,
             hub=self._hub,
             read_only=read_only,
@@ -137,6 +140,7 @@ class SqliteStore(MetadataStore):
         if self._keeper.state is SessionState.CLOSED:
             return
         self._shared.feed.unsubscribe(self)
+        self._shared.feed.trees.forget(self)
         self._keeper.close()
         self._events.stop()
         self._pool.close()
@@ -205,7 +209,7 @@ class SqliteStore(MetadataStore):
         try:
             with self._pool.borrow() as conn:
                 return self._shared.write(
-                    conn, in_session, clock=self._clock, changes_kept=self.config.changes_kept
+                    conn, in_session, clock=self._clock, kept=self.config.retention
                 )
         except SessionExpiredError:
             self._keeper.check_now()
@@ -401,6 +405,34 @@ class SqliteStore(MetadataStore):
         paths.validate(path)
         self._require_open()
         return self._hub.add_children_watch(path, callback)
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        """The change feed, from the file's ``feed`` table (see :mod:`coordkit_sqlite.treefeeds`):
+        every create, set and delete at or below ``path`` by any process, at the zxid it was
+        committed at, with the state it wrote. ``since`` resumes exactly while the table still
+        holds what followed it (the last ``feed_history`` changes); a cut connection or a lost
+        session resumes where the feed stood."""
+        paths.validate(path)
+        check_since(since)
+        self._require_open()
+        feeds = self._shared.feed.trees
+        return self._read(
+            path,
+            lambda conn: feeds.subscribe(
+                conn,
+                root=path,
+                callback=callback,
+                events=self._events,
+                since=since,
+                owner=self,
+                connected=self._connected,
+            ),
+        )
+
+    def _connected(self) -> bool:
+        return self._keeper.state is SessionState.CONNECTED and not self._pool.offline
 
     def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
         try:

@@ -3,8 +3,8 @@
 A :class:`Tx` runs on a connection that holds SQLite's write lock (``BEGIN IMMEDIATE``). Every
 check reads the transaction's own state, so later ops of a multi see the effects of earlier ones;
 a failure raises the store error and the caller rolls the SQL transaction (or savepoint) back, so a
-failed op changes nothing. :meth:`Tx.finish` writes the zxid counter and the change log entries
-of whatever committed.
+failed op changes nothing. :meth:`Tx.finish` writes the zxid counter, the change log entries and
+the change feed's rows (each create, set and delete with the state it wrote) of whatever committed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import sqlite3
 import time
 from typing import Any
+
+import attrs
 
 from coordkit import paths
 from coordkit.errors import (
@@ -29,6 +31,22 @@ from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, Stat
 STAT_COLUMNS = "czxid, mzxid, pzxid, ctime, mtime, version, cversion, owner, length(data), children"
 
 Row = tuple[Any, ...]
+
+#: Columns of a ``feed`` row after its id, in order (see :data:`FEED_COLUMNS`).
+FEED_COLUMNS = (
+    "zxid, kind, path, data, czxid, mzxid, pzxid, ctime, mtime, version, cversion, owner, children"
+)
+#: Feed row kinds: TreeEventKind values.
+CREATED, CHANGED, DELETED = "created", "changed", "deleted"
+
+
+@attrs.frozen
+class Retention:
+    """What writers keep: the last ``changes`` entries of the change log (for watchers that fell
+    behind) and the last ``feed`` changes of the change feed's history (to resume feeds)."""
+
+    changes: int = attrs.field(validator=attrs.validators.ge(1))
+    feed: int = attrs.field(validator=attrs.validators.ge(1))
 
 
 def wall_ms() -> int:
@@ -72,43 +90,79 @@ class Tx:
     def __init__(self, conn: sqlite3.Connection, now_ms: int):
         self.conn = conn
         self.now_ms = now_ms
-        meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('zxid', 'trimmed')"))
+        meta = dict(
+            conn.execute(
+                "SELECT key, value FROM meta WHERE key IN ('zxid', 'trimmed', 'feed_trimmed')"
+            )
+        )
         self._saved_zxid = self.last_zxid = int(meta["zxid"])
         self.trimmed = int(meta["trimmed"])
+        self.feed_trimmed = int(meta["feed_trimmed"])
         self.zxid = self.last_zxid + 1
         self.events: list[tuple[int, str, str]] = []
+        #: Rows for the ``feed`` table, in :data:`FEED_COLUMNS` order.
+        self.feed: list[Row] = []
 
     # -- ops and their zxids
-    def begin_op(self) -> int:
+    def begin_op(self) -> tuple[int, int]:
         """Start an op (or a multi) with the next zxid; returns a mark for :meth:`undo_op`."""
         self.zxid = self.last_zxid + 1
-        return len(self.events)
+        return len(self.events), len(self.feed)
 
     def end_op(self) -> None:
         """The op succeeded: its zxid is used if it changed anything."""
         if self.events and self.events[-1][0] == self.zxid:
             self.last_zxid = self.zxid
 
-    def undo_op(self, mark: int) -> None:
+    def undo_op(self, mark: tuple[int, int]) -> None:
         """The op failed and its savepoint was rolled back: forget its events."""
-        del self.events[mark:]
+        del self.events[mark[0] :]
+        del self.feed[mark[1] :]
 
     def _event(self, kind: str, subject: str) -> None:
         self.events.append((self.zxid, kind, subject))
 
-    def finish(self, changes_kept: int) -> None:
-        """Write the zxid counter and the change log; trim the log to about ``changes_kept``."""
+    def finish(self, kept: Retention) -> None:
+        """Write the zxid counter, the change log and the feed; trim each to about what ``kept``
+        says (in steps, not on every write: one DELETE per 1/16 of it)."""
         if self.last_zxid == self._saved_zxid:
             return
         conn = self.conn
         conn.execute("UPDATE meta SET value = ? WHERE key = 'zxid'", (self.last_zxid,))
         conn.executemany("INSERT INTO changes (zxid, kind, subject) VALUES (?, ?, ?)", self.events)
-        newest = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").fetchone()
-        cut = int(newest[0]) - changes_kept
-        # Trim in steps, not on every write: one DELETE per changes_kept/16 entries.
-        if cut > self.trimmed + max(1, changes_kept // 16):
+        cut = self._newest("changes") - kept.changes
+        if cut > self.trimmed + max(1, kept.changes // 16):
             conn.execute("DELETE FROM changes WHERE id <= ?", (cut,))
             conn.execute("UPDATE meta SET value = ? WHERE key = 'trimmed'", (cut,))
+        if self.feed:
+            before = self._newest("feed")
+            conn.executemany(
+                f"INSERT INTO feed ({FEED_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                self.feed,
+            )
+            # Never this transaction's own rows: a feed that kept up gets them all, however many.
+            cut = min(self._newest("feed") - kept.feed, before)
+            if cut > self.feed_trimmed + max(1, kept.feed // 16):
+                self._trim_feed(cut)
+
+    def _newest(self, table: str) -> int:
+        row = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,))
+        found = row.fetchone()
+        return 0 if found is None else int(found[0])
+
+    def _trim_feed(self, cut: int) -> None:
+        """Delete feed rows up to about ``cut``, whole transactions only: every change after the
+        new floor stays, so a feed resumes exactly from any position at or after it."""
+        conn = self.conn
+        row = conn.execute("SELECT zxid FROM feed WHERE id > ? ORDER BY id LIMIT 1", (cut,))
+        kept_zxid = int(row.fetchone()[0])
+        first = conn.execute("SELECT min(id) FROM feed WHERE zxid = ?", (kept_zxid,)).fetchone()
+        last_gone = int(first[0]) - 1
+        if last_gone <= self.feed_trimmed:
+            return  # one transaction holds the rows to cut: it stays whole
+        conn.execute("DELETE FROM feed WHERE id <= ?", (last_gone,))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'feed_trimmed'", (last_gone,))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'feed_floor'", (kept_zxid - 1,))
 
     # -- reads inside the transaction
     def _row(self, path: str, columns: str) -> Row | None:
@@ -150,6 +204,7 @@ class Tx:
         )
         self._event("D", path)
         self._event("C", parent)
+        self.feed.append((z, CREATED, path, data, z, z, z, now, now, 0, 0, owner, 0))
         return path
 
     def create_parents(self, path: str) -> None:
@@ -169,12 +224,30 @@ class Tx:
             (data, new_version, self.zxid, self.now_ms, path),
         )
         self._event("D", path)
+        z, now = self.zxid, self.now_ms
+        self.feed.append(
+            (
+                z,
+                CHANGED,
+                path,
+                data,
+                row[1],
+                z,
+                row[2],
+                row[3],
+                now,
+                new_version,
+                row[4],
+                row[5],
+                row[6],
+            )
+        )
         return Stat(
             czxid=row[1],
-            mzxid=self.zxid,
+            mzxid=z,
             pzxid=row[2],
             ctime=row[3],
-            mtime=self.now_ms,
+            mtime=now,
             version=new_version,
             cversion=row[4],
             aversion=0,
@@ -216,6 +289,7 @@ class Tx:
         self._event("D", path)
         self._event("C", path)
         self._event("C", parent)
+        self.feed.append((self.zxid, DELETED, path, *(None,) * 10))
 
     def _descendants(self, path: str) -> list[str]:
         """Every descendant of ``path``, deepest first: in byte order the paths under ``/a`` are

@@ -22,6 +22,8 @@ from coordkit.store import MetadataStore, SessionState
 from coordkit.testing import StoreBackend
 from coordkit_sqlite import expire_session
 
+#: The trimmed log keeps the change feed's default history: the kit's resumption tests replay
+#: several changes, which a history of three would (correctly) answer with RESYNC.
 CONFIGURATIONS = {
     "defaults": "",
     "trimmed-log": "?changes_kept=3&poll_interval=0.05",
