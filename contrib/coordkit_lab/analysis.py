@@ -32,6 +32,7 @@ from coordkit_lab.metricinfo import (
 from coordkit_lab.scaling import EXPONENT_MARGIN, SCALING_METRIC, ScalingResult, scaling
 from coordkit_lab.statistics import (
     CONFIDENCE,
+    MIN_MEASURED_UNITS,
     RESAMPLES,
     Comparison,
     Sample,
@@ -131,6 +132,7 @@ def analyse(
             "resamples": RESAMPLES,
             "seed": run_seed if isinstance(run_seed, int) else 0,
             "timing_margin": TIMING_MARGIN,
+            "min_timed_scenarios": MIN_MEASURED_UNITS,
             "exponent_margin": EXPONENT_MARGIN,
             "balanced_within": BALANCED_WITHIN,
             "balanced_within_ratio": BALANCED_WITHIN_RATIO,

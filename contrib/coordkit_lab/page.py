@@ -159,6 +159,8 @@ def _method_html(data: ReportData) -> str:
         "the difference exceeds a practical-equivalence margin: none for deterministic counts, "
         f"{method['timing_margin']:.0%} of the best's mean for timings (how much a timing "
         "varies between runs on a shared machine); otherwise it is <b>tied</b> with the best. "
+        f"A timing seen on fewer than {method.get('min_timed_scenarios', 2)} scenarios shows no "
+        "strategy worse: one measurement cannot tell noise from a difference. "
         "With few scenarios the intervals are narrower than their nominal level (a bootstrap "
         "never reaches beyond the values seen; with 3 seeds it covers the mean about 3 times in "
         "4): <code>--replicates</code> buys tighter, truer ones. "

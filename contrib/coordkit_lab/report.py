@@ -175,7 +175,8 @@ def print_report(data: ReportData, console: Console | None = None) -> None:
     console.print(
         f"[dim]± half the {method['confidence']:.0%} bootstrap interval over "
         f"{markup(method['unit'])}s. Worse: the paired interval excludes 0 (and, for timings, "
-        f"the difference exceeds {method['timing_margin']:.0%}); the rest tie with the best.[/]"
+        f"the difference exceeds {method['timing_margin']:.0%}, on at least "
+        f"{method.get('min_timed_scenarios', 2)} scenarios); the rest tie with the best.[/]"
     )
     errors = data["tables"].get("errors", [])
     if errors:

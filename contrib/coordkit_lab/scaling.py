@@ -144,7 +144,10 @@ def scaling(
         growth.append(Growth(strategy, tuple(shown), value, low, high))
 
     best, winners, effect = _best_growth(strategies, exponents, exponent_draws)
-    fastest = _fastest(strategies, points[sizes[-1]], draws[sizes[-1]], infos.get(metric, {}))
+    largest = int(np.count_nonzero(partitions == sizes[-1]))
+    fastest = _fastest(
+        strategies, points[sizes[-1]], draws[sizes[-1]], infos.get(metric, {}), largest
+    )
     return ScalingResult(
         sample.workload,
         metric,
@@ -181,7 +184,11 @@ def _best_growth(
 
 
 def _fastest(
-    strategies: list[str], points: np.ndarray, draws: np.ndarray, info: Mapping[str, Any]
+    strategies: list[str],
+    points: np.ndarray,
+    draws: np.ndarray,
+    info: Mapping[str, Any],
+    n: int,
 ) -> tuple[str, ...]:
     """The quickest at the largest size and every one not worse than it (paired, with margin)."""
     known = [i for i in range(len(strategies)) if np.isfinite(points[i])]
@@ -197,6 +204,6 @@ def _fastest(
         relative = (
             None if points[best] == 0 else float((points[i] - points[best]) / abs(points[best]))
         )
-        if not is_worse(info, low, high, relative):
+        if not is_worse(info, low, high, relative, n=n):
             out.append(strategies[i])
     return tuple(sorted(out))

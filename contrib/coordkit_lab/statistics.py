@@ -13,7 +13,13 @@ meets the same scenarios, so two strategies are compared **paired**: on the scen
   0 and the difference exceeds a practical-equivalence margin: none for deterministic metrics
   (any real difference counts), :data:`~coordkit_lab.metricinfo.TIMING_MARGIN` of the best's
   mean for measured ones (timings), so the noise of timings on a shared machine cannot turn a
-  small difference into a verdict. Whatever is not worse is tied with the best, and said so.
+  small difference into a verdict. A timing seen on fewer than :data:`MIN_MEASURED_UNITS`
+  scenarios has no interval (the measurement's noise cannot be told from a difference), so it
+  shows nothing worse. Whatever is not worse is tied with the best, and said so.
+
+  (Holding the interval's near end to the margin instead of the point was tried on five quick
+  runs with the same seed: it moved the flips to other comparisons, whose interval ends sit at
+  the margin, and flipped more often.)
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ RESAMPLES = 2000
 #: Per-scenario values are rounded to this many significant digits first, so that sums Spark
 #: adds up in any order compare equal when the steps were equal (a tie stays a tie).
 DIGITS = 12
+#: A measured metric needs this many scenarios before a strategy can be shown worse on it.
+MIN_MEASURED_UNITS = 2
 #: Resample rows per chunk of weights held at once (memory stays small for big runs).
 _CHUNK_CELLS = 2_000_000
 
@@ -269,7 +277,14 @@ def compare(
                 relative,
                 relative_low,
                 relative_high,
-                is_worse(info, low, high, relative, float(point_a - point_b)),
+                is_worse(
+                    info,
+                    low,
+                    high,
+                    relative,
+                    float(point_a - point_b),
+                    n=count,
+                ),
             )
         )
     return out
@@ -281,12 +296,15 @@ def is_worse(
     high: float | None,
     relative: float | None,
     difference: float | None = None,
+    *,
+    n: int | None = None,
 ) -> bool:
     """Worse: the interval of the difference excludes 0 on the worse side, and the relative
     difference (the point estimate) exceeds the metric's margin (none for deterministic
-    metrics). Without a relative difference (the best's mean is 0) the interval decides.
-    A metric that declares a ``resolution`` (the smallest difference its measurement can tell,
-    in its unit) also needs ``difference`` to exceed it."""
+    metrics). Without a relative difference (the best's mean is 0) the interval decides. A
+    measured metric (one with a margin) also needs at least :data:`MIN_MEASURED_UNITS` units
+    (``n``, when given). A metric that declares a ``resolution`` (the smallest difference its
+    measurement can tell, in its unit) also needs ``difference`` to exceed it."""
     if low is None or high is None:
         return False
     resolution = info.get("resolution")
@@ -298,6 +316,8 @@ def is_worse(
     if low <= 0:
         return False
     margin = margin_of(info)
+    if margin and n is not None and n < MIN_MEASURED_UNITS:
+        return False
     if margin and relative is not None:
         return sign * relative > margin
     return True
