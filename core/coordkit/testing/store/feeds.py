@@ -366,14 +366,25 @@ class StoreFeedTests(StoreSuite):
     ) -> None:
         store.create("/t/a", b"", make_parents=True)
         stat = store.set("/t/a", b"1")
-        for since in (0, stat.mzxid + 1_000_000):
-            seen = FeedRecorder()
-            watch = store.watch_tree("/t", seen, since=since)
-            _flushed(watch)
-            assert seen.events, f"since={since}: the feed must open with RESYNC"
-            assert seen.events[0].kind is RESYNC
+        seen = FeedRecorder()
+        watch = store.watch_tree("/t", seen, since=stat.mzxid + 1_000_000)  # from the future
+        _flushed(watch)
+        assert seen.events, "a position newer than the store: the feed must open with RESYNC"
+        assert seen.events[0].kind is RESYNC
+        assert seen.events[0].position >= stat.mzxid
+        watch.cancel()
+        # Position 0 is before everything: a store keeping its whole history may replay it all
+        # (a fresh one can); otherwise the feed opens with RESYNC.
+        seen = FeedRecorder()
+        watch = store.watch_tree("/t", seen, since=0)
+        _flushed(watch)
+        assert seen.events, "since=0: the feed must open with RESYNC or replay every change"
+        if seen.events[0].kind is not RESYNC:
+            assert store.characteristics.change_feed_history
+            assert seen.changes() == [(CREATED, "/t"), (CREATED, "/t/a"), (CHANGED, "/t/a")]
+        else:
             assert seen.events[0].position >= stat.mzxid
-            watch.cancel()
+        watch.cancel()
 
     @pytest.mark.parametrize("since", [-1, "7", 1.5, True])
     def test_a_bad_since_is_refused(self, store: MetadataStore, since: object) -> None:
