@@ -23,6 +23,7 @@ import attrs
 
 if TYPE_CHECKING:
     from coordkit.clock import Clock
+    from coordkit.engine.controller.image import MetadataImage
     from coordkit.store import MetadataStore
 
 __all__ = [
@@ -222,11 +223,18 @@ class PartitionLeaderElection(Protocol):
 @attrs.frozen
 class ControllerTerm:
     """A won controller election: who, which epoch, and the ``/controller_epoch`` version that
-    every write of this term checks."""
+    every write of this term checks.
+
+    :param image: what a warm election hands the controller: the candidate's
+        :class:`~coordkit.engine.controller.image.MetadataImage`, caught up past the claim, from
+        which the term's first load fills the controller's context (a cold election hands none;
+        not part of the term's identity).
+    """
 
     broker_id: int
     epoch: int
     epoch_version: int
+    image: MetadataImage | None = attrs.field(default=None, eq=False, repr=False)
 
 
 #: Called with the term won (on the candidate's own thread).

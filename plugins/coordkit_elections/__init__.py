@@ -1,6 +1,6 @@
-"""Election strategies: controller (``kafka``, ``latch``) and partition leader (``offline``,
-``offline-unclean``, ``reassign``, ``preferred``, ``controlled-shutdown``), plus the lab's
-broker-failure workload and its metrics."""
+"""Election strategies: controller (``kafka``, ``latch``, ``warm-standby``) and partition leader
+(``offline``, ``offline-unclean``, ``reassign``, ``preferred``, ``controlled-shutdown``), plus the
+lab's broker-failure workload and its metrics."""
 
 from __future__ import annotations
 
@@ -10,15 +10,17 @@ from typing import Any
 from coordkit import hookimpl
 from coordkit_elections.controller_kafka import KafkaControllerElection
 from coordkit_elections.controller_latch import LatchControllerElection
+from coordkit_elections.controller_warm import WarmStandbyControllerElection
 from coordkit_elections.partition import PARTITION_STRATEGIES
 
-__all__ = ["KafkaControllerElection", "LatchControllerElection"]
+__all__ = ["KafkaControllerElection", "LatchControllerElection", "WarmStandbyControllerElection"]
 
 
 @hookimpl
 def coordkit_register_elections(register: Callable[[Any], None]) -> None:
     register(KafkaControllerElection())
     register(LatchControllerElection())
+    register(WarmStandbyControllerElection())
     for strategy in PARTITION_STRATEGIES:
         register(strategy)
     from coordkit_elections.coordinator import KafkaGroupCoordinatorSelection

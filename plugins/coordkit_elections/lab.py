@@ -12,6 +12,10 @@ election threw away. Metrics (kind ``elections``):
 
 * ``failover-store-ops``: store round trips of all brokers for a step in which the controller
   changed (the herd a strategy wakes shows here);
+* ``failover-seconds``: from the event until the new controller had re-elected every partition
+  that needed it (its ready event), in a step in which the controller changed: plotted against
+  the step's ``partitions`` (``topics`` x ``partitions`` per topic), the cold strategies grow
+  with the cluster, ``warm-standby`` much less;
 * ``candidates-woken``: controller candidates woken by the step's watch deliveries;
 * ``leader-skew``: most minus fewest partition leaders over the live brokers after the step;
 * ``unavailable-partitions``: partitions that lost their live leader during the step;
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordkit.elections import ElectionKind
-from coordkit.engine import Cluster, EngineConfig, OpCounts
+from coordkit.engine import Cluster, EngineConfig, EngineObserver, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.errors import CoordkitError
 from coordkit.lab import FunctionMetric
@@ -97,6 +101,8 @@ class ElectionStep:
     acked: int
     acked_lost: int
     kind: str = ELECTIONS_KIND
+    #: Seconds from the event until a new controller was ready (None: no controller change).
+    failover_seconds: float | None = None
 
     @property
     def failover(self) -> bool:
@@ -180,6 +186,16 @@ class BrokerFailuresWorkload:
         return _simulate(case, strategy, seed)
 
 
+class _ReadyTimes(EngineObserver):
+    """When each controller epoch became ready (perf_counter)."""
+
+    def __init__(self) -> None:
+        self.at: dict[int, float] = {}
+
+    def controller_ready(self, broker_id: int, epoch: int, seconds: float) -> None:
+        self.at[epoch] = time.perf_counter()
+
+
 def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionStep]:
     from coordkit_memory.server import MemoryServer
 
@@ -190,7 +206,8 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
         auto_leader_rebalance=False,
         controlled_shutdown_timeout=SETTLE_TIMEOUT,
     )
-    cluster = Cluster(f"memory://{name}", case.brokers, config=config, seed=seed)
+    ready = _ReadyTimes()
+    cluster = Cluster(f"memory://{name}", case.brokers, config=config, seed=seed, observers=[ready])
     try:
         cluster.start()
         _settle(cluster)
@@ -215,6 +232,12 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
             label = _apply(cluster, event)
             _settle(cluster)
             settle = time.perf_counter() - started
+            epoch = cluster.view().epoch
+            failover = (
+                ready.at[epoch] - started
+                if epoch != before_view.epoch and epoch in ready.at
+                else None
+            )
             windows, seconds = cluster.replication.unavailability()
             if event.catch_up:
                 cluster.replicate()
@@ -232,6 +255,7 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
                 seconds - seconds_before,
                 settle,
                 cluster.replication.totals().acked_lost - lost_before,
+                failover_seconds=failover,
             )
     finally:
         cluster.close()
@@ -296,6 +320,7 @@ def _observe(
     unavailable_seconds: float,
     settle: float,
     acked_lost: int,
+    failover_seconds: float | None = None,
 ) -> ElectionStep:
     view = cluster.view()
     counts = view.leaders_per_broker()
@@ -318,6 +343,7 @@ def _observe(
         leaders_per_broker=tuple(counts[b] for b in sorted(counts)),
         acked=cluster.replication.totals().acked,
         acked_lost=acked_lost,
+        failover_seconds=failover_seconds,
     )
 
 
@@ -329,6 +355,10 @@ ElectionMetric = functools.partial(FunctionMetric, kinds=(ELECTIONS_KIND,), step
 
 def _failover_ops(step: ElectionStep) -> float | None:
     return float(step.ops.round_trips) if step.index and step.failover else None
+
+
+def _failover_seconds(step: ElectionStep) -> float | None:
+    return step.failover_seconds if step.index else None
 
 
 def _woken(step: ElectionStep) -> float | None:
@@ -361,6 +391,14 @@ ELECTION_METRICS = (
         "lower",
         _failover_ops,
         headline="Which fails the controller over with least store work?",
+    ),
+    ElectionMetric(
+        "failover-seconds",
+        "seconds from the event until the new controller had re-elected what needed it",
+        "seconds",
+        "lower",
+        _failover_seconds,
+        headline="Which fails the controller over fastest?",
     ),
     ElectionMetric(
         "candidates-woken",

@@ -22,7 +22,7 @@ from coordkit.store import MetadataStore, SetData
 from harness.backends import Backend
 from harness.waiting import wait_for
 
-STRATEGIES = ["kafka", "latch"]
+STRATEGIES = ["kafka", "latch", "warm-standby"]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -26,10 +26,11 @@ def test_workload_and_metrics_are_registered() -> None:
     manager = get_plugin_manager()
     workload = _workload()
     assert (workload.kind, workload.strategy_kind) == (ELECTIONS_KIND, "controller election")
-    assert workload.strategies(manager) == ["kafka", "latch"]
+    assert workload.strategies(manager) == ["kafka", "latch", "warm-standby"]
     names = {r.name for r in manager.metrics if ELECTIONS_KIND in r.value.kinds}
     assert names == {
         "failover-store-ops",
+        "failover-seconds",
         "candidates-woken",
         "leader-skew",
         "unavailable-partitions",
@@ -57,8 +58,9 @@ def _run(strategy: str, seed: int, **params: Any) -> list[ElectionStep]:
     return list(_workload().simulate(base, seed, strategy, get_plugin_manager()))
 
 
-def test_steps_and_metrics() -> None:
-    steps = _run("kafka", 3)
+@pytest.mark.parametrize("strategy", ["kafka", "warm-standby"])
+def test_steps_and_metrics(strategy: str) -> None:
+    steps = _run(strategy, 3)
     assert [s.index for s in steps] == list(range(11))
     assert steps[0].event == "initial"
     assert steps[0].members == 4
@@ -70,9 +72,13 @@ def test_steps_and_metrics() -> None:
         assert _metric("unavailable-partition-seconds").compute(step) >= 0
         ops = _metric("failover-store-ops").compute(step)
         assert (ops is not None) == step.failover
+        seconds = _metric("failover-seconds").compute(step)
+        assert (seconds is not None) == step.failover
         if step.failover:
             assert ops > 0
             assert step.epoch_after > step.epoch_before
+            assert seconds is not None
+            assert 0 < seconds <= step.settle_seconds
 
 
 def test_latch_wakes_fewer_candidates_than_kafka() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from coordkit import layout
 from coordkit.engine import states
@@ -23,6 +24,9 @@ from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import BrokerInfo
 from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore, Stat
+
+if TYPE_CHECKING:
+    from coordkit.engine.controller.image import MetadataImage
 
 log = logging.getLogger("coordkit.engine.controller")
 
@@ -68,12 +72,28 @@ class ControllerContext:
     """Brokers, topics and partition states of one controller term.
 
     :param read_batch: paths per bulk read.
+    :param image: a standby's :class:`~.image.MetadataImage`, handed over by a warm election:
+        the term's first :meth:`load` fills the context from it instead of reading every node
+        (later loads, after a failed pass or a reconnect, read the store).
     """
 
-    def __init__(self, store: MetadataStore, *, read_batch: int, owner: str):
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        read_batch: int,
+        owner: str,
+        image: MetadataImage | None = None,
+    ):
         self.store = store
         self.read_batch = read_batch
+        self.image = image
+        #: Where the last :meth:`load` came from: ``"store"`` or ``"image"``.
+        self.loaded_from: str | None = None
+        self._owner = owner
         self.unreadable = UnreadableNodes(owner)
+        #: ``(dead, born, bounced)`` of the last broker read.
+        self.last_broker_change: tuple[set[int], set[int], set[int]] = (set(), set(), set())
         #: Registered brokers: id → (registration, czxid of the registration node).
         self.live: dict[int, tuple[BrokerInfo, int]] = {}
         self.topics: dict[str, dict[int, tuple[int, ...]]] = {}
@@ -117,8 +137,23 @@ class ControllerContext:
 
         Topics first: every broker registered before a loaded topic was created is then live for
         its first election (read first, a broker registering meanwhile would be missed and left
-        out of the new partitions' ISRs for good).
+        out of the new partitions' ISRs for good). With an image (once a term), the image fills
+        the context instead, unless it is not current.
         """
+        image, self.image = self.image, None
+        if image is not None:
+            if image.fill(self):
+                self.loaded_from = "image"
+                dead, born, bounced = self.last_broker_change
+                return dead, born, bounced
+            log.warning("%s: the standby image is not current; reading the store", self._owner)
+        self.loaded_from = "store"
+        self.reset_topics()
+        self.load_topics(self.children(layout.BROKER_TOPICS))
+        return self.sync_brokers()
+
+    def reset_topics(self) -> None:
+        """Forget every topic and partition (before a full load)."""
         self.topics = {}
         self.parts = {}
         self.unreadable_states = set()
@@ -127,8 +162,6 @@ class ControllerContext:
         self.known_topics = frozenset()
         self.ignored_topics = frozenset()
         self.assignment_mzxid = {}
-        self.load_topics(self.children(layout.BROKER_TOPICS))
-        return self.sync_brokers()
 
     def sync_brokers(self) -> tuple[set[int], set[int], set[int]]:
         """Re-read ``/brokers/ids``; returns ``(dead, born, bounced)`` against the last read
@@ -144,8 +177,33 @@ class ControllerContext:
             else:
                 ids.append(broker)
         paths = [layout.broker_path(b) for b in ids]
+        return self._take_brokers(ids, ignored, self.get_many(paths))
+
+    def take_brokers(self, read: Sequence[tuple[str, tuple[bytes, Stat]]]) -> None:
+        """Take ``/brokers/ids`` as read elsewhere (an image): ``(child name, (data, stat))``;
+        :attr:`last_broker_change` holds ``(dead, born, bounced)`` against the previous read."""
+        ids: list[int] = []
+        ignored: set[str] = set()
+        results: list[tuple[bytes, Stat] | StoreError] = []
+        for name, result in read:
+            broker = numeric_name(name)
+            if broker is None:
+                self.unreadable.record(f"{layout.BROKER_IDS}/{name}", "not a broker id")
+                ignored.add(name)
+            else:
+                ids.append(broker)
+                results.append(result)
+        self._take_brokers(ids, ignored, results)
+
+    def _take_brokers(
+        self,
+        ids: list[int],
+        ignored: set[str],
+        results: Sequence[tuple[bytes, Stat] | StoreError],
+    ) -> tuple[set[int], set[int], set[int]]:
+        paths = [layout.broker_path(b) for b in ids]
         current: dict[int, tuple[BrokerInfo, int]] = {}
-        for broker, path, result in zip(ids, paths, self.get_many(paths), strict=True):
+        for broker, path, result in zip(ids, paths, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue  # gone since the listing
             if isinstance(result, StoreError):
@@ -166,6 +224,7 @@ class ControllerContext:
         self.known_brokers = frozenset(current)
         self.ignored_brokers = frozenset(ignored)
         self.shutting_down -= dead | bounced
+        self.last_broker_change = (dead, born, bounced)
         return dead, born, bounced
 
     def load_topics(self, topics: Iterable[str]) -> list[TP]:

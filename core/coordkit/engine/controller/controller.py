@@ -14,7 +14,9 @@ Each pass is level-triggered (as Kubernetes controllers reconcile observed state
 is computed from what the store holds now, so a write that failed, timed out or was cut off by a
 reconnect or a server restart is planned again on the next pass. The first pass of a term (and any
 pass after a failure or a reconnect) reads everything with bulk reads, as Kafka's controller does
-on failover; later passes read only what their marks name. Safety does not rest on the cache:
+on failover, unless a warm election handed over a standby's image (``term.image``, see
+:mod:`.image`): then the first pass fills the context from memory. Later passes read only what
+their marks name. Safety does not rest on the cache:
 every write is fenced by the ``/controller_epoch`` version and by the version of the state node it
 replaces, and leader epochs only grow.
 """
@@ -77,7 +79,9 @@ class Controller:
         self._fenced = False
         owner = f"controller {term.broker_id} (epoch {term.epoch})"
         writer = FencedWriter(store, term)
-        self.context = ControllerContext(store, read_batch=config.read_batch, owner=owner)
+        self.context = ControllerContext(
+            store, read_batch=config.read_batch, owner=owner, image=term.image
+        )
         # Several multis in flight pay off only where a round trip costs something.
         networked = store.characteristics.shared_across_processes
         self.partitions = PartitionStateMachine(
@@ -314,12 +318,13 @@ class Controller:
         self.ready.set()
         context = self.context
         log.info(
-            "controller %s (epoch %s) ready in %.3fs (load %.3fs, elect %.3fs, persist %.3fs): "
+            "controller %s (epoch %s) ready in %.3fs (load %.3fs from %s, elect %.3fs, persist %.3fs): "
             "%d brokers, %d topics, %d partitions, %d states written",
             self.broker_id,
             self.epoch,
             self.ready_seconds,
             self.phases["load"],
+            context.loaded_from,
             self.phases["elect"],
             self.phases["persist"],
             len(context.live),

@@ -1,0 +1,537 @@
+"""A standby controller's image of the cluster: brokers, topics and partition states, kept current
+by the store's change feed (:meth:`~coordkit.store.MetadataStore.watch_tree` on ``/brokers``).
+
+A ``warm-standby`` candidate keeps one (KRaft's standby controllers hold the metadata log the same
+way), so that on winning the election its controller fills :class:`~.context.ControllerContext`
+from memory instead of reading every partition state from the store (:meth:`MetadataImage.fill`).
+
+Merging a feed with reads follows :meth:`~coordkit.store.TreeEvent.newer_than`: the feed opens
+with RESYNC (and says RESYNC again after a lost session or a trimmed history); the image then
+buffers what follows, re-reads the subtree with bulk reads (:meth:`MetadataImage.sync`, on the
+owner's thread, never the store's event thread), replaces its contents with the read and replays
+the buffer, keeping only events newer than what the read returned. Events of a store without
+history that carry no state (``state_known`` False) are skipped: their DELETED follows.
+
+Representation (the image must fit 2,000,000 partitions): per topic, one numpy structured array
+of the partition states (leader, leader epoch, controller epoch, node version, mzxid, status: 41
+bytes a partition) and two lists of interned tuples (replicas and ISR: the same few tuples are
+shared by every partition that has them). States that do not fit the columns (a partition the
+assignment does not name yet, a number beyond 64 bits) live in a small per-topic dict.
+:meth:`MetadataImage.nbytes` reports the size; the readable API is :meth:`MetadataImage.brokers`,
+:meth:`MetadataImage.topics`, :meth:`MetadataImage.partition_state` and :meth:`fill`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from coordkit import layout
+from coordkit.engine import states
+from coordkit.engine.states import TP, LeaderIsr
+from coordkit.errors import LayoutError, NoNodeError, StoreError
+from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
+
+if TYPE_CHECKING:
+    from coordkit.engine.controller.context import ControllerContext
+
+log = logging.getLogger("coordkit.engine.controller")
+
+#: What an image follows: the brokers' registrations and the topics with their partition states.
+ROOT = "/brokers"
+
+STATE_DTYPE = np.dtype(
+    [
+        ("leader", "<i8"),
+        ("leader_epoch", "<i8"),
+        ("controller_epoch", "<i8"),
+        ("zk_version", "<i8"),
+        ("mzxid", "<i8"),
+        ("status", "i1"),
+    ]
+)
+#: Status of a partition's state node in the image.
+ABSENT, READABLE, UNREADABLE, UNKNOWN = 0, 1, 2, 3
+
+_BROKER_PREFIX = layout.BROKER_IDS + "/"
+_TOPIC_PREFIX = layout.BROKER_TOPICS + "/"
+_EMPTY = np.zeros(0, dtype=STATE_DTYPE)
+
+
+def _held(mzxid: int | None) -> Stat | None:
+    """A stand-in for the held node's stat: :meth:`TreeEvent.newer_than` compares only mzxid."""
+    return None if mzxid is None else Stat(0, mzxid, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+class _Loose:
+    """A partition state kept outside the columns."""
+
+    __slots__ = ("mzxid", "reason", "state", "status")
+
+    def __init__(self, status: int, mzxid: int, state: LeaderIsr | None, reason: str | None):
+        self.status = status
+        self.mzxid = mzxid
+        self.state = state
+        self.reason = reason
+
+
+class _Topic:
+    """One topic: its assignment node and its partition states, columnar."""
+
+    __slots__ = ("error", "isr", "loose", "mzxid", "reasons", "replicas", "sparse", "states")
+
+    def __init__(self, mzxid: int) -> None:
+        self.mzxid = mzxid
+        #: Replicas of partitions 0..n-1 (interned tuples), or None (unreadable or not dense).
+        self.replicas: list[tuple[int, ...]] | None = None
+        #: A readable assignment whose partitions are not 0..n-1 (rare; its states are loose).
+        self.sparse: dict[int, tuple[int, ...]] | None = None
+        #: Why the assignment is unreadable (None: readable).
+        self.error: str | None = None
+        self.states: np.ndarray = _EMPTY
+        self.isr: list[tuple[int, ...]] = []
+        self.loose: dict[int, _Loose] = {}
+        #: Why an UNREADABLE column state is unreadable, by partition.
+        self.reasons: dict[int, str] = {}
+
+    def assignment(self) -> dict[int, tuple[int, ...]] | None:
+        if self.replicas is not None:
+            return dict(enumerate(self.replicas))
+        return None if self.sparse is None else dict(self.sparse)
+
+    def resize(self, count: int) -> None:
+        """Columns for partitions 0..count-1: new ones are UNKNOWN (their state node may predate
+        the assignment naming them) unless the feed brought their state already."""
+        have = len(self.states)
+        if count <= have:
+            return
+        grown = np.zeros(count, dtype=STATE_DTYPE)
+        grown[:have] = self.states
+        grown["status"][have:] = UNKNOWN
+        self.states = grown
+        self.isr.extend([()] * (count - have))
+        for partition in [p for p in self.loose if have <= p < count]:
+            held = self.loose.pop(partition)
+            self.put(partition, held.status, held.mzxid, held.state, held.reason)
+
+    def held_mzxid(self, partition: int) -> int | None:
+        loose = self.loose.get(partition)
+        if loose is not None:
+            return None if loose.status in (ABSENT, UNKNOWN) else loose.mzxid
+        if 0 <= partition < len(self.states):
+            row = self.states[partition]
+            return None if int(row["status"]) in (ABSENT, UNKNOWN) else int(row["mzxid"])
+        return None
+
+    def put(
+        self, partition: int, status: int, mzxid: int, state: LeaderIsr | None, reason: str | None
+    ) -> None:
+        self.reasons.pop(partition, None)
+        if 0 <= partition < len(self.states):
+            self.loose.pop(partition, None)
+            try:
+                if state is not None:
+                    self.states[partition] = (
+                        state.leader,
+                        state.leader_epoch,
+                        state.controller_epoch,
+                        state.zk_version,
+                        mzxid,
+                        status,
+                    )
+                    self.isr[partition] = state.isr
+                else:
+                    self.states[partition] = (0, 0, 0, 0, mzxid, status)
+                    self.isr[partition] = ()
+                    if reason is not None:
+                        self.reasons[partition] = reason
+                return
+            except OverflowError:
+                self.states[partition] = (0, 0, 0, 0, 0, UNKNOWN)  # held loose below
+        if status == ABSENT:
+            self.loose.pop(partition, None)
+        else:
+            self.loose[partition] = _Loose(status, mzxid, state, reason)
+
+    def get(self, partition: int) -> tuple[int, LeaderIsr | None, str | None]:
+        """``(status, state, reason)`` of one partition."""
+        loose = self.loose.get(partition)
+        if loose is not None:
+            return loose.status, loose.state, loose.reason
+        if not 0 <= partition < len(self.states):
+            return ABSENT, None, None
+        row = self.states[partition]
+        status = int(row["status"])
+        if status != READABLE:
+            return status, None, self.reasons.get(partition)
+        state = LeaderIsr(
+            int(row["leader"]),
+            int(row["leader_epoch"]),
+            self.isr[partition],
+            int(row["controller_epoch"]),
+            int(row["zk_version"]),
+        )
+        return status, state, None
+
+
+class MetadataImage:
+    """Brokers, topics and partition states below ``/brokers``, as of :attr:`position`.
+
+    Thread use: :meth:`apply` runs on the store's event thread (the feed's callback);
+    :meth:`sync` and :meth:`fill` on the owner's threads; a lock keeps them apart.
+
+    :param read_batch: paths per bulk read when the image re-reads the subtree.
+    """
+
+    def __init__(self, *, read_batch: int = 10_000) -> None:
+        self.read_batch = read_batch
+        self._lock = threading.Lock()
+        self._brokers: dict[str, tuple[bytes, int, int]] = {}  # name → (data, czxid, mzxid)
+        self._topics: dict[str, _Topic] = {}
+        self._interned: dict[tuple[int, ...], tuple[int, ...]] = {}
+        #: Position of the last change applied (None before the first read).
+        self.position: int | None = None
+        #: Position of a RESYNC not yet followed by a re-read (None: the image is current).
+        self._resync_at: int | None = None
+        self._buffer: list[TreeEvent] = []
+        #: Events applied and subtree re-reads done (for tests and reports).
+        self.events_applied = 0
+        self.reads = 0
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def current(self) -> bool:
+        """Whether every change the feed delivered is applied (no re-read pending)."""
+        with self._lock:
+            return self._resync_at is None and self.position is not None
+
+    def brokers(self) -> dict[str, tuple[bytes, int]]:
+        """Children of ``/brokers/ids``: name → (registration bytes, czxid)."""
+        with self._lock:
+            return {name: (data, czxid) for name, (data, czxid, _m) in self._brokers.items()}
+
+    def topics(self) -> dict[str, dict[int, tuple[int, ...]] | None]:
+        """Each topic's replica assignment (None where its node is unreadable)."""
+        with self._lock:
+            return {name: topic.assignment() for name, topic in self._topics.items()}
+
+    def partition_state(self, tp: TP) -> LeaderIsr | None:
+        """The state of ``tp`` (None: no state node, or one that does not decode)."""
+        with self._lock:
+            topic = self._topics.get(tp[0])
+            return None if topic is None else topic.get(tp[1])[1]
+
+    def partitions(self) -> int:
+        """Partitions the assignments name."""
+        with self._lock:
+            return sum(
+                len(t.replicas or t.sparse or ()) for t in self._topics.values() if not t.error
+            )
+
+    def nbytes(self) -> int:
+        """Bytes of the columns and of the per-partition lists (interned tuples counted once)."""
+        with self._lock:
+            total = 0
+            for topic in self._topics.values():
+                total += topic.states.nbytes + 8 * (len(topic.isr) + len(topic.replicas or ()))
+            return total
+
+    # -- the feed (store event thread) -----------------------------------------------------------
+
+    def apply(self, event: TreeEvent) -> bool:
+        """Apply one feed event; True when it asks for a re-read (call :meth:`sync`)."""
+        with self._lock:
+            if event.kind is TreeEventKind.RESYNC:
+                self._resync_at = event.position
+                self._buffer = []
+                return True
+            if self._resync_at is not None:
+                self._buffer.append(event)
+                return False
+            self._apply(event)
+            return False
+
+    def _apply(self, event: TreeEvent) -> None:
+        self.position = event.position
+        self.events_applied += 1
+        path = event.path
+        if path.startswith(_BROKER_PREFIX):
+            name = path[len(_BROKER_PREFIX) :]
+            if "/" in name:
+                return
+            held = self._brokers.get(name)
+            if not event.newer_than(_held(None if held is None else held[2])):
+                return
+            if event.kind is TreeEventKind.DELETED:
+                del self._brokers[name]
+            elif event.data is not None and event.stat is not None:
+                self._brokers[name] = (event.data, event.stat.czxid, event.stat.mzxid)
+            return
+        if not path.startswith(_TOPIC_PREFIX):
+            return
+        rest = path[len(_TOPIC_PREFIX) :]
+        if "/" not in rest:
+            self._topic_event(rest, event)
+            return
+        tp = states.parse_state_path(path)
+        if tp is None:
+            return
+        topic = self._topics.get(tp[0])
+        if topic is None:
+            return  # a child event for a topic gone (its DELETED came first)
+        held_at = topic.held_mzxid(tp[1])
+        status = topic.get(tp[1])[0]
+        if status != UNKNOWN and not event.newer_than(_held(held_at)):
+            return
+        if event.kind is TreeEventKind.DELETED:
+            topic.put(tp[1], ABSENT, 0, None, None)
+        elif event.data is not None and event.stat is not None:
+            self._put_state(topic, tp, event.data, event.stat)
+
+    def _topic_event(self, name: str, event: TreeEvent) -> None:
+        topic = self._topics.get(name)
+        if not event.newer_than(_held(None if topic is None else topic.mzxid)):
+            return
+        if event.kind is TreeEventKind.DELETED:
+            del self._topics[name]
+            return
+        if event.data is None or event.stat is None:
+            return
+        if topic is None or event.kind is TreeEventKind.CREATED:
+            # A new node: no partition state can predate it (states are its descendants).
+            topic = self._topics[name] = _Topic(event.stat.mzxid)
+            self._set_assignment(name, topic, event.data, created=True)
+        else:
+            topic.mzxid = event.stat.mzxid
+            self._set_assignment(name, topic, event.data, created=False)
+
+    # -- decoding --------------------------------------------------------------------------------
+
+    def _intern(self, value: tuple[int, ...]) -> tuple[int, ...]:
+        return self._interned.setdefault(value, value)
+
+    def _set_assignment(self, name: str, topic: _Topic, data: bytes, *, created: bool) -> None:
+        path = _TOPIC_PREFIX + name
+        try:
+            assignment = states.decode_assignment(path, data)
+        except LayoutError as exc:
+            topic.error = exc.detail
+            return
+        topic.error = None
+        intern = self._intern
+        if sorted(assignment) == list(range(len(assignment))):
+            topic.sparse = None
+            topic.replicas = [intern(assignment[p]) for p in range(len(assignment))]
+            if created and not len(topic.states):
+                topic.states = np.zeros(len(assignment), dtype=STATE_DTYPE)
+                topic.isr = [()] * len(assignment)
+            else:
+                topic.resize(len(assignment))
+        else:
+            topic.replicas = None
+            topic.sparse = {p: intern(r) for p, r in assignment.items()}
+
+    def _put_state(self, topic: _Topic, tp: TP, data: bytes, stat: Stat) -> None:
+        try:
+            state = states.decode_state(states.state_path(tp), data, stat.version)
+        except LayoutError as exc:
+            topic.put(tp[1], UNREADABLE, stat.mzxid, None, exc.detail)
+            return
+        state.isr = self._intern(state.isr)
+        topic.put(tp[1], READABLE, stat.mzxid, state, None)
+
+    # -- re-reading (owner's thread) ---------------------------------------------------------------
+
+    def sync(self, store: MetadataStore, *, attempts: int = 5) -> bool:
+        """Do the re-read a RESYNC asked for, if any; True when the image is current.
+
+        Reads the subtree as a cold controller would (children, then bulk reads), then, under the
+        lock, replaces the image with the read and replays the events buffered meanwhile. A RESYNC
+        arriving during the read makes the read stale: it starts again (``attempts`` times).
+        """
+        for _ in range(attempts):
+            with self._lock:
+                target = self._resync_at
+            if target is None:
+                return self.position is not None
+            brokers, topics = self._read(store)
+            with self._lock:
+                if self._resync_at != target:
+                    continue
+                self._brokers = brokers
+                self._topics = topics
+                self.position = target
+                self.reads += 1
+                buffered, self._buffer = self._buffer, []
+                self._resync_at = None
+                for event in buffered:
+                    self._apply(event)
+            log.info(
+                "image re-read at position %s: %d brokers, %d topics (%d events replayed)",
+                target,
+                len(brokers),
+                len(topics),
+                len(buffered),
+            )
+            return True
+        return False
+
+    def _get_many(
+        self, store: MetadataStore, paths: Sequence[str]
+    ) -> list[tuple[bytes, Stat] | StoreError]:
+        out: list[tuple[bytes, Stat] | StoreError] = []
+        for start in range(0, len(paths), self.read_batch):
+            out.extend(store.get_many(paths[start : start + self.read_batch]))
+        return out
+
+    def _read(
+        self, store: MetadataStore
+    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic]]:
+        def children(path: str) -> list[str]:
+            try:
+                return store.children(path)
+            except NoNodeError:
+                return []
+
+        self._interned = {}
+        brokers: dict[str, tuple[bytes, int, int]] = {}
+        names = children(layout.BROKER_IDS)
+        for name, result in zip(
+            names, self._get_many(store, [_BROKER_PREFIX + n for n in names]), strict=True
+        ):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, StoreError):
+                raise result
+            brokers[name] = (result[0], result[1].czxid, result[1].mzxid)
+        topics: dict[str, _Topic] = {}
+        names = children(layout.BROKER_TOPICS)
+        wanted: list[TP] = []
+        for name, result in zip(
+            names, self._get_many(store, [_TOPIC_PREFIX + n for n in names]), strict=True
+        ):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, StoreError):
+                raise result
+            topic = topics[name] = _Topic(result[1].mzxid)
+            self._set_assignment(name, topic, result[0], created=True)
+            if topic.replicas is not None:
+                wanted.extend((name, p) for p in range(len(topic.replicas)))
+            elif topic.sparse is not None:
+                wanted.extend((name, p) for p in topic.sparse)
+        for tp, result in zip(
+            wanted, self._get_many(store, [states.state_path(tp) for tp in wanted]), strict=True
+        ):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, StoreError):
+                raise result
+            self._put_state(topics[tp[0]], tp, result[0], result[1])
+        return brokers, topics
+
+    # -- the hand-over (controller's thread) --------------------------------------------------------
+
+    def fill(self, context: ControllerContext) -> bool:
+        """Fill ``context`` as :meth:`ControllerContext.load` would from the store; False (and
+        ``context`` untouched) when the image is not current. Partitions whose state the image
+        cannot vouch for (UNKNOWN: named by an assignment after their node may have appeared) are
+        read from the store, as few as they are."""
+        from coordkit.engine.controller.context import PartitionInfo
+
+        unknown: list[TP] = []
+        with self._lock:
+            if self._resync_at is not None or self.position is None:
+                return False
+            brokers = [
+                (name, (data, Stat(czxid, mzxid, 0, 0, 0, 0, 0, 0, 0, len(data), 0)))
+                for name, (data, czxid, mzxid) in self._brokers.items()
+            ]
+            context.reset_topics()
+            parts = context.parts
+            ignored: set[str] = set()
+            for name in sorted(self._topics):
+                topic = self._topics[name]
+                path = _TOPIC_PREFIX + name
+                if topic.error is not None:
+                    context.unreadable.record(path, topic.error)
+                    ignored.add(name)
+                    continue
+                context.unreadable.clear(path)
+                assignment = topic.assignment()
+                assert assignment is not None
+                context.topics[name] = assignment
+                context.assignment_mzxid[name] = topic.mzxid
+                has_state = False
+                if topic.replicas is not None:
+                    column = topic.states
+                    rows = zip(
+                        column["status"].tolist(),
+                        column["leader"].tolist(),
+                        column["leader_epoch"].tolist(),
+                        column["controller_epoch"].tolist(),
+                        column["zk_version"].tolist(),
+                        topic.isr,
+                        topic.replicas,
+                        strict=False,
+                    )
+                    for partition, (
+                        status,
+                        leader,
+                        epoch,
+                        c_epoch,
+                        version,
+                        isr,
+                        replicas,
+                    ) in enumerate(rows):
+                        tp = (name, partition)
+                        if status == READABLE:
+                            parts[tp] = PartitionInfo(
+                                replicas, LeaderIsr(leader, epoch, isr, c_epoch, version)
+                            )
+                            has_state = True
+                            continue
+                        parts[tp] = PartitionInfo(replicas)
+                        if status == UNREADABLE:
+                            has_state = True
+                            self._unreadable(context, tp, topic.reasons.get(partition, "?"))
+                        elif status == UNKNOWN and partition not in topic.loose:
+                            unknown.append(tp)
+                for partition, loose in topic.loose.items():
+                    replicas = assignment.get(partition)
+                    if replicas is None:
+                        continue
+                    tp = (name, partition)
+                    parts[tp] = PartitionInfo(replicas, loose.state)
+                    if loose.status == UNREADABLE:
+                        self._unreadable(context, tp, loose.reason or "?")
+                    if loose.status in (READABLE, UNREADABLE):
+                        has_state = True
+                    elif loose.status == UNKNOWN:
+                        unknown.append(tp)
+                if topic.sparse is not None:
+                    for partition, replicas in topic.sparse.items():
+                        if (name, partition) not in parts:
+                            parts[(name, partition)] = PartitionInfo(replicas)
+                if has_state:
+                    context.partitions_nodes.add(name)
+            context.known_topics = frozenset(context.topics)
+            context.ignored_topics = frozenset(ignored)
+        context.take_brokers(brokers)
+        if unknown:
+            context.refresh_states(unknown)
+        return True
+
+    @staticmethod
+    def _unreadable(context: ControllerContext, tp: TP, reason: str) -> None:
+        context.unreadable_states.add(tp)
+        context.unreadable.record(states.state_path(tp), reason)
+
+    def __repr__(self) -> str:
+        state = "current" if self._resync_at is None else f"re-read pending ({self._resync_at})"
+        return f"<MetadataImage at {self.position} {state}: {len(self._topics)} topics>"

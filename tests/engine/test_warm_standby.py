@@ -1,0 +1,273 @@
+"""The ``warm-standby`` controller election on every backend given with ``--backend``: the winner's
+controller loads from its image (not from a bulk read), the image matches the store even when the
+controller died with writes in flight or a standby lost its session, and the cluster converges
+with every write fenced (the shared failover tests in test_controller.py run it too)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from coordkit.engine import Cluster, EngineConfig
+from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.controller.image import ROOT, MetadataImage
+from coordkit.engine.instrument import InstrumentedStore
+from coordkit.errors import StoreError
+from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
+from coordkit_elections.controller_warm import WarmStandbyCandidate
+from harness.backends import Backend
+from harness.waiting import wait_for
+
+WARM = EngineConfig(controller_election="warm-standby", auto_leader_rebalance=False)
+
+
+class StateReads(InstrumentedStore):
+    """Counts reads of partition state nodes by this session."""
+
+    def __init__(self, inner: MetadataStore):
+        super().__init__(inner, "state-reads")
+        self.state_reads = 0
+
+    def get(self, path: str) -> tuple[bytes, Stat]:
+        self.state_reads += path.endswith("/state")
+        return super().get(path)
+
+    def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
+        self.state_reads += sum(1 for p in paths_ if p.endswith("/state"))
+        return super().get_many(paths_)
+
+
+def fresh_image(store: MetadataStore) -> MetadataImage:
+    image = MetadataImage()
+    image.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, 0))
+    assert image.sync(store)
+    return image
+
+
+def image_contents(image: MetadataImage) -> dict[str, Any]:
+    def state(tp: tuple[str, int]) -> tuple[Any, ...] | None:
+        s = image.partition_state(tp)
+        return None if s is None else (s.leader, s.leader_epoch, s.isr, s.controller_epoch)
+
+    topics = image.topics()
+    return {
+        "brokers": sorted(image.brokers()),
+        "topics": topics,
+        "states": {(t, p): state((t, p)) for t, a in topics.items() for p in a or {}},
+    }
+
+
+def context_contents(context: ControllerContext) -> dict[str, Any]:
+    return {
+        "live": sorted(context.live),
+        "topics": context.topics,
+        "parts": {
+            tp: (
+                part.replicas,
+                None
+                if part.state is None
+                else (part.state.leader, part.state.leader_epoch, part.state.isr),
+            )
+            for tp, part in context.parts.items()
+        },
+    }
+
+
+def candidate(cluster: Cluster, broker: int) -> WarmStandbyCandidate:
+    found = cluster.broker(broker)._candidate
+    assert isinstance(found, WarmStandbyCandidate)
+    return found
+
+
+def wait_image_matches(cluster: Cluster, broker: int, store: MetadataStore) -> None:
+    """The candidate's image, once its feed is caught up, equals a fresh read of the store."""
+    image = candidate(cluster, broker).image
+
+    def matches() -> bool:
+        feed = candidate(cluster, broker)._feed
+        return (
+            feed is not None
+            and feed.flush()
+            and image.current
+            and image_contents(image) == image_contents(fresh_image(store))
+        )
+
+    wait_for(matches, what=f"broker {broker}'s image to equal a fresh read of the store")
+
+
+def test_the_winner_loads_from_its_image_caught_up_past_writes_in_flight(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any], open_session: Any
+) -> None:
+    cluster = make_cluster(4, config=WARM)
+    cluster.create_topic("base", 12, 3)
+    before = until(cluster, lambda v: len(v.partitions) == 12, "base to get leaders")
+    stop = threading.Event()
+    created: list[str] = []
+
+    def write() -> None:
+        # Topics and partition additions land before, during and after the failover.
+        n = 0
+        while not stop.is_set() and n < 200:
+            name = f"w{n}"
+            cluster.create_topic(name, 2, 2)
+            created.append(name)
+            if n % 3 == 0:
+                cluster.add_partitions(name, 4)
+            n += 1
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    wait_for(lambda: len(created) >= 5, what="writes in flight")
+    cluster.kill(before.controller)
+    wait_for(
+        lambda: (
+            (b := cluster.controller_broker()) is not None
+            and b.controller is not None
+            and b.controller.ready.is_set()
+        ),
+        what="a new controller",
+    )
+    stop.set()
+    writer.join(timeout=60)
+    holder = cluster.controller_broker()
+    assert holder is not None
+    assert holder.controller is not None
+    assert holder.broker_id != before.controller
+    assert holder.controller.context.loaded_from == "image"
+    assert candidate(cluster, holder.broker_id).catch_up_seconds is not None
+    total = 12 + sum(4 if int(t[1:]) % 3 == 0 else 2 for t in created)
+    after = until(
+        cluster,
+        lambda v: len(v.partitions) == total and not v.offline(),
+        "every partition, old and new, led",
+    )
+    assert after.epoch == before.epoch + 1
+    admin = open_session()
+    # The controller's context, having followed its own marks since, matches a cold load ...
+    cold = ControllerContext(admin, read_batch=100, owner="check")
+    cold.load()
+    warm = holder.controller.context
+    assert holder.controller.leaders().result(timeout=30) is not None  # a pass boundary
+    assert context_contents(warm) == context_contents(cold)
+    # ... and every live candidate's image equals a fresh read.
+    for broker in cluster.live_brokers():
+        wait_image_matches(cluster, broker, admin)
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
+
+
+@pytest.mark.parametrize("strategy", ["latch", "warm-standby"])
+def test_only_the_cold_controller_reads_every_partition_state(
+    backend: Backend, store_url: str, strategy: str
+) -> None:
+    sessions: dict[int, StateReads] = {}
+    order: list[StateReads] = []
+
+    def opener() -> MetadataStore:
+        store = StateReads(backend.open(store_url))
+        order.append(store)
+        return store
+
+    config = EngineConfig(controller_election=strategy, auto_leader_rebalance=False)
+    cluster = Cluster(opener, 3, seed=7, config=config).start()
+    try:
+        partitions = 600
+        for t in range(6):
+            cluster.create_topic(f"t{t}", partitions // 6, 2)
+        view = cluster.wait_settled(timeout=60)
+        wait_for(lambda: len(cluster.view().partitions) == partitions, what="leaders")
+        for broker in cluster.broker_ids:
+            store = cluster.broker(broker).store
+            assert isinstance(store, InstrumentedStore)
+            inner = store.inner
+            assert isinstance(inner, StateReads)
+            sessions[broker] = inner
+        view = cluster.view()
+        assert view.controller is not None
+        before = {b: s.state_reads for b, s in sessions.items()}
+        cluster.kill(view.controller)
+        wait_for(
+            lambda: (
+                (b := cluster.controller_broker()) is not None
+                and b.controller is not None
+                and b.controller.ready.is_set()
+            ),
+            what="a new controller",
+        )
+        holder = cluster.controller_broker()
+        assert holder is not None
+        assert holder.controller is not None
+        read = sessions[holder.broker_id].state_reads - before[holder.broker_id]
+        if strategy == "warm-standby":
+            assert holder.controller.context.loaded_from == "image"
+            assert read < partitions // 10, f"the warm controller read {read} state nodes"
+        else:
+            assert holder.controller.context.loaded_from == "store"
+            assert read >= partitions
+    finally:
+        cluster.close()
+
+
+def test_a_standby_that_lost_its_session_re_reads_and_still_takes_over(
+    make_cluster: Callable[..., Cluster],
+    until: Callable[..., Any],
+    backend: Backend,
+    open_session: Any,
+) -> None:
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("t", 8, 3)
+    before = until(cluster, lambda v: len(v.partitions) == 8, "t to get leaders")
+    standby = next(b for b in cluster.broker_ids if b != before.controller)
+    reads = candidate(cluster, standby).image.reads
+    raw = cluster.raw_store(standby)
+    backend.expire(raw)
+    cluster.create_topic("u", 4, 2)
+    if not raw.characteristics.change_feed_history:
+        # Changes during the gap are lost to the feed (ZooKeeper): it says RESYNC, and re-reads.
+        wait_for(
+            lambda: candidate(cluster, standby).image.reads > reads,
+            what="the standby to re-read after its session was lost",
+        )
+    until(cluster, lambda v: len(v.partitions) == 12 and standby in v.brokers, "u led")
+    wait_image_matches(cluster, standby, open_session())
+    for victim in [b for b in cluster.broker_ids if b != standby]:
+        cluster.kill(victim)
+    holder = cluster.broker(standby)
+    wait_for(
+        lambda: holder.controller is not None and holder.controller.ready.is_set(),
+        what="the standby to take over",
+    )
+    assert holder.controller is not None
+    assert holder.controller.context.loaded_from == "image"
+    after = cluster.view()
+    # Every partition with a replica on the standby is led by it now.
+    assert all(p.leader == standby for p in after.partitions if standby in p.isr)
+    assert after.epoch > before.epoch
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
+
+
+def test_repeated_failovers_converge_with_every_write_fenced(
+    make_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("t", 20, 3)
+    cluster.wait_converged(timeout=60)
+    for round_ in range(3):
+        controller = cluster.view().controller
+        assert controller is not None
+        cluster.kill(controller)
+        cluster.create_topic(f"r{round_}", 5, 2)
+        cluster.restart(controller)
+        result = cluster.wait_converged(timeout=60)
+        assert result.partitions == 20 + 5 * (round_ + 1)
+        holder = cluster.controller_broker()
+        assert holder is not None
+        assert holder.controller is not None
+        assert holder.controller.context.loaded_from == "image"
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
+    assert cluster.history.epochs() == sorted(set(cluster.history.epochs()))
