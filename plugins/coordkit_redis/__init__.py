@@ -2,10 +2,11 @@
 
 ``redis://[:password@|user:password@]host:port/db?prefix=NAME&session_timeout=10`` and
 ``rediss://`` (TLS). Node records are hashes with ZooKeeper's version counters, children are sets,
-every compound write is one atomic Lua script, sessions are keys with a TTL renewed by a heartbeat,
-ephemeral nodes are indexed by session and reaped when it expires, and a change stream with revision
-numbers feeds the watches. All keys of one store share the hash tag ``{prefix}``, so the scripts
-stay atomic on Redis Cluster. redis-py is imported only when a store is opened.
+every compound write is one atomic Lua script, sessions are keys with a TTL renewed by a heartbeat
+on a thread and connection of its own, ephemeral nodes are indexed by session and reaped when it
+expires, and change streams sharded by directory feed the watches (a client reads the shards of
+what it watches). All keys of one store share the hash tag ``{prefix}``, so the scripts stay atomic
+on Redis Cluster. redis-py is imported only when a store is opened.
 """
 
 from __future__ import annotations

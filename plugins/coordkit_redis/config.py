@@ -1,9 +1,10 @@
 """``redis://`` / ``rediss://`` URLs → connection settings, and what the server guarantees.
 
 ``redis://[:password@|user:password@]host:port/db?prefix=NAME&session_timeout=10`` with optional
-``socket_timeout``, ``connect_timeout`` (seconds) and ``stream_maxlen`` (change stream entries
-kept); ``rediss://`` adds TLS with ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``,
-``ssl_cert_reqs`` (none, optional, required) and ``ssl_check_hostname`` (true/false).
+``socket_timeout``, ``connect_timeout`` (seconds) and ``stream_maxlen`` (entries kept per
+change-stream shard, approximately; 256 shards); ``rediss://`` adds TLS with ``ssl_ca_certs``,
+``ssl_certfile``, ``ssl_keyfile``, ``ssl_cert_reqs`` (none, optional, required) and
+``ssl_check_hostname`` (true/false).
 
 Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`:
 durations 0.001 to 86400 seconds, ``stream_maxlen`` 1 to 100,000,000, the database 0 to
@@ -26,7 +27,8 @@ DEFAULT_PORT = 6379
 DEFAULT_SESSION_TIMEOUT = 10.0
 DEFAULT_SOCKET_TIMEOUT = 10.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
-DEFAULT_STREAM_MAXLEN = 2_000
+#: Per shard: a client falls this far behind in a shard it reads before it must resync.
+DEFAULT_STREAM_MAXLEN = 1_000
 MAX_STREAM_MAXLEN = 100_000_000
 #: Redis takes the database index as a C int.
 MAX_DB = 2**31 - 1

@@ -2,11 +2,13 @@
 
 Every key starts with the hash tag ``{prefix}`` so that all keys of a store fall in one Redis
 Cluster slot and each Lua script stays atomic. The layout itself is documented in
-``lua/engine.lua``; this module is its Python mirror.
+``lua/engine.lua``; this module is its Python mirror, change-stream shards included (see
+:mod:`coordkit_redis.changes` for why the stream is sharded by directory).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import attrs
@@ -27,6 +29,25 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
+#: Change-stream shards per store. Fixed: every client of a store must route events the same way
+#: (the shard is the first two hex digits of the directory's SHA-1, as ``engine.lua`` computes it).
+SHARDS = 256
+
+
+def shard_number(directory: str) -> int:
+    """The change-stream shard holding the events of ``directory``'s entries."""
+    return int(hashlib.sha1(directory.encode(), usedforsecurity=False).hexdigest()[:2], 16)
+
+
+def event_directory(kind: str, path: str) -> str:
+    """The directory an event is filed under: a node's data event (``D``) under its parent (the
+    root's under itself), a children event (``C``) under the node itself."""
+    if kind == "C" or path == "/":
+        return path
+    head = path.rsplit("/", 1)[0]
+    return head or "/"
+
+
 @attrs.frozen
 class KeySpace:
     """The keys of the store named ``prefix``."""
@@ -43,9 +64,32 @@ class KeySpace:
         """The global transaction counter; also the key every script names for cluster routing."""
         return self.base + "zxid"
 
+    def shard(self, number: int) -> str:
+        """Change-stream shard ``number`` (0 to :data:`SHARDS` - 1)."""
+        return f"{self.base}log:{number:02x}"
+
+    def shard_of(self, directory: str) -> str:
+        return self.shard(shard_number(directory))
+
+    def watch_streams(self, kind: str, path: str) -> tuple[str, ...]:
+        """The shards a watch of ``kind`` (``data`` or ``children``) on ``path`` reads: a data
+        watch needs the node's ``D`` events, a children watch its ``C`` events too."""
+        data = self.shard_of(event_directory("D", path))
+        if kind == "data":
+            return (data,)
+        children = self.shard_of(event_directory("C", path))
+        return (data,) if children == data else (data, children)
+
     @property
-    def log(self) -> str:
-        return self.base + "log"
+    def expiries(self) -> str:
+        """The stream of expired session ids (every client with a session reads it)."""
+        return self.base + "expiries"
+
+    @property
+    def sequences(self) -> str:
+        """Hash: each change stream's name (``log:xx``, ``expiries``) -> entries appended so far;
+        entry field ``n`` is its number, so a reader finds entries trimmed before it read them."""
+        return self.base + "logseq"
 
     @property
     def deadlines(self) -> str:

@@ -2,8 +2,14 @@
 
 Reads are single commands (HGETALL) or small read-only scripts; every write is one atomic Lua
 script (see ``lua/``); bulk calls stream batches of ops (or paths) to scripts over one connection.
-Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the change stream
-(:mod:`coordkit_redis.changes`).
+Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the change-stream shards
+covering the watched paths (:mod:`coordkit_redis.changes`, read by :mod:`coordkit_redis.reader`).
+
+Three threads besides the caller's, two with a connection of their own: the session keeper's
+heartbeat (:mod:`coordkit_redis.sessions`), the change reader (:mod:`coordkit_redis.reader`), and
+the event thread running callbacks; none waits for another, so a busy feed or a slow callback
+never delays a renewal. (One more thread serves every store of the process: the pacer, which
+renews sessions whose keeper is late, :mod:`coordkit_redis.pacer`.)
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from coordkit.store import (
 from coordkit.urls import StoreURL
 from coordkit.watches import EventThread, WatchHub
 from coordkit_redis.bulk import stream_calls
+from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.codec import (
     SESSION_EXPIRED,
     Words,
@@ -54,8 +61,9 @@ from coordkit_redis.codec import (
 from coordkit_redis.config import RedisConfig, probe_characteristics
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.keys import KeySpace
+from coordkit_redis.reader import MAX_BLOCK, ChangeReader
 from coordkit_redis.scripts import SCRIPTS, LuaScript
-from coordkit_redis.sessions import MAX_BLOCK, SessionKeeper
+from coordkit_redis.sessions import SessionKeeper
 
 #: Ops per script call in apply(), and a bound on the bytes one call carries.
 BATCH_OPS = 1000
@@ -87,41 +95,63 @@ class RedisStore(MetadataStore):
         self._client: Any = redis.Redis(**config.connection_kwargs())
         label = f"{config.prefix}@{config.host}:{config.port}"
         self._events = EventThread(f"coordkit-redis-events-{label}")
-        self._hub = WatchHub(self._events, self._read_data, self._read_children)
-        keeper_client: Any = None
+        self._hub = WatchHub(
+            self._events, self._read_data, self._read_children, on_interest=self._interest_changed
+        )
+        own: list[Any] = []  # single-connection clients, each owned by one thread
         try:
-            # A single-connection client connects (and authenticates) at once.
-            keeper_timeout = (
-                max(1.0, config.session_timeout / 3) + MAX_BLOCK + config.connect_timeout
+            # A single-connection client connects (and authenticates) at once. A heartbeat waits
+            # for its reply a third of the session timeout (at least a second) plus the connect
+            # timeout: the server may be busy with a long script. The reader's timeout also
+            # covers its blocking read.
+            patience = max(1.0, config.session_timeout / 3) + config.connect_timeout
+            heartbeat_client = redis.Redis(
+                **config.connection_kwargs(socket_timeout=patience), single_connection_client=True
             )
-            keeper_client = redis.Redis(
-                **config.connection_kwargs(socket_timeout=keeper_timeout),
+            own.append(heartbeat_client)
+            reader_client = redis.Redis(
+                **config.connection_kwargs(socket_timeout=patience + MAX_BLOCK),
                 single_connection_client=True,
             )
+            own.append(reader_client)
             self._keeper = SessionKeeper(
                 name=label,
                 run_script=self._run_script,
+                script_prefix=self._script_prefix,
                 ops_client=self._client,
-                keeper_client=keeper_client,
+                heartbeat_client=heartbeat_client,
                 timeout=config.session_timeout,
                 events=self._events,
                 hub=self._hub,
-                stream_key=self.keys.log,
                 read_only=read_only,
+            )
+            self._feed = ChangeFeed(
+                self.keys, self._hub, self._keeper.session_expired_event, sessions=not read_only
+            )
+            self._reader = ChangeReader(
+                name=label,
+                feed=self._feed,
+                client=reader_client,
+                keeper=self._keeper,
+                hub=self._hub,
             )
             self.characteristics = probe_characteristics(self._client)
             if read_only:
                 self._require_root(config)
             self._keeper.open()
+            self._feed.start(self._client)
+            self._reader.start()
         except BaseException as exc:
+            if getattr(self, "_keeper", None) is not None and self._keeper.session_id:
+                self._keeper.close()
             self._events.stop()
             self._client.close()
-            if keeper_client is not None:
-                keeper_client.close()
+            for client in own:
+                client.close()
             if isinstance(exc, rex.RedisError | OSError):
                 raise translate(exc) from None
             raise
-        self._keeper_client = keeper_client
+        self._own_clients = own
 
     def _require_root(self, config: RedisConfig) -> None:
         if not self._client.execute_command("EXISTS", self.keys.node("/")):
@@ -154,6 +184,7 @@ class RedisStore(MetadataStore):
             raise StoreClosedError("store client is closed", path=path)
         if state is SessionState.SUSPENDED:
             raise ConnectionLossError("not connected to the Redis server", path=path)
+        self._keeper.renew_if_late(self._client)  # a busy caller covers for a starved keeper
 
     def _session_gone(self, session_id: int, path: str | None = None) -> SessionExpiredError:
         self._keeper.session_rejected()
@@ -190,13 +221,33 @@ class RedisStore(MetadataStore):
     def remove_listener(self, listener: SessionListener) -> None:
         self._keeper.remove_listener(listener)
 
+    @property
+    def worst_heartbeat_gap(self) -> float:
+        """Seconds: the longest this client's sessions went without a renewal, on the server's
+        clock, or the time since the last heartbeat if that is longer (see
+        :mod:`coordkit_redis.sessions`). For tests and benchmarks: well under the session timeout
+        means renewals were never close to being starved."""
+        return self._keeper.worst_heartbeat_gap
+
+    @property
+    def change_feed(self) -> ChangeFeed:
+        """The change-stream shards this client follows, and how many entries it has read."""
+        return self._feed
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """Seconds between renewals (a tenth of the session timeout)."""
+        return self._keeper.heartbeat_interval
+
     def close(self) -> None:
         if self._keeper.state is SessionState.CLOSED:
             return
         self._keeper.close()
+        self._reader.stop()
         self._events.stop()
         self._client.close()
-        self._keeper_client.close()
+        for client in self._own_clients:
+            client.close()
 
     def flush_events(self, timeout: float = 10.0) -> bool:
         """Wait until every watch and listener callback queued so far has run."""
@@ -254,7 +305,8 @@ class RedisStore(MetadataStore):
             raise self._failed(exc, path) from None
         if reply is None:
             return None
-        return sorted(name.decode() for name in reply[10]), stat_from_script(reply)
+        names = reply[10].decode()
+        return sorted(names.split("\n")) if names else [], stat_from_script(reply)
 
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
         self.check_writable("set", path)
@@ -427,6 +479,21 @@ class RedisStore(MetadataStore):
     def _require_open(self) -> None:
         if self._keeper.state is SessionState.CLOSED:
             raise StoreClosedError("store client is closed")
+
+    def _interest_changed(self, key: tuple[str, str]) -> None:
+        """The hub's first watch on a (kind, path) was added or its last removed: follow the
+        stream shards it needs (before the watch's first read) or let the reader drop them."""
+        kind, path = key
+        try:
+            if self._feed.follow(self._client, kind, path):
+                self._reader.wake(self._client)
+        except (rex.RedisError, OSError, ValueError) as exc:
+            # The reader follows them once it can, then re-reads every watch (nothing is missed).
+            self._feed.follow_failed()
+            if is_connection_failure(exc):
+                self._keeper.connection_failed()
+            elif isinstance(exc, ValueError):
+                raise
 
     def _read_data(self, path: str) -> tuple[bytes, Stat] | None:
         try:

@@ -11,7 +11,11 @@ over the survivors' threads:
 * store operations of the consumers' sessions, in total and per consumer: round trips, nodes read,
   nodes written, watch deliveries. Every consumer watches ``/consumers/G/ids``, so one crash wakes
   all of them and each re-reads the whole group and rewrites its ownership: the herd effect the
-  group coordinator removed.
+  group coordinator removed;
+* sessions of live consumers that expired (``lost``: each is a false failure that triggers another
+  rebalance; it should be 0) from the start of the run, and the worst gap between two heartbeats of
+  any consumer's session (``hb gap``, seconds, where the store measures it: Redis and ZooKeeper;
+  an idle session is renewed every tenth of the timeout, so it should stay well under a third).
 
     python tests/benchmarks/run.py legacy [--quick] [--backend=memory|zookeeper|redis ...]
         [--consumers=N] [--topics=N] [--partitions=N] [--backoff-ms=MS] [--max-retries=N]
@@ -25,6 +29,7 @@ import argparse
 import contextlib
 import gc
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +50,7 @@ from coordkit.engine.legacy import (
 from coordkit.engine.legacy.registration import registration_for
 from coordkit.model import BrokerInfo, TopicAssignment, TopicPartition
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import MetadataStore
+from coordkit.store import MetadataStore, SessionState
 
 GROUP = "legacy-bench"
 TIMEOUT_S = 600.0
@@ -64,6 +69,8 @@ class Result:
     ops: OpCounts
     max_per_consumer: OpCounts
     setup_seconds: float
+    lost_sessions: int
+    worst_heartbeat_gap: float | None
 
     @property
     def survivors(self) -> int:
@@ -76,7 +83,8 @@ class Result:
             f"{self.rebalances:>6,} {self.attempts:>6,} {self.conflicts:>7,} {self.failures:>5,} "
             f"{self.ops.round_trips:>7,} {self.ops.reads:>8,} {self.ops.writes:>8,} "
             f"{self.ops.watch_events:>6,} {self.ops.reads / per:>7.0f} {self.ops.writes / per:>7.0f} "
-            f"{self.ops.watch_events / per:>6.1f} {self.setup_seconds:>7.1f}"
+            f"{self.ops.watch_events / per:>6.1f} {self.setup_seconds:>7.1f} "
+            f"{self.lost_sessions:>4} {_gap(self.worst_heartbeat_gap):>6}"
         )
 
     def json(self) -> str:
@@ -94,15 +102,52 @@ class Result:
                 "store_ops": self.ops.as_dict(),
                 "store_ops_per_consumer_max": self.max_per_consumer.as_dict(),
                 "setup_seconds": round(self.setup_seconds, 2),
+                "lost_sessions": self.lost_sessions,
+                "worst_heartbeat_gap_s": (
+                    None if self.worst_heartbeat_gap is None else round(self.worst_heartbeat_gap, 3)
+                ),
             }
         )
+
+
+def _gap(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f}"
 
 
 HEADER = (
     f"{'backend':<9} {'cons':>5} {'parts':>7} {'seconds':>8} {'rebal':>6} {'tries':>6} "
     f"{'confl':>7} {'fail':>5} {'trips':>7} {'reads':>8} {'writes':>8} {'events':>6} "
-    f"{'rd/cons':>7} {'wr/cons':>7} {'ev/con':>6} {'setup s':>7}"
+    f"{'rd/cons':>7} {'wr/cons':>7} {'ev/con':>6} {'setup s':>7} {'lost':>4} {'hb gap':>6}"
 )
+
+
+class SessionWatch:
+    """Counts the sessions of live stores that were lost, and reads their worst heartbeat gap."""
+
+    def __init__(self) -> None:
+        self.stores: list[MetadataStore] = []
+        self._lost = 0
+        self._lock = threading.Lock()
+
+    def add(self, store: MetadataStore) -> MetadataStore:
+        self.stores.append(store)
+        store.add_listener(self._changed)
+        return store
+
+    def _changed(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            with self._lock:
+                self._lost += 1
+
+    @property
+    def lost(self) -> int:
+        with self._lock:
+            return self._lost
+
+    def worst_gap(self, stores: list[MetadataStore]) -> float | None:
+        gaps = [getattr(store, "worst_heartbeat_gap", None) for store in stores]
+        measured = [gap for gap in gaps if gap is not None]
+        return max(measured) if measured else None
 
 
 # -- store backends ----------------------------------------------------------------------------------
@@ -177,8 +222,11 @@ def run_once(
 
         history = OwnershipHistory()
         subscription = dict.fromkeys(partitions, 1)
+        sessions = SessionWatch()
         consumers = [
-            LegacyConsumer(open_store(), GROUP, subscription, config=config, history=history)
+            LegacyConsumer(
+                sessions.add(open_store()), GROUP, subscription, config=config, history=history
+            )
             for _ in range(consumers_n)
         ]
         try:
@@ -193,6 +241,11 @@ def run_once(
 
             victim = consumers[len(consumers) // 2]
             survivors = [c for c in consumers if c is not victim]
+            surviving_stores = [
+                store
+                for c, store in zip(consumers, sessions.stores, strict=True)
+                if c is not victim
+            ]
             expected = _expected(survivors, partitions)
             before = {c.consumer_id: c.store.counts for c in survivors}
             logs_before = {c.consumer_id: c.rebalances.records for c in survivors}
@@ -230,6 +283,8 @@ def run_once(
                 total,
                 heaviest,
                 setup,
+                sessions.lost,
+                sessions.worst_gap(surviving_stores),
             )
         finally:
             # All at once: closed one by one, each departure would rebalance all the others.
@@ -253,9 +308,8 @@ def main(argv: list[str]) -> None:
         "--session-timeout",
         type=float,
         default=30.0,
-        help="store session timeout in seconds (100 clients in one Python process share one GIL: "
-        "Redis clients heartbeat on the thread that also parses the change stream, and miss "
-        "the default 10 s under this load)",
+        help="store session timeout in seconds (default 30; with 3, sessions must hold while 100 "
+        "clients in one Python process share one GIL: see the lost and hb gap columns)",
     )
     args = parser.parse_args(argv)
     consumers = args.consumers or (20 if args.quick else 100)

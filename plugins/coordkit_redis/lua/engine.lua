@@ -2,7 +2,7 @@
 --
 -- Prepended to every script. Every script gets KEYS[1] = the store's zxid counter (it carries the
 -- store's hash tag, so Redis Cluster routes the call to the slot holding every key of the store),
--- ARGV[1] = the key prefix ("{name}:") and ARGV[2] = the change stream's approximate MAXLEN.
+-- ARGV[1] = the key prefix ("{name}:") and ARGV[2] = each change-stream shard's approximate MAXLEN.
 --
 -- Keys (P = ARGV[1]):
 --   P n:<path>     hash: d data, cz czxid, mz mzxid, pz pzxid, ct ctime, mt mtime, v version,
@@ -14,7 +14,13 @@
 --   P deadlines    sorted set: session id -> deadline (server ms); the reaper reads it
 --   P e:<sid>      set of the session's ephemeral paths
 --   P zxid         global transaction counter
---   P log          change stream: one entry per script, fields z (zxid) and e (events)
+--   P log:<xx>     change-stream shard xx (00 to ff: the first two hex digits of the SHA-1 of the
+--                  directory an event is filed under): one entry per script and shard, fields
+--                  z (the script's last zxid: the global revision), n (the entry's number in its
+--                  stream: 1, 2, ...; a reader that finds one missing was trimmed past) and
+--                  e (events)
+--   P expiries     stream of expired session ids (X events), one entry per script that reaped
+--   P logseq       hash: stream name (log:<xx>, expiries) -> entries appended so far
 --
 -- Writes go through a transaction overlay (Tx): every check runs against the overlay, and only a
 -- transaction whose checks all passed is flushed to Redis, so a failed op changes nothing.
@@ -23,7 +29,8 @@ local P = ARGV[1]
 local MAXLEN = ARGV[2]
 local ZXID = KEYS[1]
 local DEADLINES = P .. 'deadlines'
-local LOG = P .. 'log'
+local EXPIRIES = P .. 'expiries'
+local SEQUENCES = P .. 'logseq'
 
 local function node_key(path) return P .. 'n:' .. path end
 local function children_key(path) return P .. 'c:' .. path end
@@ -79,11 +86,46 @@ local function fail(code, path, message) return nil, {code, path, message} end
 local EVENTS = {}
 local LAST_ZXID = nil
 
--- One stream entry per script call, field e = kind and path alternating, '\n'-separated (paths
--- never contain '\n': coordkit.paths forbids control characters).
+-- Events are filed by directory, so that a client reads only the shards of what it watches: a D
+-- event under the node's parent (the root's under itself), a C event under the node itself. Every
+-- directory's events land in one shard, in commit order (coordkit_redis.keys mirrors this).
+local SHARD_OF = {}
+local function shard_key(directory)
+  local key = SHARD_OF[directory]
+  if key == nil then
+    key = P .. 'log:' .. sub(redis.sha1hex(directory), 1, 2)
+    SHARD_OF[directory] = key
+  end
+  return key
+end
+
+local function event_stream(kind, path)
+  if kind == 'X' then return EXPIRIES end
+  if kind == 'C' or path == '/' then return shard_key(path) end
+  return shard_key((split(path)))
+end
+
+-- One stream entry per script call and stream touched, field e = kind and path alternating,
+-- '\n'-separated (paths never contain '\n': coordkit.paths forbids control characters).
 local function flush_stream()
-  if #EVENTS > 0 then
-    redis.call('XADD', LOG, 'MAXLEN', '~', MAXLEN, '*', 'z', LAST_ZXID or 0, 'e', table.concat(EVENTS, '\n'))
+  if #EVENTS == 0 then return end
+  local groups, order = {}, {}
+  for i = 1, #EVENTS, 2 do
+    local key = event_stream(EVENTS[i], EVENTS[i + 1])
+    local group = groups[key]
+    if group == nil then
+      group = {}
+      groups[key] = group
+      order[#order + 1] = key
+    end
+    group[#group + 1] = EVENTS[i]
+    group[#group + 1] = EVENTS[i + 1]
+  end
+  local z = LAST_ZXID or 0
+  for _, key in ipairs(order) do
+    -- Numbered: trimming drops entries silently, a reader sees a gap in the numbers.
+    local n = redis.call('HINCRBY', SEQUENCES, sub(key, #P + 1), 1)
+    redis.call('XADD', key, 'MAXLEN', '~', MAXLEN, '*', 'z', z, 'n', n, 'e', table.concat(groups[key], '\n'))
   end
 end
 
@@ -379,6 +421,16 @@ local function ensure_root()
     redis.call('HSET', node_key('/'), 'd', '', 'cz', '0', 'mz', '0', 'pz', '0', 'ct', '0', 'mt', '0',
       'v', '0', 'cv', '0', 'eo', '0', 'nc', '0', 'sq', '0')
   end
+end
+
+-- Renew a live session for `timeout` ms (its key's value); returns the ms since its last renewal
+-- (-1 if unknown): its deadline was set to that renewal plus the timeout.
+local function renew_session(sid, timeout)
+  local previous = redis.call('ZSCORE', DEADLINES, sid)
+  redis.call('PEXPIRE', session_key(sid), timeout)
+  redis.call('ZADD', DEADLINES, fmt(now_ms() + tonumber(timeout)), sid)
+  if not previous then return -1 end
+  return now_ms() - (tonumber(previous) - tonumber(timeout))
 end
 
 -- End a session: delete its ephemeral nodes in one transaction, then its keys. `expired` adds an

@@ -13,9 +13,13 @@ local mode = ARGV[4]
 local FIRST = 5
 local count = (#ARGV - FIRST + 1) / 4
 
-if redis.call('EXISTS', session_key(sid)) == 0 then
+local session_timeout = redis.call('GET', session_key(sid))
+if not session_timeout then
   return '!session'
 end
+-- A session's writes renew it, as any request renews a ZooKeeper session: a busy client's session
+-- does not depend on its heartbeat alone.
+renew_session(sid, session_timeout)
 
 local function run(tx, i, in_multi)
   local base = FIRST + (i - 1) * 4
