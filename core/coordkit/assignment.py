@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import attrs
+import numpy as np
 from attrs import field, frozen
 
 from coordkit.model import TopicPartition
@@ -108,9 +109,74 @@ class TopicMetadata:
             raise ValueError("loads must be non-negative numbers")
 
 
+class OwnedPartitions(Mapping[str, tuple[int, ...]]):
+    """A member's owned partitions held as columns: ``topic_ids[k]`` (a position in
+    ``topic_names``) and ``numbers[k]`` for every owned partition ``k``.
+
+    Reads like ``{topic: (partition, ...)}``; assignors read the columns instead (a group of
+    2,000 members owning 1,000,000 partitions is then a few array concatenations, not a million
+    Python objects). :meth:`GroupAssignment.owned` builds one per member; members of one
+    assignment share ``topic_names``.
+    """
+
+    __slots__ = ("_mapping", "numbers", "topic_ids", "topic_names")
+
+    def __init__(self, topic_names: tuple[str, ...], topic_ids: Any, numbers: Any):
+        self.topic_names = topic_names
+        self.topic_ids = np.asarray(topic_ids, dtype=np.int64)
+        self.numbers = np.asarray(numbers, dtype=np.int64)
+        if self.topic_ids.shape != self.numbers.shape or self.topic_ids.ndim != 1:
+            raise ValueError("owned partitions need one topic id per partition number")
+        if self.topic_ids.size and (
+            int(self.topic_ids.min()) < 0 or int(self.topic_ids.max()) >= len(topic_names)
+        ):
+            raise ValueError("an owned partition's topic id is outside topic_names")
+        self._mapping: dict[str, tuple[int, ...]] | None = None
+
+    @classmethod
+    def from_mapping(cls, owned: Mapping[str, Iterable[int]]) -> OwnedPartitions:
+        """The columns of ``{topic: [partition, ...]}`` (order and repeats kept; a topic listed
+        without partitions owns nothing and is not kept)."""
+        names = tuple(owned)
+        lists = [list(owned[t]) for t in names]
+        ids = np.repeat(np.arange(len(names), dtype=np.int64), [len(ps) for ps in lists])
+        numbers = np.fromiter((p for ps in lists for p in ps), dtype=np.int64, count=ids.size)
+        return cls(names, ids, numbers)
+
+    @property
+    def total(self) -> int:
+        return int(self.numbers.size)
+
+    def _as_dict(self) -> dict[str, tuple[int, ...]]:
+        if self._mapping is None:
+            grouped: dict[str, list[int]] = {}
+            names = self.topic_names
+            for topic, number in zip(self.topic_ids.tolist(), self.numbers.tolist(), strict=True):
+                grouped.setdefault(names[topic], []).append(number)
+            self._mapping = {t: tuple(ps) for t, ps in grouped.items()}
+        return self._mapping
+
+    def __getitem__(self, topic: str) -> tuple[int, ...]:
+        return self._as_dict()[topic]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._as_dict())
+
+    def __len__(self) -> int:
+        return len(self._as_dict())
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    def __repr__(self) -> str:
+        return f"OwnedPartitions({self.total} partitions of {len(self)} topics)"
+
+
 def _owned(
     value: Mapping[str, Iterable[int]] | Iterable[TopicPartition | str],
-) -> dict[str, tuple[int, ...]]:
+) -> Mapping[str, tuple[int, ...]]:
+    if isinstance(value, OwnedPartitions):
+        return value
     if isinstance(value, Mapping):
         return {topic: tuple(parts) for topic, parts in value.items()}
     grouped: dict[str, list[int]] = {}
@@ -140,6 +206,8 @@ class MemberSubscription:
 
     @property
     def owned_count(self) -> int:
+        if isinstance(self.owned, OwnedPartitions):
+            return self.owned.total
         return sum(len(parts) for parts in self.owned.values())
 
 
@@ -174,16 +242,23 @@ class GroupSubscription:
         return PartitionSpace({t: meta.partitions for t, meta in self.topics.items()})
 
 
+def _ints(indices: Iterable[int]) -> Iterable[int]:
+    """Python ints: assignors may hand over numpy arrays (one array's views, no copy)."""
+    return indices.tolist() if isinstance(indices, np.ndarray) else indices
+
+
 class PartitionSpace:
     """Numbers every partition of a set of topics: topics in name order, then partition number.
 
     ``index(topic, p) = base[topic] + p``; the inverse uses a binary search over the bases.
     """
 
-    __slots__ = ("_base_of", "_count_of", "bases", "counts", "topics", "total")
+    __slots__ = ("_base_of", "_count_of", "bases", "counts", "topic_names", "topics", "total")
 
     def __init__(self, partition_counts: Mapping[str, int]):
         self.topics: list[str] = sorted(partition_counts)
+        #: :attr:`topics` as a tuple, shared by the owned partitions built from this space.
+        self.topic_names: tuple[str, ...] = tuple(self.topics)
         self.counts: list[int] = [partition_counts[t] for t in self.topics]
         self.bases: list[int] = []
         total = 0
@@ -218,12 +293,12 @@ class PartitionSpace:
         return TopicPartition(self.topics[t], index - self.bases[t])
 
     def decode_many(self, indices: Iterable[int]) -> list[TopicPartition]:
-        return [self.decode(i) for i in sorted(indices)]
+        return [self.decode(i) for i in sorted(_ints(indices))]
 
     def group_by_topic(self, indices: Iterable[int]) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
         bases, counts, topics = self.bases, self.counts, self.topics
-        for index in sorted(indices):
+        for index in sorted(_ints(indices)):
             t = bisect.bisect_right(bases, index) - 1
             while counts[t] == 0:
                 t += 1
@@ -302,6 +377,18 @@ class GroupAssignment:
 
     def by_topic(self, member: str) -> dict[str, list[int]]:
         return self.space.group_by_topic(self._assigned[member])
+
+    def owned(self, member: str) -> OwnedPartitions:
+        """The member's partitions as it will claim them next rebalance, in columns (the form
+        assignors read fastest; ``MemberSubscription(owned=...)`` keeps it as given)."""
+        indices = np.sort(np.asarray(self._assigned[member], dtype=np.int64))
+        space = self.space
+        bases = np.asarray(space.bases, dtype=np.int64)
+        topic = np.searchsorted(bases, indices, side="right") - 1
+        counts = np.asarray(space.counts, dtype=np.int64)
+        while indices.size and bool((counts[topic] == 0).any()):  # empty topics share a base
+            topic = np.where(counts[topic] == 0, topic + 1, topic)
+        return OwnedPartitions(space.topic_names, topic, indices - bases[topic])
 
     def withheld(self, member: str) -> list[TopicPartition]:
         """Partitions moving to ``member`` that it receives only after their old owner revoked them."""

@@ -13,7 +13,13 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, PartitionSpace, java_string_key
+from coordkit.assignment import (
+    GroupAssignment,
+    GroupSubscription,
+    OwnedPartitions,
+    PartitionSpace,
+    java_string_key,
+)
 
 IntArray = npt.NDArray[np.int64]
 
@@ -24,8 +30,11 @@ def claim_columns(
     """Every partition listed in members' owned maps, as three columns: the member's position in
     ``owneds``, the topic's number (-1 for a topic ``topic_number`` lacks) and the partition number.
 
-    One pass over all members' entries at once, without an array per member or per topic.
+    One pass over all members' entries at once, without an array per member or per topic; owned
+    maps held as columns (:class:`~coordkit.assignment.OwnedPartitions`) are concatenated.
     """
+    if owneds and all(isinstance(owned, OwnedPartitions) or not owned for owned in owneds):
+        return _claim_columns_of_arrays(owneds, topic_number)
     topic_keys = list(chain.from_iterable(owneds))
     values = list(chain.from_iterable(owned.values() for owned in owneds))
     numbers = np.fromiter(chain.from_iterable(values), dtype=np.int64)
@@ -39,6 +48,32 @@ def claim_columns(
         lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         member, topic = np.repeat(member, lengths), np.repeat(topic, lengths)
     return member, topic, numbers
+
+
+def _claim_columns_of_arrays(
+    owneds: Sequence[Mapping[str, Sequence[int]]], topic_number: Mapping[str, int]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """:func:`claim_columns` where every owned map is an ``OwnedPartitions`` or empty."""
+    remaps: dict[int, tuple[tuple[str, ...], IntArray]] = {}  # by id(topic_names)
+    topics: list[IntArray] = []
+    numbers: list[IntArray] = []
+    sizes = np.zeros(len(owneds), dtype=np.int64)
+    for position, owned in enumerate(owneds):
+        if not isinstance(owned, OwnedPartitions):
+            continue  # empty
+        sizes[position] = owned.total
+        numbers.append(owned.numbers)
+        names = owned.topic_names
+        known = remaps.get(id(names))
+        if known is None or known[0] is not names:
+            remap = np.fromiter((topic_number.get(t, -1) for t in names), dtype=np.int64)
+            known = remaps[id(names)] = (names, remap)
+        topics.append(known[1][owned.topic_ids])
+    member = np.repeat(np.arange(len(owneds), dtype=np.int64), sizes)
+    if not numbers:
+        empty = np.zeros(0, dtype=np.int64)
+        return member, empty, empty
+    return member, np.concatenate(topics), np.concatenate(numbers)
 
 
 class GroupLayout:
@@ -151,6 +186,9 @@ class GroupLayout:
             return owners
         bases = np.asarray(space.bases, dtype=np.int64)
         members, indices = members[valid], bases[topic[valid]] + numbers[valid]
+        if int(np.bincount(indices, minlength=space.total).max()) <= 1:
+            owners[indices] = members  # one claim per partition (the usual case): no contest
+            return owners
         generations = np.fromiter((sub.generation for sub in subs), dtype=np.int64)[members]
         # Sort claims by partition, highest generation first; the first claim of each partition wins
         # unless the next claim on the same partition has the same generation. A member listing a
@@ -184,12 +222,14 @@ class GroupLayout:
             # Runs stay in (ascending) input order; numpy sorts 16-bit keys stably by radix.
             keys = owners.astype(np.uint16) if size <= 1 << 16 else owners
             grouped = indices[np.argsort(keys, kind="stable")]
-        flat: list[int] = grouped.tolist()
-        assigned: dict[str, Sequence[int]] = {}
-        start = 0
-        for member, count in zip(self.members, counts.tolist(), strict=True):
-            assigned[member] = flat[start : start + count]
-            start += count
+        # Each member's partitions are a view of one array: no Python int per partition (a
+        # million of them cost more than the assignment); GroupAssignment reads views as ints.
+        ends = np.cumsum(counts).tolist()
+        starts = [0, *ends[:-1]]
+        assigned: dict[str, Sequence[int]] = {
+            member: grouped[start:end]  # type: ignore[misc]
+            for member, start, end in zip(self.members, starts, ends, strict=True)
+        }
         return GroupAssignment.from_indices(self.space, assigned)
 
     def result_from_lists(self, per_member: Sequence[Sequence[int]]) -> GroupAssignment:

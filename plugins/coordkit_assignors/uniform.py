@@ -86,7 +86,9 @@ def _homogeneous(layout: GroupLayout) -> GroupAssignment:
         quota[np.concatenate((members[rich], members[~rich]))[:extra]] += 1
 
     # Rank each owned partition within its owner's list; keep the first `quota` of each owner.
-    order = np.argsort(owned_by, kind="stable")
+    # (A stable sort on 16-bit keys is a radix sort: members rarely number 65,536.)
+    keys = owned_by.astype(np.uint16) if size <= 1 << 16 else owned_by
+    order = np.argsort(keys, kind="stable")
     owned, owned_by = owned[order], owned_by[order]
     run_starts = np.concatenate(([0], np.cumsum(owned_counts)[:-1]))
     rank = np.arange(owned.size) - run_starts[owned_by]
@@ -98,9 +100,12 @@ def _homogeneous(layout: GroupLayout) -> GroupAssignment:
     free = np.flatnonzero(free_mask)
     room = quota - np.bincount(kept_by, minlength=size)
     fill_by = np.repeat(np.arange(size, dtype=np.int64), room)  # members below quota, member order
-    return layout.result_from_owners(
-        np.concatenate((kept, free)), np.concatenate((kept_by, fill_by))
-    )
+    # Every partition once, in index order (no sort: each is either kept or free).
+    owner_of = np.full(layout.space.total, -1, dtype=np.int64)
+    owner_of[kept] = kept_by
+    owner_of[free] = fill_by
+    indices = np.flatnonzero(owner_of >= 0)
+    return layout.result_from_owners(indices, owner_of[indices])
 
 
 class _Balancer:

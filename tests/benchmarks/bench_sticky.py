@@ -152,9 +152,7 @@ def build_group(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
         first = StickyAssignor().assign(
             GroupSubscription(metas, {n: MemberSubscription(topics) for n in names})
         )
-        members = {
-            n: MemberSubscription(topics, owned=first.by_topic(n), generation=1) for n in names
-        }
+        members = {n: MemberSubscription(topics, owned=first.owned(n), generation=1) for n in names}
         members["consumer-new"] = MemberSubscription(topics)
         return GroupSubscription(metas, members)
     if scenario.endswith("leaves"):
@@ -164,10 +162,7 @@ def build_group(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
         )
         return GroupSubscription(
             metas,
-            {
-                n: MemberSubscription(topics, owned=first.by_topic(n), generation=1)
-                for n in names[:-1]
-            },
+            {n: MemberSubscription(topics, owned=first.owned(n), generation=1) for n in names[:-1]},
         )
     if scenario.endswith("half-joins"):
         # Half the members held everything; the other half joins now.
@@ -177,7 +172,7 @@ def build_group(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
             metas,
             {
                 n: MemberSubscription(
-                    subscription(i), owned=first.by_topic(n) if n in old else {}, generation=1
+                    subscription(i), owned=first.owned(n) if n in old else {}, generation=1
                 )
                 for i, n in enumerate(names)
             },
@@ -200,7 +195,7 @@ def build_group(scenario: str, size: tuple[int, int, int]) -> GroupSubscription:
             n: MemberSubscription(subscription(i), rack=rack_of[n])
             if i == 0
             else MemberSubscription(
-                subscription(i), owned=first.by_topic(n), generation=1, rack=rack_of[n]
+                subscription(i), owned=first.owned(n), generation=1, rack=rack_of[n]
             )
             for i, n in enumerate(names)
         },

@@ -24,7 +24,6 @@ from __future__ import annotations
 import abc
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import chain
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
@@ -126,8 +125,9 @@ def flat_assignment(
     """``(indices, member positions)`` of every assigned partition, members as given."""
     per_member = [assignment.indices(m) if m in assignment else () for m in members]
     sizes = np.fromiter((len(p) for p in per_member), dtype=np.int64, count=len(per_member))
-    total = int(sizes.sum())
-    indices = np.fromiter(chain.from_iterable(per_member), dtype=np.int64, count=total)
+    # Assignors hand over views of one array (or lists): concatenate, never iterate ints.
+    parts = [np.asarray(p, dtype=np.int64) for p in per_member]
+    indices = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
     positions = np.repeat(np.arange(len(members), dtype=np.int64), sizes)
     return indices, positions
 

@@ -3,11 +3,17 @@ member's owned partitions in one pass; it equals the rule applied member by memb
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import DEFAULT_GENERATION, GroupSubscription, MemberSubscription
+from coordkit.assignment import (
+    DEFAULT_GENERATION,
+    GroupSubscription,
+    MemberSubscription,
+    OwnedPartitions,
+)
 from coordkit_assignors.ordering import GroupLayout
 
 TOPICS = {"t1": 3, "t2": 4, "empty": 0}  # "ghost" (owned, subscribed) has no metadata
@@ -67,3 +73,25 @@ def test_previous_owners_equal_the_rule_member_by_member(
     owners = layout.previous_owners(subscribed_only=subscribed_only)
     assert owners.dtype == np.int64
     assert owners.tolist() == owners_member_by_member(layout, subscribed_only)
+
+
+@given(groups(), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_owned_partitions_held_as_columns_read_the_same(
+    group: GroupSubscription, subscribed_only: bool
+) -> None:
+    columnar = GroupSubscription(
+        group.topics,
+        {
+            m: attrs.evolve(sub, owned=OwnedPartitions.from_mapping(sub.owned))
+            for m, sub in group.members.items()
+        },
+    )
+    for member, sub in columnar.members.items():
+        assert isinstance(sub.owned, OwnedPartitions)
+        # (A topic listed with no partition owns nothing: columns do not keep it.)
+        assert dict(sub.owned) == {t: ps for t, ps in group.members[member].owned.items() if ps}
+        assert sub.owned_count == group.members[member].owned_count
+    expected = GroupLayout(group).previous_owners(subscribed_only=subscribed_only)
+    got = GroupLayout(columnar).previous_owners(subscribed_only=subscribed_only)
+    assert got.tolist() == expected.tolist()
