@@ -2,16 +2,31 @@
 warm (``warm-standby``: it fills its context from the image its candidate kept current through the
 change feed), at growing partition counts (issue 16).
 
-Each run: a fresh server, a cluster of ``--brokers`` brokers, topics of 1,000 partitions (RF 2);
-then the controller broker is killed. ``seconds`` runs from the kill until the new controller has
-re-elected every partition the dead broker led and persisted the states (its ready event: every
-affected partition led again); ``ctrl s`` is the controller's own part (from its start), split
-into ``load`` (bulk read, or fill from the image), ``elect`` and ``persist``; ``settled`` adds the
-ISR clean-up. Memory: bytes per partition of a standby's image and of a cold controller context,
-measured with tracemalloc on a separate read of the same store (``--no-memory`` skips it).
+KRaft's claim is about dedicated controllers, so the cluster is laid out to keep the work of a
+failover fixed while the cluster grows: the first controller broker holds no replica (topics are
+created with assignments that leave it out), one broker ``X`` holds only the 1,000 partitions of
+topic ``crash`` (leading them), and the other brokers hold everything else (RF 2, round robin).
+
+* ``controller``: the dedicated controller is killed. ``ready`` runs from the kill until the new
+  controller's first pass is done (every affected partition led again: none here, as with KRaft's
+  dedicated controllers); ``idle`` until it has nothing left to do. ``load``/``elect``/``persist``
+  split its first pass.
+* ``broker``: right after, broker ``X`` crashes and the new controller handles it: ``ready`` runs
+  until its 1,000 partitions are led again, ``idle`` until the controller has nothing left to do.
+
+``--case=shared`` is the earlier layout (every broker holds replicas; the killed controller leads
+1/``brokers`` of all partitions, so the re-election writes grow with the cluster).
+
+Setup is measured too: ``create`` (the admin writes the topics' assignments in bulk), ``init``
+(the first controller elects every partition's first leader). Memory: bytes per partition of a
+standby's image and of a controller (image plus a context filled from it), and of a cold
+controller's context, with tracemalloc on a separate read of the same store (``--no-memory``
+skips it). ZooKeeper is started with the heap ``--zk-heap`` (default grows with the partitions;
+the table says what it gave).
 
     python tests/benchmarks/run.py warm_failover [--quick] [--backend=memory|zookeeper ...]
-        [--partitions=N ...] [--brokers=N] [--strategy=kafka|warm-standby ...] [--no-memory]
+        [--partitions=N ...] [--brokers=N] [--strategy=kafka|latch|warm-standby ...]
+        [--case=dedicated|shared] [--zk-heap=SIZE] [--no-memory]
 
 Redis is refused by ``warm-standby`` until its store declares ``ordered_change_feed``.
 """
@@ -19,75 +34,111 @@ Redis is refused by ``warm-standby`` until its store declares ``ordered_change_f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
+import os
 import sys
+import threading
+import time
 import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_engine import Result, backend_env, failover
+from bench_engine import TOPIC_SIZE, Result, _controller_id, _Env, _Ready, _wait, failover
 
+from coordkit import layout
+from coordkit.engine import Cluster, EngineConfig, EngineObserver
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
+from coordkit.engine.events import StateChange
+from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, TreeEvent, TreeEventKind
 
+CRASH_TOPIC = "crash"
+CRASH_PARTITIONS = 1_000
+
 HEADER = (
-    f"{'backend':<9} {'strategy':<12} {'parts':>9} {'seconds':>8} {'ctrl s':>7} {'load':>7} "
-    f"{'elect':>7} {'persist':>7} {'settled':>8} {'moved':>8} {'reads':>9} {'setup s':>8}"
+    f"{'backend':<9} {'strategy':<12} {'case':<10} {'parts':>9} {'ready s':>8} {'idle s':>8} "
+    f"{'load':>7} {'elect':>7} {'persist':>7} {'moved':>6} {'reads':>8} {'writes':>7} "
+    f"{'create s':>8} {'init s':>8}"
 )
 
 
-def _bytes_per_partition(store: MetadataStore, partitions: int) -> tuple[float, float]:
-    """(image, cold context) bytes per partition, traced allocations of a read of ``store``."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        image = MetadataImage()
-        image.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, 0))
-        base = tracemalloc.get_traced_memory()[0]
-        image.sync(store)
-        gc.collect()
-        image_bytes = tracemalloc.get_traced_memory()[0] - base
-        del image
-        gc.collect()
-        base = tracemalloc.get_traced_memory()[0]
-        context = ControllerContext(store, read_batch=10_000, owner="bench")
-        context.load()
-        gc.collect()
-        context_bytes = tracemalloc.get_traced_memory()[0] - base
-        del context
-    finally:
-        tracemalloc.stop()
-    return image_bytes / partitions, context_bytes / partitions
+# -- backends ------------------------------------------------------------------------------------
 
 
-def _memory(env_name: str, partitions: int, brokers: int) -> tuple[float, float]:
-    """Set up a cluster as the failover case does and measure a read of its store."""
-    from bench_engine import TOPIC_SIZE, _initialised, _start
+def zk_heap_for(partitions: int) -> str:
+    """Heap for a ZooKeeper holding ``partitions`` (two znodes each): about 1.5 KiB a partition,
+    at least the tests' 512 MiB."""
+    return f"{max(512, partitions * 3 // 2 // 1024 + 256)}m"
 
-    with backend_env(env_name) as env:
-        cluster = _start(env, "kafka", brokers)
+
+@contextlib.contextmanager
+def backend(name: str, heap: str) -> Iterator[_Env]:
+    """A fresh server for one run (the memory store's namespaces are discarded afterwards)."""
+    run = f"{os.getpid()}-{int(time.time())}"
+    if name == "memory":
+        from coordkit_memory.server import MemoryServer
+
+        names: list[str] = []
+
+        def memory_url(n: int) -> str:
+            names.append(f"warm-{run}-{n}")
+            return f"memory://{names[-1]}"
+
+        def forget() -> None:
+            for server in names:
+                MemoryServer.discard(server)
+
         try:
-            for t, first in enumerate(range(0, partitions, TOPIC_SIZE)):
-                cluster.create_topic(f"fo{t}", min(TOPIC_SIZE, partitions - first), 2)
-            _initialised(cluster, partitions)
-            return _bytes_per_partition(cluster.admin_store, partitions)
+            yield _Env(name, memory_url, forget)
         finally:
-            cluster.close()
+            forget()
+    elif name == "zookeeper":
+        from coordkit.testing.servers.zookeeper_server import StandaloneZooKeeper
+
+        # snapCount: no snapshot of a multi-GB tree every 100,000 transactions during setup.
+        server = StandaloneZooKeeper(heap=heap, extra_config={"snapCount": "5000000"}).start()
+        try:
+            yield _Env(name, lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}", server.close)
+        finally:
+            server.close()
+    else:
+        raise SystemExit(f"unknown backend {name!r}: memory or zookeeper (Redis: not yet)")
 
 
-def _row(result: Result, phases: dict[str, float]) -> str:
-    ctrl = result.controller_seconds or 0.0
-    return (
-        f"{result.backend:<9} {result.strategy:<12} {result.partitions:>9,} "
-        f"{result.seconds:>8.3f} {ctrl:>7.3f} {phases.get('load', 0):>7.3f} "
-        f"{phases.get('elect', 0):>7.3f} {phases.get('persist', 0):>7.3f} "
-        f"{result.settled_seconds:>8.3f} {result.moved:>8,} {result.ops.reads:>9,} "
-        f"{result.setup_seconds:>8.1f}"
-    )
+# -- observing -----------------------------------------------------------------------------------
+
+
+class _Moves(EngineObserver):
+    """Counts partitions of one topic led again by a broker other than a dead one."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.dead: int | None = None
+        self.moved: set[int] = set()
+        self.done = threading.Event()
+        self.at = 0.0
+
+    def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
+        if self.dead is None:
+            return
+        with self.lock:
+            for change in changes:
+                current = change.current
+                if (
+                    change.tp[0] == CRASH_TOPIC
+                    and current is not None
+                    and current.leader not in (self.dead, -1)
+                ):
+                    self.moved.add(change.tp[1])
+            if len(self.moved) >= CRASH_PARTITIONS and not self.done.is_set():
+                self.at = time.perf_counter()
+                self.done.set()
 
 
 class _Phases(logging.Handler):
@@ -114,44 +165,291 @@ class _Phases(logging.Handler):
         self._logger.setLevel(self._level)
 
 
+def _wait_idle(cluster: Cluster, after_epoch: int, timeout: float = 1800) -> float:
+    """Polls (5 ms) until a controller of a later epoch is idle; returns when it was seen idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        holder = cluster.controller_broker()
+        controller = None if holder is None else holder.controller
+        if controller is not None and controller.epoch > after_epoch and controller.idle():
+            return time.perf_counter()
+        time.sleep(0.005)
+    raise SystemExit(f"benchmark: no idle controller after {timeout}s")
+
+
+# -- the dedicated-controller cases ---------------------------------------------------------------
+
+
+def _create(cluster: Cluster, partitions: int, controller: int, crash: int) -> float:
+    """The topics, leaving ``controller`` out and ``crash`` only in topic ``crash``."""
+    data = [b for b in cluster.broker_ids if b not in (controller, crash)]
+    if len(data) < 2:
+        raise SystemExit("the dedicated layout needs --brokers=4 or more")
+    started = time.perf_counter()
+    cluster.create_topic(
+        CRASH_TOPIC,
+        CRASH_PARTITIONS,
+        2,
+        assignment={p: [crash, data[p % len(data)]] for p in range(CRASH_PARTITIONS)},
+    )
+    rest = partitions - CRASH_PARTITIONS
+    for t, first in enumerate(range(0, rest, TOPIC_SIZE)):
+        count = min(TOPIC_SIZE, rest - first)
+        assignment = {
+            p: [data[(first + p) % len(data)], data[(first + p + 1) % len(data)]]
+            for p in range(count)
+        }
+        cluster.create_topic(f"fo{t}", count, 2, assignment=assignment)
+    return time.perf_counter() - started
+
+
+def _settle(cluster: Cluster, partitions: int, timeout: float = 3600) -> None:
+    _wait(lambda: bool(cluster.settled()), timeout, "the first leaders")
+    holder = cluster.controller_broker()
+    assert holder is not None
+    assert holder.controller is not None
+    states = holder.controller.leaders().result(timeout=600)
+    led = sum(1 for s in states.values() if s is not None and s.leader >= 0)
+    if led != partitions:
+        raise SystemExit(f"only {led:,} of {partitions:,} partitions got a leader")
+
+
+def _epoch(cluster: Cluster) -> int:
+    data, _ = cluster.admin_store.get(layout.CONTROLLER_EPOCH)
+    return int(data)
+
+
+def dedicated(
+    env: _Env, strategy: str, partitions: int, brokers: int, memory: bool
+) -> tuple[list[dict[str, object]], dict[str, float] | None]:
+    ready = _Ready()
+    moves = _Moves()
+    config = EngineConfig(
+        controller_election=strategy, auto_leader_rebalance=False, controlled_shutdown_timeout=600
+    )
+    cluster = Cluster(
+        env.opener(), brokers, config=config, record_history=False, observers=[ready, moves], seed=1
+    ).start()
+    _wait(lambda: cluster.controller_broker() is not None, 60, "a controller")
+    rows: list[dict[str, object]] = []
+    try:
+        controller = _controller_id(cluster)
+        crash = min(b for b in cluster.broker_ids if b != controller)
+        created = _create(cluster, partitions, controller, crash)
+        t0 = time.perf_counter()
+        _settle(cluster, partitions)
+        init = time.perf_counter() - t0
+        setup = {"create_seconds": round(created, 2), "init_seconds": round(init, 2)}
+
+        # Case 1: the dedicated controller dies.
+        epoch = ready.after_epoch = _epoch(cluster)
+        ready.event.clear()
+        before = cluster.op_counts()
+        gc.collect()
+        with _Phases() as captured:
+            t0 = time.perf_counter()
+            cluster.kill(controller)
+            if not ready.event.wait(timeout=1800):
+                raise SystemExit("no controller took over")
+            idle = _wait_idle(cluster, epoch) - t0
+        ops = cluster.op_counts() - before
+        rows.append(
+            {
+                "case": "controller",
+                "ready_seconds": round(ready.at - t0, 4),
+                "idle_seconds": round(idle, 4),
+                "phases": captured.phases,
+                "moved": 0,
+                "reads": ops.reads,
+                "writes": ops.writes,
+                **setup,
+            }
+        )
+        _wait(lambda: bool(cluster.settled()), 600, "the new controller to settle")
+
+        # Case 2: right after, broker X (the 1,000 partitions of topic crash) dies.
+        epoch = _epoch(cluster)
+        before = cluster.op_counts()
+        gc.collect()
+        with moves.lock:
+            moves.dead = crash
+            moves.moved = set()
+        t0 = time.perf_counter()
+        cluster.kill(crash)
+        if not moves.done.wait(timeout=1800):
+            raise SystemExit(f"only {len(moves.moved)} of {CRASH_PARTITIONS} partitions moved")
+        idle = _wait_idle(cluster, epoch - 1) - t0
+        ops = cluster.op_counts() - before
+        rows.append(
+            {
+                "case": "broker",
+                "ready_seconds": round(moves.at - t0, 4),
+                "idle_seconds": round(idle, 4),
+                "phases": {},
+                "moved": len(moves.moved),
+                "reads": ops.reads,
+                "writes": ops.writes,
+                **setup,
+            }
+        )
+        sizes = _bytes_per_partition(cluster.admin_store, partitions) if memory else None
+        return rows, sizes
+    finally:
+        cluster.close()
+
+
+# -- memory ----------------------------------------------------------------------------------------
+
+
+def _traced(build: Callable[[], object]) -> tuple[object, int]:
+    gc.collect()
+    base = tracemalloc.get_traced_memory()[0]
+    built = build()
+    gc.collect()
+    return built, tracemalloc.get_traced_memory()[0] - base
+
+
+def _bytes_per_partition(store: MetadataStore, partitions: int) -> dict[str, float]:
+    """Bytes per partition (tracemalloc) of a standby's image, of a warm controller's context
+    filled from it (a controller holds both), and of a cold controller's context."""
+    tracemalloc.start()
+    try:
+
+        def image() -> MetadataImage:
+            read = MetadataImage()
+            read.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, 0))
+            read.sync(store)
+            return read
+
+        held: list[object] = []
+
+        def warm() -> ControllerContext:
+            standby = held[0]
+            assert isinstance(standby, MetadataImage)
+            context = ControllerContext(store, read_batch=10_000, owner="bench", image=standby)
+            context.load()
+            assert context.loaded_from == "image"
+            return context
+
+        standby, image_bytes = _traced(image)
+        held.append(standby)
+        warm_context, warm_bytes = _traced(warm)
+        del warm_context, standby
+        held.clear()
+        gc.collect()
+
+        def cold() -> ControllerContext:
+            context = ControllerContext(store, read_batch=10_000, owner="bench")
+            context.load()
+            return context
+
+        cold_context, cold_bytes = _traced(cold)
+        del cold_context
+    finally:
+        tracemalloc.stop()
+    return {
+        "standby_image": image_bytes / partitions,
+        "warm_controller": (image_bytes + warm_bytes) / partitions,
+        "warm_context_only": warm_bytes / partitions,
+        "cold_controller": cold_bytes / partitions,
+    }
+
+
+# -- reporting ---------------------------------------------------------------------------------------
+
+
+def _row(backend_name: str, strategy: str, partitions: int, row: dict[str, object]) -> str:
+    phases = row["phases"]
+    assert isinstance(phases, dict)
+    return (
+        f"{backend_name:<9} {strategy:<12} {row['case']!s:<10} {partitions:>9,} "
+        f"{row['ready_seconds']:>8.3f} {row['idle_seconds']:>8.3f} "
+        f"{phases.get('load', 0):>7.3f} {phases.get('elect', 0):>7.3f} "
+        f"{phases.get('persist', 0):>7.3f} {row['moved']:>6,} {row['reads']:>8,} "
+        f"{row['writes']:>7,} {row['create_seconds']:>8.1f} {row['init_seconds']:>8.1f}"
+    )
+
+
+def _shared_row(result: Result, phases: dict[str, float]) -> dict[str, object]:
+    return {
+        "case": "shared",
+        "ready_seconds": round(result.seconds, 4),
+        "idle_seconds": round(result.settled_seconds, 4),
+        "phases": phases,
+        "moved": result.moved,
+        "reads": result.ops.reads,
+        "writes": result.ops.writes,
+        "create_seconds": 0.0,
+        "init_seconds": round(result.setup_seconds, 2),
+    }
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench_warm_failover", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10,000 partitions")
-    parser.add_argument("--backend", action="append", choices=["memory", "zookeeper", "redis"])
+    parser.add_argument("--backend", action="append", choices=["memory", "zookeeper"])
     parser.add_argument("--strategy", action="append", choices=["kafka", "latch", "warm-standby"])
+    parser.add_argument("--case", choices=["dedicated", "shared"], default="dedicated")
     parser.add_argument("--partitions", type=int, action="append")
-    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=5)
+    parser.add_argument("--zk-heap", help="ZooKeeper's -Xmx (default: grows with --partitions)")
     parser.add_argument("--no-memory", action="store_true")
     args = parser.parse_args(argv)
     sizes = args.partitions or ([10_000] if args.quick else [100_000, 500_000])
+    if min(sizes) <= CRASH_PARTITIONS and args.case == "dedicated":
+        raise SystemExit(f"--partitions must exceed the {CRASH_PARTITIONS:,} of topic crash")
+    get_plugin_manager()
     print(HEADER, flush=True)
-    for backend in args.backend or ["memory", "zookeeper"]:
+    for backend_name in args.backend or ["memory", "zookeeper"]:
         for partitions in sizes:
+            heap = args.zk_heap or zk_heap_for(partitions)
+            if backend_name == "zookeeper":
+                print(f"# ZooKeeper heap -Xmx{heap} for {partitions:,} partitions", flush=True)
             for strategy in args.strategy or ["kafka", "warm-standby"]:
-                with backend_env(backend) as env, _Phases() as captured:
-                    result = failover(env, strategy, partitions, args.brokers)
-                print(_row(result, captured.phases), flush=True)
-                line = json.loads(result.json())
-                line.update(bench="warm_failover", phases=captured.phases)
-                print(json.dumps(line), flush=True)
+                sizes_seen: dict[str, float] | None = None
+                with backend(backend_name, heap) as env:
+                    if args.case == "shared":
+                        with _Phases() as captured:
+                            result = failover(env, strategy, partitions, args.brokers)
+                        rows = [_shared_row(result, captured.phases)]
+                    else:
+                        memory = not args.no_memory and strategy == "warm-standby"
+                        rows, sizes_seen = dedicated(
+                            env, strategy, partitions, args.brokers, memory
+                        )
+                for row in rows:
+                    print(_row(backend_name, strategy, partitions, row), flush=True)
+                    line = {
+                        "bench": "warm_failover",
+                        "backend": backend_name,
+                        "strategy": strategy,
+                        "partitions": partitions,
+                        "brokers": args.brokers,
+                        **row,
+                    }
+                    if backend_name == "zookeeper":
+                        line["zookeeper_heap"] = heap
+                    print(json.dumps(line), flush=True)
+                if sizes_seen is not None:
+                    print(
+                        f"memory    {backend_name:<9} {partitions:>9,} partitions (bytes/partition, "
+                        "tracemalloc): "
+                        + ", ".join(f"{k} {v:,.0f}" for k, v in sizes_seen.items()),
+                        flush=True,
+                    )
+                    print(
+                        json.dumps(
+                            {
+                                "bench": "warm_failover",
+                                "case": "memory",
+                                "backend": backend_name,
+                                "partitions": partitions,
+                                **{
+                                    f"{k}_bytes_per_partition": round(v, 1)
+                                    for k, v in sizes_seen.items()
+                                },
+                            }
+                        ),
+                        flush=True,
+                    )
                 gc.collect()
-            if not args.no_memory:
-                image, context = _memory(backend, partitions, args.brokers)
-                print(
-                    f"memory    {backend:<9} {partitions:>9,} partitions: image "
-                    f"{image:,.0f} B/partition, cold controller context {context:,.0f} B/partition",
-                    flush=True,
-                )
-                print(
-                    json.dumps(
-                        {
-                            "bench": "warm_failover",
-                            "case": "memory",
-                            "backend": backend,
-                            "partitions": partitions,
-                            "image_bytes_per_partition": round(image, 1),
-                            "context_bytes_per_partition": round(context, 1),
-                        }
-                    ),
-                    flush=True,
-                )

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from coordkit import layout
 from coordkit.engine import states
+from coordkit.engine.controller.partition_map import AssignmentMap, PartitionInfo, PartitionMap
 from coordkit.engine.invariants import Violation
-from coordkit.engine.states import TP, LeaderIsr
+from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import BrokerInfo
 from coordkit.paths import numeric_name
@@ -31,14 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("coordkit.engine.controller")
 
 
-class PartitionInfo:
-    """A partition's replica assignment and its state as last read or written."""
-
-    __slots__ = ("replicas", "state")
-
-    def __init__(self, replicas: tuple[int, ...], state: LeaderIsr | None = None):
-        self.replicas = replicas
-        self.state = state
+__all__ = ["ControllerContext", "PartitionInfo", "UnreadableNodes"]
 
 
 class UnreadableNodes:
@@ -74,7 +68,9 @@ class ControllerContext:
     :param read_batch: paths per bulk read.
     :param image: a standby's :class:`~.image.MetadataImage`, handed over by a warm election:
         the term's first :meth:`load` fills the context from it instead of reading every node
-        (later loads, after a failed pass or a reconnect, read the store).
+        (later loads, after a failed pass or a reconnect, read the store). Filled from an image,
+        :attr:`parts` and :attr:`topics` hold the image's columns and build a partition's object
+        (a topic's dict) only when it is read (:mod:`.partition_map`).
     """
 
     def __init__(
@@ -96,10 +92,10 @@ class ControllerContext:
         self.last_broker_change: tuple[set[int], set[int], set[int]] = (set(), set(), set())
         #: Registered brokers: id → (registration, czxid of the registration node).
         self.live: dict[int, tuple[BrokerInfo, int]] = {}
-        self.topics: dict[str, dict[int, tuple[int, ...]]] = {}
+        self.topics = AssignmentMap()
         #: mzxid of each topic's assignment node as last read (watch events compare it).
         self.assignment_mzxid: dict[str, int] = {}
-        self.parts: dict[TP, PartitionInfo] = {}
+        self.parts = PartitionMap()
         #: Partitions whose state node holds an unreadable value (left alone).
         self.unreadable_states: set[TP] = set()
         #: Topics whose ``partitions`` node is known to exist.
@@ -154,8 +150,8 @@ class ControllerContext:
 
     def reset_topics(self) -> None:
         """Forget every topic and partition (before a full load)."""
-        self.topics = {}
-        self.parts = {}
+        self.topics = AssignmentMap()
+        self.parts = PartitionMap()
         self.unreadable_states = set()
         self.partitions_nodes = set()
         self.partition_nodes = set()
@@ -339,11 +335,14 @@ class ControllerContext:
 
     def forget_topic(self, topic: str) -> None:
         self.assignment_mzxid.pop(topic, None)
-        for partition in self.topics.pop(topic, {}):
-            tp = (topic, partition)
-            self.parts.pop(tp, None)
-            self.unreadable_states.discard(tp)
-            self.partition_nodes.discard(tp)
+        partitions = self.topics.partitions(topic)
+        self.topics.pop(topic, None)
+        self.parts.forget_topic(topic, partitions)
+        if self.unreadable_states or self.partition_nodes:
+            for partition in partitions:
+                tp = (topic, partition)
+                self.unreadable_states.discard(tp)
+                self.partition_nodes.discard(tp)
         self.partitions_nodes.discard(topic)
         self.unreadable.clear_below(f"{layout.BROKER_TOPICS}/{topic}")
         self.known_topics = frozenset(self.topics)
@@ -353,6 +352,11 @@ class ControllerContext:
     def live_ids(self, excluded: frozenset[int] = frozenset()) -> frozenset[int]:
         """Brokers that may hold leadership: registered, not shutting down, not ``excluded``."""
         return frozenset(self.live) - self.shutting_down - excluded
+
+    def needing_attention(self, live: frozenset[int]) -> list[TP]:
+        """Every partition a liveness pass may have to write: no state yet, a leader outside
+        ``live``, or an ISR naming a broker outside it (vectorised over an image's columns)."""
+        return self.parts.needing_attention(live)
 
     def actionable(self, tp: TP) -> bool:
         """Whether the controller may decide for ``tp`` (known, its state readable, its topic

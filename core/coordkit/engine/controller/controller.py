@@ -232,7 +232,9 @@ class Controller:
 
     def leaders(self) -> concurrent.futures.Future[dict[TP, LeaderIsr | None]]:
         """The partition states as this controller knows them (copied on its thread)."""
-        return self._events.request(lambda: {tp: p.state for tp, p in self.context.parts.items()})
+        return self._events.request(
+            lambda: {tp: state for tp, _replicas, state in self.context.parts.states()}
+        )
 
     def imbalance(self) -> dict[int, float]:
         """Kafka's leader imbalance ratio per preferred broker (call when idle)."""
@@ -274,12 +276,15 @@ class Controller:
         if marks.everything or marks.deletions or (marks.brokers and self.deletion.ineligible):
             self.deletion.process()
         loaded = time.perf_counter()
-        candidates: Iterable[TP] = context.parts if scan_all else touched
         excluded = frozenset(self._bounced)
         live = context.live_ids(excluded)
         # Leaders first (availability), then dead replicas out of the ISRs (Kafka's
-        # onBrokerFailure), then bounced brokers back as candidates (onBrokerStartup).
-        attention = [tp for tp in candidates if self.partitions.needs_attention(tp, live)]
+        # onBrokerFailure), then bounced brokers back as candidates (onBrokerStartup). A full
+        # scan is one query (vectorised over a warm hand-over's columns), not a loop.
+        if scan_all:
+            attention = context.needing_attention(live)
+        else:
+            attention = [tp for tp in touched if self.partitions.needs_attention(tp, live)]
         planned = time.perf_counter()
         written = self.partitions.elect_leaders(attention, live)
         if not self.ready.is_set():
@@ -287,10 +292,7 @@ class Controller:
         self.replicas.shrink_dead(attention, live)
         if excluded:
             everyone = context.live_ids()
-            self.partitions.elect_leaders(
-                [tp for tp in context.parts if self.partitions.needs_attention(tp, everyone)],
-                everyone,
-            )
+            self.partitions.elect_leaders(context.needing_attention(everyone), everyone)
             self._bounced.clear()
         if (
             marks.everything
@@ -338,9 +340,9 @@ class Controller:
         """Tell observers every state this term loaded (Kafka's LeaderAndIsr to every broker on
         failover), so brokers that restarted learn leaderships nobody had to change."""
         known = [
-            StateChange(tp, part.state, part.state, None, self.broker_id, part.replicas)
-            for tp, part in self.context.parts.items()
-            if part.state is not None
+            StateChange(tp, state, state, None, self.broker_id, replicas)
+            for tp, replicas, state in self.context.parts.states()
+            if state is not None
         ]
         self.observers.partition_states_known(known)
 

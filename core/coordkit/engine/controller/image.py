@@ -13,12 +13,18 @@ the buffer, keeping only events newer than what the read returned. Events of a s
 history that carry no state (``state_known`` False) are skipped: their DELETED follows.
 
 Representation (the image must fit 2,000,000 partitions): per topic, one numpy structured array
-of the partition states (leader, leader epoch, controller epoch, node version, mzxid, status: 41
-bytes a partition) and two lists of interned tuples (replicas and ISR: the same few tuples are
-shared by every partition that has them). States that do not fit the columns (a partition the
-assignment does not name yet, a number beyond 64 bits) live in a small per-topic dict.
-:meth:`MetadataImage.nbytes` reports the size; the readable API is :meth:`MetadataImage.brokers`,
+of the partition states (:data:`~.partition_map.STATE_DTYPE`: leader, leader epoch, controller
+epoch, node version, mzxid, ISR as an index into a table of the distinct ISR tuples, status: 45
+bytes a partition) and a list of interned replica tuples (the same few tuples are shared by every
+partition that has them). States that do not fit the columns (a partition the assignment does not
+name yet, a number beyond 64 bits) live in a small per-topic dict. :meth:`MetadataImage.nbytes`
+reports the size; the readable API is :meth:`MetadataImage.brokers`,
 :meth:`MetadataImage.topics`, :meth:`MetadataImage.partition_state` and :meth:`fill`.
+
+:meth:`fill` copies the columns into the context (a memcpy per topic, no object per partition):
+the context's :class:`~.partition_map.PartitionMap` turns a row into an object only when the
+controller reads it, and finds the partitions needing work with a vectorised query, so a hand-over
+costs O(topics) Python work, not O(partitions).
 """
 
 from __future__ import annotations
@@ -32,6 +38,15 @@ import numpy as np
 
 from coordkit import layout
 from coordkit.engine import states
+from coordkit.engine.controller.partition_map import (
+    ABSENT,
+    READABLE,
+    STATE_DTYPE,
+    UNKNOWN,
+    UNREADABLE,
+    PartitionInfo,
+    TopicColumns,
+)
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
@@ -44,19 +59,6 @@ log = logging.getLogger("coordkit.engine.controller")
 #: What an image follows: the brokers' registrations and the topics with their partition states.
 ROOT = "/brokers"
 
-STATE_DTYPE = np.dtype(
-    [
-        ("leader", "<i8"),
-        ("leader_epoch", "<i8"),
-        ("controller_epoch", "<i8"),
-        ("zk_version", "<i8"),
-        ("mzxid", "<i8"),
-        ("status", "i1"),
-    ]
-)
-#: Status of a partition's state node in the image.
-ABSENT, READABLE, UNREADABLE, UNKNOWN = 0, 1, 2, 3
-
 _BROKER_PREFIX = layout.BROKER_IDS + "/"
 _TOPIC_PREFIX = layout.BROKER_TOPICS + "/"
 _EMPTY = np.zeros(0, dtype=STATE_DTYPE)
@@ -65,6 +67,27 @@ _EMPTY = np.zeros(0, dtype=STATE_DTYPE)
 def _held(mzxid: int | None) -> Stat | None:
     """A stand-in for the held node's stat: :meth:`TreeEvent.newer_than` compares only mzxid."""
     return None if mzxid is None else Stat(0, mzxid, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+class _Tuples:
+    """Interned replica and ISR tuples, each with an index (the ``isr`` column holds it);
+    append-only, so a context holding the table may read it while the image grows it."""
+
+    __slots__ = ("ids", "table")
+
+    def __init__(self) -> None:
+        self.table: list[tuple[int, ...]] = [()]
+        self.ids: dict[tuple[int, ...], int] = {(): 0}
+
+    def index(self, value: tuple[int, ...]) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = len(self.table)
+            self.table.append(value)
+        return found
+
+    def intern(self, value: tuple[int, ...]) -> tuple[int, ...]:
+        return self.table[self.index(value)]
 
 
 class _Loose:
@@ -82,7 +105,7 @@ class _Loose:
 class _Topic:
     """One topic: its assignment node and its partition states, columnar."""
 
-    __slots__ = ("error", "isr", "loose", "mzxid", "reasons", "replicas", "sparse", "states")
+    __slots__ = ("error", "loose", "mzxid", "reasons", "replicas", "sparse", "states")
 
     def __init__(self, mzxid: int) -> None:
         self.mzxid = mzxid
@@ -93,7 +116,6 @@ class _Topic:
         #: Why the assignment is unreadable (None: readable).
         self.error: str | None = None
         self.states: np.ndarray = _EMPTY
-        self.isr: list[tuple[int, ...]] = []
         self.loose: dict[int, _Loose] = {}
         #: Why an UNREADABLE column state is unreadable, by partition.
         self.reasons: dict[int, str] = {}
@@ -103,7 +125,7 @@ class _Topic:
             return dict(enumerate(self.replicas))
         return None if self.sparse is None else dict(self.sparse)
 
-    def resize(self, count: int) -> None:
+    def resize(self, count: int, tuples: _Tuples) -> None:
         """Columns for partitions 0..count-1: new ones are UNKNOWN (their state node may predate
         the assignment naming them) unless the feed brought their state already."""
         have = len(self.states)
@@ -113,10 +135,9 @@ class _Topic:
         grown[:have] = self.states
         grown["status"][have:] = UNKNOWN
         self.states = grown
-        self.isr.extend([()] * (count - have))
         for partition in [p for p in self.loose if have <= p < count]:
             held = self.loose.pop(partition)
-            self.put(partition, held.status, held.mzxid, held.state, held.reason)
+            self.put(partition, held.status, held.mzxid, held.state, held.reason, tuples)
 
     def held_mzxid(self, partition: int) -> int | None:
         loose = self.loose.get(partition)
@@ -128,7 +149,13 @@ class _Topic:
         return None
 
     def put(
-        self, partition: int, status: int, mzxid: int, state: LeaderIsr | None, reason: str | None
+        self,
+        partition: int,
+        status: int,
+        mzxid: int,
+        state: LeaderIsr | None,
+        reason: str | None,
+        tuples: _Tuples,
     ) -> None:
         self.reasons.pop(partition, None)
         if 0 <= partition < len(self.states):
@@ -141,23 +168,24 @@ class _Topic:
                         state.controller_epoch,
                         state.zk_version,
                         mzxid,
+                        tuples.index(state.isr),
                         status,
                     )
-                    self.isr[partition] = state.isr
                 else:
-                    self.states[partition] = (0, 0, 0, 0, mzxid, status)
-                    self.isr[partition] = ()
+                    self.states[partition] = (0, 0, 0, 0, mzxid, 0, status)
                     if reason is not None:
                         self.reasons[partition] = reason
                 return
             except OverflowError:
-                self.states[partition] = (0, 0, 0, 0, 0, UNKNOWN)  # held loose below
+                self.states[partition] = (0, 0, 0, 0, 0, 0, UNKNOWN)  # held loose below
         if status == ABSENT:
             self.loose.pop(partition, None)
         else:
             self.loose[partition] = _Loose(status, mzxid, state, reason)
 
-    def get(self, partition: int) -> tuple[int, LeaderIsr | None, str | None]:
+    def get(
+        self, partition: int, table: Sequence[tuple[int, ...]]
+    ) -> tuple[int, LeaderIsr | None, str | None]:
         """``(status, state, reason)`` of one partition."""
         loose = self.loose.get(partition)
         if loose is not None:
@@ -171,7 +199,7 @@ class _Topic:
         state = LeaderIsr(
             int(row["leader"]),
             int(row["leader_epoch"]),
-            self.isr[partition],
+            table[int(row["isr"])],
             int(row["controller_epoch"]),
             int(row["zk_version"]),
         )
@@ -192,7 +220,7 @@ class MetadataImage:
         self._lock = threading.Lock()
         self._brokers: dict[str, tuple[bytes, int, int]] = {}  # name → (data, czxid, mzxid)
         self._topics: dict[str, _Topic] = {}
-        self._interned: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._tuples = _Tuples()
         #: Position of the last change applied (None before the first read).
         self.position: int | None = None
         #: Position of a RESYNC not yet followed by a re-read (None: the image is current).
@@ -224,7 +252,7 @@ class MetadataImage:
         """The state of ``tp`` (None: no state node, or one that does not decode)."""
         with self._lock:
             topic = self._topics.get(tp[0])
-            return None if topic is None else topic.get(tp[1])[1]
+            return None if topic is None else topic.get(tp[1], self._tuples.table)[1]
 
     def partitions(self) -> int:
         """Partitions the assignments name."""
@@ -238,8 +266,8 @@ class MetadataImage:
         with self._lock:
             total = 0
             for topic in self._topics.values():
-                total += topic.states.nbytes + 8 * (len(topic.isr) + len(topic.replicas or ()))
-            return total
+                total += topic.states.nbytes + 8 * len(topic.replicas or ())
+            return total + 8 * len(self._tuples.table)
 
     # -- the feed (store event thread) -----------------------------------------------------------
 
@@ -285,13 +313,13 @@ class MetadataImage:
         if topic is None:
             return  # a child event for a topic gone (its DELETED came first)
         held_at = topic.held_mzxid(tp[1])
-        status = topic.get(tp[1])[0]
+        status = topic.get(tp[1], self._tuples.table)[0]
         if status != UNKNOWN and not event.newer_than(_held(held_at)):
             return
         if event.kind is TreeEventKind.DELETED:
-            topic.put(tp[1], ABSENT, 0, None, None)
+            topic.put(tp[1], ABSENT, 0, None, None, self._tuples)
         elif event.data is not None and event.stat is not None:
-            self._put_state(topic, tp, event.data, event.stat)
+            self._put_state(topic, tp, event.data, event.stat, self._tuples)
 
     def _topic_event(self, name: str, event: TreeEvent) -> None:
         topic = self._topics.get(name)
@@ -305,17 +333,17 @@ class MetadataImage:
         if topic is None or event.kind is TreeEventKind.CREATED:
             # A new node: no partition state can predate it (states are its descendants).
             topic = self._topics[name] = _Topic(event.stat.mzxid)
-            self._set_assignment(name, topic, event.data, created=True)
+            self._set_assignment(name, topic, event.data, self._tuples, created=True)
         else:
             topic.mzxid = event.stat.mzxid
-            self._set_assignment(name, topic, event.data, created=False)
+            self._set_assignment(name, topic, event.data, self._tuples, created=False)
 
     # -- decoding --------------------------------------------------------------------------------
 
-    def _intern(self, value: tuple[int, ...]) -> tuple[int, ...]:
-        return self._interned.setdefault(value, value)
-
-    def _set_assignment(self, name: str, topic: _Topic, data: bytes, *, created: bool) -> None:
+    @staticmethod
+    def _set_assignment(
+        name: str, topic: _Topic, data: bytes, tuples: _Tuples, *, created: bool
+    ) -> None:
         path = _TOPIC_PREFIX + name
         try:
             assignment = states.decode_assignment(path, data)
@@ -323,27 +351,27 @@ class MetadataImage:
             topic.error = exc.detail
             return
         topic.error = None
-        intern = self._intern
+        intern = tuples.intern
         if sorted(assignment) == list(range(len(assignment))):
             topic.sparse = None
             topic.replicas = [intern(assignment[p]) for p in range(len(assignment))]
             if created and not len(topic.states):
                 topic.states = np.zeros(len(assignment), dtype=STATE_DTYPE)
-                topic.isr = [()] * len(assignment)
             else:
-                topic.resize(len(assignment))
+                topic.resize(len(assignment), tuples)
         else:
             topic.replicas = None
             topic.sparse = {p: intern(r) for p, r in assignment.items()}
 
-    def _put_state(self, topic: _Topic, tp: TP, data: bytes, stat: Stat) -> None:
+    @staticmethod
+    def _put_state(topic: _Topic, tp: TP, data: bytes, stat: Stat, tuples: _Tuples) -> None:
         try:
             state = states.decode_state(states.state_path(tp), data, stat.version)
         except LayoutError as exc:
-            topic.put(tp[1], UNREADABLE, stat.mzxid, None, exc.detail)
+            topic.put(tp[1], UNREADABLE, stat.mzxid, None, exc.detail, tuples)
             return
-        state.isr = self._intern(state.isr)
-        topic.put(tp[1], READABLE, stat.mzxid, state, None)
+        state.isr = tuples.intern(state.isr)
+        topic.put(tp[1], READABLE, stat.mzxid, state, None, tuples)
 
     # -- re-reading (owner's thread) ---------------------------------------------------------------
 
@@ -359,12 +387,13 @@ class MetadataImage:
                 target = self._resync_at
             if target is None:
                 return self.position is not None
-            brokers, topics = self._read(store)
+            brokers, topics, tuples = self._read(store)
             with self._lock:
                 if self._resync_at != target:
                     continue
                 self._brokers = brokers
                 self._topics = topics
+                self._tuples = tuples
                 self.position = target
                 self.reads += 1
                 buffered, self._buffer = self._buffer, []
@@ -391,14 +420,14 @@ class MetadataImage:
 
     def _read(
         self, store: MetadataStore
-    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic]]:
+    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples]:
         def children(path: str) -> list[str]:
             try:
                 return store.children(path)
             except NoNodeError:
                 return []
 
-        self._interned = {}
+        tuples = _Tuples()  # a fresh table: contexts filled earlier keep the old one
         brokers: dict[str, tuple[bytes, int, int]] = {}
         names = children(layout.BROKER_IDS)
         for name, result in zip(
@@ -420,7 +449,7 @@ class MetadataImage:
             if isinstance(result, StoreError):
                 raise result
             topic = topics[name] = _Topic(result[1].mzxid)
-            self._set_assignment(name, topic, result[0], created=True)
+            self._set_assignment(name, topic, result[0], tuples, created=True)
             if topic.replicas is not None:
                 wanted.extend((name, p) for p in range(len(topic.replicas)))
             elif topic.sparse is not None:
@@ -432,8 +461,8 @@ class MetadataImage:
                 continue
             if isinstance(result, StoreError):
                 raise result
-            self._put_state(topics[tp[0]], tp, result[0], result[1])
-        return brokers, topics
+            self._put_state(topics[tp[0]], tp, result[0], result[1], tuples)
+        return brokers, topics, tuples
 
     # -- the hand-over (controller's thread) --------------------------------------------------------
 
@@ -441,9 +470,11 @@ class MetadataImage:
         """Fill ``context`` as :meth:`ControllerContext.load` would from the store; False (and
         ``context`` untouched) when the image is not current. Partitions whose state the image
         cannot vouch for (UNKNOWN: named by an assignment after their node may have appeared) are
-        read from the store, as few as they are."""
-        from coordkit.engine.controller.context import PartitionInfo
+        read from the store, as few as they are.
 
+        Dense topics are handed over as copies of their columns (no object per partition: see
+        :class:`~.partition_map.PartitionMap`); the Python work is per topic, and per partition
+        only for the few states outside the columns."""
         unknown: list[TP] = []
         with self._lock:
             if self._resync_at is not None or self.position is None:
@@ -454,6 +485,7 @@ class MetadataImage:
             ]
             context.reset_topics()
             parts = context.parts
+            table = self._tuples.table
             ignored: set[str] = set()
             for name in sorted(self._topics):
                 topic = self._topics[name]
@@ -463,49 +495,36 @@ class MetadataImage:
                     ignored.add(name)
                     continue
                 context.unreadable.clear(path)
-                assignment = topic.assignment()
-                assert assignment is not None
-                context.topics[name] = assignment
                 context.assignment_mzxid[name] = topic.mzxid
                 has_state = False
+                assignment: dict[int, tuple[int, ...]] | Sequence[tuple[int, ...]]
                 if topic.replicas is not None:
-                    column = topic.states
-                    rows = zip(
-                        column["status"].tolist(),
-                        column["leader"].tolist(),
-                        column["leader_epoch"].tolist(),
-                        column["controller_epoch"].tolist(),
-                        column["zk_version"].tolist(),
-                        topic.isr,
-                        topic.replicas,
-                        strict=False,
+                    assignment = topic.replicas
+                    context.topics.add_list(name, assignment)
+                    rows = topic.states[: len(assignment)].copy()
+                    status = rows["status"]
+                    has_state = bool(np.any((status == READABLE) | (status == UNREADABLE)))
+                    parts.add_columns(name, TopicColumns(assignment, rows, table))
+                    for partition in np.flatnonzero(status == UNREADABLE).tolist():
+                        self._unreadable(
+                            context, (name, partition), topic.reasons.get(partition, "?")
+                        )
+                    unknown.extend(
+                        (name, partition)
+                        for partition in np.flatnonzero(status == UNKNOWN).tolist()
+                        if partition not in topic.loose
                     )
-                    for partition, (
-                        status,
-                        leader,
-                        epoch,
-                        c_epoch,
-                        version,
-                        isr,
-                        replicas,
-                    ) in enumerate(rows):
-                        tp = (name, partition)
-                        if status == READABLE:
-                            parts[tp] = PartitionInfo(
-                                replicas, LeaderIsr(leader, epoch, isr, c_epoch, version)
-                            )
-                            has_state = True
-                            continue
-                        parts[tp] = PartitionInfo(replicas)
-                        if status == UNREADABLE:
-                            has_state = True
-                            self._unreadable(context, tp, topic.reasons.get(partition, "?"))
-                        elif status == UNKNOWN and partition not in topic.loose:
-                            unknown.append(tp)
+                else:
+                    assert topic.sparse is not None
+                    assignment = dict(topic.sparse)
+                    context.topics[name] = assignment
                 for partition, loose in topic.loose.items():
-                    replicas = assignment.get(partition)
+                    if isinstance(assignment, dict):
+                        replicas = assignment.get(partition)
+                    else:
+                        replicas = assignment[partition] if partition < len(assignment) else None
                     if replicas is None:
-                        continue
+                        continue  # a state the assignment does not name (yet)
                     tp = (name, partition)
                     parts[tp] = PartitionInfo(replicas, loose.state)
                     if loose.status == UNREADABLE:

@@ -32,6 +32,7 @@ from coordkit.elections import (
 from coordkit.engine import states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE, EngineConfig
 from coordkit.engine.controller.context import ControllerContext
+from coordkit.engine.controller.partition_map import needs_attention
 from coordkit.engine.errors import ControllerFencedError, StateConflictError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
@@ -156,12 +157,7 @@ class PartitionStateMachine:
     def needs_attention(self, tp: TP, live: frozenset[int]) -> bool:
         """Whether :meth:`plan_liveness` could plan a write for ``tp`` (a cheap filter)."""
         part = self.context.parts.get(tp)
-        if part is None:
-            return False
-        state = part.state
-        if state is None:
-            return True
-        return state.leader not in live or not live.issuperset(state.isr)
+        return part is not None and needs_attention(part, live)
 
     def plan_liveness(self, tp: TP, live: frozenset[int], shrink: bool = True) -> Plan | None:
         """New partitions get their first leader; partitions whose leader is gone get an offline

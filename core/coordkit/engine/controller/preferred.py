@@ -99,12 +99,12 @@ class PreferredLeaders:
         lead (Kafka's leader imbalance ratio)."""
         total: dict[int, int] = {}
         off: dict[int, int] = {}
-        for tp, part in self.context.parts.items():
-            if not self.context.actionable(tp) or not part.replicas:
+        for tp, replicas, state in self.context.parts.states():
+            if not replicas or not self.context.actionable(tp):
                 continue
-            preferred = part.replicas[0]
+            preferred = replicas[0]
             total[preferred] = total.get(preferred, 0) + 1
-            if part.state is not None and part.state.leader != preferred:
+            if state is not None and state.leader != preferred:
                 off[preferred] = off.get(preferred, 0) + 1
         return {b: off.get(b, 0) / n for b, n in total.items()}
 
@@ -117,11 +117,11 @@ class PreferredLeaders:
             return []
         candidates = [
             tp
-            for tp, part in self.context.parts.items()
-            if self.context.actionable(tp)
-            and part.replicas[0] in over
-            and part.state is not None
-            and part.state.leader != part.replicas[0]
+            for tp, replicas, state in self.context.parts.states()
+            if replicas[0] in over
+            and state is not None
+            and state.leader != replicas[0]
+            and self.context.actionable(tp)
         ]
         log.info(
             "controller %s: leader imbalance above %.0f%% on brokers %s; preferred election for %d "

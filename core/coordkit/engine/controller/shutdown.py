@@ -38,15 +38,15 @@ class ControlledShutdown:
         context.shutting_down.add(broker_id)
         tps = [
             tp
-            for tp, part in context.parts.items()
-            if context.actionable(tp) and len(part.replicas) > 1 and broker_id in part.replicas
+            for tp, replicas, _state in context.parts.states()
+            if len(replicas) > 1 and broker_id in replicas and context.actionable(tp)
         ]
         live = context.live_ids()
         self.partitions.persist(self._plan(tp, broker_id, live) for tp in tps)
         return sorted(
             tp
-            for tp, part in context.parts.items()
-            if part.state is not None and part.state.leader == broker_id
+            for tp, _replicas, state in context.parts.states()
+            if state is not None and state.leader == broker_id
         )
 
     def _plan(self, tp: TP, broker_id: int, live: frozenset[int]) -> Plan | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -46,6 +47,9 @@ INSTALL_HINT = (
 SETPRIV = shutil.which("setpriv")
 
 TICK_MS = 200
+#: The JVM's -Xmx unless a server is given ``heap`` (benchmarks of millions of znodes ask for more).
+DEFAULT_HEAP = "512m"
+_HEAP = re.compile(r"[1-9][0-9]*[kKmMgG]")
 START_TIMEOUT = 60.0
 
 _live: set[ZooKeeperServer] = set()
@@ -143,6 +147,8 @@ class ZooKeeperServer:
 
     :param peers: for an ensemble member, ``{server_id: (peer_port, election_port, client_port)}``
         of every member (including this one); ``None`` for a standalone server.
+    :param heap: the JVM's maximum heap (``-Xmx``), :data:`DEFAULT_HEAP` unless given; a
+        2,000,000-partition cluster (4,000,000 znodes) needs a few GiB.
     """
 
     def __init__(
@@ -155,6 +161,7 @@ class ZooKeeperServer:
         extra_config: dict[str, str] | None = None,
         jvm_options: tuple[str, ...] = (),
         tls: TLSFiles | None = None,
+        heap: str = DEFAULT_HEAP,
     ):
         self.java, self.classpath = require_zookeeper()
         self.tls = tls
@@ -173,6 +180,9 @@ class ZooKeeperServer:
         self.client_port = peers[server_id][2] if peers else (client_port or free_port())
         self.extra_config = dict(extra_config or {})
         self.jvm_options = jvm_options
+        if not _HEAP.fullmatch(heap):
+            raise ValueError(f"ZooKeeper heap {heap!r}: give a JVM size such as 512m or 4g")
+        self.heap = heap
         self.data_dir = workdir / "data"
         self.config_path = workdir / "zoo.cfg"
         self.log_path = workdir / "server.log"
@@ -242,7 +252,7 @@ class ZooKeeperServer:
         command = [
             self.java,
             "-Xms32m",
-            "-Xmx512m",
+            f"-Xmx{self.heap}",
             "-XX:+UseSerialGC",
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dzookeeper.admin.enableServer=false",
