@@ -13,26 +13,27 @@ from collections.abc import Callable
 from typing import Any
 
 from coordkit.protocol import wire
+from coordkit.protocol.emitter import Emitter
 from coordkit.protocol.plan import (
     FIXED_SIZES,
     StructPlan,
     compact,
     element_min_size,
-    plan_struct,
 )
-from coordkit.protocol.schema import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
+from coordkit.protocol.schema import FIXED_FORMATS, FieldSpec, MessageSpec
 from coordkit.protocol.structs import FRESH, ZERO_UUID, Struct, default_source
 
 Decoder = Callable[[wire.Buffer, int], tuple[Any, int]]
 _Z16 = bytes(16)
 
 
-class _Emitter:
+class _Emitter(Emitter):
     """Source text and constants for one (message, version) decoder."""
 
+    direction = "decode"
+
     def __init__(self, classes: dict[str, type[Struct]]) -> None:
-        self.classes = classes
-        self.names: dict[str, object] = {
+        names: dict[str, object] = {
             "Fail": wire.Fail,
             "StructError": struct.error,
             "truncated": wire.truncated,
@@ -45,28 +46,13 @@ class _Emitter:
             "new": object.__new__,
             "FRESH": FRESH,
         }
-        self.functions: list[str] = []
+        super().__init__(classes, names)
         #: The checked reader of each inlined string field of the struct being compiled.
         self.slow_strings: dict[str, object] = {}
-        self.done: set[str] = set()
-        self.counter = 0
-
-    def const(self, value: object, prefix: str = "K") -> str:
-        self.counter += 1
-        name = f"{prefix}{self.counter}"
-        self.names[name] = value
-        return name
-
-    def struct_fn(self, spec: StructSpec, version: int, flexible: bool) -> str:
-        name = f"d_{spec.name}"
-        if name not in self.done:
-            self.done.add(name)
-            self.functions.append(self._struct_source(name, plan_struct(spec, version, flexible)))
-        return name
 
     # -- one struct -------------------------------------------------------------------------
 
-    def _struct_source(self, fn: str, plan: StructPlan) -> str:
+    def struct_source(self, fn: str, plan: StructPlan) -> str:
         outer, self.slow_strings = self.slow_strings, {}
         layouts: dict[str, tuple[tuple[str, str, int], ...]] = {}
         body: list[str] = []
@@ -318,10 +304,5 @@ def compile_decoder(
     spec: MessageSpec, version: int, classes: dict[str, type[Struct]]
 ) -> tuple[Decoder, str]:
     """The decoder of ``spec`` at ``version`` (``(buf, pos) -> (message, pos)``) and its source."""
-    emitter = _Emitter(classes)
-    entry = emitter.struct_fn(spec.struct, version, spec.flexible(version))
-    source = "\n".join(reversed(emitter.functions))
-    namespace = dict(emitter.names)
-    exec(compile(source, f"<coordkit.protocol decode {spec.name} v{version}>", "exec"), namespace)
-    decoder: Decoder = namespace[entry]  # type: ignore[assignment]
-    return decoder, source
+    function, source = _Emitter(classes).compile(spec, version)
+    return function, source

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from coordkit.protocol import wire
-from coordkit.protocol.plan import FIXED_SIZES, StructPlan, compact, plan_struct
-from coordkit.protocol.schema import FIXED_FORMATS, FieldSpec, MessageSpec, StructSpec
+from coordkit.protocol.emitter import Emitter
+from coordkit.protocol.plan import FIXED_SIZES, StructPlan, compact
+from coordkit.protocol.schema import FIXED_FORMATS, FieldSpec, MessageSpec
 from coordkit.protocol.structs import Struct, default_value
 
 Encoder = Callable[[bytearray, Any], None]
@@ -32,12 +33,13 @@ def _bad_value(layouts: dict[str, Any], f: str, o: Any, error: Exception) -> wir
     return wire.Fail(f"cannot encode: {error}").add(f, -1)
 
 
-class _Emitter:
+class _Emitter(Emitter):
     """Source text and constants for one (message, version) encoder."""
 
+    direction = "encode"
+
     def __init__(self, classes: dict[str, type[Struct]]) -> None:
-        self.classes = classes
-        self.names: dict[str, object] = {
+        names: dict[str, object] = {
             "Fail": wire.Fail,
             "StructError": struct.error,
             "bad_value": _bad_value,
@@ -46,26 +48,11 @@ class _Emitter:
             "write_uuid": wire.write_uuid,
             "pack": struct.pack,
         }
-        self.functions: list[str] = []
-        self.done: set[str] = set()
-        self.counter = 0
-
-    def const(self, value: object, prefix: str = "K") -> str:
-        self.counter += 1
-        name = f"{prefix}{self.counter}"
-        self.names[name] = value
-        return name
-
-    def struct_fn(self, spec: StructSpec, version: int, flexible: bool) -> str:
-        name = f"e_{spec.name}"
-        if name not in self.done:
-            self.done.add(name)
-            self.functions.append(self._struct_source(name, plan_struct(spec, version, flexible)))
-        return name
+        super().__init__(classes, names)
 
     # -- one struct -------------------------------------------------------------------------
 
-    def _struct_source(self, fn: str, plan: StructPlan) -> str:
+    def struct_source(self, fn: str, plan: StructPlan) -> str:
         layouts: dict[str, tuple[str, tuple[tuple[str, str, int], ...]]] = {}
         body: list[str] = []
         for step in plan.steps:
@@ -230,10 +217,5 @@ def compile_encoder(
     spec: MessageSpec, version: int, classes: dict[str, type[Struct]]
 ) -> tuple[Encoder, str]:
     """The encoder of ``spec`` at ``version`` (``(out, message) -> None``) and its source."""
-    emitter = _Emitter(classes)
-    entry = emitter.struct_fn(spec.struct, version, spec.flexible(version))
-    source = "\n".join(reversed(emitter.functions))
-    namespace = dict(emitter.names)
-    exec(compile(source, f"<coordkit.protocol encode {spec.name} v{version}>", "exec"), namespace)
-    encoder: Encoder = namespace[entry]  # type: ignore[assignment]
-    return encoder, source
+    function, source = _Emitter(classes).compile(spec, version)
+    return function, source
