@@ -5,8 +5,9 @@
 every compound write is one atomic Lua script, sessions are keys with a TTL renewed by a heartbeat
 on a thread and connection of its own, ephemeral nodes are indexed by session and reaped when it
 expires, and change streams sharded by directory feed the watches (a client reads the shards of
-what it watches). All keys of one store share the hash tag ``{prefix}``, so the scripts stay atomic
-on Redis Cluster. redis-py is imported only when a store is opened.
+what it watches); one more stream, written only while a change feed is open, feeds ``watch_tree``.
+All keys of one store share the hash tag ``{prefix}``, so the scripts stay atomic on Redis Cluster.
+redis-py is imported only when a store is opened.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def _require_redis() -> None:
 
 def open_redis_store(url: StoreURL, *, read_only: bool = False, **options: Any) -> RedisStore:
     """Open ``redis://`` or ``rediss://``; options (override the URL's query): ``prefix``,
-    ``session_timeout``, ``socket_timeout``, ``connect_timeout``, ``stream_maxlen``;
+    ``session_timeout``, ``socket_timeout``, ``connect_timeout``, ``stream_maxlen``, ``tree_maxlen``;
     ``read_only`` opens no session and writes nothing (a prefix without a root is an error)."""
     _require_redis()
     from coordkit_redis.config import RedisConfig

@@ -26,10 +26,10 @@ behind while connected (a write storm in a directory it watches) finds a gap in 
 what it reads next: a full resync too.
 
 Global revisions. Every entry carries ``z``, the zxid of the last transaction in it: the store's
-global revision, the same counter whatever the shard. A recursive subscription (``watch_tree``,
-planned) can therefore merge shards into one order and resume at a revision; since a subtree's
-directories hash to any shard, it would either read all shards or a global stream that scripts
-write only while a recursive subscriber is registered (so a store without one pays nothing).
+global revision, the same counter whatever the shard. Change feeds (``watch_tree``) need one total
+order with each op's state, and a subtree's directories hash to any shard, so they read a global
+stream instead, which scripts write only while a feed subscriber is registered (so a store without
+one pays nothing): :mod:`coordkit_redis.treefeed`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """``redis://`` / ``rediss://`` URLs → connection settings, and what the server guarantees.
 
 ``redis://[:password@|user:password@]host:port/db?prefix=NAME&session_timeout=10`` with optional
-``socket_timeout``, ``connect_timeout`` (seconds) and ``stream_maxlen`` (entries kept per
-change-stream shard, approximately; 256 shards); ``rediss://`` adds TLS with ``ssl_ca_certs``,
+``socket_timeout``, ``connect_timeout`` (seconds), ``stream_maxlen`` (entries kept per
+change-stream shard, approximately; 256 shards) and ``tree_maxlen`` (transactions the tree stream
+of change feeds keeps, approximately, while a feed is open: a feed resumes exactly within them);
+``rediss://`` adds TLS with ``ssl_ca_certs``,
 ``ssl_certfile``, ``ssl_keyfile``, ``ssl_cert_reqs`` (none, optional, required) and
 ``ssl_check_hostname`` (true/false).
 
 Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`:
-durations 0.001 to 86400 seconds, ``stream_maxlen`` 1 to 100,000,000, the database 0 to
+durations 0.001 to 86400 seconds, ``stream_maxlen`` and ``tree_maxlen`` 1 to 100,000,000, the database 0 to
 2,147,483,647; anything else is an :class:`~coordkit.errors.InvalidURLError` naming the parameter,
 the value and the range.
 """
@@ -29,13 +31,16 @@ DEFAULT_SOCKET_TIMEOUT = 10.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
 #: Per shard: a client falls this far behind in a shard it reads before it must resync.
 DEFAULT_STREAM_MAXLEN = 1_000
+#: Transactions the tree stream keeps: how far back a change feed resumes exactly (about 200 bytes
+#: each plus the data written).
+DEFAULT_TREE_MAXLEN = 100_000
 MAX_STREAM_MAXLEN = 100_000_000
 #: Redis takes the database index as a C int.
 MAX_DB = 2**31 - 1
 
 NUMBER_PARAMS = ("session_timeout", "socket_timeout", "connect_timeout")
 SSL_PARAMS = ("ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_cert_reqs", "ssl_check_hostname")
-PARAMS = ("prefix", "stream_maxlen", *NUMBER_PARAMS, *SSL_PARAMS)
+PARAMS = ("prefix", "stream_maxlen", "tree_maxlen", *NUMBER_PARAMS, *SSL_PARAMS)
 CERT_REQS = ("none", "optional", "required")
 
 
@@ -53,6 +58,7 @@ class RedisConfig:
     stream_maxlen: int
     tls: bool
     ssl: tuple[tuple[str, Any], ...] = ()
+    tree_maxlen: int = DEFAULT_TREE_MAXLEN
 
     @classmethod
     def from_url(cls, url: StoreURL, options: dict[str, Any]) -> RedisConfig:
@@ -91,6 +97,7 @@ class RedisConfig:
             stream_maxlen=_count(settings, "stream_maxlen", DEFAULT_STREAM_MAXLEN, where),
             tls=tls,
             ssl=_ssl(settings, where) if tls else (),
+            tree_maxlen=_count(settings, "tree_maxlen", DEFAULT_TREE_MAXLEN, where),
         )
 
     def connection_settings(self, *, socket_timeout: float | None = None) -> dict[str, Any]:
@@ -214,6 +221,8 @@ def probe_characteristics(client: Any) -> StoreCharacteristics:
         linearizable_writes=True,
         durable=durable,
         shared_across_processes=True,
+        ordered_change_feed=True,
+        change_feed_history=True,
         multi_host=True,
         notes=f"{LINEARIZABLE_NOTE}; {persistence}",
     )

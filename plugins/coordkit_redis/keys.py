@@ -92,6 +92,17 @@ class KeySpace:
         return self.base + "logseq"
 
     @property
+    def tree(self) -> str:
+        """The tree stream of change feeds, written while a subscriber is registered (see
+        :mod:`coordkit_redis.treefeed`)."""
+        return self.base + "tree"
+
+    @property
+    def tree_subscribers(self) -> str:
+        """Sorted set: tree subscriber id -> the deadline (server ms) of its lease."""
+        return self.base + "tree:subs"
+
+    @property
     def deadlines(self) -> str:
         return self.base + "deadlines"
 

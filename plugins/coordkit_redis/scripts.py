@@ -38,6 +38,8 @@ class Scripts:
     stat: LuaScript
     children: LuaScript
     read: LuaScript
+    tree_register: LuaScript
+    tree_newest: LuaScript
 
     def all(self) -> tuple[LuaScript, ...]:
         return attrs.astuple(self, recurse=False)

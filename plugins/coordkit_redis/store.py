@@ -3,7 +3,9 @@
 Reads are single commands (HGETALL) or small read-only scripts; every write is one atomic Lua
 script (see ``lua/``); bulk calls stream batches of ops (or paths) to scripts over one connection.
 Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the change-stream shards
-covering the watched paths (:mod:`coordkit_redis.changes`, read by :mod:`coordkit_redis.reader`).
+covering the watched paths (:mod:`coordkit_redis.changes`, read by :mod:`coordkit_redis.reader`);
+change feeds (``watch_tree``) read the tree stream (:mod:`coordkit_redis.treefeed`), on a thread
+and connection of their own started with the first feed.
 
 Three threads besides the caller's, two with a connection of their own: the session keeper's
 heartbeat (:mod:`coordkit_redis.sessions`), the change reader (:mod:`coordkit_redis.reader`), and
@@ -17,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import attrs
 import redis
 import redis.exceptions as rex
 
+from coordkit.changefeed import check_since
 from coordkit.errors import (
     ConnectionLossError,
     NoNodeError,
@@ -37,6 +41,8 @@ from coordkit.store import (
     SessionState,
     Stat,
     StoreCharacteristics,
+    TreeCallback,
+    TreeWatch,
     Watch,
     check_data,
     describe_op,
@@ -64,6 +70,8 @@ from coordkit_redis.keys import KeySpace
 from coordkit_redis.reader import MAX_BLOCK, ChangeReader
 from coordkit_redis.scripts import SCRIPTS, LuaScript
 from coordkit_redis.sessions import SessionKeeper
+from coordkit_redis.treefeed import MAX_BLOCK as TREE_BLOCK
+from coordkit_redis.treefeed import TreeFeeds
 
 #: Ops per script call in apply(), and a bound on the bytes one call carries.
 BATCH_OPS = 1000
@@ -135,8 +143,30 @@ class RedisStore(MetadataStore):
                 keeper=self._keeper,
                 hub=self._hub,
             )
+            self._trees = TreeFeeds(
+                name=label,
+                keys=self.keys,
+                run_script=self._run_script,
+                ops_client=self._client,
+                make_client=lambda: redis.Redis(
+                    **config.connection_kwargs(socket_timeout=patience + TREE_BLOCK),
+                    single_connection_client=True,
+                ),
+                keeper=self._keeper,
+                events=self._events,
+                lease=max(30.0, 3 * config.session_timeout),
+                maxlen=config.tree_maxlen,
+            )
             self.characteristics = probe_characteristics(self._client)
             if read_only:
+                # A feed registers its subscriber (a write): a read-only client has none.
+                self.characteristics = attrs.evolve(
+                    self.characteristics,
+                    ordered_change_feed=False,
+                    change_feed_history=False,
+                    notes=f"{self.characteristics.notes}; opened read-only: no change feed "
+                    "(subscribing to one registers the subscriber, a write)",
+                )
                 self._require_root(config)
             self._keeper.open()
             self._feed.start(self._client)
@@ -239,9 +269,15 @@ class RedisStore(MetadataStore):
         """Seconds between renewals (a tenth of the session timeout)."""
         return self._keeper.heartbeat_interval
 
+    @property
+    def tree_feeds(self) -> TreeFeeds:
+        """This client's change feeds (``watch_tree``): its subscriber id, entries read."""
+        return self._trees
+
     def close(self) -> None:
         if self._keeper.state is SessionState.CLOSED:
             return
+        self._trees.close()
         self._keeper.close()
         self._reader.stop()
         self._events.stop()
@@ -475,6 +511,19 @@ class RedisStore(MetadataStore):
         check_path(path)
         self._require_open()
         return self._hub.add_children_watch(path, callback)
+
+    def watch_tree(
+        self, path: str, callback: TreeCallback, *, since: int | None = None
+    ) -> TreeWatch:
+        """The change feed, from the tree stream (:mod:`coordkit_redis.treefeed`): exact
+        positions (the zxid each change committed at, with the state it wrote) and exact
+        resumption while the stream holds what followed ``since``; a cut connection or a lost
+        session resumes where the feed stood, unless entries were trimmed meanwhile (RESYNC)."""
+        check_path(path)
+        check_since(since)
+        self.require("ordered_change_feed")
+        self._require_connected(path)
+        return self._trees.subscribe(path, callback, since)
 
     def _require_open(self) -> None:
         if self._keeper.state is SessionState.CLOSED:

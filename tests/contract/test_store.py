@@ -20,9 +20,7 @@ EXPECTED_CAPABILITIES = {
     },
     # ZooKeeper's feed cannot replay history: it resumes by RESYNC.
     "zookeeper": set(Capability) - {Capability.ADVANCE_CLOCK, Capability.CHANGE_FEED_HISTORY},
-    # The Redis change feed (watch_tree over its change stream) is still to come.
-    "redis": set(Capability)
-    - {Capability.ADVANCE_CLOCK, Capability.ORDERED_CHANGE_FEED, Capability.CHANGE_FEED_HISTORY},
+    "redis": set(Capability) - {Capability.ADVANCE_CLOCK},
 }
 
 

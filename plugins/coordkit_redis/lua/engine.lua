@@ -20,7 +20,16 @@
 --                  stream: 1, 2, ...; a reader that finds one missing was trimmed past) and
 --                  e (events)
 --   P expiries     stream of expired session ids (X events), one entry per script that reaped
---   P logseq       hash: stream name (log:<xx>, expiries) -> entries appended so far
+--   P logseq       hash: stream name (log:<xx>, expiries, tree) -> entries appended so far
+--   P tree         the tree stream (change feeds, coordkit_redis.treefeed): written only while a
+--                  tree subscriber is registered; one entry per script, id <last zxid>-<number>,
+--                  fields k (kinds: c created, s changed, d deleted, m marker), p (paths, '\n'-
+--                  separated), s (the stats each op wrote, '\n'-separated, empty for a delete), d
+--                  (the data each op wrote, concatenated: the stats give the lengths), z (each
+--                  change's zxid, ','-separated; only when the entry holds several transactions)
+--   P tree:subs    sorted set: tree subscriber id -> deadline (server ms) its client refreshes
+--   P tree:meta    hash: maxlen (zxids whose entries the tree stream keeps), gap (zxid of the newest
+--                  marker: changes up to it may be missing from the stream)
 --
 -- Writes go through a transaction overlay (Tx): every check runs against the overlay, and only a
 -- transaction whose checks all passed is flushed to Redis, so a failed op changes nothing.
@@ -134,6 +143,82 @@ local function publish(kind, path)
   EVENTS[#EVENTS + 1] = path
 end
 
+-- -- the tree stream ------------------------------------------------------------------------------
+
+-- Change feeds need one total order with the state each op wrote, so while a tree subscriber is
+-- registered every transaction also appends its changes to one stream. Whether one is, is looked up
+-- once per script, at its first change: a store nobody follows pays one ZREVRANGE per write script.
+local TREE = P .. 'tree'
+local TREE_SUBS = P .. 'tree:subs'
+local TREE_META = P .. 'tree:meta'
+local TREE_LIVE = nil
+-- Changes of this script's transactions, in commit order: zxid, kind, path, data, stat (5 slots;
+-- false for a delete's data and stat: a nil would leave a hole, which '#' does not survive).
+local TREE_LOG = {}
+
+local function tree_live()
+  if TREE_LIVE == nil then
+    local top = redis.call('ZREVRANGE', TREE_SUBS, 0, 0, 'WITHSCORES')
+    if #top == 0 then
+      TREE_LIVE = false
+    elseif tonumber(top[2]) < now_ms() then
+      redis.call('DEL', TREE_SUBS)  -- every registration has expired: stop paying for them
+      TREE_LIVE = false
+    else
+      TREE_LIVE = true
+    end
+  end
+  return TREE_LIVE
+end
+
+local function tree_record(zxid, kind, path, data, stat)
+  if not tree_live() then return end
+  local log = TREE_LOG
+  local i = #log
+  log[i + 1], log[i + 2], log[i + 3], log[i + 4], log[i + 5] = zxid, kind, path, data or false,
+    stat or false
+end
+
+-- Append one entry, id <zxid>-<number>: numbered, so a reader sees trimming as a gap, and ordered
+-- by zxid, so a resume finds its place with XREVRANGE. The stream keeps the entries of the last
+-- `maxlen` zxids (MINID: a bulk call's thousand transactions in one entry count a thousand).
+-- Should the counters ever go back under a surviving stream (keys deleted by hand), the stream
+-- starts afresh rather than fail the write: readers see it reset and re-read.
+local function tree_append(zxid, maxlen, fields)
+  local n = redis.call('HINCRBY', SEQUENCES, 'tree', 1)
+  local id = fmt(zxid) .. '-' .. fmt(n)
+  local floor = fmt(math.max(0, zxid - tonumber(maxlen)))
+  local done = redis.pcall('XADD', TREE, 'MINID', '~', floor, id, unpack(fields))
+  if type(done) == 'table' and done.err then
+    redis.call('DEL', TREE)
+    redis.call('XADD', TREE, id, unpack(fields))
+  end
+end
+
+local function tree_maxlen()
+  return redis.call('HGET', TREE_META, 'maxlen') or '100000'
+end
+
+-- One entry per script: its transactions' changes in commit order, and (when it holds more than
+-- one transaction) each change's zxid in field z.
+local function flush_tree()
+  local log = TREE_LOG
+  if #log == 0 then return end
+  local kinds, paths, stats, data, zxids = {}, {}, {}, {}, {}
+  local first, last = log[1], log[#log - 4]
+  for i = 1, #log, 5 do
+    local j = #kinds + 1
+    kinds[j], paths[j], stats[j], zxids[j] = log[i + 1], log[i + 2], log[i + 4] or '', log[i]
+    if log[i + 3] then data[#data + 1] = log[i + 3] end
+  end
+  local fields = {'k', table.concat(kinds), 'p', table.concat(paths, '\n'),
+    's', table.concat(stats, '\n'), 'd', table.concat(data)}
+  if first ~= last then
+    fields[9], fields[10] = 'z', table.concat(zxids, ',')
+  end
+  tree_append(last, tree_maxlen(), fields)
+end
+
 -- -- zxid ------------------------------------------------------------------------------------------
 
 local ZX = nil
@@ -155,11 +240,13 @@ Tx.__index = Tx
 
 -- Events go straight to EVENTS; a discarded transaction cuts them back to its mark.
 local function new_tx(zxid)
-  return setmetatable({zxid = zxid, nodes = {}, origin = {}, child_ops = {}, mark = #EVENTS}, Tx)
+  return setmetatable({zxid = zxid, nodes = {}, origin = {}, child_ops = {}, mark = #EVENTS,
+                       tree_mark = #TREE_LOG}, Tx)
 end
 
 function Tx:discard()
   for i = #EVENTS, self.mark + 1, -1 do EVENTS[i] = nil end
+  for i = #TREE_LOG, self.tree_mark + 1, -1 do TREE_LOG[i] = nil end
 end
 
 -- A node's record in the overlay (false: no such node). Checks need only the version, cversion,
@@ -247,6 +334,10 @@ function Tx:create(path, data, owner, sequential)
   self.child_ops[#self.child_ops + 1] = {parent, name, true}
   self:event('D', path)
   self:event('C', parent)
+  if tree_live() then
+    tree_record(z, 'c', path, data, z .. ',' .. z .. ',' .. z .. ',' .. now .. ',' .. now .. ',0,0,'
+      .. owner .. ',' .. #data .. ',0')
+  end
   return path
 end
 
@@ -268,6 +359,7 @@ function Tx:set(path, data, version)
   n.mt = now_ms()
   n.dirty = true
   self:event('D', path)
+  if tree_live() then tree_record(self.zxid, 's', path, data, self:stat(n, #data)) end
   return n
 end
 
@@ -285,6 +377,7 @@ function Tx:remove(path)
   self:event('D', path)
   self:event('C', path)
   self:event('C', parent)
+  tree_record(self.zxid, 'd', path, nil, nil)
 end
 
 -- Descendants of a stored node, deepest first (reads Redis: only for a fresh overlay).
@@ -391,6 +484,10 @@ local function fast_create(path, data, zxid)
   redis.call('SADD', children_key(parent), name)
   publish('D', path)
   publish('C', parent)
+  if tree_live() then
+    tree_record(zxid, 'c', path, data, zxid .. ',' .. zxid .. ',' .. zxid .. ',' .. now .. ',' .. now
+      .. ',0,0,0,' .. #data .. ',0')
+  end
   commit_zxid(zxid)
   LAST_ZXID = zxid
   return path
@@ -410,8 +507,10 @@ local function fast_set(path, data, version, zxid)
   publish('D', path)
   commit_zxid(zxid)
   LAST_ZXID = zxid
-  return v[2] .. ',' .. zxid .. ',' .. v[3] .. ',' .. v[4] .. ',' .. now .. ',' .. (current + 1)
+  local stat = v[2] .. ',' .. zxid .. ',' .. v[3] .. ',' .. v[4] .. ',' .. now .. ',' .. (current + 1)
     .. ',' .. v[5] .. ',' .. v[6] .. ',' .. #data .. ',' .. v[7]
+  if tree_live() then tree_record(zxid, 's', path, data, stat) end
+  return stat
 end
 
 -- -- sessions --------------------------------------------------------------------------------------
@@ -461,4 +560,5 @@ end
 local function finish()
   save_zxid()
   flush_stream()
+  flush_tree()
 end
