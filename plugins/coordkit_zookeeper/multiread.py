@@ -15,7 +15,7 @@ Servers older than 3.6 do not know the opcode, so the store asks for it only whe
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.exceptions import EXCEPTIONS
@@ -100,3 +100,16 @@ class MultiRead:
 
 def chunks(items: Sequence[Any], size: int = PATHS_PER_REQUEST) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def read_all(run: Callable[[list[Any], str], list[Any]], full_paths: list[str]) -> list[Any]:
+    """Read ``full_paths`` with pipelined multiRead requests sent by ``run`` (the store's
+    pipelined sender); one reply or error per path."""
+    requests = [MultiRead(chunk) for chunk in chunks(full_paths)]
+    replies: list[Any] = []
+    for request, reply in zip(requests, run(requests, "get"), strict=True):
+        if isinstance(reply, BaseException):
+            replies.extend([reply] * len(request.paths))
+        else:
+            replies.extend(reply)
+    return replies

@@ -30,18 +30,15 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol import serialization as proto
-from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent, ZnodeStat
+from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 from kazoo.retry import KazooRetry
 
 from coordkit import paths
 from coordkit.changefeed import check_since
 from coordkit.errors import (
     AuthFailedError,
-    BadVersionError,
     ConnectionLossError,
-    DataTooLargeError,
     InvalidPathError,
-    NodeExistsError,
     NoNodeError,
     SessionExpiredError,
     StoreClosedError,
@@ -53,12 +50,10 @@ from coordkit.store import (
     ChildrenCallback,
     Create,
     DataCallback,
-    Delete,
     MetadataStore,
     Op,
     SessionListener,
     SessionState,
-    SetData,
     Stat,
     StoreCharacteristics,
     TreeCallback,
@@ -72,7 +67,15 @@ from coordkit.watches import EventThread, SessionListeners, WatchHub
 from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
+from coordkit_zookeeper.requests import (
+    check_transaction_size,
+    op_result,
+    to_stat,
+    validate_op,
+    wire_op,
+)
 from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+from coordkit_zookeeper.subtrees import create_with_parents, delete_tree
 from coordkit_zookeeper.treewatch import TreeWatches
 
 log = logging.getLogger("coordkit.zookeeper")
@@ -98,31 +101,8 @@ CHARACTERISTICS = StoreCharacteristics(
     "the connected server (sequentially consistent); the change feed needs ZooKeeper 3.6+",
 )
 
-#: ZooKeeper's default jute.maxbuffer (0xfffff) bounds a whole request, a multi-op included.
-MAX_REQUEST_BYTES = 0xFFFFF
-#: Framing allowance per op in a multi (header, version, flags, ACL), rounded up.
-_OP_OVERHEAD = 128
 #: Reconnect quickly: kazoo's default backs off to an hour between attempts.
 _RECONNECT = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.2, "max_delay": 1.0}
-
-_FLAG_EPHEMERAL = 1
-_FLAG_SEQUENTIAL = 2
-
-
-def to_stat(stat: ZnodeStat) -> Stat:
-    return Stat(
-        czxid=stat.czxid,
-        mzxid=stat.mzxid,
-        pzxid=stat.pzxid,
-        ctime=stat.ctime,
-        mtime=stat.mtime,
-        version=stat.version,
-        cversion=stat.cversion,
-        aversion=stat.aversion,
-        ephemeral_owner=stat.ephemeralOwner,
-        data_length=stat.dataLength,
-        num_children=stat.numChildren,
-    )
 
 
 class ZooKeeperStore(MetadataStore):
@@ -383,34 +363,7 @@ class ZooKeeperStore(MetadataStore):
         except NoNodeError:
             if not make_parents:
                 raise
-        return self._create_with_parents(Create(path, data, ephemeral, sequential))
-
-    def _create_with_parents(self, op: Create) -> str:
-        leaf = op.path.rstrip("/") + "/x" if op.path.endswith("/") else op.path
-        ancestors = paths.ancestors(leaf)
-        # All missing ancestors and the node in one multi: a failure leaves no parents behind.
-        for _attempt in range(10):
-            found = self._run([proto.Exists(self._full(p), None) for p in ancestors], "exists")
-            for path, result in zip(ancestors, found, strict=True):
-                if isinstance(result, BaseException):
-                    raise translate(result, path=path, action="exists", closing=self._closing)
-            missing = [p for p, stat in zip(ancestors, found, strict=True) if stat is None]
-            ops: list[Op] = [Create(p) for p in missing]
-            ops.append(op)
-            try:
-                results = self._multi(ops, tag=False)
-            except StoreError as exc:
-                if (
-                    isinstance(exc, NodeExistsError)
-                    and exc.op_index is not None
-                    and exc.op_index < len(missing)
-                ):
-                    continue  # another client created an ancestor meanwhile
-                exc.op_index = None  # a plain create, not a transaction
-                raise
-            created: str = results[-1]
-            return created
-        raise NodeExistsError("ancestors keep changing under a concurrent writer", path=op.path)
+        return create_with_parents(self, Create(path, data, ephemeral, sequential))
 
     def get(self, path: str) -> tuple[bytes, Stat]:
         self._check_usable(path)
@@ -443,44 +396,10 @@ class ZooKeeperStore(MetadataStore):
         self._check_usable(path)
         paths.validate(path)
         if recursive:
-            self._delete_tree(path, version)
+            delete_tree(self, path, version)
             return
         if path == "/":
             raise StoreError("the root node cannot be deleted", path=path)
-        self._wait(self._client.delete_async(path, version), path, "delete", version=version)
-
-    def _delete_tree(self, path: str, version: int) -> None:
-        stat = self.exists(path)
-        if stat is None:
-            raise NoNodeError("no node", path=path)
-        if version not in (ANY_VERSION, stat.version):
-            raise BadVersionError(
-                f"expected version {version}, node is at {stat.version}", path=path
-            )
-        if path == "/":
-            raise StoreError("the root node cannot be deleted", path=path)
-        # Not atomic (ZooKeeper has no recursive delete): list level by level, delete deepest first.
-        levels: list[list[str]] = []
-        frontier = [path]
-        while frontier:
-            listed = self._run(
-                [proto.GetChildren(self._full(p), None) for p in frontier], "children"
-            )
-            below: list[str] = []
-            for parent, names in zip(frontier, listed, strict=True):
-                if isinstance(names, BaseException):
-                    if isinstance(names, kz.NoNodeError):
-                        continue  # deleted meanwhile
-                    raise translate(names, path=parent, action="children", closing=self._closing)
-                below.extend(paths.join(parent, name) for name in names)
-            if below:
-                levels.append(below)
-            frontier = below
-        for level in reversed(levels):
-            replies = self._run([proto.Delete(self._full(p), ANY_VERSION) for p in level], "delete")
-            for node, reply in zip(level, replies, strict=True):
-                if isinstance(reply, BaseException) and not isinstance(reply, kz.NoNodeError):
-                    raise translate(reply, path=node, action="delete", closing=self._closing)
         self._wait(self._client.delete_async(path, version), path, "delete", version=version)
 
     # -- multi-operations
@@ -499,13 +418,7 @@ class ZooKeeperStore(MetadataStore):
         return self._multi(ops, tag=True)
 
     def _multi(self, ops: list[Op], *, tag: bool) -> list[Any]:
-        size = sum(len(op.path) + len(getattr(op, "data", b"")) + _OP_OVERHEAD for op in ops)
-        if size > MAX_REQUEST_BYTES:
-            raise DataTooLargeError(
-                f"a transaction of {len(ops)} ops and about {size:,} bytes exceeds ZooKeeper's "
-                f"{MAX_REQUEST_BYTES:,}-byte request limit (jute.maxbuffer)",
-                path=ops[0].path,
-            )
+        check_transaction_size(ops)
         (reply,) = self._run([proto.Transaction([self._wire_op(op) for op in ops])], "commit")
         if isinstance(reply, BaseException):
             raise translate(reply, path=None, action="commit", closing=self._closing)
@@ -520,39 +433,13 @@ class ZooKeeperStore(MetadataStore):
         return [self._result(op, value) for op, value in zip(ops, reply, strict=True)]
 
     def _validate(self, op: Op) -> None:
-        if not isinstance(op, Create | SetData | Delete | Check):
-            raise TypeError(f"not a store operation: {op!r}")
-        paths.validate(op.path, sequential=isinstance(op, Create) and op.sequential)
-        if isinstance(op, Create | SetData):
-            check_data(op.path, op.data)
-        if op.path == "/":
-            if isinstance(op, Create):
-                raise InvalidPathError("the root node has no parent", path=op.path)
-            if isinstance(op, Delete):
-                raise StoreError("the root node cannot be deleted", path=op.path)
+        validate_op(op)
 
     def _wire_op(self, op: Op) -> Any:
-        match op:
-            case Create(path=path, data=data, ephemeral=ephemeral, sequential=sequential):
-                flags = (_FLAG_EPHEMERAL if ephemeral else 0) | (
-                    _FLAG_SEQUENTIAL if sequential else 0
-                )
-                return proto.Create(self._full(path), bytes(data), self._acl, flags)
-            case SetData(path=path, data=data, version=version):
-                return proto.SetData(self._full(path), bytes(data), version)
-            case Delete(path=path, version=version):
-                return proto.Delete(self._full(path), version)
-            case Check(path=path, version=version):
-                return proto.CheckVersion(self._full(path), version)
-        raise TypeError(f"not a store operation: {op!r}")
+        return wire_op(op, self._full, self._acl)
 
     def _result(self, op: Op, value: Any) -> Any:
-        match op:
-            case Create():
-                return self._relative(value)
-            case SetData():
-                return to_stat(value)
-        return None
+        return op_result(op, value, self._relative)
 
     # -- bulk
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
@@ -569,7 +456,7 @@ class ZooKeeperStore(MetadataStore):
                 out[index] = exc
         full = [self._full(paths_[i]) for i in sent]
         if len(full) > 1 and self._multi_read_supported():
-            replies = self._multi_read(full)
+            replies = multiread.read_all(self._run, full)
         else:
             replies = self._run([proto.GetData(path, None) for path in full], "get")
         for index, reply in zip(sent, replies, strict=True):
@@ -581,17 +468,6 @@ class ZooKeeperStore(MetadataStore):
                 data, stat = reply
                 out[index] = (data, to_stat(stat))
         return out  # type: ignore[return-value]
-
-    def _multi_read(self, full_paths: list[str]) -> list[Any]:
-        """Read ``full_paths`` with pipelined multiRead requests; one reply or error per path."""
-        requests = [multiread.MultiRead(chunk) for chunk in multiread.chunks(full_paths)]
-        replies: list[Any] = []
-        for request, reply in zip(requests, self._run(requests, "get"), strict=True):
-            if isinstance(reply, BaseException):
-                replies.extend([reply] * len(request.paths))
-            else:
-                replies.extend(reply)
-        return replies
 
     def _multi_read_supported(self) -> bool:
         """Whether to use multiRead: as configured, or probed once (ZooKeeper 3.6+ has it)."""

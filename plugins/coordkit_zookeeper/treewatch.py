@@ -325,7 +325,7 @@ class TreeWatches:
             if store.state is SessionState.CONNECTED:
                 self._attach(sub)
             return []
-        from coordkit_zookeeper.store import to_stat
+        from coordkit_zookeeper.requests import to_stat
 
         out: list[TreeEvent] = []
         for event_type, path in notices:
