@@ -22,6 +22,7 @@ from coordkit.cli.cluster import cluster_group
 from coordkit.cli.errors import CommandError, visible_message
 from coordkit.cli.group import group_group
 from coordkit.cli.plugin_list import plugins_command
+from coordkit.cli.serve import serve_command
 from coordkit.cli.tree import tree_command
 from coordkit.errors import CoordkitError
 
@@ -104,6 +105,7 @@ cli.add_command(topics_group)
 cli.add_command(reassign_command)
 cli.add_command(elect_preferred_command)
 cli.add_command(brokers_command)
+cli.add_command(serve_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -189,16 +189,7 @@ class Cluster:
         store = InstrumentedStore(self._open(), f"broker-{broker_id}")
         if self.history is not None:
             self.history.observe(store, broker_id)
-        broker = Broker(
-            broker_id,
-            store,
-            rack=self.racks.get(broker_id),
-            config=self.config,
-            clock=self.clock,
-            observers=self.observers,
-            network=self.network,
-            group_observers=self.group_observers,
-        )
+        broker = self.new_broker(broker_id, store)
         try:
             broker.start()
         except Exception:
@@ -212,6 +203,20 @@ class Cluster:
         if self.config.replication:
             self.fetchers[broker_id] = ReplicaFetcher(broker, self.replication, self.config).start()
         return broker
+
+    def new_broker(self, broker_id: int, store: MetadataStore) -> Broker:
+        """The (not yet started) broker ``broker_id`` on session ``store``; a subclass that
+        starts brokers of its own kind (``coordkit serve``'s, with real listeners) overrides it."""
+        return Broker(
+            broker_id,
+            store,
+            rack=self.racks.get(broker_id),
+            config=self.config,
+            clock=self.clock,
+            observers=self.observers,
+            network=self.network,
+            group_observers=self.group_observers,
+        )
 
     def _stop_fetcher(self, broker_id: int) -> None:
         fetcher = self.fetchers.pop(broker_id, None)

@@ -1,0 +1,106 @@
+"""``coordkit serve``: engine brokers in this process that real Kafka clients connect to.
+
+``coordkit serve --store URL --brokers 3 --port 9092`` starts brokers 0..2 on the store, each
+listening on its own port (9092, 9093, 9094; ``--port 0`` takes any free ones), registered with
+that address in ``/brokers/ids/N``, and prints each broker's address. Ctrl-C (or SIGTERM) stops
+the listeners and then the brokers, which leave the store as a stopping broker does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import click
+
+from coordkit.cli.admin.options import WholeNumber, placement_option, placement_strategy
+from coordkit.cli.cluster.spec import MAX_BROKERS, shared_store
+from coordkit.cli.errors import CommandError
+from coordkit.cli.tree import DEFAULT_STORE_ENV
+from coordkit.engine import EngineConfig
+from coordkit.serve import SUPPORTED, KafkaServer, ServeSettings
+from coordkit.terminal import visible
+from coordkit.urls import StoreURL
+
+MAX_PORT = 65_535
+DEFAULT_PORT = 9092
+
+
+class _OneLineCommand(click.Command):
+    """Refuses a bad option in one ``error:`` line (click would print the usage first)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            raise CommandError(exc.format_message()) from None
+
+
+def _apis() -> str:
+    return ", ".join(f"{name} v{lo}-{hi}" for name, (lo, hi, _) in SUPPORTED.items())
+
+
+@click.command("serve", cls=_OneLineCommand)
+@click.option(
+    "--store",
+    "store_url",
+    envvar=DEFAULT_STORE_ENV,
+    default="memory://",
+    show_default=True,
+    metavar="URL",
+    help=f"Store URL of the cluster (or ${DEFAULT_STORE_ENV}); memory:// lives as long as this "
+    "process.",
+)
+@click.option("--brokers", type=WholeNumber(1, MAX_BROKERS), default=1, show_default=True,
+              help="Brokers to run (ids 0 to N-1).")  # fmt: skip
+@click.option("--port", type=WholeNumber(0, MAX_PORT), default=DEFAULT_PORT, show_default=True,
+              help="Port of broker 0; broker i listens on PORT+i (0: any free port each).")  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on and register (0.0.0.0: every interface, registered "
+              "as this machine's name).")  # fmt: skip
+@click.option("--auto-create-topics", is_flag=True,
+              help="Create a topic a Metadata request names (1 partition, replication factor "
+              "1), as Kafka's auto.create.topics.enable.")  # fmt: skip
+@placement_option
+def serve_command(
+    store_url: str, brokers: int, port: int, host: str, auto_create_topics: bool, placement: str
+) -> None:
+    """Run brokers that speak Kafka's protocol, on any store.
+
+    Each broker listens on its own TCP port and answers ApiVersions, Metadata, CreateTopics,
+    Produce, Fetch and ListOffsets; records live in the leaders' memory (acks=all is answered as
+    acks=1). Consumer groups are not served yet: assign partitions to consumers.
+    """
+    if port and port + brokers - 1 > MAX_PORT:
+        raise CommandError(
+            f"--port {port}: brokers would listen up to port {port + brokers - 1}, "
+            f"beyond {MAX_PORT}"
+        )
+    placement_strategy(placement)
+    url = shared_store(store_url)
+    shown = StoreURL.parse(url).redacted()
+    _configure_logging()
+    server = KafkaServer(
+        url,
+        list(range(brokers)),
+        host=host,
+        port=port,
+        settings=ServeSettings(auto_create_topics=auto_create_topics),
+        config=EngineConfig(placement=placement),
+    )
+
+    def ready() -> None:
+        for broker_id, address in server.addresses.items():
+            click.echo(f"broker {broker_id} listening on {visible(str(address))}")
+        click.echo(f"store {visible(shown)}; serving {_apis()}; Ctrl-C stops")
+
+    with server.running():
+        asyncio.run(server.serve(ready))
+    click.echo("stopped")
+
+
+def _configure_logging() -> None:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    logging.getLogger("coordkit.serve").setLevel(logging.INFO)

@@ -1,0 +1,17 @@
+"""``coordkit serve``: engine brokers that real Kafka clients talk to over Kafka's protocol.
+
+* :mod:`~coordkit.serve.server` — the process: sockets, brokers registering their real
+  addresses, the event loop;
+* :mod:`~coordkit.serve.listener` — one broker's listener and connections (asyncio);
+* :mod:`~coordkit.serve.dispatch` — the apis and versions served, ApiVersions, dispatch;
+* :mod:`~coordkit.serve.metadata` — Metadata (from the store's registrations and partition states);
+* :mod:`~coordkit.serve.topics` — CreateTopics (through the engine's topic administration);
+* :mod:`~coordkit.serve.produce` — Produce; :mod:`~coordkit.serve.fetch` — Fetch, ListOffsets;
+* :mod:`~coordkit.serve.log` — a partition leader's in-memory log of record batches.
+"""
+
+from coordkit.serve.context import BrokerContext, ServeSettings
+from coordkit.serve.dispatch import SUPPORTED
+from coordkit.serve.server import Address, KafkaServer, ServeError
+
+__all__ = ["SUPPORTED", "Address", "BrokerContext", "KafkaServer", "ServeError", "ServeSettings"]

@@ -1,0 +1,67 @@
+"""What every request handler of one served broker needs: the engine broker, its logs, its
+settings and where it listens."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+
+from coordkit.engine.broker import Broker
+from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.states import TP
+from coordkit.engine.topics import TopicAdmin
+from coordkit.model import NO_LEADER
+from coordkit.serve.log import BrokerLogs
+
+T = TypeVar("T")
+
+#: Kafka's ``num.partitions`` and ``default.replication.factor`` defaults, used by topic
+#: auto-creation and by CreateTopics requests that leave them to the broker (-1).
+DEFAULT_PARTITIONS = 1
+DEFAULT_REPLICATION_FACTOR = 1
+
+
+@attrs.define
+class ServeSettings:
+    """Broker-wide settings of ``coordkit serve``."""
+
+    #: Kafka's ``auto.create.topics.enable`` (off by default here; Kafka's default is on).
+    auto_create_topics: bool = False
+    default_partitions: int = DEFAULT_PARTITIONS
+    default_replication_factor: int = DEFAULT_REPLICATION_FACTOR
+
+
+@attrs.define(eq=False)
+class BrokerContext:
+    """One served broker: engine broker ``broker``, reachable at ``host:port``."""
+
+    broker: Broker
+    host: str
+    port: int
+    replication: ReplicationModel
+    admin: TopicAdmin
+    settings: ServeSettings
+    logs: BrokerLogs = attrs.field(factory=BrokerLogs)
+
+    @property
+    def broker_id(self) -> int:
+        return self.broker.broker_id
+
+    def leadership(self, tp: TP) -> tuple[int, int] | None:
+        """``(leader, leader_epoch)`` of ``tp`` as the engine last saw it written, or ``None``
+        when the engine knows no such partition."""
+        log = self.replication.log(tp)
+        if log is None:
+            return None
+        return log.leader, log.leader_epoch
+
+    def leads(self, tp: TP) -> bool:
+        found = self.leadership(tp)
+        return found is not None and found[0] == self.broker_id and found[0] != NO_LEADER
+
+    async def blocking(self, call: Callable[[], T]) -> T:
+        """Run store work off the event loop, so that other clients are served meanwhile."""
+        return await asyncio.to_thread(call)

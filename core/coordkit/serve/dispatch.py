@@ -1,0 +1,111 @@
+"""Request dispatch: which apis and versions this server answers, ApiVersions itself, and the
+handler of every other api (one module per api family).
+
+The advertised ranges are exactly what the handlers fill in correctly. Lower bounds: Produce 3 and
+Fetch 4 are the first versions that carry record batches v2 (the only format the logs keep);
+ListOffsets 1 is the first without v0's offset lists. Upper bounds: Fetch 12 and Produce 9 are
+the last that name topics rather than topic ids (the store holds no topic ids yet).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordkit.protocol import APIS, KafkaCodec, ProtocolError, Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+from coordkit.serve.fetch import handle_fetch, handle_list_offsets
+from coordkit.serve.metadata import handle_metadata
+from coordkit.serve.produce import handle_produce
+from coordkit.serve.topics import handle_create_topics
+
+log = logging.getLogger("coordkit.serve")
+
+Handler = Callable[[BrokerContext, Request], Awaitable[Any]]
+
+ApiVersionsResponse = messages.ApiVersionsResponse
+ApiVersion = nested(ApiVersionsResponse, "ApiVersion")
+
+
+async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
+    return ApiVersionsResponse(error_code=errors.NONE, api_keys=advertised(), throttle_time_ms=0)
+
+
+#: api name → (lowest version, highest version, handler).
+SUPPORTED: dict[str, tuple[int, int, Handler]] = {
+    "ApiVersions": (0, 3, handle_api_versions),
+    "Metadata": (0, 12, handle_metadata),
+    "Produce": (3, 9, handle_produce),
+    "Fetch": (4, 12, handle_fetch),
+    "ListOffsets": (1, 7, handle_list_offsets),
+    "CreateTopics": (0, 7, handle_create_topics),
+}
+API_VERSIONS_KEY = APIS["ApiVersions"].key
+
+
+def advertised() -> list[Any]:
+    """The ApiVersions entries: every api this server answers, with its version range."""
+    return sorted(
+        (
+            ApiVersion(api_key=APIS[name].key, min_version=lo, max_version=hi)
+            for name, (lo, hi, _) in SUPPORTED.items()
+        ),
+        key=lambda entry: entry.api_key,
+    )
+
+
+class UnservedRequestError(Exception):
+    """A request this server does not answer (its api or version is not advertised): Kafka
+    closes such a connection, and so does the listener."""
+
+
+class Dispatcher:
+    """Decodes a frame, runs its api's handler for one broker, encodes the answer."""
+
+    def __init__(self, ctx: BrokerContext, codec: KafkaCodec) -> None:
+        self.ctx = ctx
+        self.codec = codec
+
+    async def answer(self, frame: bytes) -> bytes | None:
+        """The response frame for request ``frame`` (``None``: the request gets no answer).
+
+        :raises ProtocolError: the frame is malformed.
+        :raises UnservedRequestError: the api or version is not one this server answers.
+        """
+        try:
+            request = self.codec.decode_request(frame)
+        except ProtocolError as exc:
+            unsupported = _unsupported_api_versions(exc)
+            if unsupported is None:
+                raise
+            return unsupported
+        served = SUPPORTED.get(request.api.name)
+        if served is None or not served[0] <= request.version <= served[1]:
+            raise UnservedRequestError(
+                f"{request.api.name} v{request.version} is not served (see ApiVersions)"
+            )
+        response = await served[2](self.ctx, request)
+        if response is None:
+            return None
+        return self.codec.encode_response(
+            response, version=request.version, correlation_id=request.correlation_id
+        )
+
+
+def _unsupported_api_versions(exc: ProtocolError) -> bytes | None:
+    """Kafka's answer to an ApiVersions request of a version it does not know: a v0 response
+    with UNSUPPORTED_VERSION and ApiVersions' own range, so that the client retries with a
+    version both speak. ``None`` for any other decoding failure."""
+    lo, hi, _ = SUPPORTED["ApiVersions"]
+    if exc.api_key != API_VERSIONS_KEY or exc.correlation_id is None or exc.version is None:
+        return None
+    if lo <= exc.version <= hi:
+        return None  # a known version, badly encoded: a malformed frame
+    response = ApiVersionsResponse(
+        error_code=errors.UNSUPPORTED_VERSION,
+        api_keys=[ApiVersion(api_key=API_VERSIONS_KEY, min_version=lo, max_version=hi)],
+    )
+    return KafkaCodec().encode_response(response, version=0, correlation_id=exc.correlation_id)

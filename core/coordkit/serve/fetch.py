@@ -1,0 +1,122 @@
+"""Fetch (with long polling) and ListOffsets, served from the leader's in-memory logs.
+
+A fetch answers at once when it has ``min_bytes`` or an error to report; otherwise it waits for
+appends to this broker's logs until it has, or ``max_wait_ms`` passed (Kafka's delayed fetch).
+Only the leader serves a partition: any other broker answers NOT_LEADER_OR_FOLLOWER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+
+FetchResponse = messages.FetchResponse
+TopicData = nested(FetchResponse, "FetchableTopicResponse")
+PartitionData = nested(FetchResponse, "PartitionData")
+ListOffsetsResponse = messages.ListOffsetsResponse
+OffsetsTopic = nested(ListOffsetsResponse, "ListOffsetsTopicResponse")
+OffsetsPartition = nested(ListOffsetsResponse, "ListOffsetsPartitionResponse")
+LeaderIdAndEpoch = nested(FetchResponse, "LeaderIdAndEpoch")
+#: The first Fetch version that tells a client the current leader (a tagged field).
+CURRENT_LEADER_VERSION = 12
+#: The first ListOffsets version with the leader epoch.
+LEADER_EPOCH_VERSION = 4
+
+
+def _read(
+    ctx: BrokerContext, version: int, topic: str, partition: Any, budget: int, first: bool
+) -> Any:
+    tp = (topic, partition.partition)
+    answer = PartitionData(partition_index=partition.partition, high_watermark=-1,
+                           last_stable_offset=-1, log_start_offset=-1, records=b"")  # fmt: skip
+    leadership = ctx.leadership(tp)
+    if leadership is None:
+        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+        return answer
+    leader, epoch = leadership
+    if leader != ctx.broker_id:
+        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+        if version >= CURRENT_LEADER_VERSION:
+            answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+        return answer
+    partition_log = ctx.logs.get(tp)
+    answer.high_watermark = answer.last_stable_offset = partition_log.high_watermark
+    answer.log_start_offset = partition_log.log_start
+    try:
+        answer.records = partition_log.read(
+            partition.fetch_offset, min(budget, partition.partition_max_bytes), at_least_one=first
+        )
+    except IndexError:
+        answer.error_code = errors.OFFSET_OUT_OF_RANGE
+    return answer
+
+
+def _read_all(ctx: BrokerContext, request: Request) -> tuple[list[Any], int, bool]:
+    """Every partition's answer, the bytes found, and whether any partition has an error."""
+    body = request.body
+    budget = body.max_bytes if request.version >= 3 else 2**31 - 1
+    found = 0
+    failed = False
+    topics = []
+    for topic in body.topics:
+        answers = []
+        for partition in topic.partitions:
+            answer = _read(
+                ctx, request.version, topic.topic, partition, max(budget - found, 0), found == 0
+            )
+            found += len(answer.records)
+            failed = failed or answer.error_code != errors.NONE
+            answers.append(answer)
+        topics.append(TopicData(topic=topic.topic, partitions=answers))
+    return topics, found, failed
+
+
+async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
+    body = request.body
+    deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
+    while True:
+        changed = ctx.logs.changed()  # before reading: an append after the read wakes us
+        topics, found, failed = _read_all(ctx, request)
+        left = deadline - time.monotonic()
+        if failed or found >= max(body.min_bytes, 1) or left <= 0:
+            break
+        try:
+            await asyncio.wait_for(changed.wait(), left)
+        except TimeoutError:
+            topics, found, failed = _read_all(ctx, request)
+            break
+    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE, session_id=0,
+                         responses=topics)  # fmt: skip
+
+
+def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any:
+    tp = (topic, partition.partition_index)
+    answer = OffsetsPartition(partition_index=partition.partition_index, timestamp=-1, offset=-1)
+    leadership = ctx.leadership(tp)
+    if leadership is None:
+        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+        return answer
+    leader, epoch = leadership
+    if leader != ctx.broker_id:
+        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+        return answer
+    answer.offset, answer.timestamp = ctx.logs.get(tp).offset_for(partition.timestamp)
+    if version >= LEADER_EPOCH_VERSION:
+        answer.leader_epoch = epoch
+    return answer
+
+
+async def handle_list_offsets(ctx: BrokerContext, request: Request) -> Any:
+    topics = [
+        OffsetsTopic(
+            name=t.name, partitions=[_offset(ctx, request.version, t.name, p) for p in t.partitions]
+        )
+        for t in request.body.topics
+    ]
+    return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,227 @@
+"""``coordkit serve``'s process: N engine brokers, each with a Kafka listener of its own.
+
+Sockets are bound first (a port in use is refused before anything reaches the store), then the
+brokers start and register their real host and port in ``/brokers/ids/N`` — with Kafka's
+``endpoints`` (``PLAINTEXT://host:port``) — and then every listener serves on one asyncio loop
+until :meth:`KafkaServer.stop` (or SIGINT / SIGTERM in :meth:`KafkaServer.run`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from coordkit.engine import Broker, Cluster, EngineConfig
+from coordkit.engine.topics import TopicAdmin
+from coordkit.errors import CoordkitError
+from coordkit.model import BrokerInfo
+from coordkit.protocol import KafkaCodec
+from coordkit.serve.context import BrokerContext, ServeSettings
+from coordkit.serve.listener import BrokerListener
+from coordkit.store import MetadataStore
+
+log = logging.getLogger("coordkit.serve")
+
+#: Kafka's registration format with ``endpoints`` (version 4 adds the listener map, which
+#: coordkit's layout does not write: every listener here is PLAINTEXT).
+REGISTRATION_VERSION = 4
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
+
+
+class ServeError(CoordkitError):
+    """The server cannot start as asked (a port in use, an address that does not resolve)."""
+
+
+@attrs.frozen
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+class ServingBroker(Broker):
+    """An engine broker whose registration names its real listener, as Kafka's does."""
+
+    @property
+    def info(self) -> BrokerInfo:
+        plain = super().info
+        # ``endpoints`` goes through attrs' ``tuple`` converter, whose type mypy cannot infer.
+        endpoints: Any = (f"PLAINTEXT://{Address(self.host, self.port)}",)
+        return BrokerInfo(
+            host=plain.host,
+            port=plain.port,
+            timestamp=plain.timestamp,
+            jmx_port=plain.jmx_port,
+            version=REGISTRATION_VERSION,
+            rack=plain.rack,
+            endpoints=endpoints,
+        )
+
+
+class ServingCluster(Cluster):
+    """A :class:`Cluster` whose brokers register the addresses they listen on."""
+
+    def __init__(self, store_url: str, addresses: Mapping[int, Address], **options: object):
+        super().__init__(store_url, sorted(addresses), **options)  # type: ignore[arg-type]
+        self.addresses = dict(addresses)
+
+    def new_broker(self, broker_id: int, store: MetadataStore) -> Broker:
+        address = self.addresses[broker_id]
+        return ServingBroker(
+            broker_id,
+            store,
+            host=address.host,
+            port=address.port,
+            rack=self.racks.get(broker_id),
+            config=self.config,
+            clock=self.clock,
+            observers=self.observers,
+            network=self.network,
+            group_observers=self.group_observers,
+        )
+
+
+def bind(host: str, ports: Sequence[int]) -> list[socket.socket]:
+    """Listening sockets on ``host`` at ``ports`` (0: any free port); all or none.
+
+    :raises ServeError: an address does not resolve or a port is taken.
+    """
+    bound: list[socket.socket] = []
+    try:
+        for port in ports:
+            try:
+                infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                           flags=socket.AI_PASSIVE)  # fmt: skip
+            except socket.gaierror as exc:
+                raise ServeError(f"--host {host!r}: {exc.strerror}") from None
+            family, kind, proto, _, sockaddr = infos[0]
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(sockaddr)
+            except OSError as exc:
+                raise ServeError(
+                    f"cannot listen on {Address(host, port)}: {exc.strerror}"
+                ) from None
+            sock.listen(128)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound
+
+
+def advertised_host(host: str) -> str:
+    """The host clients are told to connect to: the bind address, or this machine's name when
+    bound to every interface."""
+    return socket.getfqdn() if host in WILDCARD_HOSTS else host
+
+
+class KafkaServer:
+    """Brokers ``broker_ids`` on ``store_url``, listening on ``host`` from ``port`` on (broker
+    ``i`` of the list on ``port + i``; ``port`` 0: any free port for each)."""
+
+    def __init__(
+        self,
+        store_url: str,
+        broker_ids: Sequence[int],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+        settings: ServeSettings | None = None,
+        config: EngineConfig | None = None,
+    ) -> None:
+        self.settings = settings or ServeSettings()
+        self.codec = KafkaCodec()
+        ports = [0 if port == 0 else port + i for i, _ in enumerate(broker_ids)]
+        self._sockets = bind(host, ports)
+        advertised = advertised_host(host)
+        self.addresses = {
+            broker_id: Address(advertised, int(sock.getsockname()[1]))
+            for broker_id, sock in zip(broker_ids, self._sockets, strict=True)
+        }
+        self.cluster = ServingCluster(store_url, self.addresses, config=config)
+        self.listeners: list[BrokerListener] = []
+        self._stopping: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested = threading.Event()
+
+    def start_brokers(self) -> None:
+        """Start the engine brokers (they register; one becomes the controller)."""
+        try:
+            self.cluster.start()
+        except BaseException:
+            self.close()
+            raise
+        for broker_id, sock in zip(self.addresses, self._sockets, strict=True):
+            broker = self.cluster.broker(broker_id)
+            address = self.addresses[broker_id]
+            ctx = BrokerContext(
+                broker=broker,
+                host=address.host,
+                port=address.port,
+                replication=self.cluster.replication,
+                admin=TopicAdmin(broker.store, placement=self.cluster.config.placement),
+                settings=self.settings,
+            )
+            self.listeners.append(BrokerListener(ctx, sock, self.codec))
+
+    async def serve(self, ready: Callable[[], None] | None = None) -> None:
+        """Serve every listener until :meth:`stop`, SIGINT or SIGTERM; ``ready`` is called once
+        every listener accepts and the signals are handled (so a Ctrl-C from then on stops
+        cleanly)."""
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        if self._stop_requested.is_set():  # asked before the loop ran: see stop()
+            self._stopping.set()
+        with contextlib.ExitStack() as stack:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    self._loop.add_signal_handler(signum, self._stopping.set)
+                    stack.callback(self._loop.remove_signal_handler, signum)
+            for listener in self.listeners:
+                await listener.start()
+            if ready is not None:
+                ready()
+            try:
+                await self._stopping.wait()
+            finally:
+                for listener in self.listeners:
+                    await listener.close()
+
+    def stop(self) -> None:
+        """Ask :meth:`serve` to return (from any thread, before or while it runs)."""
+        self._stop_requested.set()
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            loop.call_soon_threadsafe(stopping.set)
+
+    def run(self) -> None:
+        """Start the brokers, serve until SIGINT / SIGTERM, stop everything."""
+        with self.running():
+            asyncio.run(self.serve())
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[KafkaServer]:
+        self.start_brokers()
+        try:
+            yield self
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+        self.cluster.close()

@@ -1,0 +1,67 @@
+"""A leader's in-memory partition log: offsets it assigns, what a fetch reads, ListOffsets."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordkit.protocol import ProtocolError
+from coordkit.protocol.records import assign_offsets, decode_batches, encode_batch, new_batch
+from coordkit.serve.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog
+
+
+def _batch(*values: bytes, timestamp: int) -> bytes:
+    return encode_batch(new_batch([(None, v) for v in values], timestamp=timestamp))
+
+
+def test_the_leader_assigns_offsets_and_its_epoch() -> None:
+    log = PartitionLog()
+    assert log.append(_batch(b"a", b"b", timestamp=1_000), leader_epoch=4) == 0
+    assert log.append(_batch(b"c", timestamp=2_000) + _batch(b"d", timestamp=3_000), 5) == 2
+    assert (log.log_end, log.high_watermark) == (4, 4)
+    batches = decode_batches(log.read(0, 1 << 20))
+    assert [(b.base_offset, b.partition_leader_epoch) for b in batches] == [(0, 4), (2, 5), (3, 5)]
+    assert [(r.offset, r.value) for b in batches for r in b.records] == [
+        (0, b"a"), (1, b"b"), (2, b"c"), (3, b"d"),
+    ]  # fmt: skip
+
+
+def test_a_corrupt_batch_appends_nothing() -> None:
+    log = PartitionLog()
+    good = _batch(b"a", timestamp=1)
+    bad = bytearray(_batch(b"b", timestamp=1))
+    bad[-1] ^= 0xFF  # breaks the CRC-32C
+    with pytest.raises(ProtocolError, match="CRC-32C"):
+        log.append(good + bytes(bad), leader_epoch=0)
+    with pytest.raises(ProtocolError):
+        log.append(b"", leader_epoch=0)
+    assert log.log_end == 0
+    assert log.read(0, 100) == b""
+
+
+def test_reads_are_whole_batches_within_the_limit_but_never_nothing() -> None:
+    log = PartitionLog()
+    sent = _batch(b"x" * 100, timestamp=1), _batch(b"y", timestamp=1)
+    log.append(sent[0] + sent[1], leader_epoch=7)
+    # As kept: the leader's offsets and epoch written in.
+    first, second = assign_offsets(sent[0], 0, 7), assign_offsets(sent[1], 1, 7)
+    assert log.read(0, 10) == log.read(0, len(first)) == first  # too large, but the first comes
+    assert log.read(0, 10, at_least_one=False) == b""
+    assert log.read(1, 1 << 20) == second
+    assert log.read(2, 1 << 20) == b""  # at the log end: nothing yet
+    with pytest.raises(IndexError):
+        log.read(3, 1 << 20)
+
+
+def test_list_offsets() -> None:
+    log = PartitionLog()
+    assert log.offset_for(LATEST_TIMESTAMP) == (0, -1)
+    assert log.offset_for(MAX_TIMESTAMP) == (-1, -1)
+    log.append(_batch(b"a", b"b", timestamp=1_000), leader_epoch=0)
+    log.append(_batch(b"c", timestamp=5_000), leader_epoch=0)
+    log.append(_batch(b"d", timestamp=3_000), leader_epoch=0)
+    assert log.offset_for(EARLIEST_TIMESTAMP) == (0, -1)
+    assert log.offset_for(LATEST_TIMESTAMP) == (4, -1)
+    assert log.offset_for(MAX_TIMESTAMP) == (2, 5_000)
+    assert log.offset_for(1_000) == (0, 1_000)
+    assert log.offset_for(2_000) == (2, 5_000)  # the first record at or after it
+    assert log.offset_for(6_000) == (-1, -1)
