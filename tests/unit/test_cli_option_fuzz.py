@@ -7,8 +7,8 @@ a group with nothing stored, a cluster whose invariants do not hold); a refusal 
 (or the field, path or value at fault); no control character reaches the output raw; and the
 store is unchanged.
 
-``cluster demo``, ``group run`` and ``lab run`` are stopped where they would start brokers or
-Spark (every value is checked before that point, which is what is fuzzed here: a valid value
+``cluster demo``, ``group run``, ``serve`` and ``lab run`` are stopped where they would start
+brokers, listeners or Spark (every value is checked before that point, which is what is fuzzed here: a valid value
 would otherwise start a cluster or wait as long as it asks); ``lab package`` does not zip.
 """
 
@@ -46,6 +46,7 @@ BASE: dict[tuple[str, ...], list[str]] = {
     ("cluster", "demo"): ["--store", "memory://option-fuzz-demo"],
     ("group", "describe"): ["--store", URL, "--group", "g"],
     ("group", "run"): ["--store", "memory://option-fuzz-group"],
+    ("serve",): ["--store", "memory://option-fuzz-serve", "--port", "0"],
     ("lab", "run"): ["-w", "zipf-load", "-s", "range"],
     ("lab", "show"): [],
     ("lab", "package"): [],
@@ -207,12 +208,14 @@ def stopped() -> Iterator[None]:
     where they would start."""
     import coordkit.cli.cluster.demo
     import coordkit.cli.group.command
+    import coordkit.cli.serve
     import coordkit_lab.pipeline
     import coordkit_lab.spark
 
     patch = pytest.MonkeyPatch()
     patch.setattr(coordkit.cli.cluster.demo, "Cluster", _stop)
     patch.setattr(coordkit.cli.group.command, "Cluster", _stop)
+    patch.setattr(coordkit.cli.serve, "KafkaServer", _stop)
     patch.setattr(coordkit_lab.pipeline, "run_lab", _stop)
     patch.setattr(coordkit_lab.spark, "require_pyspark", lambda: None)
     patch.setattr(coordkit_lab.spark, "build_code_zip", _stop)
@@ -311,3 +314,4 @@ def test_the_stubs_are_reached_by_valid_values(store: MetadataStore, stopped: No
     )
     assert invoke(("group", "run"), params[("group", "run"), "topics"], "t1:4:1").exit_code == 0
     assert invoke(("lab", "run"), params[("lab", "run"), "seed"], "7").exit_code == 0
+    assert invoke(("serve",), params[("serve",), "brokers"], "2").exit_code == 0
