@@ -9,12 +9,24 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
-from coordkit.engine import Cluster, EngineConfig
+from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
+from coordkit.engine.controller.announce import states_to_announce
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
+from coordkit.engine.controller.partition_map import (
+    READABLE,
+    STATE_DTYPE,
+    UNKNOWN,
+    PartitionInfo,
+    PartitionMap,
+    TopicColumns,
+)
+from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.instrument import InstrumentedStore
+from coordkit.engine.states import LeaderIsr
 from coordkit.errors import StoreError
 from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
 from coordkit_elections.controller_warm import WarmStandbyCandidate
@@ -271,3 +283,114 @@ def test_repeated_failovers_converge_with_every_write_fenced(
     assert cluster.history is not None
     assert cluster.history.violations() == []
     assert cluster.history.epochs() == sorted(set(cluster.history.epochs()))
+
+
+class Announcements(EngineObserver):
+    """Records what new controllers announce (``partition_states_known``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.known: list[list[StateChange]] = []
+
+    def partition_states_known(self, states: Sequence[StateChange]) -> None:
+        with self.lock:
+            self.known.append(list(states))
+
+
+def test_an_announcement_carries_only_what_the_observers_were_not_told() -> None:
+    observers = Observers()
+    parts = PartitionMap()
+    for p in range(4):
+        parts[("t", p)] = PartitionInfo((1, 2), LeaderIsr(1, 3, (1, 2), 5, 7))
+    replicas = [(1, 2)] * 6
+    rows = np.zeros(6, dtype=STATE_DTYPE)
+    rows["leader"], rows["leader_epoch"], rows["controller_epoch"] = 2, 4, 5
+    rows["zk_version"], rows["status"] = 9, READABLE
+    rows["status"][5] = UNKNOWN  # no state to announce
+    parts.add_columns("c", TopicColumns(replicas, rows, [(), (1, 2)]))
+    # A fan-out told nothing yet gets every state, objects and column rows alike.
+    first = states_to_announce(observers, parts, writer=1)
+    assert sorted(c.tp for c in first) == [("c", p) for p in range(5)] + [
+        ("t", p) for p in range(4)
+    ]
+    observers.partition_states_known(first)
+    assert states_to_announce(observers, parts, writer=1) == []
+    # A state written (and told) since, and one the observers never heard of.
+    newer = LeaderIsr(2, 4, (2,), 5, 8)
+    observers.partition_states_changed([StateChange(("t", 0), None, newer, None, 2, (1, 2))])
+    parts[("t", 0)].state = newer
+    parts[("t", 1)].state = LeaderIsr(2, 4, (2, 1), 6, 8)
+    rows["zk_version"][3] = 10
+    assert [c.tp for c in states_to_announce(observers, parts, writer=1)] == [("t", 1), ("c", 3)]
+    observers.topic_deleted("c")
+    assert len(states_to_announce(observers, parts, writer=1)) == 6
+
+
+@pytest.mark.parametrize("strategy", ["kafka", "warm-standby"])
+def test_a_new_controller_announces_the_states_written_behind_the_observers_back(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any], strategy: str
+) -> None:
+    heard = Announcements()
+    config = EngineConfig(controller_election=strategy, auto_leader_rebalance=False)
+    cluster = make_cluster(3, config=config, observers=[heard])
+    cluster.create_topic("a", 30, 2)
+    view = until(cluster, lambda v: len(v.partitions) == 30, "a to get leaders")
+    assert view.controller is not None
+    # A partition the controller does not replicate, rewritten without telling any observer
+    # (as another process would): same leadership, a later leader epoch.
+    away = [p for p in view.partitions if view.controller not in p.replicas]
+    target = away[0].tp
+    admin = cluster.admin_store
+    data, stat = admin.get(states.state_path(target))
+    held = states.decode_state(states.state_path(target), data, stat.version)
+    bumped = states.encode_state(
+        held.leader, held.leader_epoch + 1, held.isr, held.controller_epoch
+    )
+    admin.set(states.state_path(target), bumped, version=stat.version)
+    with heard.lock:
+        heard.known.clear()
+    cluster.kill(view.controller)
+    until(
+        cluster,
+        lambda v: v.controller not in (None, view.controller) and not v.offline(),
+        "a new controller to lead every partition",
+    )
+    wait_for(lambda: bool(heard.known), what="the new controller's announcement")
+    with heard.lock:
+        announced = {c.tp for batch in heard.known for c in batch}
+    # The rewritten state, and at most what the dead controller's own in-flight writes left
+    # untold (partitions it replicated) — not the other partitions, which the observers hold.
+    assert target in announced
+    assert announced - {target} <= {p.tp for p in view.partitions if p not in away}
+    log = cluster.replication.log(target)
+    assert log is not None
+    assert log.leader_epoch == held.leader_epoch + 1
+
+
+def test_a_filled_context_keeps_its_rows_while_the_image_follows_the_feed(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any], open_session: Any
+) -> None:
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("lent", 8, 2)
+    until(cluster, lambda v: len(v.partitions) == 8, "lent to get leaders")
+    admin = open_session()
+    image = fresh_image(admin)
+    context = ControllerContext(admin, read_batch=100, owner="check", image=image)
+    context.load()
+    assert context.loaded_from == "image"
+    tp = ("lent", 3)
+    # Read by a scan, which leaves the rows in the lent columns.
+    given = {tp: state for tp, _r, state in context.parts.states()}[tp]
+    assert given is not None
+    assert context.parts.in_columns == 8
+    # The image's next write to the topic copies the array the context was lent.
+    later = states.encode_state(given.leader, given.leader_epoch + 5, given.isr, 99)
+    position = admin.get(states.state_path(tp))[1].mzxid + 1_000_000
+    stat = Stat(1, position, 0, 0, 0, given.zk_version + 1, 0, 0, 0, len(later), 0)
+    image.apply(TreeEvent(TreeEventKind.CHANGED, states.state_path(tp), position, later, stat))
+    moved = image.partition_state(tp)
+    assert moved is not None
+    assert moved.leader_epoch == given.leader_epoch + 5
+    kept = {tp: state for tp, _r, state in context.parts.states()}
+    assert kept[tp] == given
+    assert kept[("lent", 4)] == image.partition_state(("lent", 4))

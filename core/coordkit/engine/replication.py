@@ -20,7 +20,8 @@ calls :meth:`ReplicationModel.fetch` (its followers catch up) and
 through its own session. While a change is in flight the high watermark counts the *maximal* ISR
 (current members plus those being added), as Kafka's AlterPartition does, so no record is
 acknowledged that a member about to join the ISR lacks. Per-broker indexes keep a fetch round's
-cost proportional to what was appended, not to the number of partitions.
+cost proportional to what was appended, and a broker stopping or registering proportional to what
+it leads, not to the number of partitions.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class ReplicationModel(EngineObserver):
         self._outside: dict[int, set[TP]] = {}
         self._inside: dict[int, set[TP]] = {}
         self._last_fetch: dict[int, float] = {}
+        # Per broker: partitions it leads (a broker stopping or registering touches only those).
+        self._led: dict[int, set[TP]] = {}
 
     def _went_offline(self, tp: TP) -> None:
         if tp not in self._offline_since:
@@ -174,6 +177,10 @@ class ReplicationModel(EngineObserver):
                     if change.unclean:
                         self.unclean_elections += 1
                 leader_moved = current.leader != log.leader
+                if leader_moved:
+                    self._led.get(log.leader, set()).discard(change.tp)
+                    if current.leader != NO_LEADER:
+                        self._led.setdefault(current.leader, set()).add(change.tp)
                 log.leader = current.leader
                 log.leader_epoch = current.leader_epoch
                 log.zk_version = current.zk_version
@@ -202,7 +209,7 @@ class ReplicationModel(EngineObserver):
                 self._behind.setdefault(replica, set()).add(tp)
 
     def _unindex(self, tp: TP) -> None:
-        for index in (self._behind, self._outside, self._inside):
+        for index in (self._behind, self._outside, self._inside, self._led):
             for members in index.values():
                 members.discard(tp)
 
@@ -225,17 +232,15 @@ class ReplicationModel(EngineObserver):
     def broker_stopped(self, broker_id: int, controlled: bool) -> None:
         with self._lock:
             self._down.add(broker_id)
-            for tp, log in self._logs.items():
-                if log.leader == broker_id:
-                    self._went_offline(tp)
+            for tp in self._led.get(broker_id, ()):
+                self._went_offline(tp)
 
     def broker_registered(self, broker_id: int, info: BrokerInfo, session_id: int) -> None:
         with self._lock:
             self._down.discard(broker_id)
             self._last_fetch[broker_id] = self.clock.monotonic()
-            for tp, log in self._logs.items():
-                if log.leader == broker_id:
-                    self._came_online(tp)
+            for tp in self._led.get(broker_id, ()):
+                self._came_online(tp)
 
     def topic_deleted(self, topic: str) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ from coordkit.clock import Clock
 from coordkit.elections import ControllerTerm
 from coordkit.engine import isr_notifications
 from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller.announce import states_to_announce
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.deletion import TopicDeletionManager
 from coordkit.engine.controller.events import ControllerEventManager, Marks
@@ -337,14 +338,12 @@ class Controller:
         self.observers.controller_ready(self.broker_id, self.epoch, self.ready_seconds)
 
     def _announce_states(self) -> None:
-        """Tell observers every state this term loaded (Kafka's LeaderAndIsr to every broker on
-        failover), so brokers that restarted learn leaderships nobody had to change."""
-        known = [
-            StateChange(tp, state, state, None, self.broker_id, replicas)
-            for tp, replicas, state in self.context.parts.states()
-            if state is not None
-        ]
-        self.observers.partition_states_known(known)
+        """Tell observers the states this term loaded that they were not told yet (Kafka's
+        LeaderAndIsr/UpdateMetadata to every broker on failover, cut to what they may have missed:
+        see :mod:`.announce`), so brokers that restarted learn leaderships nobody had to change."""
+        self.observers.partition_states_known(
+            states_to_announce(self.observers, self.context.parts, self.broker_id)
+        )
 
     def _sync_topic_watches(self) -> None:
         """Watch the assignment of every topic the context knows (partition additions), and of

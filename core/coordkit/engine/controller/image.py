@@ -21,7 +21,8 @@ name yet, a number beyond 64 bits) live in a small per-topic dict. :meth:`Metada
 reports the size; the readable API is :meth:`MetadataImage.brokers`,
 :meth:`MetadataImage.topics`, :meth:`MetadataImage.partition_state` and :meth:`fill`.
 
-:meth:`fill` copies the columns into the context (a memcpy per topic, no object per partition):
+:meth:`fill` lends the columns to the context (no copy and no object per partition; the image
+copies a topic's array before its next write to it, so the context keeps what it was given):
 the context's :class:`~.partition_map.PartitionMap` turns a row into an object only when the
 controller reads it, and finds the partitions needing work with a vectorised query, so a hand-over
 costs O(topics) Python work, not O(partitions).
@@ -105,7 +106,7 @@ class _Loose:
 class _Topic:
     """One topic: its assignment node and its partition states, columnar."""
 
-    __slots__ = ("error", "loose", "mzxid", "reasons", "replicas", "sparse", "states")
+    __slots__ = ("error", "loose", "mzxid", "reasons", "replicas", "shared", "sparse", "states")
 
     def __init__(self, mzxid: int) -> None:
         self.mzxid = mzxid
@@ -116,6 +117,8 @@ class _Topic:
         #: Why the assignment is unreadable (None: readable).
         self.error: str | None = None
         self.states: np.ndarray = _EMPTY
+        #: ``states`` is lent to a context (:meth:`MetadataImage.fill`): copy before writing.
+        self.shared = False
         self.loose: dict[int, _Loose] = {}
         #: Why an UNREADABLE column state is unreadable, by partition.
         self.reasons: dict[int, str] = {}
@@ -135,6 +138,7 @@ class _Topic:
         grown[:have] = self.states
         grown["status"][have:] = UNKNOWN
         self.states = grown
+        self.shared = False
         for partition in [p for p in self.loose if have <= p < count]:
             held = self.loose.pop(partition)
             self.put(partition, held.status, held.mzxid, held.state, held.reason, tuples)
@@ -160,6 +164,10 @@ class _Topic:
         self.reasons.pop(partition, None)
         if 0 <= partition < len(self.states):
             self.loose.pop(partition, None)
+            if self.shared:
+                # Copy on write: the context filled from this array keeps the rows it was given.
+                self.states = self.states.copy()
+                self.shared = False
             try:
                 if state is not None:
                     self.states[partition] = (
@@ -501,19 +509,26 @@ class MetadataImage:
                 if topic.replicas is not None:
                     assignment = topic.replicas
                     context.topics.add_list(name, assignment)
-                    rows = topic.states[: len(assignment)].copy()
+                    # Lent, not copied (copy on the image's next write to the topic): the
+                    # hand-over costs no memcpy of the cluster's states.
+                    rows = topic.states[: len(assignment)]
+                    topic.shared = True
                     status = rows["status"]
-                    has_state = bool(np.any((status == READABLE) | (status == UNREADABLE)))
+                    # One pass over the column: the rare statuses are looked for only if present.
+                    counts = np.bincount(status, minlength=UNKNOWN + 1)
+                    has_state = bool(counts[READABLE] or counts[UNREADABLE])
                     parts.add_columns(name, TopicColumns(assignment, rows, table))
-                    for partition in np.flatnonzero(status == UNREADABLE).tolist():
-                        self._unreadable(
-                            context, (name, partition), topic.reasons.get(partition, "?")
+                    if counts[UNREADABLE]:
+                        for partition in np.flatnonzero(status == UNREADABLE).tolist():
+                            self._unreadable(
+                                context, (name, partition), topic.reasons.get(partition, "?")
+                            )
+                    if counts[UNKNOWN]:
+                        unknown.extend(
+                            (name, partition)
+                            for partition in np.flatnonzero(status == UNKNOWN).tolist()
+                            if partition not in topic.loose
                         )
-                    unknown.extend(
-                        (name, partition)
-                        for partition in np.flatnonzero(status == UNKNOWN).tolist()
-                        if partition not in topic.loose
-                    )
                 else:
                     assert topic.sparse is not None
                     assignment = dict(topic.sparse)

@@ -97,9 +97,12 @@ class TopicColumns:
         )
         return PartitionInfo(replicas, state)
 
-    def rows(self) -> Iterator[tuple[int, Replicas, LeaderIsr | None]]:
-        """``(partition, replicas, state)`` of the rows not taken, without keeping objects."""
-        rows = np.flatnonzero(~self.taken)
+    def rows(
+        self, chosen: np.ndarray | None = None
+    ) -> Iterator[tuple[int, Replicas, LeaderIsr | None]]:
+        """``(partition, replicas, state)`` of the rows not taken (or of the row numbers
+        ``chosen``, the caller's pick among them), without keeping objects."""
+        rows = np.flatnonzero(~self.taken) if chosen is None else chosen
         picked = self.states[rows]  # whole columns to Python at once: row access is slow
         table = self.table
         replicas = self.replicas
@@ -227,6 +230,15 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             for partition, replicas, state in columns.rows():
                 yield (topic, partition), replicas, state
 
+    def object_states(self) -> Iterator[tuple[TP, Replicas, LeaderIsr | None]]:
+        """:meth:`states` of the partitions held as objects only."""
+        for tp, part in list(self._objects.items()):
+            yield tp, part.replicas, part.state
+
+    def column_topics(self) -> list[tuple[str, TopicColumns]]:
+        """Topics with rows still in columns (rows marked ``taken`` are objects now)."""
+        return list(self._columns.items())
+
     def needing_attention(self, live: frozenset[int]) -> list[TP]:
         """Partitions a liveness pass may have to write (:func:`needs_attention`): without state,
         led by a broker outside ``live``, or with an ISR naming one. Column rows are queried with
@@ -234,18 +246,22 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         out = [tp for tp, part in self._objects.items() if needs_attention(part, live)]
         if not self._columns:
             return out
-        live_ids = np.fromiter(live, dtype=np.int64, count=len(live))
+        # Liveness by lookup (ids shifted by one: slot 0 is NO_LEADER and anything out of range),
+        # cheaper per topic than np.isin's sort.
+        top = max((b for b in live if b >= 0), default=-1) + 2
+        alive = np.zeros(top + 1, dtype=bool)
+        alive[[b + 1 for b in live if b >= 0]] = True
         dead_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name a dead broker
         for topic, columns in self._columns.items():
             table = columns.table
             bad = dead_isr.get(id(table))
-            if bad is None:
+            if bad is None or len(bad) < len(table):
                 bad = dead_isr[id(table)] = np.fromiter(
                     (not live.issuperset(isr) for isr in list(table)), dtype=bool
                 )
             rows = columns.states
-            need = rows["status"] != READABLE
-            need |= ~np.isin(rows["leader"], live_ids)
+            need = ~alive[np.clip(rows["leader"] + 1, 0, top)]
+            need |= rows["status"] != READABLE
             need |= bad[rows["isr"]]
             need &= ~columns.taken
             if need.any():
