@@ -2,9 +2,11 @@
 
 The session keeper has a thread and a connection of its own and does nothing else, so no watch
 callback, watch delivery or change-stream read can delay a renewal (the change feed has its own
-thread, :mod:`coordkit_redis.reader`). It renews the session key every tenth of the timeout
-(heartbeat script; the script also reaps other clients' overdue sessions), which leaves nine
-missed beats of margin, on a fixed schedule: a slow reply does not push the next renewal back.
+thread, :mod:`coordkit_redis.reader`). It renews the session key fifteen times per timeout
+(heartbeat script; the script also reaps other clients' overdue sessions), on a fixed schedule: a
+slow reply does not push the next renewal back. (A tenth was not enough: with a hundred sessions
+and a write storm in one process, turns on the GIL put the median gap between renewals at half
+again the beat and the worst, now and then, just past a third of the timeout.)
 
 What can still delay a renewal is the interpreter, and the machine: busy threads of one process
 take turns on the GIL (and all of them wait while the garbage collector runs), and a thread waking
@@ -48,7 +50,7 @@ from coordkit_redis.scripts import SCRIPTS
 log = logging.getLogger("coordkit.store.redis")
 
 #: Renewals per session timeout.
-BEATS_PER_TIMEOUT = 10
+BEATS_PER_TIMEOUT = 15
 MIN_BACKOFF = 0.05
 MAX_BACKOFF = 1.0
 

@@ -266,7 +266,7 @@ class RedisStore(MetadataStore):
 
     @property
     def heartbeat_interval(self) -> float:
-        """Seconds between renewals (a tenth of the session timeout)."""
+        """Seconds between renewals (a fifteenth of the session timeout)."""
         return self._keeper.heartbeat_interval
 
     @property
