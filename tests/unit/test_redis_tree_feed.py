@@ -5,7 +5,6 @@ each op of a multi wrote. On a real redis-server (the kit's StoreFeedTests cover
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,8 @@ import pytest
 
 from coordkit.errors import InvalidURLError
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import Create, SetData, Stat, TreeEvent, TreeEventKind
+from coordkit.store import Create, SetData, Stat, TreeEventKind
+from coordkit.testing.store import FeedRecorder
 from coordkit.watches import EventThread
 from coordkit_redis.keys import KeySpace
 from coordkit_redis.treefeed import RedisTreeFeed, TreeFeeds, decode_entry
@@ -48,21 +48,6 @@ def open_store(opened: list[Any], url: str, **options: Any) -> Any:
     return store
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self._events: list[TreeEvent] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, event: TreeEvent) -> None:
-        with self._lock:
-            self._events.append(event)
-
-    @property
-    def events(self) -> list[TreeEvent]:
-        with self._lock:
-            return list(self._events)
-
-
 def stream_length(server: RedisServer, prefix: str) -> int:
     with server.client() as admin:
         return int(admin.xlen(KeySpace(prefix).tree))
@@ -95,7 +80,7 @@ def test_a_store_without_feeds_appends_nothing_and_closing_the_last_stops_it(
     writer.apply([SetData("/a", b"%d" % i) for i in range(50)])
     assert stream_length(server, "cost") == 0, "nobody follows: no tree stream is written"
     follower = open_store(opened, url)
-    seen = Recorder()
+    seen = FeedRecorder()
     assert follower.watch_tree("/", seen).flush(10)
     writer.set("/a", b"followed")
     length = stream_length(server, "cost")
@@ -112,14 +97,14 @@ def test_a_period_without_subscribers_is_a_gap_a_resume_cannot_replay(
     writer = open_store(opened, url)
     writer.create("/t", b"")
     first = open_store(opened, url)
-    seen = Recorder()
+    seen = FeedRecorder()
     feed = first.watch_tree("/t", seen)
     writer.set("/t", b"1")
     assert feed.flush(10)
     mark = feed.position
     first.close()  # unregisters: nobody follows
     stat = writer.set("/t", b"2")  # not recorded
-    again = Recorder()
+    again = FeedRecorder()
     resumed = writer.watch_tree("/t", again, since=mark)
     assert resumed.flush(10)
     assert [e.kind for e in again.events] == [RESYNC], "a change may be missing: re-read"
@@ -133,7 +118,7 @@ def test_an_expired_registration_stops_costing_writes_and_its_feed_resyncs(
     writer = open_store(opened, url)
     writer.create("/t", b"")
     follower = open_store(opened, url)
-    seen = Recorder()
+    seen = FeedRecorder()
     feed = follower.watch_tree("/t", seen)
     assert feed.flush(10)
     keys = KeySpace("lease")
@@ -158,7 +143,7 @@ def test_a_resume_past_the_trimmed_history_opens_with_resync(
     url = server.url(prefix="trim")
     store = open_store(opened, url, tree_maxlen=10)
     store.create("/t", b"")
-    seen = Recorder()
+    seen = FeedRecorder()
     feed = store.watch_tree("/t", seen)
     store.set("/t", b"0")
     assert feed.flush(10)
@@ -169,7 +154,7 @@ def test_a_resume_past_the_trimmed_history_opens_with_resync(
     assert stream_length(server, "trim") < 300, "the stream keeps about tree_maxlen zxids"
     assert (seen.events[-1].kind, seen.events[-1].data) == (CHANGED, b"399")
     late = feed.position
-    again, recent = Recorder(), Recorder()
+    again, recent = FeedRecorder(), FeedRecorder()
     assert store.watch_tree("/t", again, since=early).flush(10)
     assert [e.kind for e in again.events] == [RESYNC]
     store.set("/t", b"last")
@@ -182,20 +167,20 @@ def test_a_resume_inside_a_bulk_calls_entry_replays_only_what_followed(
 ) -> None:
     store = open_store(opened, server.url(prefix="bulk"))
     store.create("/t", b"")
-    seen = Recorder()
+    seen = FeedRecorder()
     feed = store.watch_tree("/t", seen)
     stats = store.apply([SetData("/t", b"%d" % i) for i in range(10)])  # one script: one entry
     assert feed.flush(10)
     assert [e.data for e in seen.events[1:]] == [b"%d" % i for i in range(10)]
     assert [e.position for e in seen.events[1:]] == [stat.mzxid for stat in stats]
-    again = Recorder()
+    again = FeedRecorder()
     assert store.watch_tree("/t", again, since=stats[4].mzxid).flush(10)
     assert [(e.kind, e.data) for e in again.events] == [(CHANGED, b"%d" % i) for i in range(5, 10)]
 
 
 def test_a_gap_in_the_entry_numbers_is_a_resync_before_what_follows() -> None:
     events = EventThread("tree-gap")
-    seen = Recorder()
+    seen = FeedRecorder()
     try:
         feeds: Any = type(
             "Feeds", (), {"cancelled": lambda self, feed: None, "wait_read": lambda *a: True}
@@ -215,7 +200,7 @@ def test_each_op_of_a_multi_carries_the_state_it_wrote(
     server: RedisServer, opened: list[Any]
 ) -> None:
     store = open_store(opened, server.url(prefix="multi"))
-    seen = Recorder()
+    seen = FeedRecorder()
     feed = store.watch_tree("/", seen)
     done = store.commit([Create("/m", b"created"), SetData("/m", b"set")])
     assert feed.flush(10)
