@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -403,3 +404,23 @@ def test_converged_names_every_broken_invariant_with_its_path(
     )
     assert not result
     assert len(result) == 2
+
+
+def test_waiting_for_convergence_outlasts_a_store_coming_back(
+    make_cluster: Callable[..., Cluster], backend: Backend
+) -> None:
+    """A check that meets the store unreachable (a restarted server, a cut connection) is not
+    converged yet: the wait asks again instead of failing (CI saw it fail on a Redis restart)."""
+    cluster = make_cluster(3)
+    cluster.create_topic("t", 4, 2)
+    cluster.wait_converged(30)
+    admin = cluster.admin_store
+    backend.disconnect(admin)
+    with pytest.raises(ConnectionLossError):
+        cluster.converged()
+    restore = threading.Timer(0.5, backend.reconnect, args=(admin,))
+    restore.start()
+    try:
+        assert cluster.wait_converged(30)
+    finally:
+        restore.join()

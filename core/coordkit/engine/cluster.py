@@ -40,7 +40,7 @@ from coordkit.engine.replication import IsrProposal, ReplicationModel
 from coordkit.engine.snapshot import ClusterView, children, read_view, registered_brokers
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import LayoutError, NoNodeError, StoreError
+from coordkit.errors import ConnectionLossError, LayoutError, NoNodeError, StoreError
 from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
@@ -349,11 +349,15 @@ class Cluster:
 
     def wait_converged(self, timeout: float = 30.0) -> Convergence:
         """Wait until :meth:`converged`; raises :class:`EngineError` listing what is still
-        broken after ``timeout`` seconds."""
+        broken after ``timeout`` seconds. A store that is not reachable yet (a restarted server,
+        a cut connection coming back) is not converged yet: it is asked again until then."""
         deadline = time.monotonic() + timeout
         while True:
-            result = self.converged()
-            if result:
+            try:
+                result: Convergence | ConnectionLossError = self.converged()
+            except ConnectionLossError as exc:
+                result = exc
+            if isinstance(result, Convergence) and result:
                 return result
             if time.monotonic() > deadline:
                 raise EngineError(f"cluster did not converge within {timeout}s: {result}")
