@@ -36,6 +36,18 @@ MAX_BLOCK = 0.5
 COALESCE = 0.05
 
 
+def interrupt_blocked_read(client: Any) -> None:
+    """Wake a thread blocked in XREAD BLOCK on ``client`` (a single-connection client) by
+    shutting its socket down."""
+    connection = getattr(client, "connection", None)
+    sock = getattr(connection, "_sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 class ChangeReader:
     """Reads ``feed`` on ``client`` (a single-connection client it owns) in a daemon thread."""
 
@@ -91,14 +103,7 @@ class ChangeReader:
             return None
 
     def _interrupt(self) -> None:
-        """Wake the thread from XREAD BLOCK by shutting its socket down."""
-        connection = getattr(self._client, "connection", None)
-        sock = getattr(connection, "_sock", None)
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        interrupt_blocked_read(self._client)
 
     def _disconnect(self) -> None:
         try:

@@ -44,6 +44,7 @@ from coordkit.watches import EventThread
 from coordkit_redis.codec import stat_from_text
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.keys import KeySpace
+from coordkit_redis.reader import interrupt_blocked_read
 from coordkit_redis.scripts import SCRIPTS
 from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, SessionKeeper
 
@@ -349,15 +350,7 @@ class TreeFeeds:
             return None
 
     def _interrupt(self) -> None:
-        connection = getattr(self._client, "connection", None)
-        sock = getattr(connection, "_sock", None)
-        if sock is not None:
-            try:
-                import socket
-
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        interrupt_blocked_read(self._client)
 
     def _run(self) -> None:
         backoff = MIN_BACKOFF

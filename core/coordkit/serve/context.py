@@ -14,6 +14,7 @@ from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
 from coordkit.model import NO_LEADER
+from coordkit.serve import errors
 from coordkit.serve.log import BrokerLogs
 
 T = TypeVar("T")
@@ -57,6 +58,16 @@ class BrokerContext:
         if log is None:
             return None
         return log.leader, log.leader_epoch
+
+    def leader_error(self, tp: TP) -> tuple[int, tuple[int, int] | None]:
+        """What a produce, fetch or offsets request for ``tp`` gets from this broker: an error
+        code (0 when it leads ``tp``) and ``tp``'s leadership, as :meth:`leadership`."""
+        found = self.leadership(tp)
+        if found is None:
+            return errors.UNKNOWN_TOPIC_OR_PARTITION, None
+        if found[0] != self.broker_id:
+            return errors.NOT_LEADER_OR_FOLLOWER, found
+        return errors.NONE, found
 
     def leads(self, tp: TP) -> bool:
         found = self.leadership(tp)

@@ -35,14 +35,11 @@ def _read(
     tp = (topic, partition.partition)
     answer = PartitionData(partition_index=partition.partition, high_watermark=-1,
                            last_stable_offset=-1, log_start_offset=-1, records=b"")  # fmt: skip
-    leadership = ctx.leadership(tp)
-    if leadership is None:
-        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
-        return answer
-    leader, epoch = leadership
-    if leader != ctx.broker_id:
-        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
-        if version >= CURRENT_LEADER_VERSION:
+    error, leadership = ctx.leader_error(tp)
+    if error:
+        answer.error_code = error
+        if leadership is not None and version >= CURRENT_LEADER_VERSION:
+            leader, epoch = leadership
             answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
         return answer
     partition_log = ctx.logs.get(tp)
@@ -98,14 +95,11 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
 def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any:
     tp = (topic, partition.partition_index)
     answer = OffsetsPartition(partition_index=partition.partition_index, timestamp=-1, offset=-1)
-    leadership = ctx.leadership(tp)
-    if leadership is None:
-        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+    error, leadership = ctx.leader_error(tp)
+    if error or leadership is None:
+        answer.error_code = error
         return answer
-    leader, epoch = leadership
-    if leader != ctx.broker_id:
-        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
-        return answer
+    epoch = leadership[1]
     answer.offset, answer.timestamp = ctx.logs.get(tp).offset_for(partition.timestamp)
     if version >= LEADER_EPOCH_VERSION:
         answer.leader_epoch = epoch

@@ -29,16 +29,13 @@ def _append(ctx: BrokerContext, topic: str, partition: Any, acks: int) -> Any:
     if acks not in (0, 1, -1):
         answer.error_code = errors.INVALID_REQUIRED_ACKS
         return answer
-    leadership = ctx.leadership(tp)
-    if leadership is None:
-        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+    error, leadership = ctx.leader_error(tp)
+    if error or leadership is None:
+        # NOT_LEADER_OR_FOLLOWER: the new leader itself (``current_leader``) goes back from v10
+        # on, which is not served; the client refreshes its metadata.
+        answer.error_code = error
         return answer
-    leader, epoch = leadership
-    if leader != ctx.broker_id:
-        # The new leader itself (``current_leader``) goes back from v10 on, which is not served:
-        # the client refreshes its metadata.
-        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
-        return answer
+    epoch = leadership[1]
     partition_log = ctx.logs.get(tp)
     try:
         answer.base_offset = partition_log.append(bytes(partition.records or b""), epoch)
