@@ -301,28 +301,43 @@ class TreeWatches:
         client = store.client
         batch = wire.submit(client, [PositionedMultiRead(list(c), client) for c in chunks])
         read: dict[str, tuple[int, Any]] = {}
-        ok = batch.wait(store._timeout)
-        if ok:
+        failure: str | None = None
+        if not batch.wait(store._timeout):
+            failure = f"no reply for {store._timeout:g}s"
+        else:
             at = 0
             for reply in batch.results:
                 if isinstance(reply, BaseException):
-                    ok = False
+                    failure = type(reply).__name__
                     break
                 zxid, results = reply
                 for result in results:
                     read[order[at]] = (zxid, result)
                     at += 1
-        if ok:
-            ok = not any(
-                isinstance(result, BaseException) and not isinstance(result, KazooNoNode)
-                for _zxid, result in read.values()
+        if failure is None:
+            failure = next(
+                (
+                    type(result).__name__
+                    for _zxid, result in read.values()
+                    if isinstance(result, BaseException) and not isinstance(result, KazooNoNode)
+                ),
+                None,
             )
-        if not ok:
+        if failure is not None:
             # What the notices said is lost: start over from a RESYNC, once the server (or the
             # connection coming back) answers a fresh addWatch.
-            log.warning("%s: change feed read failed; resyncing %s", store.url.redacted(), sub.root)
+            connected = store.state is SessionState.CONNECTED
+            # A session being closed or cut fails its reads too: expected, not worth a warning.
+            log.log(
+                logging.WARNING if connected else logging.INFO,
+                "%s: change feed read of %d nodes failed (%s); resyncing %s",
+                store.url.redacted(),
+                len(order),
+                failure,
+                sub.root,
+            )
             sub.broken = True
-            if store.state is SessionState.CONNECTED:
+            if connected:
                 self._attach(sub)
             return []
         from coordkit_zookeeper.requests import to_stat

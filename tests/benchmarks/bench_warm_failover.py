@@ -16,21 +16,29 @@ topic ``crash`` (leading them), and the other brokers hold everything else (RF 2
   ``X`` is the highest broker id, so a latch-queued election (``warm-standby``, ``latch``) does not
   make it the new controller; where a cold race did, the case is ``broker+ctl`` (both failed).
 
+* ``shutdown``: then the data broker leading the most partitions (with the default 5 brokers,
+  about a third of them; it follows as many) shuts down in a controlled way: ``ready`` runs until
+  its controlled-shutdown request is answered (leadership moved, it left every ISR).
+
 ``--case=shared`` is the earlier layout (every broker holds replicas; the killed controller leads
 1/``brokers`` of all partitions, so the re-election writes grow with the cluster).
 
 Setup is measured too: ``create`` (the admin writes the topics' assignments in bulk), ``init``
-(the first controller elects every partition's first leader). Memory: bytes per partition of a
+(the first controller elects every partition's first leader). With ``--existing`` the cluster is
+written in bulk before any broker starts (assignments and first leaders' states, as a restart
+finds them): ``create`` is that bulk write, ``init`` the start (a controller's cold load, every
+standby's image read) — electing 2,000,000 first leaders one pass at a time would take most of
+the run. Memory: bytes per partition of a
 standby's image and of a controller (image plus a context filled from it), and of a cold
 controller's context, with tracemalloc on a separate read of the same store (``--no-memory``
 skips it). ZooKeeper is started with the heap ``--zk-heap`` (default grows with the partitions;
 the table says what it gave).
 
-    python tests/benchmarks/run.py warm_failover [--quick] [--backend=memory|zookeeper ...]
+    python tests/benchmarks/run.py warm_failover [--quick] [--backend=memory|zookeeper|redis ...]
         [--partitions=N ...] [--brokers=N] [--strategy=kafka|latch|warm-standby ...]
         [--case=dedicated|shared] [--zk-heap=SIZE] [--no-memory]
 
-Redis is refused by ``warm-standby`` until its store declares ``ordered_change_feed``.
+Redis runs on a private ``redis-server`` (not durable: setup writes millions of keys).
 """
 
 from __future__ import annotations
@@ -53,13 +61,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_engine import TOPIC_SIZE, Result, _controller_id, _Env, _Ready, _wait, failover
 
 from coordkit import layout
-from coordkit.engine import Cluster, EngineConfig, EngineObserver
+from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
 from coordkit.engine.events import StateChange
+from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import MetadataStore, TreeEvent, TreeEventKind
+from coordkit.store import Create, MetadataStore, Op, TreeEvent, TreeEventKind
 
+#: Ops per multi when ``--existing`` writes the cluster in bulk.
+EXISTING_BATCH = 2_000
 CRASH_TOPIC = "crash"
 CRASH_PARTITIONS = 1_000
 
@@ -109,8 +120,17 @@ def backend(name: str, heap: str) -> Iterator[_Env]:
             yield _Env(name, lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}", server.close)
         finally:
             server.close()
+    elif name == "redis":
+        from coordkit.testing.servers.redis_server import RedisServer
+
+        # Not durable (as ZooKeeper's snapshots are put off above): setup writes millions of keys.
+        redis = RedisServer().start()
+        try:
+            yield _Env(name, lambda n: redis.url(prefix=f"warm-{run}-{n}"), redis.close)
+        finally:
+            redis.close()
     else:
-        raise SystemExit(f"unknown backend {name!r}: memory or zookeeper (Redis: not yet)")
+        raise SystemExit(f"unknown backend {name!r}: memory, zookeeper or redis")
 
 
 # -- observing -----------------------------------------------------------------------------------
@@ -182,26 +202,64 @@ def _wait_idle(cluster: Cluster, after_epoch: int, timeout: float = 1800) -> flo
 # -- the dedicated-controller cases ---------------------------------------------------------------
 
 
-def _create(cluster: Cluster, partitions: int, controller: int, crash: int) -> float:
-    """The topics, leaving ``controller`` out and ``crash`` only in topic ``crash``."""
-    data = [b for b in cluster.broker_ids if b not in (controller, crash)]
+def _layout(
+    brokers: Sequence[int], partitions: int, controller: int, crash: int
+) -> Iterator[tuple[str, dict[int, list[int]]]]:
+    """The topics' assignments, leaving ``controller`` out and ``crash`` only in topic ``crash``."""
+    data = [b for b in brokers if b not in (controller, crash)]
     if len(data) < 2:
         raise SystemExit("the dedicated layout needs --brokers=4 or more")
-    started = time.perf_counter()
-    cluster.create_topic(
-        CRASH_TOPIC,
-        CRASH_PARTITIONS,
-        2,
-        assignment={p: [crash, data[p % len(data)]] for p in range(CRASH_PARTITIONS)},
-    )
+    yield CRASH_TOPIC, {p: [crash, data[p % len(data)]] for p in range(CRASH_PARTITIONS)}
     rest = partitions - CRASH_PARTITIONS
     for t, first in enumerate(range(0, rest, TOPIC_SIZE)):
         count = min(TOPIC_SIZE, rest - first)
-        assignment = {
-            p: [data[(first + p) % len(data)], data[(first + p + 1) % len(data)]]
-            for p in range(count)
-        }
-        cluster.create_topic(f"fo{t}", count, 2, assignment=assignment)
+        yield (
+            f"fo{t}",
+            {
+                p: [data[(first + p) % len(data)], data[(first + p + 1) % len(data)]]
+                for p in range(count)
+            },
+        )
+
+
+def _create(cluster: Cluster, partitions: int, controller: int, crash: int) -> float:
+    """The topics through the admin: the controller then elects every first leader."""
+    started = time.perf_counter()
+    for topic, assignment in _layout(cluster.broker_ids, partitions, controller, crash):
+        cluster.create_topic(topic, len(assignment), 2, assignment=assignment)
+    return time.perf_counter() - started
+
+
+def _write_existing(
+    store: MetadataStore, layout_: Iterator[tuple[str, dict[int, list[int]]]]
+) -> float:
+    """An existing cluster, written in bulk before any broker starts (as a restart finds it):
+    each topic's assignment and every partition's state (leader: the first replica, ISR: all of
+    them, written by controller epoch 0)."""
+    started = time.perf_counter()
+    for root in layout.PERSISTENT_ROOTS:
+        store.ensure_path(root)
+    ops: list[Op] = []
+
+    def flush() -> None:
+        if ops:
+            store.commit(ops)
+            ops.clear()
+
+    for topic, assignment in layout_:
+        data = layout.TOPIC.encode(TopicAssignment(partitions=assignment))
+        ops += [Create(layout.topic_path(topic), data), Create(layout.partitions_path(topic))]
+        for partition, replicas in assignment.items():
+            ops.append(Create(f"{layout.partitions_path(topic)}/{partition}"))
+            ops.append(
+                Create(
+                    states.state_path((topic, partition)),
+                    states.encode_state(replicas[0], 0, tuple(replicas), 0),
+                )
+            )
+            if len(ops) >= EXISTING_BATCH:
+                flush()
+    flush()
     return time.perf_counter() - started
 
 
@@ -221,27 +279,66 @@ def _epoch(cluster: Cluster) -> int:
     return int(data)
 
 
+def _images_current(cluster: Cluster) -> bool:
+    """Whether every live warm-standby candidate's image is current (cold strategies: True)."""
+    for broker_id in cluster.live_brokers():
+        image = getattr(cluster.broker(broker_id)._candidate, "image", None)
+        if image is not None and not image.current:
+            return False
+    return True
+
+
 def dedicated(
-    env: _Env, strategy: str, partitions: int, brokers: int, memory: bool
+    env: _Env,
+    strategy: str,
+    partitions: int,
+    brokers: int,
+    memory: bool,
+    *,
+    existing: bool = False,
 ) -> tuple[list[dict[str, object]], dict[str, float] | None]:
     ready = _Ready()
     moves = _Moves()
     config = EngineConfig(
         controller_election=strategy, auto_leader_rebalance=False, controlled_shutdown_timeout=600
     )
+    url = env.opener()
     cluster = Cluster(
-        env.opener(), brokers, config=config, record_history=False, observers=[ready, moves], seed=1
-    ).start()
-    _wait(lambda: cluster.controller_broker() is not None, 60, "a controller")
+        url, brokers, config=config, record_history=False, observers=[ready, moves], seed=1
+    )
     rows: list[dict[str, object]] = []
     try:
-        controller = _controller_id(cluster)
-        # The highest id: latch-queued elections (warm-standby, latch) hand over to the next
-        # candidate in line, the lowest id, so the crash case stays a broker crash.
-        crash = max(b for b in cluster.broker_ids if b != controller)
-        created = _create(cluster, partitions, controller, crash)
-        t0 = time.perf_counter()
+        if existing:
+            # The first broker to start is expected to win the first election (the check below
+            # says so if it did not); it and the last broker are left out of the bulk layout.
+            controller, crash = cluster.broker_ids[0], cluster.broker_ids[-1]
+            admin = cluster.open_session()
+            try:
+                created = _write_existing(
+                    admin, _layout(cluster.broker_ids, partitions, controller, crash)
+                )
+            finally:
+                admin.close()
+            t0 = time.perf_counter()
+            cluster.start()
+            _wait(lambda: cluster.controller_broker() is not None, 600, "a controller")
+            if _controller_id(cluster) != controller:
+                raise SystemExit(
+                    f"broker {_controller_id(cluster)} won the first election, not {controller}: "
+                    "run again"
+                )
+        else:
+            cluster.start()
+            _wait(lambda: cluster.controller_broker() is not None, 60, "a controller")
+            controller = _controller_id(cluster)
+            # The highest id: latch-queued elections (warm-standby, latch) hand over to the next
+            # candidate in line, the lowest id, so the crash case stays a broker crash.
+            crash = max(b for b in cluster.broker_ids if b != controller)
+            created = _create(cluster, partitions, controller, crash)
+            t0 = time.perf_counter()
         _settle(cluster, partitions)
+        if existing:
+            _wait(lambda: _images_current(cluster), 3600, "every standby's image")
         init = time.perf_counter() - t0
         setup = {"create_seconds": round(created, 2), "init_seconds": round(init, 2)}
 
@@ -298,10 +395,50 @@ def dedicated(
                 **setup,
             }
         )
+        _wait(lambda: bool(cluster.settled()), 600, "the controller to settle after the crash")
+
+        # Case 3: a data broker (not the controller) shuts down in a controlled way: it leads
+        # about 1/(brokers - 2) of all partitions and follows as many.
+        rows.append(_controlled_shutdown(cluster, setup))
         sizes = _bytes_per_partition(cluster.admin_store, partitions) if memory else None
         return rows, sizes
     finally:
         cluster.close()
+
+
+def _controlled_shutdown(cluster: Cluster, setup: dict[str, float]) -> dict[str, object]:
+    holder = cluster.controller_broker()
+    assert holder is not None
+    assert holder.controller is not None
+    states = holder.controller.leaders().result(timeout=600)
+    candidates = [b for b in cluster.live_brokers() if b != holder.broker_id]
+    led = {b: 0 for b in candidates}
+    followed = dict(led)
+    for state in states.values():
+        if state is None:
+            continue
+        for broker in state.isr:
+            if broker == state.leader and broker in led:
+                led[broker] += 1
+            elif broker in followed:
+                followed[broker] += 1
+    broker = max(candidates, key=lambda b: led[b])
+    before = cluster.op_counts()
+    gc.collect()
+    t0 = time.perf_counter()
+    remaining = cluster.broker(broker).controlled_shutdown()
+    done = time.perf_counter() - t0
+    ops = cluster.op_counts() - before
+    return {
+        "case": "shutdown",
+        "ready_seconds": round(done, 4),
+        "idle_seconds": round(done, 4),
+        "phases": {"led": led[broker], "followed": followed[broker], "still_led": len(remaining)},
+        "moved": led[broker] - len(remaining),
+        "reads": ops.reads,
+        "writes": ops.writes,
+        **setup,
+    }
 
 
 # -- memory ----------------------------------------------------------------------------------------
@@ -393,13 +530,19 @@ def _shared_row(result: Result, phases: dict[str, float]) -> dict[str, object]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="bench_warm_failover", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10,000 partitions")
-    parser.add_argument("--backend", action="append", choices=["memory", "zookeeper"])
+    parser.add_argument("--backend", action="append", choices=["memory", "zookeeper", "redis"])
     parser.add_argument("--strategy", action="append", choices=["kafka", "latch", "warm-standby"])
     parser.add_argument("--case", choices=["dedicated", "shared"], default="dedicated")
     parser.add_argument("--partitions", type=int, action="append")
     parser.add_argument("--brokers", type=int, default=5)
     parser.add_argument("--zk-heap", help="ZooKeeper's -Xmx (default: grows with --partitions)")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument(
+        "--existing",
+        action="store_true",
+        help="write the cluster (assignments and first leaders) in bulk before the brokers start, "
+        "instead of creating topics for the controller to elect (what makes 2,000,000 practical)",
+    )
     args = parser.parse_args(argv)
     sizes = args.partitions or ([10_000] if args.quick else [100_000, 500_000])
     if min(sizes) <= CRASH_PARTITIONS and args.case == "dedicated":
@@ -421,7 +564,7 @@ def main(argv: list[str]) -> None:
                     else:
                         memory = not args.no_memory and strategy == "warm-standby"
                         rows, sizes_seen = dedicated(
-                            env, strategy, partitions, args.brokers, memory
+                            env, strategy, partitions, args.brokers, memory, existing=args.existing
                         )
                 for row in rows:
                     print(_row(backend_name, strategy, partitions, row), flush=True)

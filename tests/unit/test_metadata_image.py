@@ -273,3 +273,67 @@ def test_warm_standby_refuses_a_store_without_a_change_feed(store: MemoryStore) 
 def test_stat_stand_in_is_compared_by_mzxid_only() -> None:
     event = TreeEvent(TreeEventKind.DELETED, "/brokers/ids/1", 5)
     assert event.newer_than(Stat(0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_census_lets_a_liveness_scan_skip_only_topics_it_cannot_concern(
+    store: MemoryStore, seed: int
+) -> None:
+    """Random leaders, ISRs, deletions, garbage and growth through the feed: each topic's census
+    equals a recount of its rows, and a warm context finds exactly the partitions a cold one does
+    for every set of live brokers (the census lets it skip whole topics)."""
+    import random
+
+    rng = random.Random(seed)
+    for broker in range(4):
+        register(store, broker)
+    image, feed = follow(store)
+    for name in ("a", "b", "c"):
+        topic(store, name, 6, led=rng.random() < 0.7)
+    for _ in range(60):
+        tp = (rng.choice("abc"), rng.randrange(6))
+        path = states.state_path(tp)
+        roll = rng.random()
+        if roll < 0.6:
+            isr = tuple(sorted(rng.sample(range(4), rng.randint(1, 3))))
+            leader = rng.choice([*isr, -1])
+            data = states.encode_state(leader, rng.randrange(9), isr, 1)
+            if store.exists(path) is None:
+                store.create(path, data, make_parents=True)
+            else:
+                store.set(path, data)
+        elif roll < 0.75 and store.exists(path) is not None:
+            store.delete(path)
+        elif roll < 0.85 and store.exists(path) is not None:
+            store.set(path, b'{"leader":"x"}')
+        else:
+            caught_up(image, feed, store)
+            for held in image._topics.values():
+                rows = held.states
+                readable = rows[rows["status"] == 1]
+                recount: dict[int, int] = {}
+                for leader, isr in zip(
+                    readable["leader"].tolist(), readable["isr"].tolist(), strict=True
+                ):
+                    for broker in (leader, *image._tuples.table[isr]):
+                        recount[broker] = recount.get(broker, 0) + 1
+                assert held.census == recount
+                assert held.irregular == len(rows) - len(readable)
+    caught_up(image, feed, store)
+    cold = ControllerContext(store, read_batch=5, owner="cold")
+    cold.load()
+    warm = ControllerContext(store, read_batch=5, owner="warm", image=image)
+    warm.load()
+    for live in ({0, 1, 2, 3}, {0, 1, 2}, {1, 3}, {0}, set()):
+        alive = frozenset(live)
+        assert sorted(warm.needing_attention(alive)) == sorted(cold.needing_attention(alive))
+    for broker in range(-1, 5):
+        named = sorted(
+            tp
+            for tp, _replicas, state in cold.parts.states()
+            if state is not None and (state.leader == broker or broker in state.isr)
+        )
+        led = [tp for tp in named if cold.parts[tp].state.leader == broker]  # type: ignore[union-attr]
+        assert sorted(warm.parts.naming(broker)) == named == sorted(cold.parts.naming(broker))
+        assert sorted(warm.parts.naming(broker, as_leader_only=True)) == led
+    feed.cancel()

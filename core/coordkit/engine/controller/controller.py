@@ -272,7 +272,6 @@ class Controller:
                         f", {sorted(bounced)} bounced" if bounced else "",
                     )
                 self._bounced |= bounced
-        self._sync_topic_watches()
         scan_all = marks.everything or marks.brokers
         if marks.everything or marks.deletions or (marks.brokers and self.deletion.ineligible):
             self.deletion.process()
@@ -305,6 +304,10 @@ class Controller:
             self.reassignment.process()
         if marks.everything or marks.preferred:
             self.preferred.process_request()
+        # Last: one watch per topic is work that grows with the cluster, and nothing is lost by
+        # placing them after the elections (a watch's first delivery compares the assignment
+        # version with the one the context read, so a change in between is still seen).
+        self._sync_topic_watches()
         if marks.everything:
             self._announce_states()
 

@@ -63,6 +63,9 @@ ROOT = "/brokers"
 _BROKER_PREFIX = layout.BROKER_IDS + "/"
 _TOPIC_PREFIX = layout.BROKER_TOPICS + "/"
 _EMPTY = np.zeros(0, dtype=STATE_DTYPE)
+#: Positions of fields in a row read with ``.item()``.
+_FIELDS: tuple[str, ...] = STATE_DTYPE.names or ()
+_LEADER, _MZXID, _ISR, _STATUS = (_FIELDS.index(n) for n in ("leader", "mzxid", "isr", "status"))
 
 
 def _held(mzxid: int | None) -> Stat | None:
@@ -104,9 +107,28 @@ class _Loose:
 
 
 class _Topic:
-    """One topic: its assignment node and its partition states, columnar."""
+    """One topic: its assignment node and its partition states, columnar.
 
-    __slots__ = ("error", "loose", "mzxid", "reasons", "replicas", "shared", "sparse", "states")
+    Beside the rows it keeps their census, exact at every write: how many times each broker is
+    named as a READABLE row's leader or ISR member (``census``), and how many rows are not
+    READABLE (``irregular``). A hand-over gives the census to the controller, which skips the
+    topic in a liveness scan when every broker it names is live and every row is readable — so a
+    failover that concerns no broker of a topic costs nothing per partition of it (issue 16: a
+    2,000,000-partition failover must not scale with the cluster).
+    """
+
+    __slots__ = (
+        "census",
+        "error",
+        "irregular",
+        "loose",
+        "mzxid",
+        "reasons",
+        "replicas",
+        "shared",
+        "sparse",
+        "states",
+    )
 
     def __init__(self, mzxid: int) -> None:
         self.mzxid = mzxid
@@ -122,6 +144,33 @@ class _Topic:
         self.loose: dict[int, _Loose] = {}
         #: Why an UNREADABLE column state is unreadable, by partition.
         self.reasons: dict[int, str] = {}
+        #: Broker id (-1: no leader) → times a READABLE row names it as leader or ISR member.
+        self.census: dict[int, int] = {}
+        #: Rows whose status is not READABLE.
+        self.irregular = 0
+
+    def create_columns(self, count: int) -> None:
+        """Columns for partitions 0..count-1 of a new topic: no state node yet (ABSENT)."""
+        self.states = np.zeros(count, dtype=STATE_DTYPE)
+        self.shared = False
+        self.census = {}
+        self.irregular = count
+
+    def _count(self, leader: int, isr: tuple[int, ...], step: int) -> None:
+        census = self.census
+        for broker in (leader, *isr):
+            left = census.get(broker, 0) + step
+            if left:
+                census[broker] = left
+            else:
+                del census[broker]
+
+    def _uncount_row(self, partition: int, table: Sequence[tuple[int, ...]]) -> None:
+        row = self.states[partition].item()
+        if row[_STATUS] == READABLE:
+            self._count(row[_LEADER], table[row[_ISR]], -1)
+        else:
+            self.irregular -= 1
 
     def assignment(self) -> dict[int, tuple[int, ...]] | None:
         if self.replicas is not None:
@@ -139,18 +188,24 @@ class _Topic:
         grown["status"][have:] = UNKNOWN
         self.states = grown
         self.shared = False
+        self.irregular += count - have
         for partition in [p for p in self.loose if have <= p < count]:
             held = self.loose.pop(partition)
             self.put(partition, held.status, held.mzxid, held.state, held.reason, tuples)
 
-    def held_mzxid(self, partition: int) -> int | None:
+    def status_and_mzxid(self, partition: int) -> tuple[int, int | None]:
+        """``(status, mzxid of the state held)`` of one partition, the row read once (the feed
+        asks this of every state event); the mzxid is None without a state held."""
         loose = self.loose.get(partition)
         if loose is not None:
-            return None if loose.status in (ABSENT, UNKNOWN) else loose.mzxid
+            if loose.status in (ABSENT, UNKNOWN):
+                return loose.status, None
+            return loose.status, loose.mzxid
         if 0 <= partition < len(self.states):
-            row = self.states[partition]
-            return None if int(row["status"]) in (ABSENT, UNKNOWN) else int(row["mzxid"])
-        return None
+            row = self.states[partition].item()  # one conversion, not one per field
+            status = row[_STATUS]
+            return status, None if status in (ABSENT, UNKNOWN) else row[_MZXID]
+        return ABSENT, None
 
     def put(
         self,
@@ -168,6 +223,7 @@ class _Topic:
                 # Copy on write: the context filled from this array keeps the rows it was given.
                 self.states = self.states.copy()
                 self.shared = False
+            self._uncount_row(partition, tuples.table)
             try:
                 if state is not None:
                     self.states[partition] = (
@@ -183,9 +239,17 @@ class _Topic:
                     self.states[partition] = (0, 0, 0, 0, mzxid, 0, status)
                     if reason is not None:
                         self.reasons[partition] = reason
-                return
             except OverflowError:
                 self.states[partition] = (0, 0, 0, 0, 0, 0, UNKNOWN)  # held loose below
+                self.irregular += 1
+            else:
+                if status != READABLE:
+                    self.irregular += 1
+                elif state is not None:
+                    self._count(state.leader, state.isr, +1)
+                else:
+                    self._count(0, (), +1)  # as the row reads back
+                return
         if status == ABSENT:
             self.loose.pop(partition, None)
         else:
@@ -320,8 +384,7 @@ class MetadataImage:
         topic = self._topics.get(tp[0])
         if topic is None:
             return  # a child event for a topic gone (its DELETED came first)
-        held_at = topic.held_mzxid(tp[1])
-        status = topic.get(tp[1], self._tuples.table)[0]
+        status, held_at = topic.status_and_mzxid(tp[1])
         if status != UNKNOWN and not event.newer_than(_held(held_at)):
             return
         if event.kind is TreeEventKind.DELETED:
@@ -364,7 +427,7 @@ class MetadataImage:
             topic.sparse = None
             topic.replicas = [intern(assignment[p]) for p in range(len(assignment))]
             if created and not len(topic.states):
-                topic.states = np.zeros(len(assignment), dtype=STATE_DTYPE)
+                topic.create_columns(len(assignment))
             else:
                 topic.resize(len(assignment), tuples)
         else:
@@ -513,22 +576,27 @@ class MetadataImage:
                     # hand-over costs no memcpy of the cluster's states.
                     rows = topic.states[: len(assignment)]
                     topic.shared = True
-                    status = rows["status"]
-                    # One pass over the column: the rare statuses are looked for only if present.
-                    counts = np.bincount(status, minlength=UNKNOWN + 1)
-                    has_state = bool(counts[READABLE] or counts[UNREADABLE])
-                    parts.add_columns(name, TopicColumns(assignment, rows, table))
-                    if counts[UNREADABLE]:
-                        for partition in np.flatnonzero(status == UNREADABLE).tolist():
-                            self._unreadable(
-                                context, (name, partition), topic.reasons.get(partition, "?")
+                    # The census speaks for the rows only when they are all of them, all READABLE.
+                    regular = not topic.irregular and len(rows) == len(topic.states)
+                    census = frozenset(topic.census) if regular else None
+                    parts.add_columns(name, TopicColumns(assignment, rows, table, census))
+                    if regular:
+                        has_state = len(rows) > 0
+                    else:
+                        status = rows["status"]
+                        counts = np.bincount(status, minlength=UNKNOWN + 1)
+                        has_state = bool(counts[READABLE] or counts[UNREADABLE])
+                        if counts[UNREADABLE]:
+                            for partition in np.flatnonzero(status == UNREADABLE).tolist():
+                                self._unreadable(
+                                    context, (name, partition), topic.reasons.get(partition, "?")
+                                )
+                        if counts[UNKNOWN]:
+                            unknown.extend(
+                                (name, partition)
+                                for partition in np.flatnonzero(status == UNKNOWN).tolist()
+                                if partition not in topic.loose
                             )
-                    if counts[UNKNOWN]:
-                        unknown.extend(
-                            (name, partition)
-                            for partition in np.flatnonzero(status == UNKNOWN).tolist()
-                            if partition not in topic.loose
-                        )
                 else:
                     assert topic.sparse is not None
                     assignment = dict(topic.sparse)

@@ -66,16 +66,26 @@ class TopicColumns:
     :param replicas: replicas of each partition (interned tuples, shared with the image).
     :param states: rows of :data:`STATE_DTYPE` (a copy: the image keeps following its feed).
     :param table: the ISR tuples the rows' ``isr`` field indexes (append-only).
+    :param census: when every row is READABLE, the brokers the rows name as leader or ISR member
+        (-1 for no leader); ``None`` when unknown or some row is not READABLE. A liveness scan
+        skips the topic when the census is within the live brokers.
     """
 
-    __slots__ = ("remaining", "replicas", "states", "table", "taken")
+    __slots__ = ("census", "remaining", "replicas", "states", "table", "taken")
 
-    def __init__(self, replicas: Sequence[Replicas], states: np.ndarray, table: Sequence[Replicas]):
+    def __init__(
+        self,
+        replicas: Sequence[Replicas],
+        states: np.ndarray,
+        table: Sequence[Replicas],
+        census: frozenset[int] | None = None,
+    ):
         if len(replicas) != len(states):
             raise ValueError(f"{len(replicas)} replica lists for {len(states)} state rows")
         self.replicas = replicas
         self.states = states
         self.table = table
+        self.census = census
         #: Rows that became objects (or were removed).
         self.taken = np.zeros(len(states), dtype=bool)
         self.remaining = len(states)
@@ -253,6 +263,8 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         alive[[b + 1 for b in live if b >= 0]] = True
         dead_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name a dead broker
         for topic, columns in self._columns.items():
+            if columns.census is not None and columns.census <= live:
+                continue  # every row readable, led and followed by live brokers only
             table = columns.table
             bad = dead_isr.get(id(table))
             if bad is None or len(bad) < len(table):
@@ -263,6 +275,36 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             need = ~alive[np.clip(rows["leader"] + 1, 0, top)]
             need |= rows["status"] != READABLE
             need |= bad[rows["isr"]]
+            need &= ~columns.taken
+            if need.any():
+                out.extend((topic, partition) for partition in np.flatnonzero(need).tolist())
+        return out
+
+    def naming(self, broker: int, *, as_leader_only: bool = False) -> list[TP]:
+        """Partitions whose state names ``broker`` as leader (or ISR member, unless
+        ``as_leader_only``): what a controlled shutdown of ``broker`` has to change. Column rows
+        are queried with numpy; topics whose census does not name ``broker`` are skipped."""
+        out = [
+            tp
+            for tp, part in self._objects.items()
+            if part.state is not None
+            and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
+        ]
+        in_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name the broker
+        for topic, columns in self._columns.items():
+            if columns.census is not None and broker not in columns.census:
+                continue
+            rows = columns.states
+            need = rows["leader"] == broker
+            if not as_leader_only:
+                table = columns.table
+                named = in_isr.get(id(table))
+                if named is None or len(named) < len(table):
+                    named = in_isr[id(table)] = np.fromiter(
+                        (broker in isr for isr in list(table)), dtype=bool
+                    )
+                need |= named[rows["isr"]]
+            need &= rows["status"] == READABLE
             need &= ~columns.taken
             if need.any():
                 out.extend((topic, partition) for partition in np.flatnonzero(need).tolist())

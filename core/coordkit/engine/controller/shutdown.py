@@ -36,22 +36,21 @@ class ControlledShutdown:
                 f"{layout.BROKER_IDS}"
             )
         context.shutting_down.add(broker_id)
-        tps = [
-            tp
-            for tp, replicas, _state in context.parts.states()
-            if len(replicas) > 1 and broker_id in replicas and context.actionable(tp)
-        ]
+        # Only partitions whose state names the broker can change (as leader or ISR member): one
+        # vectorised query, not a scan of every partition (a third of 2,000,000 may be its).
+        tps = [tp for tp in sorted(context.parts.naming(broker_id)) if context.actionable(tp)]
         live = context.live_ids()
         self.partitions.persist(self._plan(tp, broker_id, live) for tp in tps)
-        return sorted(
-            tp
-            for tp, _replicas, state in context.parts.states()
-            if state is not None and state.leader == broker_id
-        )
+        return sorted(context.parts.naming(broker_id, as_leader_only=True))
 
     def _plan(self, tp: TP, broker_id: int, live: frozenset[int]) -> Plan | None:
         part = self.context.parts.get(tp)
-        if part is None or part.state is None:
+        if (
+            part is None
+            or part.state is None
+            or len(part.replicas) < 2
+            or broker_id not in part.replicas
+        ):
             return None
         state = part.state
 
