@@ -302,9 +302,19 @@ class TreeWatches:
         batch = wire.submit(client, [PositionedMultiRead(list(c), client) for c in chunks])
         read: dict[str, tuple[int, Any]] = {}
         failure: str | None = None
-        if not batch.wait(store._timeout):
-            failure = f"no reply for {store._timeout:g}s"
-        else:
+        # A slow server is waited for as long as the session is connected: re-reading the whole
+        # subtree instead (a RESYNC) would load an overloaded server far more than this read.
+        while not batch.wait(store._timeout):
+            if store.state is not SessionState.CONNECTED:
+                failure = f"no reply for {store._timeout:g}s, then {store.state.value}"
+                break
+            log.info(
+                "%s: change feed read of %d nodes: no reply for %gs yet; waiting",
+                store.url.redacted(),
+                len(order),
+                store._timeout,
+            )
+        if failure is None:
             at = 0
             for reply in batch.results:
                 if isinstance(reply, BaseException):
