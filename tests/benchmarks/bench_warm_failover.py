@@ -65,12 +65,14 @@ from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
 from coordkit.engine.events import StateChange
+from coordkit.errors import ConnectionLossError, NodeExistsError
 from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import Create, MetadataStore, Op, TreeEvent, TreeEventKind
+from coordkit.store import Create, MetadataStore, Op, SessionState, TreeEvent, TreeEventKind
 
 #: Ops per multi when ``--existing`` writes the cluster in bulk.
-EXISTING_BATCH = 2_000
+EXISTING_BATCH = 1_000
+EXISTING_RETRIES = 8
 CRASH_TOPIC = "crash"
 CRASH_PARTITIONS = 1_000
 
@@ -90,8 +92,12 @@ def zk_heap_for(partitions: int) -> str:
     return f"{max(512, partitions * 3 // 2 // 1024 + 256)}m"
 
 
+def _session(timeout: float | None, sep: str = "?") -> str:
+    return "" if timeout is None else f"{sep}session_timeout={timeout:g}"
+
+
 @contextlib.contextmanager
-def backend(name: str, heap: str) -> Iterator[_Env]:
+def backend(name: str, heap: str, session_timeout: float | None = None) -> Iterator[_Env]:
     """A fresh server for one run (the memory store's namespaces are discarded afterwards)."""
     run = f"{os.getpid()}-{int(time.time())}"
     if name == "memory":
@@ -117,7 +123,12 @@ def backend(name: str, heap: str) -> Iterator[_Env]:
         # snapCount: no snapshot of a multi-GB tree every 100,000 transactions during setup.
         server = StandaloneZooKeeper(heap=heap, extra_config={"snapCount": "5000000"}).start()
         try:
-            yield _Env(name, lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}", server.close)
+            yield _Env(
+                name,
+                lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}{_session(session_timeout)}",
+                server.close,
+            )
+            _server_memory("zookeeper", lambda: _zookeeper_memory(server))
         finally:
             server.close()
     elif name == "redis":
@@ -126,11 +137,59 @@ def backend(name: str, heap: str) -> Iterator[_Env]:
         # Not durable (as ZooKeeper's snapshots are put off above): setup writes millions of keys.
         redis = RedisServer().start()
         try:
-            yield _Env(name, lambda n: redis.url(prefix=f"warm-{run}-{n}"), redis.close)
+            yield _Env(
+                name,
+                lambda n: redis.url(prefix=f"warm-{run}-{n}") + _session(session_timeout, "&"),
+                redis.close,
+            )
+            _server_memory("redis", lambda: _redis_memory(redis.url()))
         finally:
             redis.close()
     else:
         raise SystemExit(f"unknown backend {name!r}: memory, zookeeper or redis")
+
+
+def _server_memory(name: str, measure: Callable[[], str]) -> None:
+    """Print what the store's server holds at the end of a run (where the fixtures' memory
+    settings come from)."""
+    try:
+        print(f"# {name} server at the end of the run: {measure()}", flush=True)
+    except Exception as exc:  # a figure, never a reason to fail the run
+        print(f"# {name} server memory: not measured ({exc})", flush=True)
+
+
+def _zookeeper_memory(server: object) -> str:
+    from coordkit.testing.servers.zookeeper_server import four_letter
+
+    host, port = server.hosts.split(",")[0].rsplit(":", 1)  # type: ignore[attr-defined]
+    figures = dict(
+        line.split("\t", 1)
+        for line in four_letter(host, int(port), "mntr").splitlines()
+        if "\t" in line
+    )
+    return (
+        f"{int(figures.get('zk_znode_count', 0)):,} znodes, "
+        f"{int(figures.get('zk_approximate_data_size', 0)) / 2**20:,.0f} MiB of data "
+        f"(heap -Xmx{server.heap})"  # type: ignore[attr-defined]
+    )
+
+
+def _redis_memory(url: str) -> str:
+    import redis as redis_py
+
+    from coordkit.urls import StoreURL
+
+    host, port = StoreURL.parse(url).hosts[0]
+    client = redis_py.Redis(host=host, port=port or 6379)
+    try:
+        info = client.info("memory")
+        keys = client.dbsize()
+    finally:
+        client.close()
+    return (
+        f"{keys:,} keys, used_memory {info['used_memory'] / 2**20:,.0f} MiB "
+        f"(peak {info['used_memory_peak'] / 2**20:,.0f} MiB; no maxmemory: unlimited)"
+    )
 
 
 # -- observing -----------------------------------------------------------------------------------
@@ -242,9 +301,23 @@ def _write_existing(
     ops: list[Op] = []
 
     def flush() -> None:
-        if ops:
-            store.commit(ops)
-            ops.clear()
+        if not ops:
+            return
+        for attempt in range(EXISTING_RETRIES):
+            try:
+                store.commit(ops)
+                break
+            except ConnectionLossError:
+                # The outcome is unknown: a multi is all or nothing, so its first create tells.
+                time.sleep(min(2.0**attempt, 10.0))
+                _wait(lambda: store.state is SessionState.CONNECTED, 120, "the admin session")
+            except NodeExistsError as exc:
+                if exc.op_index == 0:
+                    break  # the lost attempt had been applied
+                raise
+        else:
+            raise SystemExit(f"bulk write failed {EXISTING_RETRIES} times: ZooKeeper overloaded?")
+        ops.clear()
 
     for topic, assignment in layout_:
         data = layout.TOPIC.encode(TopicAssignment(partitions=assignment))
@@ -321,7 +394,8 @@ def dedicated(
                 admin.close()
             t0 = time.perf_counter()
             cluster.start()
-            _wait(lambda: cluster.controller_broker() is not None, 600, "a controller")
+            # A warm winner reads its whole image before it acts: minutes at 2,000,000.
+            _wait(lambda: cluster.controller_broker() is not None, 3600, "a controller")
             if _controller_id(cluster) != controller:
                 raise SystemExit(
                     f"broker {_controller_id(cluster)} won the first election, not {controller}: "
@@ -538,6 +612,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--zk-heap", help="ZooKeeper's -Xmx (default: grows with --partitions)")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument(
+        "--session-timeout",
+        type=float,
+        help="the brokers' store session timeout in seconds (the store's default unless given); "
+        "at millions of partitions in one process, threads starved for seconds expire sessions",
+    )
+    parser.add_argument(
         "--existing",
         action="store_true",
         help="write the cluster (assignments and first leaders) in bulk before the brokers start, "
@@ -556,7 +636,7 @@ def main(argv: list[str]) -> None:
                 print(f"# ZooKeeper heap -Xmx{heap} for {partitions:,} partitions", flush=True)
             for strategy in args.strategy or ["kafka", "warm-standby"]:
                 sizes_seen: dict[str, float] | None = None
-                with backend(backend_name, heap) as env:
+                with backend(backend_name, heap, args.session_timeout) as env:
                     if args.case == "shared":
                         with _Phases() as captured:
                             result = failover(env, strategy, partitions, args.brokers)
