@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from coordkit.protocol import ProtocolError
+from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.records import assign_offsets, decode_batches, encode_batch, new_batch
-from coordkit.serve.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog
+from coordkit.serve.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    Appended,
+    PartitionLog,
+)
 
 
 def _batch(*values: bytes, timestamp: int) -> bytes:
@@ -15,9 +22,11 @@ def _batch(*values: bytes, timestamp: int) -> bytes:
 
 def test_the_leader_assigns_offsets_and_its_epoch() -> None:
     log = PartitionLog()
-    assert log.append(_batch(b"a", b"b", timestamp=1_000), leader_epoch=4) == 0
-    assert log.append(_batch(b"c", timestamp=2_000) + _batch(b"d", timestamp=3_000), 5) == 2
-    assert (log.log_end, log.high_watermark) == (4, 4)
+    assert log.append(_batch(b"a", b"b", timestamp=1_000), leader_epoch=4).base_offset == 0
+    assert log.append(_batch(b"c", timestamp=2_000) + _batch(b"d", timestamp=3_000), 5) == (
+        Appended(error=0, base_offset=2, records=2, end_offset=4)
+    )
+    assert log.log_end == 4
     batches = decode_batches(log.read(0, 1 << 20))
     assert [(b.base_offset, b.partition_leader_epoch) for b in batches] == [(0, 4), (2, 5), (3, 5)]
     assert [(r.offset, r.value) for b in batches for r in b.records] == [
@@ -65,3 +74,30 @@ def test_list_offsets() -> None:
     assert log.offset_for(1_000) == (0, 1_000)
     assert log.offset_for(2_000) == (2, 5_000)  # the first record at or after it
     assert log.offset_for(6_000) == (-1, -1)
+
+
+def test_any_known_codec_is_kept_as_sent_and_an_unknown_one_refused() -> None:
+    log = PartitionLog()
+    gzipped = encode_batch(new_batch([(None, b"z" * 1_000)], compression="gzip"))
+    assert log.append(gzipped, leader_epoch=0).base_offset == 0
+    assert log.read(0, 1 << 20) == assign_offsets(gzipped, 0, 0)
+    assert [r.value for r in decode_batches(log.read(0, 1 << 20))[0].records] == [b"z" * 1_000]
+    unknown = bytearray(_batch(b"a", timestamp=1))
+    unknown[22] |= 0x07  # attributes' codec bits: 7 is no codec (the CRC is refreshed below)
+    unknown[17:21] = crc32c(bytes(unknown[21:])).to_bytes(4, "big")
+    with pytest.raises(ProtocolError, match="codec id 7"):
+        log.append(bytes(unknown), leader_epoch=0)
+    assert log.log_end == 1
+
+
+def test_reads_stop_at_the_high_watermark() -> None:
+    log = PartitionLog()
+    log.append(_batch(b"a", timestamp=1_000), leader_epoch=0)
+    log.append(_batch(b"b", b"c", timestamp=2_000), leader_epoch=0)
+    assert [r.value for b in decode_batches(log.read(0, 1 << 20, upto=1)) for r in b.records] == [
+        b"a"
+    ]
+    assert log.read(1, 1 << 20, upto=1) == b""
+    assert log.offset_for(LATEST_TIMESTAMP, upto=1) == (1, -1)
+    assert log.offset_for(MAX_TIMESTAMP, upto=1) == (0, 1_000)
+    assert log.offset_for(2_000, upto=1) == (-1, -1)  # not visible yet

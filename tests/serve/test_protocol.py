@@ -51,7 +51,7 @@ def _produce(client: RawClient, topic: str, partition: int, *values: bytes) -> A
     data = Produce.TopicProduceData(
         name=topic, partition_data=[Produce.PartitionProduceData(index=partition, records=records)]
     )
-    response = client.call(Produce(acks=1, timeout_ms=5_000, topic_data=[data]), 8)
+    response = client.call(Produce(acks=-1, timeout_ms=5_000, topic_data=[data]), 8)
     return response.responses[0].partition_responses[0]
 
 
@@ -73,8 +73,27 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
     response = raw_client(server.addresses[0]).call(messages.ApiVersionsRequest(), 3)
     assert response.error_code == 0
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-    # ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics; no group apis yet.
-    assert ranges == {18: (0, 3), 3: (0, 12), 0: (3, 9), 1: (4, 12), 2: (1, 7), 19: (0, 7)}
+    assert ranges == {
+        18: (0, 3),  # ApiVersions
+        3: (0, 12),  # Metadata
+        0: (3, 9),  # Produce: record batches v2 .. topics by name
+        1: (4, 12),  # Fetch: likewise
+        2: (1, 7),  # ListOffsets
+        23: (0, 4),  # OffsetForLeaderEpoch
+        22: (0, 5),  # InitProducerId
+        19: (0, 7),  # CreateTopics
+        20: (0, 5),  # DeleteTopics: topics by name
+        37: (0, 3),  # CreatePartitions
+        10: (0, 5),  # FindCoordinator
+        11: (0, 9),  # JoinGroup
+        14: (0, 5),  # SyncGroup
+        12: (0, 4),  # Heartbeat
+        13: (0, 5),  # LeaveGroup
+        8: (0, 9),  # OffsetCommit
+        9: (0, 9),  # OffsetFetch
+        15: (0, 5),  # DescribeGroups
+        16: (0, 5),  # ListGroups
+    }
 
 
 def test_an_unknown_api_versions_version_gets_a_v0_error(serve: ServeFactory) -> None:

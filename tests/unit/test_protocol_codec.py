@@ -124,6 +124,7 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "ApiVersions", "Metadata", "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat",
         "LeaveGroup", "OffsetCommit", "OffsetFetch", "ListOffsets", "Produce", "Fetch",
         "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeGroups", "ListGroups",
+        "InitProducerId", "OffsetForLeaderEpoch",
     }  # fmt: skip
     assert (APIS["Metadata"].key, str(APIS["Metadata"].versions)) == (3, "0-12")
     assert (APIS["Fetch"].key, str(APIS["Fetch"].versions)) == (1, "0-16")
@@ -302,10 +303,10 @@ def _kafka_python_class(name: str) -> Any:
     from kafka.protocol.admin import groups, topics
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
-    from kafka.protocol.producer import produce
+    from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
-                   metadata, produce):  # fmt: skip
+                   metadata, produce, transaction):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")

@@ -4,6 +4,10 @@
 listening on its own port (9092, 9093, 9094; ``--port 0`` takes any free ones), registered with
 that address in ``/brokers/ids/N``, and prints each broker's address. Ctrl-C (or SIGTERM) stops
 the listeners and then the brokers, which leave the store as a stopping broker does.
+
+``coordkit serve --store URL --broker-id 3 --port 9095`` runs broker 3 alone: several such
+processes on one shared store (ZooKeeper, Redis) form one cluster, its controller elected among
+them through the store.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import logging
 
 import click
+from click.core import ParameterSource
 
 from coordkit.cli.admin.options import WholeNumber, placement_option, placement_strategy
 from coordkit.cli.cluster.spec import MAX_BROKERS, shared_store
@@ -23,6 +28,8 @@ from coordkit.terminal import visible
 from coordkit.urls import StoreURL
 
 MAX_PORT = 65_535
+#: Kafka's ``broker.id`` is a non-negative int32.
+MAX_BROKER_ID = 2**31 - 1
 DEFAULT_PORT = 9092
 
 
@@ -53,8 +60,12 @@ def _apis() -> str:
 )
 @click.option("--brokers", type=WholeNumber(1, MAX_BROKERS), default=1, show_default=True,
               help="Brokers to run (ids 0 to N-1).")  # fmt: skip
+@click.option("--broker-id", type=WholeNumber(0, MAX_BROKER_ID), default=None, metavar="N",
+              help="Run broker N alone (one broker per process: start one process per broker "
+              "on a shared store to form a cluster); not with --brokers.")  # fmt: skip
 @click.option("--port", type=WholeNumber(0, MAX_PORT), default=DEFAULT_PORT, show_default=True,
-              help="Port of broker 0; broker i listens on PORT+i (0: any free port each).")  # fmt: skip
+              help="Port of the first broker; the i-th listens on PORT+i (0: any free port "
+              "each).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on and register (0.0.0.0: every interface, registered "
               "as this machine's name).")  # fmt: skip
@@ -63,17 +74,30 @@ def _apis() -> str:
               "1), as Kafka's auto.create.topics.enable.")  # fmt: skip
 @placement_option
 def serve_command(
-    store_url: str, brokers: int, port: int, host: str, auto_create_topics: bool, placement: str
+    store_url: str,
+    brokers: int,
+    broker_id: int | None,
+    port: int,
+    host: str,
+    auto_create_topics: bool,
+    placement: str,
 ) -> None:
     """Run brokers that speak Kafka's protocol, on any store.
 
-    Each broker listens on its own TCP port and answers ApiVersions, Metadata, CreateTopics,
-    Produce, Fetch and ListOffsets; records live in the leaders' memory (acks=all is answered as
-    acks=1). Consumer groups are not served yet: assign partitions to consumers.
+    Each broker listens on its own TCP port and answers what Kafka's clients need (ApiVersions
+    lists it): metadata and topic administration, produce and fetch (every replica keeps its
+    records in memory; acks 0, 1 and all; idempotent producers) and consumer groups.
     """
-    if port and port + brokers - 1 > MAX_PORT:
+    source = click.get_current_context().get_parameter_source("brokers")
+    if broker_id is not None and source is not ParameterSource.DEFAULT:
         raise CommandError(
-            f"--port {port}: brokers would listen up to port {port + brokers - 1}, "
+            f"--broker-id {broker_id} and --brokers {brokers} exclude each other: --broker-id "
+            "runs one broker, --brokers runs brokers 0 to N-1"
+        )
+    ids = list(range(brokers)) if broker_id is None else [broker_id]
+    if port and port + len(ids) - 1 > MAX_PORT:
+        raise CommandError(
+            f"--port {port}: brokers would listen up to port {port + len(ids) - 1}, "
             f"beyond {MAX_PORT}"
         )
     placement_strategy(placement)
@@ -82,7 +106,7 @@ def serve_command(
     _configure_logging()
     server = KafkaServer(
         url,
-        list(range(brokers)),
+        ids,
         host=host,
         port=port,
         settings=ServeSettings(auto_create_topics=auto_create_topics),
@@ -90,8 +114,18 @@ def serve_command(
     )
 
     def ready() -> None:
-        for broker_id, address in server.addresses.items():
-            click.echo(f"broker {broker_id} listening on {visible(str(address))}")
+        for served, address in server.addresses.items():
+            click.echo(f"broker {served} listening on {visible(str(address))}")
+        if (
+            broker_id is not None
+            and not server.cluster.admin_store.characteristics.shared_across_processes
+        ):
+            click.echo(
+                f"note: {visible(shown)} is private to this process: broker {broker_id} is a "
+                "cluster of its own (other processes need a shared store, e.g. ZooKeeper or "
+                "Redis)",
+                err=True,
+            )
         click.echo(f"store {visible(shown)}; serving {_apis()}; Ctrl-C stops")
 
     with server.running():

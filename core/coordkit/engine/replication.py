@@ -22,6 +22,10 @@ through its own session. While a change is in flight the high watermark counts t
 acknowledged that a member about to join the ISR lacks. Per-broker indexes keep a fetch round's
 cost proportional to what was appended, and a broker stopping or registering proportional to what
 it leads, not to the number of partitions.
+
+With :attr:`ReplicationModel.external_fetch` (``coordkit serve``, whose replicas hold real
+records) the fetchers move nothing: log ends come from :meth:`ReplicationModel.report_log_ends`
+as records are really copied; the high watermark and ISR maintenance work as above.
 """
 
 from __future__ import annotations
@@ -139,6 +143,9 @@ class ReplicationModel(EngineObserver):
         self._last_fetch: dict[int, float] = {}
         # Per broker: partitions it leads (a broker stopping or registering touches only those).
         self._led: dict[int, set[TP]] = {}
+        #: Replicas hold real records elsewhere (``coordkit serve``): :meth:`fetch` moves nothing,
+        #: log ends come from :meth:`report_log_ends` as real fetches copy the records.
+        self.external_fetch = False
 
     def _went_offline(self, tp: TP) -> None:
         if tp not in self._offline_since:
@@ -308,7 +315,7 @@ class ReplicationModel(EngineObserver):
         """One fetch round of broker ``follower``'s replica fetcher: it catches up with the leader
         of every partition it has records to fetch for. Returns partitions fetched."""
         with self._lock:
-            if follower in self._down:
+            if follower in self._down or self.external_fetch:
                 return 0
             self._last_fetch[follower] = self.clock.monotonic()
             pending = self._behind.pop(follower, None)
@@ -331,6 +338,44 @@ class ReplicationModel(EngineObserver):
             if left:
                 self._behind.setdefault(follower, set()).update(left)
             return fetched
+
+    def report_log_ends(
+        self, replica: int, ends: dict[TP, int], *, fetched: bool, appended: int = 0
+    ) -> list[TP]:
+        """Where broker ``replica``'s real logs end (with :attr:`external_fetch`): as leader after
+        an append of ``appended`` records, or as follower after a fetch round (``fetched``: the
+        broker fetches, which keeps it in its leaders' ISRs). Returns the partitions whose high
+        watermark moved."""
+        moved: list[TP] = []
+        with self._lock:
+            if replica in self._down:
+                return moved
+            if fetched:
+                self._last_fetch[replica] = self.clock.monotonic()
+            self.produced += appended
+            for tp, end in ends.items():
+                log = self._logs.get(tp)
+                if log is None or replica not in (*log.replicas, *log.isr):
+                    continue
+                log.leo[replica] = end
+                if replica == log.leader:
+                    for follower in log.replicas:
+                        if follower != replica and log.leo.get(follower, 0) < end:
+                            self._behind.setdefault(follower, set()).add(tp)
+                elif end >= log.leo.get(log.leader, 0):
+                    self._behind.get(replica, set()).discard(tp)
+                if log.advance_hw():
+                    moved.append(tp)
+        return moved
+
+    def partitions(self) -> list[tuple[TP, PartitionLog]]:
+        """Every partition the model knows, with its replicas' state (live objects)."""
+        with self._lock:
+            return list(self._logs.items())
+
+    def down(self, broker_id: int) -> bool:
+        """Whether broker ``broker_id`` stopped (and has not registered again)."""
+        return broker_id in self._down
 
     def isr_proposals(self, leader: int, lag_time_max: float) -> list[IsrProposal]:
         """ISR changes broker ``leader`` should write for the partitions it leads (Kafka's

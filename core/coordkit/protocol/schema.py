@@ -55,6 +55,8 @@ API_NAMES = (
     "CreateTopics",
     "DeleteTopics",
     "CreatePartitions",
+    "InitProducerId",
+    "OffsetForLeaderEpoch",
 )
 
 

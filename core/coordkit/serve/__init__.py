@@ -5,9 +5,16 @@
 * :mod:`~coordkit.serve.listener` — one broker's listener and connections (asyncio);
 * :mod:`~coordkit.serve.dispatch` — the apis and versions served, ApiVersions, dispatch;
 * :mod:`~coordkit.serve.metadata` — Metadata (from the store's registrations and partition states);
-* :mod:`~coordkit.serve.topics` — CreateTopics (through the engine's topic administration);
+* :mod:`~coordkit.serve.topics` — CreateTopics, DeleteTopics (through the engine's topic
+  administration); :mod:`~coordkit.serve.partitions` — CreatePartitions;
+* :mod:`~coordkit.serve.follower` — what a process learns of other processes' brokers (one
+  broker per process, ``--broker-id``);
 * :mod:`~coordkit.serve.produce` — Produce; :mod:`~coordkit.serve.fetch` — Fetch, ListOffsets;
-* :mod:`~coordkit.serve.log` — a partition leader's in-memory log of record batches.
+  :mod:`~coordkit.serve.leader_epochs` — OffsetForLeaderEpoch;
+* :mod:`~coordkit.serve.log` — a partition replica's in-memory log of record batches;
+* :mod:`~coordkit.serve.replicas` — followers copying their leaders' logs, the high watermark;
+* :mod:`~coordkit.serve.producers` — InitProducerId and idempotent producers' sequence checks;
+* :mod:`~coordkit.serve.groups` — the consumer-group apis on the engine's group coordinator.
 """
 
 from coordkit.serve.context import BrokerContext, ServeSettings

@@ -4,7 +4,8 @@ handler of every other api (one module per api family).
 The advertised ranges are exactly what the handlers fill in correctly. Lower bounds: Produce 3 and
 Fetch 4 are the first versions that carry record batches v2 (the only format the logs keep);
 ListOffsets 1 is the first without v0's offset lists. Upper bounds: Fetch 12 and Produce 9 are
-the last that name topics rather than topic ids (the store holds no topic ids yet).
+the last that name topics rather than topic ids (the store holds no topic ids yet), and so is
+DeleteTopics 5.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.fetch import handle_fetch, handle_list_offsets
+from coordkit.serve.groups import GROUP_APIS
+from coordkit.serve.leader_epochs import handle_offset_for_leader_epoch
 from coordkit.serve.metadata import handle_metadata
+from coordkit.serve.partitions import handle_create_partitions
 from coordkit.serve.produce import handle_produce
-from coordkit.serve.topics import handle_create_topics
+from coordkit.serve.producers import handle_init_producer_id
+from coordkit.serve.topics import handle_create_topics, handle_delete_topics
 
 log = logging.getLogger("coordkit.serve")
 
@@ -37,11 +42,17 @@ async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
 #: api name → (lowest version, highest version, handler).
 SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     "ApiVersions": (0, 3, handle_api_versions),
+    **GROUP_APIS,  # FindCoordinator, JoinGroup, ... ListGroups: see coordkit.serve.groups
     "Metadata": (0, 12, handle_metadata),
     "Produce": (3, 9, handle_produce),
     "Fetch": (4, 12, handle_fetch),
     "ListOffsets": (1, 7, handle_list_offsets),
+    "InitProducerId": (0, 5, handle_init_producer_id),
     "CreateTopics": (0, 7, handle_create_topics),
+    "DeleteTopics": (0, 5, handle_delete_topics),
+    "CreatePartitions": (0, 3, handle_create_partitions),
+    # kafka-python asks v2-4, librdkafka v2; v0-1 differ only in fields left out.
+    "OffsetForLeaderEpoch": (0, 4, handle_offset_for_leader_epoch),
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 

@@ -1,8 +1,14 @@
 """Fetch (with long polling) and ListOffsets, served from the leader's in-memory logs.
 
+Consumers read up to the high watermark (the smallest log end over the ISR): records only the
+leader has are not visible yet. With no transactions the last stable offset is the high
+watermark, so read_committed and read_uncommitted read the same; ListOffsets' latest offset is
+the high watermark too.
+
 A fetch answers at once when it has ``min_bytes`` or an error to report; otherwise it waits for
-appends to this broker's logs until it has, or ``max_wait_ms`` passed (Kafka's delayed fetch).
-Only the leader serves a partition: any other broker answers NOT_LEADER_OR_FOLLOWER.
+appends to this broker's logs and high watermark moves until it has, or ``max_wait_ms`` passed
+(Kafka's delayed fetch). Only the leader serves a partition: any other broker answers
+NOT_LEADER_OR_FOLLOWER (followers fetch in-process, see :mod:`coordkit.serve.replicas`).
 """
 
 from __future__ import annotations
@@ -11,10 +17,12 @@ import asyncio
 import time
 from typing import Any
 
+from coordkit.engine.states import TP
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.log import PartitionLog
 
 FetchResponse = messages.FetchResponse
 TopicData = nested(FetchResponse, "FetchableTopicResponse")
@@ -27,6 +35,15 @@ LeaderIdAndEpoch = nested(FetchResponse, "LeaderIdAndEpoch")
 CURRENT_LEADER_VERSION = 12
 #: The first ListOffsets version with the leader epoch.
 LEADER_EPOCH_VERSION = 4
+
+
+def high_watermark(ctx: BrokerContext, tp: TP, partition_log: PartitionLog) -> int:
+    """What consumers may read of ``tp`` on its leader ``ctx``: up to the high watermark (the
+    log end when no replication runs, as for a log that is the only copy)."""
+    replicas = ctx.logs.replicas
+    if replicas is None:
+        return partition_log.log_end
+    return replicas.high_watermark(tp, partition_log)
 
 
 def _read(
@@ -43,11 +60,15 @@ def _read(
             answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
         return answer
     partition_log = ctx.logs.get(tp)
-    answer.high_watermark = answer.last_stable_offset = partition_log.high_watermark
+    hw = high_watermark(ctx, tp, partition_log)
+    answer.high_watermark = answer.last_stable_offset = hw
     answer.log_start_offset = partition_log.log_start
     try:
         answer.records = partition_log.read(
-            partition.fetch_offset, min(budget, partition.partition_max_bytes), at_least_one=first
+            partition.fetch_offset,
+            min(budget, partition.partition_max_bytes),
+            at_least_one=first,
+            upto=hw,
         )
     except IndexError:
         answer.error_code = errors.OFFSET_OUT_OF_RANGE
@@ -100,7 +121,10 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any
         answer.error_code = error
         return answer
     epoch = leadership[1]
-    answer.offset, answer.timestamp = ctx.logs.get(tp).offset_for(partition.timestamp)
+    partition_log = ctx.logs.get(tp)
+    answer.offset, answer.timestamp = partition_log.offset_for(
+        partition.timestamp, upto=high_watermark(ctx, tp, partition_log)
+    )
     if version >= LEADER_EPOCH_VERSION:
         answer.leader_epoch = epoch
     return answer

@@ -8,6 +8,10 @@ matches answers to requests by order and correlation id).
 
 A malformed frame (a size over the limit, bytes the codec refuses) or a request for an api or
 version this server does not advertise closes that connection and nothing else, as Kafka does.
+
+Stopping (the server, or one broker in-process) cancels every connection's task, idle or with a
+request in flight (a long-polling fetch, an acks=all produce): each closes its connection and
+ends quietly.
 """
 
 from __future__ import annotations
@@ -73,6 +77,11 @@ class BrokerListener:
             )
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
+        except asyncio.CancelledError:
+            # The listener closes (the server or this broker stops): a normal end. Ending the
+            # task cancelled instead would make asyncio's stream protocol log a traceback per
+            # connection (its done callback asks a cancelled task for its exception).
+            pass
         except Exception:
             log.exception("broker %s: request from %s failed", self.ctx.broker_id, _address(peer))
         finally:

@@ -4,6 +4,11 @@ Sockets are bound first (a port in use is refused before anything reaches the st
 brokers start and register their real host and port in ``/brokers/ids/N`` — with Kafka's
 ``endpoints`` (``PLAINTEXT://host:port``) — and then every listener serves on one asyncio loop
 until :meth:`KafkaServer.stop` (or SIGINT / SIGTERM in :meth:`KafkaServer.run`).
+
+A process may run some of a cluster's brokers only (``coordkit serve --broker-id N`` runs one):
+brokers of several processes on one store form one cluster, whose controller is elected among
+them through the store; each process follows the partition states the others write
+(:mod:`coordkit.serve.follower`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from coordkit.errors import CoordkitError
 from coordkit.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
+from coordkit.serve.follower import LeadershipFollower
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.replicas import Replicas
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.serve")
@@ -154,6 +161,8 @@ class KafkaServer:
         }
         self.cluster = ServingCluster(store_url, self.addresses, config=config)
         self.listeners: list[BrokerListener] = []
+        self.follower: LeadershipFollower | None = None
+        self.replicas: Replicas | None = None
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()
@@ -177,6 +186,26 @@ class KafkaServer:
                 settings=self.settings,
             )
             self.listeners.append(BrokerListener(ctx, sock, self.codec))
+        contexts = [listener.ctx for listener in self.listeners]
+        self.replicas = Replicas(self.cluster.replication, contexts, self.cluster.config)
+        self.follower = LeadershipFollower(
+            self.cluster.admin_store, self.cluster.replication, self.addresses, self._drop_topic
+        )
+        self.cluster.observers.add(self.follower)
+        self.follower.start()
+
+    def _drop_topic(self, topic: str) -> None:
+        """Drop a deleted topic's served logs, on the event loop that owns them."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
+                loop.call_soon_threadsafe(self._drop_logs, topic)
+            return
+        self._drop_logs(topic)
+
+    def _drop_logs(self, topic: str) -> None:
+        for listener in self.listeners:
+            listener.ctx.logs.drop_topic(topic)
 
     async def serve(self, ready: Callable[[], None] | None = None) -> None:
         """Serve every listener until :meth:`stop`, SIGINT or SIGTERM; ``ready`` is called once
@@ -193,6 +222,8 @@ class KafkaServer:
                     stack.callback(self._loop.remove_signal_handler, signum)
             for listener in self.listeners:
                 await listener.start()
+            if self.replicas is not None:
+                self.replicas.start()
             if ready is not None:
                 ready()
             try:
@@ -200,6 +231,19 @@ class KafkaServer:
             finally:
                 for listener in self.listeners:
                     await listener.close()
+                if self.replicas is not None:
+                    await self.replicas.close()
+
+    def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
+        """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its
+        listener closes and its session ends without a controlled shutdown, so the controller
+        moves its leaderships (a failover test's broker failure)."""
+        loop = self._loop
+        if loop is None:
+            raise ServeError("the server is not serving")
+        listener = next(lsn for lsn in self.listeners if lsn.ctx.broker_id == broker_id)
+        asyncio.run_coroutine_threadsafe(listener.close(), loop).result(timeout)
+        self.cluster.kill(broker_id)
 
     def stop(self) -> None:
         """Ask :meth:`serve` to return (from any thread, before or while it runs)."""
@@ -222,6 +266,9 @@ class KafkaServer:
             self.close()
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+            self.cluster.observers.remove(self.follower)
         for sock in self._sockets:
             sock.close()
         self.cluster.close()

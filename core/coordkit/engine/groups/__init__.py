@@ -41,6 +41,7 @@ from coordkit.engine.groups.metadata import GROUPS_ROOT, GroupMetadata, group_pa
 from coordkit.engine.groups.protocol import (
     ErrorCode,
     GroupDescription,
+    GroupListing,
     GroupState,
     MemberDescription,
     Subscription,
@@ -61,6 +62,7 @@ __all__ = [
     "GroupHistory",
     "GroupInvariantError",
     "GroupLeaderSelection",
+    "GroupListing",
     "GroupMetadata",
     "GroupObserver",
     "GroupObservers",

@@ -41,6 +41,7 @@ from coordkit.engine.groups.protocol import (
     ErrorCode,
     FindCoordinatorResponse,
     GroupDescription,
+    GroupListing,
     GroupState,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -303,6 +304,11 @@ class GroupCoordinator(EngineObserver):
             member = group.members.get(request.member_id)
             if error is not ErrorCode.NONE or member is None:
                 return sync_done(SyncGroupResponse(error))
+            if request.protocol_type not in (None, group.protocol_type) or (
+                request.protocol not in (None, group.protocol)
+                and group.is_(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+            ):
+                return sync_done(SyncGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             if request.generation != group.generation:
                 return sync_done(SyncGroupResponse(ErrorCode.ILLEGAL_GENERATION))
             if group.is_(GroupState.PREPARING_REBALANCE):
@@ -310,7 +316,9 @@ class GroupCoordinator(EngineObserver):
             member.deadline = self.clock.monotonic() + member.session_timeout
             if group.is_(GroupState.STABLE):
                 return sync_done(
-                    SyncGroupResponse(ErrorCode.NONE, member.assignment, group.protocol)
+                    SyncGroupResponse(
+                        ErrorCode.NONE, member.assignment, group.protocol, member.raw_assignment
+                    )
                 )
             self.rebalancer.fail_pending(member, ErrorCode.REBALANCE_IN_PROGRESS)
             future: SyncFuture = concurrent.futures.Future()
@@ -344,16 +352,19 @@ class GroupCoordinator(EngineObserver):
             return HeartbeatResponse(ErrorCode.NONE)
 
     def leave_group(self, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        """A member leaves; a static member may also be named by its ``group_instance_id`` alone
+        (``member_id`` ``""``: LeaveGroup v3+, an admin removing it)."""
         group = self._member_group(request.group_id, create=False)
         if isinstance(group, ErrorCode):
             return LeaveGroupResponse(group)
         with group.lock:
             if group.is_(GroupState.DEAD):
                 return LeaveGroupResponse(ErrorCode.NOT_COORDINATOR)
-            error = self.rebalancer.check_member(
-                group, request.member_id, request.group_instance_id
-            )
-            member = group.members.get(request.member_id)
+            member_id = request.member_id
+            if member_id == UNKNOWN_MEMBER_ID and request.group_instance_id is not None:
+                member_id = group.static.get(request.group_instance_id, UNKNOWN_MEMBER_ID)
+            error = self.rebalancer.check_member(group, member_id, request.group_instance_id)
+            member = group.members.get(member_id)
             if error is not ErrorCode.NONE or member is None:
                 return LeaveGroupResponse(error)
             self.rebalancer.remove_member(group, member, f"member {member.member_id} left")
@@ -403,7 +414,7 @@ class GroupCoordinator(EngineObserver):
     def describe_group(self, group_id: str) -> GroupDescription:
         found = self._lookup(group_id, create=False)
         if isinstance(found, ErrorCode):
-            return GroupDescription(group_id, GroupState.DEAD)
+            return GroupDescription(group_id, GroupState.DEAD, error=found)
         if found is None:
             return GroupDescription(group_id, GroupState.DEAD, coordinator=self.broker_id)
         group = found
@@ -423,10 +434,43 @@ class GroupCoordinator(EngineObserver):
                         m.client_id,
                         m.subscription.topics,
                         m.assignment,
+                        m.client_host,
+                        m.metadata.get(group.protocol or ""),
+                        m.raw_assignment,
                     )
                     for m in group.by_join_order()
                 ),
             )
+
+    # -- ListGroups ----------------------------------------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        """The groups of the offsets partitions this broker hosts: loaded ones, and persisted ones
+        of those partitions (loaded now, as Kafka loads a partition's groups when it takes the
+        partition over). Raises :class:`StoreError` when the store cannot list them."""
+        if self.closed:
+            return []
+        try:
+            names = set(self.store.children(metadata.GROUPS_ROOT))
+        except NoNodeError:
+            names = set()
+        hosted = set(self.hosting.partitions())
+        names.update(g.group_id for g in self.hosting.groups())
+        listed: list[GroupListing] = []
+        for group_id in sorted(names):
+            try:
+                metadata.group_path(group_id)
+            except ValueError:
+                continue
+            if self.hosting.partition_for(group_id) not in hosted:
+                continue
+            found = self._lookup(group_id, create=False)
+            if found is None or isinstance(found, ErrorCode):
+                continue
+            with found.lock:
+                if not found.is_(GroupState.DEAD):
+                    listed.append(GroupListing(group_id, found.protocol_type, found.state))
+        return listed
 
     # -- deadlines -----------------------------------------------------------------------------
 

@@ -5,6 +5,10 @@ error). A new member gets an id and joins the round (a Stable group starts one);
 that rejoins unchanged while the group completes or is stable gets its answer at once; a static
 member that restarts takes its old id's place (join order, assignment, leadership) and fences the
 old id, without a rebalance when nothing about it changed.
+
+A wire client of JoinGroup v4+ without a ``group.instance.id`` first gets MEMBER_ID_REQUIRED and
+the id to join with (KIP-394): the id waits in :attr:`Group.pending` until that member joins with
+it or its session timeout passes, and a join round does not end while ids are pending.
 """
 
 from __future__ import annotations
@@ -47,17 +51,27 @@ class JoinHandler:
         if request.member_id == UNKNOWN_MEMBER_ID:
             if instance is not None and instance in group.static:
                 return self._replace_static_member(group, request)
+            if request.require_known_member_id and instance is None:
+                member_id = self._new_member_id(request)
+                group.pending[member_id] = self.clock.monotonic() + request.session_timeout
+                return join_done(
+                    JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
+                )
             return self._join_new_member(group, request)
+        if group.pending.pop(request.member_id, None) is not None:
+            return self._join_new_member(group, request, request.member_id)
         return self._join_known_member(group, request)
 
     def _new_member_id(self, request: JoinGroupRequest) -> str:
         prefix = request.group_instance_id or request.client_id or "consumer"
         return f"{prefix}-{uuid.uuid4()}"
 
-    def _join_new_member(self, group: Group, request: JoinGroupRequest) -> JoinFuture:
+    def _join_new_member(
+        self, group: Group, request: JoinGroupRequest, member_id: str | None = None
+    ) -> JoinFuture:
         now = self.clock.monotonic()
         member = Member(
-            self._new_member_id(request),
+            member_id or self._new_member_id(request),
             request.group_instance_id,
             request.client_id,
             request.session_timeout,
@@ -65,6 +79,8 @@ class JoinHandler:
             request.protocols,
             request.subscription,
             group.take_join_order(),
+            metadata=request.metadata,
+            client_host=request.client_host,
         )
         member.deadline = now + member.session_timeout
         if not group.members:
@@ -89,7 +105,7 @@ class JoinHandler:
             return join_done(JoinGroupResponse(error))
         now = self.clock.monotonic()
         member.deadline = now + member.session_timeout
-        unchanged = member.same_join(request.protocols, request.subscription)
+        unchanged = member.same_join(request.protocols, request.subscription, request.metadata)
         if group.is_(GroupState.COMPLETING_REBALANCE) and unchanged:
             return join_done(self.rebalancer.join_response(group, member))  # a retried JoinGroup
         if group.is_(GroupState.STABLE) and unchanged and group.leader != member.member_id:
@@ -97,6 +113,7 @@ class JoinHandler:
         self.rebalancer.fail_pending(member, ErrorCode.REBALANCE_IN_PROGRESS)
         member.protocols = request.protocols
         member.subscription = request.subscription
+        member.metadata = dict(request.metadata)
         member.session_timeout = request.session_timeout
         member.rebalance_timeout = request.rebalance_timeout
         future: JoinFuture = concurrent.futures.Future()
@@ -127,8 +144,11 @@ class JoinHandler:
             request.protocols,
             request.subscription,
             old.join_order,
+            metadata=request.metadata,
+            client_host=request.client_host,
         )
         member.assignment = old.assignment
+        member.raw_assignment = old.raw_assignment
         member.deadline = now + member.session_timeout
         group.add(member)
         if was_leader:

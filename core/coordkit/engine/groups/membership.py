@@ -17,7 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import attrs
 
@@ -52,17 +52,22 @@ class Member:
     :ivar deadline: clock time after which the member is removed (session timeout).
     :ivar join_future: set while the member waits in a join round (JoinGroup long-poll).
     :ivar sync_future: set while the member waits for the leader's assignment.
+    :ivar metadata: protocol name → opaque metadata (wire clients; stored, never parsed).
+    :ivar raw_assignment: the opaque assignment the leader sent for it (wire clients).
     """
 
     __slots__ = (
         "assignment",
+        "client_host",
         "client_id",
         "deadline",
         "group_instance_id",
         "join_future",
         "join_order",
         "member_id",
+        "metadata",
         "protocols",
+        "raw_assignment",
         "rebalance_timeout",
         "session_timeout",
         "subscription",
@@ -79,6 +84,9 @@ class Member:
         protocols: tuple[str, ...],
         subscription: Subscription,
         join_order: int,
+        *,
+        metadata: Mapping[str, bytes] | None = None,
+        client_host: str = "",
     ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
@@ -88,6 +96,9 @@ class Member:
         self.protocols = protocols
         self.subscription = subscription
         self.join_order = join_order
+        self.metadata: dict[str, bytes] = dict(metadata or {})
+        self.client_host = client_host
+        self.raw_assignment: bytes | None = None
         self.assignment: frozenset[TopicPartition] = frozenset()
         self.deadline = 0.0
         self.join_future: concurrent.futures.Future[JoinGroupResponse] | None = None
@@ -106,8 +117,17 @@ class Member:
         allowed = set(candidates)
         return next(p for p in self.protocols if p in allowed)
 
-    def same_join(self, protocols: tuple[str, ...], subscription: Subscription) -> bool:
-        return self.protocols == protocols and self.subscription == subscription
+    def same_join(
+        self,
+        protocols: tuple[str, ...],
+        subscription: Subscription,
+        metadata: Mapping[str, bytes] | None = None,
+    ) -> bool:
+        return (
+            self.protocols == protocols
+            and self.subscription == subscription
+            and self.metadata == dict(metadata or {})
+        )
 
     def to_persisted(self) -> PersistedMember:
         return PersistedMember(
@@ -120,6 +140,9 @@ class Member:
             topics=self.subscription.topics,
             assignment=self.assignment,
             join_order=self.join_order,
+            client_host=self.client_host,
+            metadata=self.metadata,
+            raw_assignment=self.raw_assignment,
         )
 
     def __repr__(self) -> str:
@@ -149,6 +172,8 @@ class Group:
         self.leader: str | None = None
         self.members: dict[str, Member] = {}
         self.static: dict[str, str] = {}  # group.instance.id → member id
+        # Member ids handed out with MEMBER_ID_REQUIRED, not joined yet → clock deadline.
+        self.pending: dict[str, float] = {}
         self.next_join_order = 0
         # Join-phase deadlines (clock time): the round ends at ``join_deadline`` at the latest,
         # and not before ``not_before`` (group.initial.rebalance.delay.ms for an empty group).
@@ -198,7 +223,11 @@ class Group:
         return sorted(self.members.values(), key=lambda m: m.join_order)
 
     def all_joined(self) -> bool:
-        return bool(self.members) and all(m.awaiting_join for m in self.members.values())
+        return (
+            bool(self.members)
+            and not self.pending
+            and all(m.awaiting_join for m in self.members.values())
+        )
 
     def rebalance_timeout(self) -> float:
         return max((m.rebalance_timeout for m in self.members.values()), default=0.0)
@@ -276,8 +305,11 @@ class Group:
                 persisted.protocols,
                 Subscription(persisted.topics, generation=metadata.generation),
                 persisted.join_order,
+                metadata=persisted.metadata,
+                client_host=persisted.client_host,
             )
             member.assignment = persisted.assignment
+            member.raw_assignment = persisted.raw_assignment
             member.deadline = now + persisted.session_timeout
             group.add(member)
             group.next_join_order = max(group.next_join_order, persisted.join_order)

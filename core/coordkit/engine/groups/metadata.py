@@ -11,7 +11,13 @@ node of its own (not part of Kafka's ZooKeeper layout)::
      "leader": "c1-…", "members": [{"member_id": "c1-…", "group_instance_id": null,
      "client_id": "c1", "session_timeout_ms": 10000, "rebalance_timeout_ms": 60000,
      "protocols": ["range"], "topics": ["orders"], "assignment": {"orders": [0, 1]},
-     "join_order": 1}]}
+     "join_order": 1, "client_host": "/127.0.0.1", "metadata": {"range": "AAEAAAAB…"},
+     "raw_assignment": "AAEAAAAB…"}]}
+
+Version 2 added ``client_host``, ``metadata`` (protocol name → the opaque bytes a wire client
+sent for it, base64) and ``raw_assignment`` (the opaque assignment bytes its leader sent, base64 or
+null): what a new coordinator needs to answer a rejoining wire client as the old one would.
+Version 1 nodes (no such fields) are still read.
 
 Every write is a multi that first checks the version of the offsets partition's state node the
 coordinator took over with, so a broker that has lost the partition cannot overwrite it.
@@ -19,8 +25,10 @@ coordinator took over with, so a broker that has lost the partition cannot overw
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from attrs import field, frozen, validators
@@ -32,7 +40,9 @@ from coordkit.paths import validate
 
 #: Parent of the persisted groups (coordkit's own node, beside Kafka's layout).
 GROUPS_ROOT = "/coordkit/groups"
-METADATA_VERSION = 1
+METADATA_VERSION = 2
+#: Versions :func:`decode` reads.
+READABLE_VERSIONS = (1, 2)
 
 
 def group_path(group_id: str) -> str:
@@ -50,6 +60,10 @@ def _strings(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _opaque_map(value: Mapping[str, bytes]) -> dict[str, bytes]:
+    return dict(value)
+
+
 @frozen
 class PersistedMember:
     member_id: str = field(validator=validators.min_len(1))
@@ -61,6 +75,9 @@ class PersistedMember:
     topics: tuple[str, ...] = field(converter=_strings)
     assignment: frozenset[TopicPartition] = field(converter=_partitions)
     join_order: int = 0
+    client_host: str = ""
+    metadata: Mapping[str, bytes] = field(factory=dict, converter=_opaque_map)
+    raw_assignment: bytes | None = None
 
 
 def _members(value: Iterable[PersistedMember]) -> tuple[PersistedMember, ...]:
@@ -96,6 +113,9 @@ def encode(metadata: GroupMetadata) -> bytes:
                 "topics": list(m.topics),
                 "assignment": by_topic,
                 "join_order": m.join_order,
+                "client_host": m.client_host,
+                "metadata": {name: _b64(data) for name, data in m.metadata.items()},
+                "raw_assignment": None if m.raw_assignment is None else _b64(m.raw_assignment),
             }
         )
     doc = {
@@ -118,7 +138,7 @@ def decode(group_id: str, data: bytes, path: str) -> GroupMetadata:
     if not isinstance(doc, dict):
         raise LayoutError(path, f"expected a JSON object, got {jsontext.kind_of(doc)}")
     version = doc.get("version")
-    if not _is(version, int) or version != METADATA_VERSION:
+    if not _is(version, int) or version not in READABLE_VERSIONS:
         raise LayoutError(path, f"unsupported version {_shown(version)}", field="version")
     raw_members = _required(doc, "members", list, path, "members", "a list")
     members = tuple(_decode_member(raw, path, index) for index, raw in enumerate(raw_members))
@@ -133,6 +153,36 @@ def decode(group_id: str, data: bytes, path: str) -> GroupMetadata:
         leader=_optional_string(doc, "leader", path, "leader"),
         members=members,
     )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(value: object, path: str, field: str) -> bytes:
+    if not isinstance(value, str):
+        raise LayoutError(path, f"expected base64 text, got {_shown(value)}", field=field)
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise LayoutError(path, "not valid base64", field=field) from None
+
+
+def _opaque(raw: dict[str, Any], path: str, where: str) -> tuple[dict[str, bytes], bytes | None]:
+    """A member's opaque protocol metadata and assignment (absent in version 1)."""
+    found = raw.get("metadata", {})
+    if not isinstance(found, dict):
+        raise LayoutError(
+            path, f"expected an object of protocol: base64, got {_shown(found)}",
+            field=f"{where}.metadata",
+        )  # fmt: skip
+    metadata = {
+        str(name): _unb64(value, path, f"{where}.metadata.{name}") for name, value in found.items()
+    }
+    assignment = raw.get("raw_assignment")
+    if assignment is not None:
+        assignment = _unb64(assignment, path, f"{where}.raw_assignment")
+    return metadata, assignment
 
 
 def _shown(value: object) -> str:
@@ -223,7 +273,16 @@ def _decode_member(raw: Any, path: str, index: int) -> PersistedMember:
         raise LayoutError(
             path, f"expected an integer, got {_shown(join_order)}", field=f"{where}.join_order"
         )
+    client_host = raw.get("client_host", "")
+    if not isinstance(client_host, str):
+        raise LayoutError(
+            path, f"expected a string, got {_shown(client_host)}", field=f"{where}.client_host"
+        )
+    opaque, raw_assignment = _opaque(raw, path, where)
     return PersistedMember(
+        client_host=client_host,
+        metadata=opaque,
+        raw_assignment=raw_assignment,
         member_id=member_id,
         group_instance_id=_optional_string(
             raw, "group_instance_id", path, f"{where}.group_instance_id"

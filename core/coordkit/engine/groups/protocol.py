@@ -3,11 +3,18 @@ process).
 
 Consumers call a :class:`~coordkit.engine.groups.coordinator.GroupCoordinator` with these values
 the way Kafka's clients send FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch and DescribeGroups. Two simplifications, both documented where they
-apply: a JoinGroup names its assignors (protocols) in preference order with one
-:class:`Subscription` for all of them (Kafka sends opaque metadata bytes per protocol, which the
-consumer fills with the same subscription anyway), and a new member gets its member id in the
-first JoinGroup response (no MEMBER_ID_REQUIRED round trip, KIP-394).
+OffsetCommit, OffsetFetch, DescribeGroups and ListGroups. The in-process consumer takes two
+shortcuts, both documented where they apply: a JoinGroup names its assignors (protocols) in
+preference order with one :class:`Subscription` for all of them (Kafka sends opaque metadata bytes
+per protocol, which the consumer fills with the same subscription anyway), and a new member gets
+its member id in the first JoinGroup response (no MEMBER_ID_REQUIRED round trip, KIP-394).
+
+Clients on the wire (``coordkit serve``) send what Kafka's clients send: opaque metadata bytes per
+protocol (:attr:`JoinGroupRequest.metadata`) and, from the leader, opaque assignment bytes per
+member (:attr:`SyncGroupRequest.raw_assignments`). The coordinator never parses them: it stores
+them and hands them back (the leader gets every member's metadata for the chosen protocol, each
+member its assignment bytes), as Kafka's coordinator does. ``require_known_member_id`` asks for
+the MEMBER_ID_REQUIRED round trip of JoinGroup v4+.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
+    MEMBER_ID_REQUIRED = 79
     FENCED_INSTANCE_ID = 82
 
     @property
@@ -105,6 +113,16 @@ class Subscription:
     rack: str | None = None
 
 
+def _opaque(value: Mapping[str, bytes]) -> dict[str, bytes]:
+    out = dict(value)
+    for name, data in out.items():
+        if not isinstance(data, bytes):
+            raise ValueError(
+                f"metadata of protocol {name!r} must be bytes, got {type(data).__name__}"
+            )
+    return out
+
+
 @frozen
 class FindCoordinatorResponse:
     error: ErrorCode
@@ -120,6 +138,11 @@ class JoinGroupRequest:
     :param session_timeout: seconds without a heartbeat after which the member is removed.
     :param rebalance_timeout: seconds the coordinator waits for members to rejoin.
     :param protocols: assignor names, most preferred first.
+    :param metadata: protocol name → the opaque metadata a wire client sent for it (empty for
+        the in-process consumer, which sends :attr:`subscription` only).
+    :param client_host: the client's address, as DescribeGroups shows it.
+    :param require_known_member_id: JoinGroup v4+ without ``group_instance_id``: a new member
+        gets MEMBER_ID_REQUIRED with its id and joins with that id (KIP-394).
     """
 
     group_id: str
@@ -131,15 +154,29 @@ class JoinGroupRequest:
     subscription: Subscription
     client_id: str = ""
     protocol_type: str = CONSUMER_PROTOCOL_TYPE
+    metadata: Mapping[str, bytes] = field(factory=dict, converter=_opaque)
+    client_host: str = ""
+    require_known_member_id: bool = False
+
+    @metadata.validator
+    def _check_metadata(self, _attribute: object, value: Mapping[str, bytes]) -> None:
+        unknown = set(value) - set(self.protocols)
+        if unknown:
+            raise ValueError(f"metadata for protocols not offered: {sorted(unknown)}")
 
 
 @frozen
 class JoinedMember:
-    """A member as the group leader receives it in the JoinGroup response."""
+    """A member as the group leader receives it in the JoinGroup response.
+
+    :param metadata: its opaque metadata for the chosen protocol (wire clients; ``None`` for the
+        in-process consumer).
+    """
 
     member_id: str
     group_instance_id: str | None
     subscription: Subscription
+    metadata: bytes | None = None
 
 
 @frozen
@@ -181,6 +218,11 @@ class SyncGroupRequest:
     :param assignments: member id → partitions (leader only).
     :param topic_partitions: partition counts of the topics the leader assigned from (leader
         only; the coordinator passes them to observers, which count unowned partitions).
+    :param raw_assignments: member id → the opaque assignment a wire client's leader sent
+        (handed back as it is in each member's SyncGroup response).
+    :param protocol_type: the group's protocol type as the member knows it (SyncGroup v5+;
+        ``None``: not checked).
+    :param protocol: the chosen protocol as the member knows it (v5+; ``None``: not checked).
     """
 
     group_id: str
@@ -191,13 +233,20 @@ class SyncGroupRequest:
         factory=dict, converter=_assignments
     )
     topic_partitions: Mapping[str, int] = field(factory=dict, converter=_counts)
+    raw_assignments: Mapping[str, bytes] = field(factory=dict, converter=_opaque)
+    protocol_type: str | None = None
+    protocol: str | None = None
 
 
 @frozen
 class SyncGroupResponse:
+    """:param raw_assignment: the opaque assignment the leader sent for this member (wire
+    clients), ``None`` when the leader sent partitions only."""
+
     error: ErrorCode
     assignment: frozenset[TopicPartition] = frozenset()
     protocol: str | None = None
+    raw_assignment: bytes | None = None
 
 
 @frozen
@@ -272,13 +321,17 @@ class OffsetFetchResponse:
 
 @frozen
 class MemberDescription:
-    """One member as DescribeGroups shows it."""
+    """One member as DescribeGroups shows it (``metadata``: its opaque metadata for the chosen
+    protocol, ``raw_assignment``: its opaque assignment; wire clients only)."""
 
     member_id: str
     group_instance_id: str | None
     client_id: str
     topics: tuple[str, ...]
     assignment: frozenset[TopicPartition]
+    client_host: str = ""
+    metadata: bytes | None = None
+    raw_assignment: bytes | None = None
 
 
 @frozen
@@ -287,6 +340,8 @@ class GroupDescription:
 
     :param coordinator: the broker that answered, ``None`` when no coordinator is available (the
         state is then ``Dead`` and the rest empty).
+    :param error: why this broker cannot describe the group (NOT_COORDINATOR, ...); NONE for a
+        group it coordinates, and for one that does not exist (``Dead``, as Kafka answers).
     """
 
     group_id: str
@@ -297,6 +352,7 @@ class GroupDescription:
     leader: str | None = None
     coordinator: int | None = None
     members: tuple[MemberDescription, ...] = ()
+    error: ErrorCode = ErrorCode.NONE
 
     def assignment(self) -> dict[str, frozenset[TopicPartition]]:
         """Member id → assigned partitions."""
@@ -307,6 +363,15 @@ class GroupDescription:
             if member.member_id == member_id:
                 return member
         raise KeyError(f"group {self.group_id!r} has no member {member_id!r}")
+
+
+@frozen
+class GroupListing:
+    """One group as ListGroups shows it."""
+
+    group_id: str
+    protocol_type: str
+    state: GroupState
 
 
 #: JoinGroup and SyncGroup are long polls: their answers come as futures.

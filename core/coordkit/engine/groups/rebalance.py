@@ -50,8 +50,9 @@ class Rebalancer:
 
     @staticmethod
     def joined_members(group: Group) -> tuple[JoinedMember, ...]:
+        protocol = group.protocol or ""
         return tuple(
-            JoinedMember(m.member_id, m.group_instance_id, m.subscription)
+            JoinedMember(m.member_id, m.group_instance_id, m.subscription, m.metadata.get(protocol))
             for m in group.by_join_order()
         )
 
@@ -182,14 +183,18 @@ class Rebalancer:
             member.sync_future = None
 
     def complete_sync(self, group: Group, request: SyncGroupRequest) -> None:
+        raw = request.raw_assignments
         for member in group.members.values():
             member.assignment = request.assignments.get(member.member_id, frozenset())
+            # A wire leader leaves members without partitions out: they get empty bytes.
+            member.raw_assignment = raw.get(member.member_id, b"") if raw else None
         group.topic_partitions = dict(request.topic_partitions)
         error = self.persistence.persist(group)
         if error is not ErrorCode.NONE:
             # Kafka resets the assignment and fails the waiting members; they rejoin.
             for member in group.members.values():
                 member.assignment = frozenset()
+                member.raw_assignment = None
                 if member.sync_future is not None:
                     member.sync_future.set_result(SyncGroupResponse(error))
                     member.sync_future = None
@@ -201,7 +206,9 @@ class Rebalancer:
             member.deadline = now + member.session_timeout
             if member.sync_future is not None:
                 member.sync_future.set_result(
-                    SyncGroupResponse(ErrorCode.NONE, member.assignment, protocol)
+                    SyncGroupResponse(
+                        ErrorCode.NONE, member.assignment, protocol, member.raw_assignment
+                    )
                 )
                 member.sync_future = None
         members = group.by_join_order()
@@ -237,9 +244,12 @@ class Rebalancer:
         )
 
     def expire(self, group: Group) -> None:
+        now = self.clock.monotonic()
+        for member_id, deadline in list(group.pending.items()):
+            if now > deadline:  # handed out with MEMBER_ID_REQUIRED, never joined with
+                del group.pending[member_id]
         if group.is_(GroupState.DEAD, GroupState.EMPTY):
             return
-        now = self.clock.monotonic()
         for member in list(group.members.values()):
             waiting = member.awaiting_join or member.awaiting_sync
             if not waiting and now > member.deadline and member.member_id in group.members:

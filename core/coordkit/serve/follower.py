@@ -1,0 +1,138 @@
+"""What a ``coordkit serve`` process knows of partitions it did not see written: leadership and
+deleted topics, followed from the store.
+
+The engine tells in-process observers about the states its own brokers write (the controller's
+elections, leaders' ISR changes). A broker whose controller runs in another process
+(``coordkit serve --broker-id``: one broker per process) learns about them only from the store,
+as a Kafka broker learns from the controller's LeaderAndIsr and StopReplica requests. So every
+``interval`` the follower reads the topics and, when a broker outside this process is registered,
+every partition state, and hands them to the process's replication model (which keeps the newest
+state per partition). A topic whose assignment node is gone, or was created again (a new
+``czxid``), is deleted: the model forgets it and ``deleted`` drops its served logs.
+
+The follower is also an engine observer: a deletion by a controller in this process reaches it
+at once (before that controller can elect a new topic of the same name), and under the lock that
+a read of the store holds, so that a read made before the deletion cannot bring the deleted
+topic's states back. A topic deleted and created again by another process's controller within
+one interval may keep records produced to it here in between (they are dropped with the rest at
+the next read).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection
+
+from coordkit import layout
+from coordkit.engine import states
+from coordkit.engine.events import EngineObserver, StateChange
+from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.snapshot import children, registered_brokers
+from coordkit.errors import LayoutError, StoreError
+from coordkit.model import TopicAssignment
+from coordkit.store import MetadataStore
+
+log = logging.getLogger("coordkit.serve")
+
+#: Seconds between two reads of the store.
+DEFAULT_INTERVAL = 0.2
+#: The writer a followed state is attributed to (not a broker of this process).
+UNKNOWN_WRITER = -1
+
+
+class LeadershipFollower(EngineObserver):
+    """Follows partition states and topic deletions on ``store`` for ``replication``.
+
+    :param own: the broker ids this process runs (while they are every registered broker, the
+        engine's own events already tell the model everything, and states are not read).
+    :param deleted: called with each topic found deleted (from the follower's thread).
+    """
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        replication: ReplicationModel,
+        own: Collection[int],
+        deleted: Callable[[str], None],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        self.store = store
+        self.replication = replication
+        self.own = frozenset(own)
+        self.deleted = deleted
+        self.interval = interval
+        #: Each topic seen, with the ``czxid`` of its assignment node (its incarnation).
+        self._topics: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> LeadershipFollower:
+        self._thread = threading.Thread(target=self._run, name="coordkit-serve-follower",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except StoreError as exc:
+                log.debug("following the store: %s (trying again)", exc)
+            except Exception:
+                log.exception("following the store failed (trying again)")
+            self._stop.wait(self.interval)
+
+    def topic_deleted(self, topic: str) -> None:
+        """A controller of this process deleted ``topic``."""
+        with self._lock:
+            self._topics.pop(topic, None)
+            self.replication.topic_deleted(topic)
+            self.deleted(topic)
+
+    def poll(self) -> None:
+        """One read of the store: deleted topics, then (when needed) every partition state."""
+        with self._lock:
+            self._poll()
+
+    def _poll(self) -> None:
+        names = sorted(children(self.store, layout.BROKER_TOPICS))
+        paths = [f"{layout.BROKER_TOPICS}/{name}" for name in names]
+        assignments: dict[str, TopicAssignment] = {}
+        incarnations: dict[str, int] = {}
+        for name, path, found in zip(names, paths, self.store.get_many(paths), strict=True):
+            if isinstance(found, StoreError):
+                continue
+            incarnations[name] = found[1].czxid
+            try:
+                assignments[name] = layout.TOPIC.decode(found[0], path)
+            except LayoutError as exc:
+                log.debug("not following %s: %s", path, exc)
+        for name, czxid in self._topics.items():
+            if incarnations.get(name) != czxid:
+                self.replication.topic_deleted(name)
+                self.deleted(name)
+        self._topics = incarnations
+        if set(registered_brokers(self.store)) <= self.own:
+            return
+        tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
+        changes = []
+        state_paths = [states.state_path(tp) for tp in tps]
+        for tp, path, found in zip(tps, state_paths, self.store.get_many(state_paths), strict=True):
+            if isinstance(found, StoreError):
+                continue  # not elected yet
+            try:
+                state = states.decode_state(path, found[0], found[1].version)
+            except LayoutError as exc:
+                log.debug("not following %s: %s", path, exc)
+                continue
+            replicas = tuple(assignments[tp[0]].partitions[tp[1]])
+            changes.append(StateChange(tp, state, state, None, UNKNOWN_WRITER, replicas))
+        self.replication.partition_states_known(changes)

@@ -1,0 +1,101 @@
+"""DescribeGroups and ListGroups: what the coordinator holds, as Kafka's coordinator shows it.
+
+A Stable group shows its chosen protocol and every member's metadata and assignment bytes; in any
+other state the protocol is empty and so are the members' bytes (Kafka's group summary). A group
+that does not exist is ``Dead`` with no error; a group coordinated elsewhere gets NOT_COORDINATOR.
+ListGroups answers the groups of the offsets partitions this broker coordinates (an admin client
+asks every broker).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordkit.engine.groups import GroupDescription, GroupState
+from coordkit.errors import StoreError
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+from coordkit.serve.groups.waiting import coordinator
+
+DescribeResponse = messages.DescribeGroupsResponse
+DescribedGroup = nested(DescribeResponse, "DescribedGroup")
+DescribedMember = nested(DescribeResponse, "DescribedGroupMember")
+ListResponse = messages.ListGroupsResponse
+ListedGroup = nested(ListResponse, "ListedGroup")
+
+DESCRIBE_VERSIONS = (0, 5)
+LIST_VERSIONS = (0, 5)
+#: Kafka's value for "authorized operations not asked for / not known".
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+#: What Kafka without an authorizer allows on a group: READ (3), DELETE (6) and DESCRIBE (8), as
+#: a bit field of AclOperation codes (DescribeGroups v3+ with include_authorized_operations).
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+#: Every group here runs the classic protocol (ListGroups v5's group type).
+CLASSIC = "classic"
+
+
+def _described(group: GroupDescription, operations: int) -> Any:
+    stable = group.state is GroupState.STABLE
+    return DescribedGroup(
+        error_code=int(group.error),
+        group_id=group.group_id,
+        group_state=group.state.value,
+        protocol_type=group.protocol_type,
+        protocol_data=(group.protocol or "") if stable else "",
+        members=[
+            DescribedMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=(m.metadata or b"") if stable else b"",
+                member_assignment=(m.raw_assignment or b"") if stable else b"",
+            )
+            for m in group.members
+        ]
+        if group.error == 0
+        else [],
+        authorized_operations=operations,
+    )
+
+
+async def handle_describe_groups(ctx: BrokerContext, request: Request) -> Any:
+    names = list(request.body.groups)
+
+    def describe() -> list[GroupDescription]:
+        return [coordinator(ctx).describe_group(name) for name in names]
+
+    found = await ctx.blocking(describe)
+    asked = request.version >= 3 and bool(request.body.include_authorized_operations)
+    operations = GROUP_OPERATIONS if asked else NO_AUTHORIZED_OPERATIONS
+    return DescribeResponse(throttle_time_ms=0, groups=[_described(g, operations) for g in found])
+
+
+def _wanted(values: list[str] | None) -> set[str] | None:
+    return {v.lower() for v in values} if values else None
+
+
+async def handle_list_groups(ctx: BrokerContext, request: Request) -> Any:
+    version = request.version
+    states = _wanted(request.body.states_filter) if version >= 4 else None
+    types = _wanted(request.body.types_filter) if version >= 5 else None
+    try:
+        listed = await ctx.blocking(coordinator(ctx).list_groups)
+    except StoreError:
+        return ListResponse(
+            throttle_time_ms=0, error_code=errors.COORDINATOR_NOT_AVAILABLE, groups=[]
+        )
+    groups = [
+        ListedGroup(
+            group_id=g.group_id,
+            protocol_type=g.protocol_type,
+            group_state=g.state.value,
+            group_type=CLASSIC,
+        )
+        for g in listed
+        if (states is None or g.state.value.lower() in states)
+        and (types is None or CLASSIC in types)
+    ]
+    return ListResponse(throttle_time_ms=0, error_code=errors.NONE, groups=groups)

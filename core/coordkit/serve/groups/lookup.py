@@ -1,0 +1,80 @@
+"""FindCoordinator: which broker coordinates a group (any broker answers).
+
+The coordinator of a group is the leader of its ``__consumer_offsets`` partition, read from the
+partition's state in the store; the first lookup creates the offsets topic (as Kafka does) and is
+answered COORDINATOR_NOT_AVAILABLE until its partitions have leaders. v4+ looks up a batch of
+keys. Only group keys (key type 0) are served: a transactional id gets INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordkit.model import BrokerInfo
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+from coordkit.serve.groups.waiting import coordinator
+from coordkit.serve.metadata import read_brokers
+
+Response = messages.FindCoordinatorResponse
+Coordinator = nested(Response, "Coordinator")
+#: FindCoordinator versions served (v4 batches keys; v5 only adds an error code for
+#: transactions, which are not served).
+VERSIONS = (0, 5)
+GROUP_KEY = 0
+BATCHED_VERSION = 4
+
+
+def _find(ctx: BrokerContext, keys: list[str], key_type: int) -> list[tuple[str, int, Any]]:
+    """Per key: ``(key, error code, BrokerInfo and id or None)`` (store work, off the loop)."""
+    if key_type != GROUP_KEY:
+        return [(key, errors.INVALID_REQUEST, None) for key in keys]
+    brokers: dict[int, BrokerInfo] | None = None
+    found: list[tuple[str, int, Any]] = []
+    for key in keys:
+        answer = coordinator(ctx).find_coordinator(key)
+        if answer.error or answer.coordinator is None:
+            found.append((key, int(answer.error) or errors.COORDINATOR_NOT_AVAILABLE, None))
+            continue
+        if brokers is None:
+            brokers = dict(read_brokers(ctx.broker.store))
+        info = brokers.get(answer.coordinator)
+        if info is None:  # its leader is not registered (stopped): clients retry
+            found.append((key, errors.COORDINATOR_NOT_AVAILABLE, None))
+        else:
+            found.append((key, errors.NONE, (answer.coordinator, info)))
+    return found
+
+
+async def handle_find_coordinator(ctx: BrokerContext, request: Request) -> Any:
+    body = request.body
+    batched = request.version >= BATCHED_VERSION
+    keys = list(body.coordinator_keys) if batched else [body.key]
+    key_type = body.key_type if request.version >= 1 else GROUP_KEY
+    found = await ctx.blocking(lambda: _find(ctx, keys, key_type))
+    if batched:
+        return Response(
+            throttle_time_ms=0,
+            coordinators=[
+                Coordinator(
+                    key=key,
+                    node_id=where[0] if where else -1,
+                    host=where[1].host if where else "",
+                    port=where[1].port if where else -1,
+                    error_code=code,
+                    error_message=None,
+                )
+                for key, code, where in found
+            ],
+        )
+    _key, code, where = found[0]
+    return Response(
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=None,
+        node_id=where[0] if where else -1,
+        host=where[1].host if where else "",
+        port=where[1].port if where else -1,
+    )

@@ -1,0 +1,60 @@
+"""OffsetForLeaderEpoch: where an epoch of a partition's log ends, as its leader sees it.
+
+Consumers ask after a partition's leader moved (KIP-320): "the last record I read was written in
+epoch E — where does E end in your log?". An end below the consumer's position means the new
+leader's log was truncated under it, and the consumer seeks back to that end. Followers here
+truncate in-process (:mod:`coordkit.serve.replicas`), so only clients send this request.
+
+Kafka's rules (``ReplicaManager.lastOffsetForLeaderEpoch``, ``Partition.lastOffsetForLeaderEpoch``):
+a broker that holds no replica answers NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION when
+no such partition exists); a ``current_leader_epoch`` (v2+; -1: none) older than the partition's
+is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; then only the leader answers, whatever
+``replica_id`` (v3+) says, from the epochs of its log's batches
+(:meth:`~coordkit.serve.log.PartitionLog.leader_end_offset_for`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+
+OffsetForLeaderEpochResponse = messages.OffsetForLeaderEpochResponse
+TopicResult = nested(OffsetForLeaderEpochResponse, "OffsetForLeaderTopicResult")
+EpochEndOffset = nested(OffsetForLeaderEpochResponse, "EpochEndOffset")
+#: ``current_leader_epoch`` when the client does not fence (and before v2).
+NO_EPOCH = -1
+
+
+def _end_offset(ctx: BrokerContext, topic: str, partition: Any) -> Any:
+    tp = (topic, partition.partition)
+    answer = EpochEndOffset(partition=partition.partition, error_code=errors.NONE,
+                            leader_epoch=-1, end_offset=-1)  # fmt: skip
+    state = ctx.replication.log(tp)
+    fencing = partition.current_leader_epoch != NO_EPOCH
+    if state is None:
+        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+    elif ctx.broker_id not in state.replicas:
+        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+    elif fencing and partition.current_leader_epoch < state.leader_epoch:
+        answer.error_code = errors.FENCED_LEADER_EPOCH
+    elif fencing and partition.current_leader_epoch > state.leader_epoch:
+        answer.error_code = errors.UNKNOWN_LEADER_EPOCH
+    elif state.leader != ctx.broker_id:
+        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+    else:
+        answer.leader_epoch, answer.end_offset = ctx.logs.get(tp).leader_end_offset_for(
+            partition.leader_epoch, state.leader_epoch
+        )
+    return answer
+
+
+async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -> Any:
+    topics = [
+        TopicResult(topic=t.topic, partitions=[_end_offset(ctx, t.topic, p) for p in t.partitions])
+        for t in request.body.topics
+    ]
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,275 @@
+"""Idempotent producers: producer ids from the store, and each partition's producer state.
+
+Producer ids come in blocks of :data:`BLOCK_SIZE` claimed from ``/latest_producer_id_block``,
+in Kafka's format (``{"version":1,"broker":B,"block_start":"S","block_end":"E"}``, both ends
+inclusive) with a version-checked write, so two brokers (of this process or another) never hand
+out the same id. A broker hands out its block's ids one by one and claims the next block when
+it runs out.
+
+Per partition, :class:`ProducerStates` keeps each producer's epoch and its last
+:data:`BATCHES_KEPT` batches (Kafka's ``ProducerStateEntry``), and checks every batch a leader
+is asked to append as Kafka's ``ProducerAppendInfo`` does:
+
+* a batch equal (epoch, first and last sequence) to one of the last five is a duplicate: it is
+  not appended again and the producer gets the original's offset;
+* an older producer epoch is fenced (INVALID_PRODUCER_EPOCH); a newer one must start at
+  sequence 0; within an epoch each batch must follow the last one (OUT_OF_ORDER_SEQUENCE_NUMBER);
+* a producer the partition has no state for may start at any sequence (Kafka since 2.5,
+  KIP-360: its state may have gone with retention), so UNKNOWN_PRODUCER_ID is never answered.
+
+Followers apply the same state from the batches they copy, so a new leader keeps deduplicating.
+
+Limits: no transactions (a transactional id gets UNSUPPORTED_VERSION from InitProducerId, and a
+transactional or control batch INVALID_TXN_STATE); producer state lives as long as the
+partition's log in this process (no expiry, no snapshot).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from coordkit import jsontext
+from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
+from coordkit.protocol import Request, messages
+from coordkit.protocol.records import BatchHeader
+from coordkit.serve import errors
+from coordkit.store import MetadataStore
+
+if TYPE_CHECKING:
+    from coordkit.serve.context import BrokerContext
+
+#: Kafka's ``ProducerIdBlockZNode.path`` and block size.
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+BLOCK_SIZE = 1000
+BLOCK_VERSION = 1
+#: Batches remembered per producer for duplicate detection (Kafka's ``NUM_BATCHES_TO_RETAIN``).
+BATCHES_KEPT = 5
+NO_PRODUCER_ID = -1
+#: Attribute bits of a batch: transactional, control.
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+_MAX_SEQUENCE = 2**31 - 1
+_CLAIM_ATTEMPTS = 50
+
+log = logging.getLogger("coordkit.serve")
+
+Response = messages.InitProducerIdResponse
+
+
+# -- producer ids -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ProducerIdBlock:
+    """Producer ids ``first..last`` (inclusive), claimed by broker ``broker``."""
+
+    broker: int
+    first: int
+    last: int
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {"version": BLOCK_VERSION, "broker": self.broker,
+             "block_start": str(self.first), "block_end": str(self.last)},
+            separators=(",", ":"),
+        ).encode()  # fmt: skip
+
+    @classmethod
+    def decode(cls, path: str, data: bytes) -> ProducerIdBlock:
+        try:
+            obj = jsontext.loads(data)
+            block = cls(_whole(obj["broker"]), _whole(obj["block_start"]), _whole(obj["block_end"]))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise LayoutError(path, f"not a producer id block ({exc})") from None
+        if not 0 <= block.first <= block.last:
+            raise LayoutError(path, f"producer id block {block.first}..{block.last} is empty")
+        return block
+
+
+def _whole(value: object) -> int:
+    """A whole number written as a number or, as Kafka writes the block's ends, a string."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(f"{value!r} is not a whole number")
+    return int(value)
+
+
+def claim_block(store: MetadataStore, broker_id: int) -> ProducerIdBlock:
+    """The next free block of producer ids, written to the store for ``broker_id``.
+
+    :raises StoreError: the store is unreachable, or other brokers kept winning the race.
+    :raises LayoutError: the node holds something else than a producer id block.
+    """
+    for _ in range(_CLAIM_ATTEMPTS):
+        try:
+            data, stat = store.get(PRODUCER_ID_BLOCK)
+        except NoNodeError:
+            block = ProducerIdBlock(broker_id, 0, BLOCK_SIZE - 1)
+            try:
+                store.create(PRODUCER_ID_BLOCK, block.encode())
+            except NodeExistsError:
+                continue  # another broker claimed the first block meanwhile
+            return block
+        previous = ProducerIdBlock.decode(PRODUCER_ID_BLOCK, data)
+        block = ProducerIdBlock(broker_id, previous.last + 1, previous.last + BLOCK_SIZE)
+        try:
+            store.set(PRODUCER_ID_BLOCK, block.encode(), version=stat.version)
+        except BadVersionError:
+            continue  # another broker claimed it: take the one after
+        return block
+    raise BadVersionError(
+        f"no producer id block claimed in {_CLAIM_ATTEMPTS} attempts", path=PRODUCER_ID_BLOCK
+    )
+
+
+class ProducerIds:
+    """One broker's supply of producer ids (thread safe: claims run off the event loop)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._block: ProducerIdBlock | None = None
+        self._next = 0
+
+    def next_id(self, store: MetadataStore, broker_id: int) -> int:
+        with self._lock:
+            if self._block is None or self._next > self._block.last:
+                self._block = claim_block(store, broker_id)
+                self._next = self._block.first
+            self._next += 1
+            return self._next - 1
+
+
+async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> Any:
+    """A new producer id with epoch 0 for an idempotent producer; transactions are not served."""
+    body = request.body
+    if body.transactional_id is not None:
+        # What a broker answers for an api it does not serve: the producer fails at once with
+        # "the version of API is not supported" instead of retrying a coordinator that never
+        # comes (COORDINATOR_NOT_AVAILABLE would make it retry until its timeout).
+        return Response(throttle_time_ms=0, error_code=errors.UNSUPPORTED_VERSION,
+                        producer_id=NO_PRODUCER_ID, producer_epoch=-1)  # fmt: skip
+    supply = ctx.logs.producer_ids
+    try:
+        producer_id = await ctx.blocking(lambda: supply.next_id(ctx.broker.store, ctx.broker_id))
+    except (StoreError, LayoutError) as exc:
+        # The store is unreachable or holds something else: the client retries (and logs).
+        log.warning("broker %s: no producer id handed out: %s", ctx.broker_id, exc)
+        return Response(throttle_time_ms=0, error_code=errors.COORDINATOR_NOT_AVAILABLE,
+                        producer_id=NO_PRODUCER_ID, producer_epoch=-1)  # fmt: skip
+    return Response(throttle_time_ms=0, error_code=errors.NONE, producer_id=producer_id,
+                    producer_epoch=0)  # fmt: skip
+
+
+# -- producer state per partition -----------------------------------------------------------------
+
+
+@attrs.frozen
+class BatchMetadata:
+    """What a producer's batch was appended as: sequences and offsets."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+class ProducerEntry:
+    """One producer's epoch and its last batches, oldest first."""
+
+    __slots__ = ("batches", "epoch")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.batches: deque[BatchMetadata] = deque(maxlen=BATCHES_KEPT)
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+def last_sequence(header: BatchHeader) -> int:
+    """The batch's last sequence number (sequences wrap from 2**31-1 to 0)."""
+    return (header.base_sequence + header.last_offset_delta) % (_MAX_SEQUENCE + 1)
+
+
+def _in_sequence(last: int, first: int) -> bool:
+    return first == last + 1 or (first == 0 and last == _MAX_SEQUENCE)
+
+
+class ProducerStates:
+    """The producer state of one partition's log."""
+
+    def __init__(self) -> None:
+        self._entries: dict[int, ProducerEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entry(self, producer_id: int) -> ProducerEntry | None:
+        return self._entries.get(producer_id)
+
+    def check(
+        self, header: BatchHeader, pending: dict[int, tuple[int, int]]
+    ) -> int | BatchMetadata:
+        """The verdict on a batch a leader is asked to append: an error code (``NONE``: append
+        it) or the metadata of the batch it duplicates. ``pending`` holds ``(epoch, last seq)``
+        of batches of the same request checked before it; this one is added when accepted."""
+        if header.attributes & (TRANSACTIONAL | CONTROL):
+            return errors.INVALID_TXN_STATE
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return errors.NONE
+        if producer_id < 0 or header.base_sequence < 0 or header.producer_epoch < 0:
+            return errors.INVALID_RECORD
+        entry = self._entries.get(producer_id)
+        first, last = header.base_sequence, last_sequence(header)
+        if entry is not None and header.producer_epoch == entry.epoch:
+            for batch in entry.batches:
+                if (batch.first_seq, batch.last_seq) == (first, last):
+                    return batch
+        known = pending.get(producer_id)
+        if known is None and entry is not None:
+            known = (entry.epoch, entry.last_seq)
+        if known is not None:
+            epoch, last_seq = known
+            if header.producer_epoch < epoch:
+                return errors.INVALID_PRODUCER_EPOCH
+            if header.producer_epoch > epoch:
+                if first != 0:
+                    return errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+            elif not _in_sequence(last_seq, first):
+                return errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        pending[producer_id] = (header.producer_epoch, last)
+        return errors.NONE
+
+    def record(self, header: BatchHeader) -> None:
+        """Remember an appended batch (``header`` with its offsets assigned)."""
+        if header.producer_id < 0 or header.base_sequence < 0:
+            return
+        entry = self._entries.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.epoch:
+            entry = self._entries[header.producer_id] = ProducerEntry(header.producer_epoch)
+        elif header.producer_epoch < entry.epoch:
+            return  # an old epoch's batch replayed by a follower: the newer state stands
+        entry.batches.append(
+            BatchMetadata(
+                first_seq=header.base_sequence,
+                last_seq=last_sequence(header),
+                first_offset=header.base_offset,
+                last_offset=header.last_offset,
+                timestamp=header.max_timestamp,
+            )
+        )
+
+    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+        """Start over from a log's remaining batches (after truncation)."""
+        self._entries.clear()
+        for header in headers:
+            self.record(header)
