@@ -28,8 +28,9 @@ from coordkit_lab.metricinfo import (
     TIMING_MARGIN,
     direction_of,
     ordered,
+    scales_with,
 )
-from coordkit_lab.scaling import EXPONENT_MARGIN, SCALING_METRIC, ScalingResult, scaling
+from coordkit_lab.scaling import EXPONENT_MARGIN, ScalingResult, scaling
 from coordkit_lab.statistics import (
     CONFIDENCE,
     MIN_MEASURED_UNITS,
@@ -51,13 +52,14 @@ from coordkit_lab.tradeoffs import (
 
 ReportData = dict[str, Any]
 
+#: Units whose values are printed to three significant digits (a time of 0.0004 s is not 0.00).
+SHORT_TIME_UNITS = frozenset({"ms", "s", "seconds"})
 #: Shown in the key table after the headline metrics, when present.
 EXTRA_KEY_METRICS = ("moved_excess", "rounds")
 
 __all__ = [
     "EXTRA_KEY_METRICS",
     "REFERENCE_METRICS",
-    "SCALING_METRIC",
     "ReportData",
     "Verdict",
     "analyse",
@@ -148,11 +150,13 @@ def analyse(
     for sample in found.values():
         _analyse_workload(sample, infos, headlines, out)
     out["overall"] = _overall(out["verdicts"], infos, headlines)
-    timed = [r for r in size_rows if r[2] == SCALING_METRIC and r[2] in infos]
-    for sample in samples(timed, run_seed).values():
-        result = scaling(sample, infos)
-        if result is not None:
-            out["scaling"].append(_scaling_json(result))
+    for metric in ordered(m for m in infos if scales_with(m, infos[m]) == "partitions"):
+        sized = [r for r in size_rows if r[2] == metric]
+        for sample in samples(sized, run_seed).values():
+            result = scaling(sample, infos, metric)
+            if result is not None:
+                out["scaling"].append(_scaling_json(result))
+    # Widest span first (the verdict's scaling line); a workload's metrics in table order.
     out["scaling"].sort(key=lambda s: (-s["largest"] / max(1, s["smallest"]), s["workload"]))
     return out
 
@@ -407,7 +411,7 @@ def strategies(data: ReportData) -> list[str]:
 def fmt(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if unit == "ms":
+    if unit in SHORT_TIME_UNITS:  # failovers in tenths of a millisecond; assignments in µs
         return f"{value:.3g}" if abs(value) < 100 else f"{value:,.0f}"
     if unit in {"ratio", "fraction"}:
         return f"{value:.3f}"

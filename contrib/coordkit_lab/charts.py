@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from coordkit.errors import MissingDependencyError
-from coordkit_lab.analysis import SCALING_METRIC, ReportData, estimates_by, strategies
+from coordkit_lab.analysis import ReportData, estimates_by, strategies
+from coordkit_lab.metricinfo import scales_with
 from coordkit_lab.tradeoffs import CHART_MOVEMENT
 
 #: The per-step metrics charted for long event sequences.
@@ -142,22 +143,31 @@ def bar_chart(data: ReportData, metric: str) -> str | None:
         )
     axis.set_xticks(range(len(workloads)), workloads)
     axis.set_ylabel(f"{metric} ({info['unit']})")
-    if metric == SCALING_METRIC:
+    if scales_with(metric, info):  # spans decades of cluster sizes
         axis.set_yscale("log")
     _legend_outside(axis)
     axis.grid(axis="y", alpha=0.3)
     return png(figure)
 
 
-def scaling_charts(data: ReportData) -> list[tuple[str, str]]:
+def scaling_charts(data: ReportData) -> list[tuple[str, str, str]]:
+    """Per scaling entry (workload and metric): each strategy's mean per partition count with
+    its interval, log-log, the fitted exponent in the legend. ``(workload, metric, png)``."""
+    from matplotlib.ticker import NullFormatter
+
     charts = []
     palette = colours(data)
     for entry in data["analysis"]["scaling"]:
+        metric = entry["metric"]
+        info = data["metrics"][metric]
         labels = [
             g["strategy"] + ("" if g["exponent"] is None else " (^0.00)") for g in entry["growth"]
         ]
         figure, (axis,) = _figure(
-            6.0, 4.2, labels, [f"{entry['workload']}: how each strategy scales (log-log)"]
+            6.0,
+            4.2,
+            labels,
+            [f"{entry['workload']}: {metric} against partitions, per strategy (log-log)"],
         )
         for growth in entry["growth"]:
             points = growth["points"]
@@ -177,11 +187,15 @@ def scaling_charts(data: ReportData) -> list[tuple[str, str]]:
             )
         axis.set_xscale("log")
         axis.set_yscale("log")
+        # Ticks at the partition counts measured, written out (not 4×10^0).
+        sizes = sorted({p["partitions"] for g in entry["growth"] for p in g["points"]})
+        axis.set_xticks(sizes, [f"{size:,}" for size in sizes])
+        axis.xaxis.set_minor_formatter(NullFormatter())
         axis.set_xlabel("partitions")
-        axis.set_ylabel("assignment time per rebalance (ms)")
+        axis.set_ylabel(f"{metric} ({info['unit']}), mean")
         axis.grid(alpha=0.3, which="both")
         _legend_outside(axis)
-        charts.append((entry["workload"], png(figure)))
+        charts.append((entry["workload"], metric, png(figure)))
     return charts
 
 

@@ -26,6 +26,8 @@ PREFERRED_ORDER = (
     "unassigned",
     "assign_ms",
 )
+#: The assignors' timing, plotted against partitions before metrics could declare ``scales_with``.
+LEGACY_SCALING_METRIC = "assign_ms"
 #: Reference values (bounds), shown but never highlighted as "best".
 REFERENCE_METRICS = frozenset({"moved_min"})
 #: A measured metric (a timing) is worse only when it is worse by more than this fraction of the
@@ -50,9 +52,19 @@ def metric_info(metrics: Iterable[Metric]) -> dict[str, dict[str, Any]]:
             "measured": getattr(m, "measured", None),
             "resolution": getattr(m, "resolution", None),
             "tradeoff": getattr(m, "tradeoff", None),
+            "scales_with": getattr(m, "scales_with", None),
         }
         for m in metrics
     }
+
+
+def scales_with(name: str, info: Mapping[str, Any]) -> str | None:
+    """What the report plots ``name`` against (``"partitions"``), or ``None``: the metric's own
+    ``scales_with``; ``assign_ms``, which predates the attribute, scales with partitions."""
+    declared = info.get("scales_with")
+    if declared is not None:
+        return str(declared)
+    return "partitions" if name == LEGACY_SCALING_METRIC else None
 
 
 def ordered(names: Iterable[str]) -> list[str]:

@@ -107,34 +107,7 @@ def _verdict_html(data: ReportData) -> str:
             verdict = by_cell.get((workload, question))
             cells.append("<td>-</td>" if verdict is None else _verdict_cell(verdict, data))
         rows.append(cells)
-    scaling = data["analysis"]["scaling"]
-    scale_line = ""
-    if scaling:
-        entry = scaling[0]
-        growth = {g["strategy"]: g for g in entry["growth"]}
-        shown = []
-        for name in entry["winners"]:
-            g = growth[name]
-            if g["exponent"] is not None:
-                interval = fmt_interval(g["low"], g["high"], "ratio")
-                shown.append(
-                    f"<b>{_e(name)}</b> partitions<sup>{g['exponent']:.2f}</sup> {_e(interval)}"
-                )
-        lead = ""
-        if entry["effect"]:
-            effect = entry["effect"]
-            lead = (
-                f"; next: {_e(effect['strategy'])}, exponent +{effect['difference']:.2f} "
-                f"{_e(fmt_interval(effect['low'], effect['high'], 'ratio'))}"
-            )
-        tied = " (tied)" if len(entry["winners"]) > 1 else ""
-        scale_line = (
-            f"<p><b>Which scales best?</b> on {_e(entry['workload'])}{tied}: "
-            f"{'; '.join(shown)}{lead}. Fastest at {entry['largest']:,} partitions: "
-            f"<b>{_e(', '.join(entry['fastest']))}</b>"
-            f"{' (tied)' if len(entry['fastest']) > 1 else ''}. "
-            "See <a href='#scaling'>Scaling</a>.</p>"
-        )
+    scale_line = "".join(_scales_best_html(entry) for entry in data["analysis"]["scaling"])
     headers = ["<th class='name'>workload</th>", *(f"<th>{_e(q)}</th>" for q in questions)]
     return (
         "<div class='verdict' id='verdict'><h2>Verdict</h2>"
@@ -143,6 +116,41 @@ def _verdict_html(data: ReportData) -> str:
         + "<p class='meta'>Per workload: the best mean over scenarios and every strategy not "
         "shown worse than it (tied). Overall: the strategies best or tied on the most workloads. "
         "<a href='#method'>How</a>.</p></div>"
+    )
+
+
+def _scales_best_html(entry: Mapping[str, Any]) -> str:
+    """The verdict's line for one scaling entry: the flattest growth (ties included), the lead
+    over the next, and the best at the largest size."""
+    growth = {g["strategy"]: g for g in entry["growth"]}
+    shown = []
+    for name in entry["winners"]:
+        g = growth[name]
+        if g["exponent"] is not None:
+            interval = fmt_interval(g["low"], g["high"], "ratio")
+            shown.append(
+                f"<b>{_e(name)}</b> partitions<sup>{g['exponent']:.2f}</sup> {_e(interval)}"
+            )
+    lead = ""
+    if entry["effect"]:
+        effect = entry["effect"]
+        lead = (
+            f"; next: {_e(effect['strategy'])}, exponent +{effect['difference']:.2f} "
+            f"{_e(fmt_interval(effect['low'], effect['high'], 'ratio'))}"
+        )
+    tied = " (tied)" if len(entry["winners"]) > 1 else ""
+    return (
+        f"<p><b>Which scales best?</b> {_e(entry['metric'])} on {_e(entry['workload'])}{tied}: "
+        f"{'; '.join(shown)}{lead}. Best at {entry['largest']:,} partitions: "
+        f"<b>{_e(', '.join(entry['fastest']))}</b>"
+        f"{' (tied)' if len(entry['fastest']) > 1 else ''}. "
+        f"See <a href='#{_anchor(entry)}'>Scaling</a>.</p>"
+    )
+
+
+def _anchor(entry: Mapping[str, Any]) -> str:
+    return "scaling-" + "".join(
+        c if c.isalnum() else "-" for c in f"{entry['workload']}-{entry['metric']}"
     )
 
 
@@ -246,37 +254,51 @@ def _detail_html(data: ReportData) -> str:
 
 
 def _scaling_html(data: ReportData) -> str:
-    rows = []
+    """Per workload and metric plotted against partitions: the chart, then each strategy's mean
+    at every partition count (95% interval below) and its growth exponent."""
+    pngs = {(w, m): png for w, m, png in charts.scaling_charts(data)}
+    parts = []
     for entry in data["analysis"]["scaling"]:
-        unit = data["metrics"][entry["metric"]]["unit"]
+        metric = entry["metric"]
+        unit = data["metrics"][metric]["unit"]
+        sizes = sorted({p["partitions"] for g in entry["growth"] for p in g["points"]})
+        rows = []
         for g in entry["growth"]:
             if not g["points"]:
                 continue
-            first, last = g["points"][0], g["points"][-1]
+            at = {p["partitions"]: p for p in g["points"]}
             exponent = "-" if g["exponent"] is None else f"{g['exponent']:.2f}"
             css = " class='best'" if g["strategy"] in entry["winners"] else ""
-            rows.append(
-                [
-                    f"<td class='name'>{_e(entry['workload'])}</td>",
-                    f"<td class='name'>{_e(g['strategy'])}</td>",
-                    f"<td>{first['partitions']:,}</td>",
-                    f"<td>{_e(fmt(first['mean'], unit))}{_ci(first['low'], first['high'], unit)}</td>",
-                    f"<td>{last['partitions']:,}</td>",
-                    f"<td>{_e(fmt(last['mean'], unit))}{_ci(last['low'], last['high'], unit)}</td>",
-                    f"<td{css}>{exponent}{_ci(g['low'], g['high'], 'ratio')}</td>",
-                ]
-            )
-    if not rows:
+            cells = [f"<td class='name'>{_e(g['strategy'])}</td>"]
+            for size in sizes:
+                p = at.get(size)
+                cells.append(
+                    "<td>-</td>"
+                    if p is None
+                    else f"<td>{_e(fmt(p['mean'], unit))}{_ci(p['low'], p['high'], unit)}</td>"
+                )
+            cells.append(f"<td{css}>{exponent}{_ci(g['low'], g['high'], 'ratio')}</td>")
+            rows.append(cells)
+        headers = [
+            *_names("strategy"),
+            *(f"<th>{size:,} partitions</th>" for size in sizes),
+            f"<th>growth exponent (from {entry['fitted_from']:,} partitions)</th>",
+        ]
+        title = f"{entry['workload']}: {metric} ({unit}) against partitions"
+        png = pngs.get((entry["workload"], metric))
+        parts.append(
+            f"<h3 id='{_anchor(entry)}'>{_e(title)}</h3>"
+            + (_img(png, f"{entry['workload']}: {metric} against partitions") if png else "")
+            + _table(headers, rows, css="scaling")
+        )
+    if not parts:
         return ""
-    headers = [
-        *_names("workload", "strategy"),
-        "<th>smallest (partitions)</th>",
-        "<th>ms</th>",
-        "<th>largest (partitions)</th>",
-        "<th>ms</th>",
-        "<th>growth exponent (largest two decades)</th>",
-    ]
-    return _table(headers, rows, css="scaling")
+    return (
+        "<h2 id='scaling'>Scaling</h2><p class='meta'>Means over scenarios at each partition "
+        "count (95% interval below); growth exponent: the slope on log-log axes over the largest "
+        "two decades (metric ∝ partitions<sup>exponent</sup>), with its interval.</p>"
+        + "".join(parts)
+    )
 
 
 def _pareto_html(data: ReportData) -> str:
@@ -404,7 +426,6 @@ def render_html(data: ReportData) -> str:
         png = charts.bar_chart(data, metric)
         if png:
             bars.append(_img(png, f"{metric} by workload and strategy"))
-    scaling_pngs = charts.scaling_charts(data)
     steps = charts.step_charts(data)
     sections = [
         f"<h1>coordkit lab report</h1><p class='meta'>{_facts(run, data)}</p>",
@@ -417,8 +438,6 @@ def render_html(data: ReportData) -> str:
         "<p class='meta'>Bars: means over scenarios; whiskers: 95% intervals.</p>",
         "".join(bars),
         _pareto_html(data),
-        "<h2 id='scaling'>Scaling</h2>",
-        "".join(_img(png, f"{w}: assignment time against partitions") for w, png in scaling_pngs),
         _scaling_html(data),
     ]
     if steps:

@@ -48,6 +48,7 @@ __all__ = [
     "metric_info",
     "print_report",
     "render_html",
+    "scaling_table",
     "write_report",
 ]
 
@@ -167,8 +168,9 @@ def print_report(data: ReportData, console: Console | None = None) -> None:
     for verdict in (v for v in found if v.workload == "overall"):
         console.print(_overall_line(verdict, verdict.metric in gated))
     analysis = data["analysis"]
-    if analysis["scaling"]:
-        console.print(_scaling_line(analysis["scaling"][0], data))
+    for entry in analysis["scaling"]:
+        console.print(scaling_table(entry, data))
+        console.print(_scaling_line(entry, data))
     for front in analysis["pareto"]:
         console.print(_pareto_line(front))
     method = analysis["method"]
@@ -185,6 +187,43 @@ def print_report(data: ReportData, console: Console | None = None) -> None:
             console.print(
                 f"  {markup(row['workload'])} / {markup(row['strategy'])}: {markup(row['error'])}"
             )
+
+
+def scaling_table(entry: Mapping[str, Any], data: ReportData) -> FittedTable:
+    """One scaling entry: each strategy's mean at every partition count ± half its 95% interval,
+    and its growth exponent with its interval (the flattest, and tied with it, in bold green)."""
+    metric = entry["metric"]
+    unit = data["metrics"][metric]["unit"]
+    sizes = sorted({p["partitions"] for g in entry["growth"] for p in g["points"]})
+    columns = [Column("strategy")]
+    columns += [Column(f"{size:,}\npartitions", Kind.NUMBER) for size in sizes]
+    columns.append(Column("growth\nexponent", Kind.NUMBER))
+    rows: list[list[str | Text]] = []
+    for g in entry["growth"]:
+        at = {p["partitions"]: p for p in g["points"]}
+        cells: list[str | Text] = [g["strategy"]]
+        for size in sizes:
+            p = at.get(size)
+            if p is None:
+                cells.append("-")
+                continue
+            half = fmt_halfwidth(p["low"], p["high"])
+            cells.append(f"{fmt(p['mean'], unit)}{' ' + half if half else ''}")
+        if g["exponent"] is None:
+            cells.append("-")
+        else:
+            interval = fmt_interval(g["low"], g["high"], "ratio")
+            text = f"{g['exponent']:.2f}{' ' + interval if interval else ''}"
+            cells.append(
+                Text(text, style="bold green") if g["strategy"] in entry["winners"] else text
+            )
+        rows.append(cells)
+    return FittedTable(
+        columns,
+        rows,
+        title=f"{entry['workload']}: {metric} ({unit}) against partitions, mean ± half its 95% "
+        f"interval; growth exponent from {entry['fitted_from']:,} partitions",
+    )
 
 
 def _scaling_line(entry: Mapping[str, Any], data: ReportData) -> str:
@@ -206,6 +245,7 @@ def _scaling_line(entry: Mapping[str, Any], data: ReportData) -> str:
         lead = f"; next: {markup(effect['strategy'])} +{effect['difference']:.2f}"
         lead += f" {interval}" if interval else ""
     fastest = markup(", ".join(entry["fastest"]))
+    metric = markup(entry["metric"])
     largest = {
         name: p["mean"]
         for name, g in growth.items()
@@ -215,8 +255,8 @@ def _scaling_line(entry: Mapping[str, Any], data: ReportData) -> str:
     quick = entry["fastest"][0] if entry["fastest"] else None
     at = f" ({fmt(largest.get(quick), unit)} {markup(unit)})" if quick in largest else ""
     return (
-        f"[bold]Which scales best?[/] {winners}{tied} on {markup(entry['workload'])}: time ∝ "
-        f"partitions^exponent, {'; '.join(parts)}{lead}; fastest at {entry['largest']:,} "
+        f"[bold]Which scales best?[/] {winners}{tied} on {markup(entry['workload'])}: {metric} ∝ "
+        f"partitions^exponent, {'; '.join(parts)}{lead}; best at {entry['largest']:,} "
         f"partitions: {fastest}{' (tied)' if len(entry['fastest']) > 1 else at}"
     )
 

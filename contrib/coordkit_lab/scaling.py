@@ -1,12 +1,14 @@
-"""How a strategy's time grows with the partition count: a fitted exponent with its interval.
+"""How a strategy's cost grows with the partition count: a fitted exponent with its interval.
 
-On a workload whose scenarios span a decade or more of partition counts (``kafka-grid``), each
-strategy's mean time per partition count is fitted on log-log axes; the slope over the largest
-two decades (where fixed per-call costs no longer hide the growth) is its exponent: time ∝
-partitions^exponent. Resampling happens within each partition count (the design stays fixed) and
-with the same resamples for every strategy, so exponents are compared paired: a strategy scales
-worse when the interval of its exponent minus the best's excludes 0 and the difference exceeds
-:data:`EXPONENT_MARGIN`.
+The metrics analysed are those that declare ``scales_with="partitions"``
+(:func:`~coordkit_lab.metricinfo.scales_with`: ``assign_ms``, ``failover-seconds``, ...). On a
+workload whose scenarios span a decade or more of partition counts (``kafka-grid``, the
+``elections`` preset's ``broker-failures``), each strategy's mean per partition count is fitted on
+log-log axes; the slope over the largest two decades (where fixed per-call costs no longer hide
+the growth) is its exponent: metric ∝ partitions^exponent. Resampling happens within each
+partition count (the design stays fixed) and with the same resamples for every strategy, so
+exponents are compared paired: a strategy scales worse when the interval of its exponent minus
+the best's excludes 0 and the difference exceeds :data:`EXPONENT_MARGIN`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,6 @@ from attrs import frozen
 from coordkit_lab.metricinfo import direction_of
 from coordkit_lab.statistics import Sample, is_worse, percentile_interval
 
-#: The metric the scaling chart and exponent use.
-SCALING_METRIC = "assign_ms"
 #: A workload shows scaling when its partition counts span at least this factor (and 3 sizes).
 MIN_SCALING_SPAN = 10
 #: Exponents closer than this grow alike for practical purposes: over two decades a 0.2
@@ -42,7 +42,7 @@ class Point:
 
 @frozen
 class Growth:
-    """One strategy's points (mean time per partition count) and fitted exponent."""
+    """One strategy's points (its mean per partition count) and fitted exponent."""
 
     strategy: str
     points: tuple[Point, ...]
@@ -89,7 +89,7 @@ def _log(values: np.ndarray) -> np.ndarray:
 
 
 def scaling(
-    sample: Sample, infos: Mapping[str, Mapping[str, Any]], metric: str = SCALING_METRIC
+    sample: Sample, infos: Mapping[str, Mapping[str, Any]], metric: str
 ) -> ScalingResult | None:
     """The scaling of ``metric`` on ``sample``'s workload, or ``None`` when its partition counts
     do not span :data:`MIN_SCALING_SPAN` or it has no such metric."""

@@ -145,11 +145,33 @@ _CHURN_CASES = (
     PresetCase("zipf-load", {"members": (10, 50), "exponent": (0.9, 1.2)}),
 )
 
+#: Partitions per topic of the elections preset's scaling case (ten topics: 1,000, 10,000 and
+#: 50,000 partitions; the other case adds 100): wide enough for a growth exponent.
+ELECTION_SCALING_PARTITIONS = (100, 1000, 5000)
+
 _ELECTION_CASES = (
     PresetCase("broker-failures", {"brokers": (3, 6), "unclean": (False, True), "events": 12}),
+    # Failover time against partition count: only controller failures (and restarts), so that
+    # most events fail the controller over; few events, as a 50,000-partition scenario costs
+    # about a minute on two cores.
+    PresetCase(
+        "broker-failures",
+        {
+            "brokers": 3,
+            "topics": 10,
+            "partitions": ELECTION_SCALING_PARTITIONS,
+            "failures": "controller",
+            "events": 4,
+            "records": 10,
+        },
+    ),
 )
 
 _GROUP_CASES = (PresetCase("consumer-groups", {"consumers": 4, "static": (False, True)}),)
+
+#: Real client processes on coordkit serve: a scenario starts half a dozen processes for about a
+#: minute (a crash waits out a session timeout), so few events.
+_CLIENT_CASES = (PresetCase("real-clients", {"consumers": 3, "events": 4}),)
 
 _PLACEMENT_CASES = (
     PresetCase(
@@ -185,7 +207,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "elections",
             "controller failover and partition leadership under broker crashes, session "
-            "expiries, controlled shutdowns and restarts: kafka vs latch, clean vs unclean",
+            "expiries, controlled shutdowns and restarts: kafka vs latch vs warm-standby, clean "
+            "vs unclean, failover time against 100..50,000 partitions",
             _ELECTION_CASES,
             replicates=3,
         ),
@@ -194,6 +217,15 @@ PRESETS: dict[str, Preset] = {
             "consumer groups on an in-process cluster (joins, leaves, crashes, static restarts, "
             "coordinator crashes; eager versus cooperative) and producer partitioners' skew",
             _GROUP_CASES,
+            replicates=2,
+        ),
+        Preset(
+            "clients",
+            "a consumer group of real client processes (kafka-python, aiokafka, "
+            "confluent-kafka; their assignors and coordkit's) on coordkit serve through joins, "
+            "SIGKILLs and restarts: rebalance time, records delivered twice or lost, latency "
+            "(not part of full)",
+            _CLIENT_CASES,
             replicates=2,
         ),
         Preset(

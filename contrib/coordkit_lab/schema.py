@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordkit import jsontext
-from coordkit.lab import TRADEOFFS, LabError
+from coordkit.lab import SCALE_AXES, TRADEOFFS, LabError
 
 #: The summary format this lab writes and reads. Format 1 (before intervals and trade-offs)
 #: had no ``analysis`` section.
@@ -54,6 +54,9 @@ COUNT_OR_NULL = _simple(
     "a whole number >= 0 or null",
 )
 TRADEOFF = _simple(lambda v: v is None or v in TRADEOFFS, f"one of {', '.join(TRADEOFFS)} or null")
+SCALE_AXIS = _simple(
+    lambda v: v is None or v in SCALE_AXES, f"one of {', '.join(SCALE_AXES)} or null"
+)
 
 
 def METRIC(field: str, value: Any, data: Mapping[str, Any]) -> None:
@@ -140,6 +143,7 @@ _OPTIONAL_METRIC_FIELDS: dict[str, Check] = {
     "measured": STR_OR_NULL,
     "resolution": NUM_OR_NULL,
     "tradeoff": TRADEOFF,
+    "scales_with": SCALE_AXIS,
 }
 
 COMPARISON = {

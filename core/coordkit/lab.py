@@ -150,7 +150,9 @@ class Metric(Protocol):
     the metric as a noisy measurement rather than a deterministic count; ``tradeoff``, one of
     ``"balance"``, ``"movement"`` or ``"interruption"``: the report's Pareto view weighs the
     strategies over the metrics that declare one (and asks "which moves least?" only among the
-    strategies that balance).
+    strategies that balance); ``scales_with``, ``"partitions"``: the report plots the metric
+    against the steps' partition count and fits how it grows (a workload whose scenarios span a
+    decade or more of partition counts).
     """
 
     @property
@@ -182,6 +184,11 @@ Tradeoff = Literal["balance", "movement", "interruption"]
 #: What a metric may trade off against others (its optional ``tradeoff`` attribute).
 TRADEOFFS: tuple[Tradeoff, ...] = ("balance", "movement", "interruption")
 
+ScaleAxis = Literal["partitions"]
+#: What a metric may be plotted against (its optional ``scales_with`` attribute): the step's
+#: scale the lab's aggregation keeps per scenario.
+SCALE_AXES: tuple[ScaleAxis, ...] = ("partitions",)
+
 
 @attrs.frozen
 class FunctionMetric(Generic[S]):
@@ -194,6 +201,7 @@ class FunctionMetric(Generic[S]):
     :param measured: for a timing metric, how it is measured (see :class:`Metric`).
     :param resolution: the smallest difference the measurement tells apart (see :class:`Metric`).
     :param tradeoff: the trade-off the metric measures, for the Pareto view (see :class:`Metric`).
+    :param scales_with: what the report plots the metric against (see :class:`Metric`).
     """
 
     name: str
@@ -210,6 +218,11 @@ class FunctionMetric(Generic[S]):
         default=None,
         kw_only=True,
         validator=attrs.validators.optional(attrs.validators.in_(TRADEOFFS)),
+    )
+    scales_with: ScaleAxis | None = attrs.field(
+        default=None,
+        kw_only=True,
+        validator=attrs.validators.optional(attrs.validators.in_(SCALE_AXES)),
     )
 
     def compute(self, step: Any) -> float | None:

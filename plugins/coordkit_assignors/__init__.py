@@ -36,6 +36,7 @@ def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.lab.clients.workload import REAL_CLIENTS
     from coordkit_assignors.lab.groups import CONSUMER_GROUPS
     from coordkit_assignors.lab.study import STUDY
     from coordkit_assignors.lab.workloads import BUILTIN_WORKLOADS
@@ -43,13 +44,15 @@ def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
     for workload in BUILTIN_WORKLOADS:
         register(workload)
     register(CONSUMER_GROUPS)
+    register(REAL_CLIENTS)
     register(STUDY)
 
 
 @hookimpl
 def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.lab.clients.workload import CLIENT_METRICS
     from coordkit_assignors.lab.groups import GROUP_METRICS
     from coordkit_assignors.lab.metrics import BUILTIN_METRICS
 
-    for metric in (*BUILTIN_METRICS, *GROUP_METRICS):
+    for metric in (*BUILTIN_METRICS, *GROUP_METRICS, *CLIENT_METRICS):
         register(metric)

@@ -4,7 +4,9 @@
 a seeded sequence of broker crashes, controller crashes and session expiries, controlled
 shutdowns and restarts, producing records (acks=all) and replicating between events. It runs once
 per controller election strategy; every strategy meets the same events (events name roles, such
-as "the controller" or "the second live broker", resolved when they happen).
+as "the controller" or "the second live broker", resolved when they happen). ``failures=any``
+draws every kind of event; ``failures=controller`` only controller crashes and session expiries
+(and restarts), for measuring failovers at sizes where each event is costly.
 
 Each step is one event: what the store had to do for it, how the leadership looked after it, how
 many partitions could not take writes in between, and how many acknowledged records an unclean
@@ -14,8 +16,13 @@ election threw away. Metrics (kind ``elections``):
   changed (the herd a strategy wakes shows here);
 * ``failover-seconds``: from the event until the new controller had re-elected every partition
   that needed it (its ready event), in a step in which the controller changed: plotted against
-  the step's ``partitions`` (``topics`` x ``partitions`` per topic), the cold strategies grow
-  with the cluster, ``warm-standby`` much less;
+  the step's ``partitions`` (``topics`` x ``partitions`` per topic) in the report;
+* ``failover-load-seconds``: the part of that the new controller's term spent loading the
+  cluster (a cold controller reads every partition state; ``warm-standby`` takes over its
+  standby's image, caught up before the term starts, so the catch-up counts only in
+  ``failover-seconds``): plotted against ``partitions`` too, the cold strategies grow with the
+  cluster, ``warm-standby`` much less; electing and writing new leaders for the partitions the
+  failed broker led grows with the cluster for every strategy;
 * ``candidates-woken``: controller candidates woken by the step's watch deliveries;
 * ``leader-skew``: most minus fewest partition leaders over the live brokers after the step;
 * ``unavailable-partitions``: partitions that lost their live leader during the step;
@@ -51,6 +58,13 @@ ELECTIONS_KIND = "elections"
 Param = int | float | bool | str
 
 ACTIONS = ("crash-controller", "expire-controller", "crash-broker", "controlled-stop", "restart")
+#: The events each ``failures`` mix draws from: ``any``, or only what fails the controller over
+#: (and restarts), so that every other event or so measures a failover: what the scaling case of
+#: the ``elections`` preset needs at sizes where a scenario costs a minute.
+FAILURE_MIXES: Mapping[str, tuple[str, ...]] = {
+    "any": ACTIONS,
+    "controller": ("crash-controller", "expire-controller", "restart"),
+}
 SETTLE_TIMEOUT = 60.0
 
 
@@ -103,6 +117,8 @@ class ElectionStep:
     kind: str = ELECTIONS_KIND
     #: Seconds from the event until a new controller was ready (None: no controller change).
     failover_seconds: float | None = None
+    #: Seconds that controller spent loading the cluster (None: no controller change).
+    failover_load_seconds: float | None = None
 
     @property
     def failover(self) -> bool:
@@ -128,6 +144,7 @@ class BrokerFailuresWorkload:
         "records": 100,
         "unclean": False,
         "catch_up": 0.5,
+        "failures": "any",
     }
 
     def strategies(self, manager: PluginManager) -> list[str]:
@@ -138,7 +155,8 @@ class BrokerFailuresWorkload:
         return int(params["replication_factor"]) <= int(params["brokers"])
 
     def cost(self, params: Mapping[str, Any]) -> float:
-        return float(params["events"]) * (
+        # Setting the cluster up and closing it cost about two events.
+        return (float(params["events"]) + 2) * (
             1 + int(params["topics"]) * int(params["partitions"]) / 500
         )
 
@@ -150,11 +168,17 @@ class BrokerFailuresWorkload:
                 f"workload {self.name!r}: needs brokers >= 2 and 1 <= replication_factor <= "
                 f"brokers, got brokers={brokers}, replication_factor={factor}"
             )
+        mix = str(params["failures"])
+        if mix not in FAILURE_MIXES:
+            raise LabParameterError(
+                f"workload {self.name!r} parameter 'failures' must be one of "
+                f"{', '.join(FAILURE_MIXES)}, got {mix!r}"
+            )
         rng = random.Random(seed)
         events = []
         down = 0
         for _ in range(int(params["events"])):
-            choices = [a for a in ACTIONS if a != "restart" or down]
+            choices = [a for a in FAILURE_MIXES[mix] if a != "restart" or down]
             if down >= brokers - 1:  # keep one broker alive
                 choices = ["restart"]
             action = rng.choice(choices)
@@ -187,13 +211,20 @@ class BrokerFailuresWorkload:
 
 
 class _ReadyTimes(EngineObserver):
-    """When each controller epoch became ready (perf_counter)."""
+    """When each controller epoch became ready (perf_counter), and how long it spent loading."""
 
     def __init__(self) -> None:
         self.at: dict[int, float] = {}
+        self.load: dict[int, float] = {}
+        self.cluster: Cluster | None = None
 
     def controller_ready(self, broker_id: int, epoch: int, seconds: float) -> None:
         self.at[epoch] = time.perf_counter()
+        broker = self.cluster.brokers.get(broker_id) if self.cluster is not None else None
+        controller = broker.controller if broker is not None else None
+        # Observers hear of readiness after the controller recorded its phases.
+        if controller is not None and controller.epoch == epoch and "load" in controller.phases:
+            self.load[epoch] = controller.phases["load"]
 
 
 def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionStep]:
@@ -208,6 +239,7 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
     )
     ready = _ReadyTimes()
     cluster = Cluster(f"memory://{name}", case.brokers, config=config, seed=seed, observers=[ready])
+    ready.cluster = cluster
     try:
         cluster.start()
         _settle(cluster)
@@ -229,15 +261,13 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
             lost_before = cluster.replication.totals().acked_lost
             windows_before, seconds_before = cluster.replication.unavailability()
             started = time.perf_counter()
-            label = _apply(cluster, event)
+            label = _apply(cluster, event, before_view.controller)
             _settle(cluster)
             settle = time.perf_counter() - started
-            epoch = cluster.view().epoch
-            failover = (
-                ready.at[epoch] - started
-                if epoch != before_view.epoch and epoch in ready.at
-                else None
-            )
+            epoch = _settled_epoch(cluster)
+            changed = epoch != before_view.epoch
+            failover = ready.at[epoch] - started if changed and epoch in ready.at else None
+            load = ready.load.get(epoch) if changed else None
             windows, seconds = cluster.replication.unavailability()
             if event.catch_up:
                 cluster.replicate()
@@ -256,15 +286,15 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
                 settle,
                 cluster.replication.totals().acked_lost - lost_before,
                 failover_seconds=failover,
+                failover_load_seconds=load,
             )
     finally:
         cluster.close()
         MemoryServer.discard(name)
 
 
-def _apply(cluster: Cluster, event: FailureEvent) -> str:
+def _apply(cluster: Cluster, event: FailureEvent, controller: int | None) -> str:
     live = cluster.live_brokers()
-    controller = cluster.view().controller
     others = [b for b in live if b != controller] or live
     dead = [b for b in cluster.broker_ids if b not in live]
     match event.action:
@@ -303,6 +333,14 @@ def _settle(cluster: Cluster, also: Callable[[], bool] | None = None) -> None:
     raise LabParameterError(f"the cluster did not settle within {SETTLE_TIMEOUT}s")
 
 
+def _settled_epoch(cluster: Cluster) -> int:
+    """The controller epoch of a settled cluster: the term of the broker running it (settled
+    means it runs here at the stored epoch), without reading every partition state again."""
+    broker = cluster.controller_broker()
+    controller = broker.controller if broker is not None else None
+    return controller.epoch if controller is not None else cluster.view().epoch
+
+
 def _wakeups(cluster: Cluster) -> int:
     return sum(getattr(b._candidate, "wakeups", 0) for b in cluster.brokers.values())
 
@@ -321,6 +359,7 @@ def _observe(
     settle: float,
     acked_lost: int,
     failover_seconds: float | None = None,
+    failover_load_seconds: float | None = None,
 ) -> ElectionStep:
     view = cluster.view()
     counts = view.leaders_per_broker()
@@ -344,6 +383,7 @@ def _observe(
         acked=cluster.replication.totals().acked,
         acked_lost=acked_lost,
         failover_seconds=failover_seconds,
+        failover_load_seconds=failover_load_seconds,
     )
 
 
@@ -359,6 +399,10 @@ def _failover_ops(step: ElectionStep) -> float | None:
 
 def _failover_seconds(step: ElectionStep) -> float | None:
     return step.failover_seconds if step.index else None
+
+
+def _failover_load_seconds(step: ElectionStep) -> float | None:
+    return step.failover_load_seconds if step.index else None
 
 
 def _woken(step: ElectionStep) -> float | None:
@@ -399,6 +443,16 @@ ELECTION_METRICS = (
         "lower",
         _failover_seconds,
         headline="Which fails the controller over fastest?",
+        scales_with="partitions",
+    ),
+    ElectionMetric(
+        "failover-load-seconds",
+        "seconds the new controller's term spent loading the cluster in a controller failover "
+        "(a warm standby's catch-up precedes the term)",
+        "seconds",
+        "lower",
+        _failover_load_seconds,
+        scales_with="partitions",
     ),
     ElectionMetric(
         "candidates-woken",

@@ -31,6 +31,7 @@ def test_workload_and_metrics_are_registered() -> None:
     assert names == {
         "failover-store-ops",
         "failover-seconds",
+        "failover-load-seconds",
         "candidates-woken",
         "leader-skew",
         "unavailable-partitions",

@@ -83,7 +83,7 @@ def test_the_page_shows_its_tables_and_images(chromium: str, lab_run: Any, tmp_p
         "cooperative-sticky",
     ):
         assert text in dom, text
-    assert 'alt="kafka-grid: assignment time against partitions"' in dom  # the scaling chart
+    assert 'alt="kafka-grid: assign_ms against partitions"' in dom  # the scaling chart
     assert "http://" not in dom
     assert "https://" not in dom
 

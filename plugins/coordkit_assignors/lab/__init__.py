@@ -10,6 +10,8 @@ workloads: see :mod:`coordkit.lab` for the contract and the README's "Adding wor
   built-in assignment workloads (``kafka-grid``, ``zipf-load``, ``churn``, ...) and their metrics;
 * :mod:`~coordkit_assignors.lab.groups`: ``consumer-groups``, real groups on an in-process
   cluster (the engine), one assignor each run;
+* :mod:`~coordkit_assignors.lab.clients`: ``real-clients``, a group of real client processes
+  (kafka-python, aiokafka, confluent-kafka) on ``coordkit serve``, one client x assignor each run;
 * :mod:`~coordkit_assignors.lab.study`: ``study``, a given group and its events (a study file's,
   or a legacy group read from a store), carried in the scenario as JSON.
 """

@@ -1,0 +1,257 @@
+"""The ``real-clients`` workload and its metrics (kind ``clients``).
+
+Per scenario: coordkit's Kafka server in a process of its own (``brokers`` brokers on a private
+memory store, one topic of ``partitions`` partitions, replication factor 2), a producer process
+sending keyed records at ``rate`` a second (acks=all, the send time in each value), and a group
+of ``consumers`` consumer processes of one client library with one assignor: the strategy,
+``<client>/<assignor>`` (``kafka-python/range``, ``aiokafka/coordkit-sticky``,
+``confluent-kafka/cooperative-sticky``; ``coordkit-*`` is coordkit's assignor inside the client,
+:mod:`coordkit.clients`). A seeded schedule of ``events`` then runs: a consumer joins, one is
+killed with SIGKILL, one restarts (leaves cleanly, a new process joins), and with
+``broker_failures`` one broker crashes (at most ``brokers - 2``, so every partition keeps a
+replica). After each event the workload waits for the group to own every partition again.
+
+Every consumer records its assignments, revocations and each record it receives (with the time);
+the steps (one window per event, see :mod:`.analysis`) give the metrics:
+
+* ``clients-rebalance-seconds``: from the event until every partition had an owner again;
+* ``clients-disruption-seconds``: from the first partition losing its owner to the last getting
+  one again (a join's rebalance without the new process's start-up);
+* ``clients-unowned-partition-seconds``: partition-seconds without an owner after the event;
+* ``records-consumed-twice``: records delivered again (uncommitted when their owner changed);
+* ``records-lost``: acknowledged records no consumer ever received (must be 0);
+* ``latency-p50-ms``, ``latency-p99-ms``: send to first receipt, records sent in the window.
+
+Events repeat with the seed; timings vary from run to run (processes on a shared machine).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import random
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from coordkit.errors import MissingDependencyError
+from coordkit.lab import FunctionMetric, LabError
+from coordkit_assignors.lab.clients.analysis import CLIENTS_KIND, ClientStep
+from coordkit_assignors.lab.clients.run import ClientEvent, RunSpec, run_clients
+
+if TYPE_CHECKING:
+    from coordkit.plugins import PluginManager
+
+Param = int | float | bool | str
+
+#: Client library → (module to import, package to install).
+CLIENTS: Mapping[str, tuple[str, str]] = {
+    "kafka-python": ("kafka", "kafka-python>=3.0"),
+    "aiokafka": ("aiokafka", "aiokafka"),
+    "confluent-kafka": ("confluent_kafka", "confluent-kafka"),
+}
+
+#: The strategies, ``<client>/<assignor>``: the client's own assignors by their Kafka names,
+#: coordkit's as ``coordkit-<name>`` (aiokafka rebalances eagerly only; confluent-kafka runs
+#: librdkafka's built-in assignors).
+STRATEGIES: tuple[str, ...] = (
+    "kafka-python/range",
+    "kafka-python/cooperative-sticky",
+    "kafka-python/coordkit-sticky",
+    "kafka-python/coordkit-cooperative-sticky",
+    "aiokafka/roundrobin",
+    "aiokafka/coordkit-sticky",
+    "confluent-kafka/range",
+    "confluent-kafka/cooperative-sticky",
+)
+
+ACTIONS = ("join", "crash", "restart", "broker-failure")
+
+
+def split_strategy(strategy: str) -> tuple[str, str]:
+    """``"kafka-python/range"`` → ``("kafka-python", "range")``; unknown ones are refused."""
+    if strategy not in STRATEGIES:
+        raise LabError(
+            f"workload 'real-clients' has no strategy {strategy!r}; its strategies: "
+            f"{', '.join(STRATEGIES)}"
+        )
+    client, assignor = strategy.split("/", 1)
+    return client, assignor
+
+
+def require_client(client: str) -> None:
+    """Refuse at once, naming the package, when ``client``'s library is not installed."""
+    module, package = CLIENTS[client]
+    if importlib.util.find_spec(module) is None:
+        raise MissingDependencyError(
+            f"the real-clients strategies of {client} need the {client} package: "
+            f"pip install '{package}'"
+        )
+
+
+class RealClientsWorkload:
+    """Registered as workload ``real-clients`` (kind ``clients``)."""
+
+    name = "real-clients"
+    kind = CLIENTS_KIND
+    strategy_kind = "client library / assignor"
+    description = (
+        "a consumer group of real client processes (kafka-python, aiokafka, confluent-kafka) "
+        "on coordkit serve through seeded joins, SIGKILLs, restarts and broker crashes, a "
+        "producer sending throughout"
+    )
+    defaults: Mapping[str, Param] = {
+        "brokers": 3,
+        "partitions": 6,
+        "consumers": 3,
+        "events": 3,
+        "rate": 200.0,
+        "session_ms": 4000,
+        "gap": 1.0,
+        "broker_failures": False,
+    }
+
+    def strategies(self, manager: PluginManager) -> list[str]:
+        return list(STRATEGIES)
+
+    def feasible(self, params: Mapping[str, Any]) -> bool:
+        return int(params["brokers"]) >= 2 and int(params["consumers"]) >= 1
+
+    def cost(self, params: Mapping[str, Any]) -> float:
+        # Start-up (brokers, clients) costs about as much as two events; a crash waits a session.
+        session = float(params["session_ms"]) / 1e3
+        return (int(params["events"]) + 2) * (1 + float(params["gap"]) + session / 2)
+
+    def generate(self, params: Mapping[str, Any], seed: int) -> RunSpec:
+        brokers, partitions = int(params["brokers"]), int(params["partitions"])
+        consumers, rate = int(params["consumers"]), float(params["rate"])
+        problems = [
+            f"{name}={value} (needs {need})"
+            for name, value, ok, need in (
+                ("brokers", brokers, brokers >= 2, ">= 2"),
+                ("partitions", partitions, 1 <= partitions <= 1000, "1..1000"),
+                ("consumers", consumers, 1 <= consumers <= partitions, "1..partitions"),
+                ("events", params["events"], 0 <= int(params["events"]) <= 100, "0..100"),
+                ("rate", rate, 1 <= rate <= 5000, "1..5000 records/s"),
+                ("session_ms", params["session_ms"], int(params["session_ms"]) >= 500, ">= 500"),
+                ("gap", params["gap"], 0 <= float(params["gap"]) <= 60, "0..60 s"),
+            )
+            if not ok
+        ]
+        if problems:
+            raise LabError(f"workload {self.name!r}: " + ", ".join(problems))
+        rng = random.Random(seed)
+        live, broken = consumers, 0
+        events = []
+        for _ in range(int(params["events"])):
+            choices = [
+                a
+                for a in ACTIONS
+                if (a != "join" or live < partitions)
+                and (a != "crash" or live > 1)
+                and (
+                    a != "broker-failure"
+                    or (bool(params["broker_failures"]) and broken < brokers - 2)
+                )
+            ]
+            action = rng.choice(choices)
+            live += {"join": 1, "crash": -1}.get(action, 0)
+            broken += action == "broker-failure"
+            events.append(ClientEvent(action, rng.randrange(1 << 16)))
+        return RunSpec(
+            client="",
+            assignor="",
+            brokers=brokers,
+            partitions=partitions,
+            replication_factor=2,
+            consumers=consumers,
+            rate=rate,
+            session_ms=int(params["session_ms"]),
+            gap=float(params["gap"]),
+            events=tuple(events),
+        )
+
+    def simulate(
+        self,
+        params: Mapping[str, Any],
+        seed: int,
+        strategy: str,
+        manager: PluginManager | None = None,
+    ) -> Iterator[ClientStep]:
+        client, assignor = split_strategy(strategy)
+        require_client(client)
+        spec = self.generate({**self.defaults, **params}, seed)
+        spec = attrs.evolve(spec, client=client, assignor=assignor)
+        # The whole run happens here, its processes gone before it returns: the runner's
+        # lockstep never has two strategies' processes running at once.
+        return iter(run_clients(spec, strategy))
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+ClientMetric = functools.partial(FunctionMetric, kinds=(CLIENTS_KIND,), step_type=ClientStep)
+
+
+def _after_event(value: Callable[[ClientStep], float]) -> Callable[[ClientStep], float | None]:
+    return lambda step: value(step) if step.index else None
+
+
+CLIENT_METRICS = (
+    ClientMetric(
+        "clients-rebalance-seconds",
+        "seconds from the event until every partition had a consuming owner again",
+        "s",
+        "lower",
+        _after_event(lambda s: s.rebalance_seconds),
+        headline="Which client and assignor restore consumption fastest?",
+    ),
+    ClientMetric(
+        "clients-disruption-seconds",
+        "seconds from the first partition losing its consuming owner to the last getting one "
+        "again (the rebalance itself: a join without the new process's start-up)",
+        "s",
+        "lower",
+        _after_event(lambda s: s.disruption_seconds),
+    ),
+    ClientMetric(
+        "clients-unowned-partition-seconds",
+        "partition-seconds without a consuming owner after the event",
+        "partition-seconds",
+        "lower",
+        _after_event(lambda s: s.unowned_seconds),
+        tradeoff="interruption",
+    ),
+    ClientMetric(
+        "records-consumed-twice",
+        "records delivered again in the window (read but not committed when their partition moved)",
+        "records",
+        "lower",
+        lambda s: float(s.consumed_twice),
+        headline="Which client and assignor deliver fewest records twice?",
+    ),
+    ClientMetric(
+        "records-lost",
+        "acknowledged records sent in the window that no consumer ever received (must be 0)",
+        "records",
+        "lower",
+        lambda s: float(s.lost),
+    ),
+    ClientMetric(
+        "latency-p50-ms",
+        "median milliseconds from send to first receipt, records sent in the window",
+        "ms",
+        "lower",
+        lambda s: s.latency_ms(0.5),
+    ),
+    ClientMetric(
+        "latency-p99-ms",
+        "99th-percentile milliseconds from send to first receipt, records sent in the window",
+        "ms",
+        "lower",
+        lambda s: s.latency_ms(0.99),
+        headline="Which client and assignor keep tail latency lowest through rebalances?",
+    ),
+)
+
+REAL_CLIENTS = RealClientsWorkload()
