@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -25,8 +26,18 @@ STARTUP_SECONDS = 60
 class InProcessServer:
     """Brokers ``0..brokers-1`` on ``store_url``, served on free ports by a background thread."""
 
-    def __init__(self, store_url: str, brokers: int, config: EngineConfig | None = None) -> None:
-        self.server = KafkaServer(store_url, list(range(brokers)), port=0, config=config)
+    def __init__(
+        self,
+        store_url: str,
+        brokers: int,
+        config: EngineConfig | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.store_url = store_url
+        self.server = KafkaServer(
+            store_url, list(range(brokers)), port=0, config=config, data_dir=data_dir
+        )
+        self._closed = False
         self.server.start_brokers()
         ready = threading.Event()
         self._failed: list[BaseException] = []
@@ -69,6 +80,10 @@ class InProcessServer:
         return asyncio.run_coroutine_threadsafe(run(), loop).result(30)
 
     def close(self) -> None:
+        """Stop serving and close the brokers (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         self.server.stop()
         self.thread.join(30)
         self.server.close()
@@ -81,8 +96,16 @@ InProcessFactory = Callable[..., InProcessServer]
 def in_process_fixture(backend: Backend) -> Iterator[InProcessFactory]:
     started: list[InProcessServer] = []
 
-    def start(brokers: int = 3, config: EngineConfig | None = None) -> InProcessServer:
-        server = InProcessServer(backend.new_url(), brokers, config)
+    def start(
+        brokers: int = 3,
+        config: EngineConfig | None = None,
+        *,
+        store_url: str | None = None,
+        data_dir: Path | None = None,
+    ) -> InProcessServer:
+        """A server on ``store_url`` (default: a new store of the backend)."""
+        url = backend.new_url() if store_url is None else store_url
+        server = InProcessServer(url, brokers, config, data_dir)
         started.append(server)
         return server
 

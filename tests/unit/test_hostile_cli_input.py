@@ -420,3 +420,15 @@ def test_a_persistent_garbage_broker_node_is_named_for_what_it_is(store: Metadat
     ]
     assert "session 0x0" not in result.output
     assert store.get("/brokers/ids/1")[0] == b"garbage"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["assign", "\udd00"], ["serve", "--port", "0", "--data-dir", "logs-\udd00"]],
+    ids=["assign FILE", "serve --data-dir"],
+)
+def test_a_file_name_the_system_cannot_encode_is_a_usage_error(args: list[str]) -> None:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "not a file name this system can use" in result.output

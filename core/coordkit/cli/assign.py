@@ -22,6 +22,7 @@ from coordkit.assignment_io import (
     summarize,
 )
 from coordkit.cli.errors import CommandError
+from coordkit.cli.filenames import LocalPath
 from coordkit.cli.numbers import Integer
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.errors import AssignmentInputError, UnknownNameError
@@ -62,7 +63,7 @@ Every member field but "topics" is optional."""
 )
 @click.argument(
     "file",
-    type=click.Path(exists=True, dir_okay=False, readable=True, allow_dash=True),
+    type=LocalPath(exists=True, dir_okay=False, readable=True, allow_dash=True),
     default="-",
     required=False,
 )

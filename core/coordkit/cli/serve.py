@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -21,6 +22,7 @@ from click.core import ParameterSource
 from coordkit.cli.admin.options import WholeNumber, placement_option, placement_strategy
 from coordkit.cli.cluster.spec import MAX_BROKERS, shared_store
 from coordkit.cli.errors import CommandError
+from coordkit.cli.filenames import LocalPath
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import EngineConfig
 from coordkit.serve import SUPPORTED, KafkaServer, ServeSettings
@@ -72,6 +74,10 @@ def _apis() -> str:
 @click.option("--auto-create-topics", is_flag=True,
               help="Create a topic a Metadata request names (1 partition, replication factor "
               "1), as Kafka's auto.create.topics.enable.")  # fmt: skip
+@click.option("--data-dir", type=LocalPath(file_okay=False, path_type=Path), default=None,
+              metavar="DIR",
+              help="Keep every broker's record logs on disk, broker N's in DIR/broker-N (Kafka's "
+              "log.dirs), and load them when started again; default: in memory only.")  # fmt: skip
 @placement_option
 def serve_command(
     store_url: str,
@@ -80,13 +86,15 @@ def serve_command(
     port: int,
     host: str,
     auto_create_topics: bool,
+    data_dir: Path | None,
     placement: str,
 ) -> None:
     """Run brokers that speak Kafka's protocol, on any store.
 
     Each broker listens on its own TCP port and answers what Kafka's clients need (ApiVersions
     lists it): metadata and topic administration, produce and fetch (every replica keeps its
-    records in memory; acks 0, 1 and all; idempotent producers) and consumer groups.
+    records in memory, and on disk with --data-dir; acks 0, 1 and all; idempotent producers)
+    and consumer groups.
     """
     source = click.get_current_context().get_parameter_source("brokers")
     if broker_id is not None and source is not ParameterSource.DEFAULT:
@@ -111,6 +119,7 @@ def serve_command(
         port=port,
         settings=ServeSettings(auto_create_topics=auto_create_topics),
         config=EngineConfig(placement=placement),
+        data_dir=data_dir,
     )
 
     def ready() -> None:

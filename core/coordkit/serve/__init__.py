@@ -11,7 +11,8 @@
   broker per process, ``--broker-id``);
 * :mod:`~coordkit.serve.produce` — Produce; :mod:`~coordkit.serve.fetch` — Fetch, ListOffsets;
   :mod:`~coordkit.serve.leader_epochs` — OffsetForLeaderEpoch;
-* :mod:`~coordkit.serve.log` — a partition replica's in-memory log of record batches;
+* :mod:`~coordkit.serve.log` — a partition replica's log of record batches;
+  :mod:`~coordkit.serve.logdir` — the logs on disk (``--data-dir``);
 * :mod:`~coordkit.serve.replicas` — followers copying their leaders' logs, the high watermark;
 * :mod:`~coordkit.serve.producers` — InitProducerId and idempotent producers' sequence checks;
 * :mod:`~coordkit.serve.groups` — the consumer-group apis on the engine's group coordinator.

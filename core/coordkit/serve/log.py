@@ -37,6 +37,7 @@ from coordkit.serve import errors
 from coordkit.serve.producers import BatchMetadata, ProducerIds, ProducerStates
 
 if TYPE_CHECKING:
+    from coordkit.serve.logdir import LogDirectory, SegmentFile
     from coordkit.serve.replicas import Replicas
 
 #: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest.LATEST_TIMESTAMP`` and so on).
@@ -61,7 +62,7 @@ class Appended:
 class PartitionLog:
     """One replica's batches in offset order; ``log_end`` is the next offset to assign."""
 
-    def __init__(self) -> None:
+    def __init__(self, segment: SegmentFile | None = None) -> None:
         self._batches: list[bytes] = []
         self._headers: list[BatchHeader] = []
         #: Each batch's last offset, for bisecting a fetch position.
@@ -71,6 +72,20 @@ class PartitionLog:
         self.producers = ProducerStates()
         self.log_start = 0
         self.log_end = 0
+        #: Where appends and truncations are written through (``None``: memory only).
+        self.segment = segment
+
+    @classmethod
+    def loaded(cls, data: bytes, segment: SegmentFile) -> PartitionLog:
+        """The log whose batches ``data`` holds (a segment's checked contents, see
+        :func:`coordkit.serve.logdir.valid_prefix`), writing on to ``segment``: the leader
+        epoch cache and the producers' state rebuilt from the batches' headers."""
+        partition_log = cls()
+        for header, raw in records.iter_batches(data, verify_crc=False):
+            partition_log._new_epoch(header.partition_leader_epoch)
+            partition_log._keep(bytes(raw), header)
+        partition_log.segment = segment
+        return partition_log
 
     def __len__(self) -> int:
         return len(self._batches)
@@ -137,6 +152,8 @@ class PartitionLog:
         self.log_end = header.base_offset + header.last_offset_delta + 1
         self._last_offsets.append(self.log_end - 1)
         self.producers.record(header)
+        if self.segment is not None:
+            self.segment.append(batch)
 
     def _new_epoch(self, epoch: int) -> None:
         if not self._epochs or epoch > self._epochs[-1][0]:
@@ -149,6 +166,8 @@ class PartitionLog:
             return 0
         cut_from = self._headers[index].base_offset
         cut = self.log_end - cut_from
+        if self.segment is not None:
+            self.segment.truncate(sum(len(batch) for batch in self._batches[:index]))
         del self._batches[index:], self._headers[index:], self._last_offsets[index:]
         self.log_end = cut_from
         self._epochs = [(e, start) for e, start in self._epochs if start < cut_from]
@@ -282,10 +301,15 @@ def _checked(data: bytes) -> list[tuple[BatchHeader, memoryview]]:
 
 
 class BrokerLogs:
-    """The logs of the partition replicas one broker holds (created on first use)."""
+    """The logs of the partition replicas one broker holds (created on first use); with a
+    ``directory``, loaded from it and written through to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, directory: LogDirectory | None = None) -> None:
+        self.directory = directory
         self._logs: dict[TP, PartitionLog] = {}
+        if directory is not None:
+            for tp, data in directory.stored().items():
+                self._logs[tp] = PartitionLog.loaded(data, directory.segment(tp))
         self._changed = asyncio.Event()
         #: The process's replication (set by :class:`~coordkit.serve.replicas.Replicas`).
         self.replicas: Replicas | None = None
@@ -295,7 +319,8 @@ class BrokerLogs:
     def get(self, tp: TP) -> PartitionLog:
         log = self._logs.get(tp)
         if log is None:
-            log = self._logs[tp] = PartitionLog()
+            segment = None if self.directory is None else self.directory.segment(tp)
+            log = self._logs[tp] = PartitionLog(segment)
         return log
 
     def find(self, tp: TP) -> PartitionLog | None:
@@ -306,6 +331,17 @@ class BrokerLogs:
         starts empty)."""
         for tp in [tp for tp in self._logs if tp[0] == topic]:
             del self._logs[tp]
+            if self.directory is not None:
+                self.directory.remove(tp)
+
+    def stored_topics(self) -> set[str]:
+        """The topics this broker holds a log of."""
+        return {topic for topic, _ in self._logs}
+
+    def close(self) -> None:
+        """Close the log directory's files (the logs stay readable in memory)."""
+        if self.directory is not None:
+            self.directory.close()
 
     def changed(self) -> asyncio.Event:
         """Set at the next append to any of this broker's logs or move of a high watermark."""

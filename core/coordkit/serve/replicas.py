@@ -22,8 +22,10 @@ watermark). A produce with acks=all is answered once the high watermark passed i
 
 Limits: the brokers replicate in one process (no replication between ``coordkit serve``
 processes sharing a store: a partition's replicas must be brokers of the same process to copy
-records); records live in memory only; a broker stopped in-process does not come back with its
-log.
+records); records live in memory unless the server has a data directory (then a whole server
+that starts again loads its logs, and its leaders report their log ends at their first full
+round, so that the high watermark moves from there); a broker stopped in-process does not come
+back.
 """
 
 from __future__ import annotations
@@ -199,7 +201,14 @@ class Replicas:
             pending.clear()
         for tp, state in chosen:
             leader = state.leader
-            if leader in (broker_id, NO_LEADER) or broker_id not in state.replicas:
+            if leader == broker_id:
+                # A leader reports its log end at each append; a log loaded from disk has had
+                # none yet, so full rounds report it too (the high watermark moves from there).
+                own_log = ctx.logs.find(tp) if full else None
+                if own_log is not None and self._reported.get((broker_id, tp)) != own_log.log_end:
+                    ends[tp] = self._reported[(broker_id, tp)] = own_log.log_end
+                continue
+            if leader == NO_LEADER or broker_id not in state.replicas:
                 continue
             source = self.contexts.get(leader)
             if source is None or not source.broker.alive or self.model.down(leader):

@@ -20,18 +20,22 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from coordkit.engine import Broker, Cluster, EngineConfig
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import CoordkitError
+from coordkit.errors import CoordkitError, NoNodeError
+from coordkit.layout import BROKER_TOPICS
 from coordkit.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.follower import LeadershipFollower
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.log import BrokerLogs
+from coordkit.serve.logdir import LogDirectory, broker_log_dir
 from coordkit.serve.replicas import Replicas
 from coordkit.store import MetadataStore
 
@@ -138,7 +142,9 @@ def advertised_host(host: str) -> str:
 
 class KafkaServer:
     """Brokers ``broker_ids`` on ``store_url``, listening on ``host`` from ``port`` on (broker
-    ``i`` of the list on ``port + i``; ``port`` 0: any free port for each)."""
+    ``i`` of the list on ``port + i``; ``port`` 0: any free port for each); with ``data_dir``,
+    broker N keeps its record logs in ``data_dir/broker-N`` (Kafka's ``log.dirs``) and loads
+    them at the start."""
 
     def __init__(
         self,
@@ -149,11 +155,25 @@ class KafkaServer:
         port: int = 9092,
         settings: ServeSettings | None = None,
         config: EngineConfig | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.settings = settings or ServeSettings()
         self.codec = KafkaCodec()
         ports = [0 if port == 0 else port + i for i, _ in enumerate(broker_ids)]
-        self._sockets = bind(host, ports)
+        # Log directories before sockets and store: a directory in use is refused first.
+        self._log_dirs: dict[int, LogDirectory] = {}
+        try:
+            if data_dir is not None:
+                for broker_id in broker_ids:
+                    self._log_dirs[broker_id] = LogDirectory(broker_log_dir(data_dir, broker_id))
+        except BaseException:
+            self._close_log_dirs()
+            raise
+        try:
+            self._sockets = bind(host, ports)
+        except BaseException:
+            self._close_log_dirs()
+            raise
         advertised = advertised_host(host)
         self.addresses = {
             broker_id: Address(advertised, int(sock.getsockname()[1]))
@@ -185,7 +205,11 @@ class KafkaServer:
                 admin=TopicAdmin(broker.store, placement=self.cluster.config.placement),
                 settings=self.settings,
             )
+            log_dir = self._log_dirs.get(broker_id)
+            if log_dir is not None:
+                ctx.logs = BrokerLogs(log_dir)
             self.listeners.append(BrokerListener(ctx, sock, self.codec))
+        self._drop_logs_of_deleted_topics()
         contexts = [listener.ctx for listener in self.listeners]
         self.replicas = Replicas(self.cluster.replication, contexts, self.cluster.config)
         self.follower = LeadershipFollower(
@@ -193,6 +217,25 @@ class KafkaServer:
         )
         self.cluster.observers.add(self.follower)
         self.follower.start()
+
+    def _drop_logs_of_deleted_topics(self) -> None:
+        """Logs loaded from disk whose topic the store no longer has were deleted while the
+        broker was down: drop them (Kafka deletes such stray logs too)."""
+        stored = set().union(*(lsn.ctx.logs.stored_topics() for lsn in self.listeners))
+        if not stored:
+            return
+        try:
+            existing = set(self.cluster.admin_store.children(BROKER_TOPICS))
+        except NoNodeError:
+            existing = set()
+        for topic in sorted(stored - existing):
+            log.info("dropping the logs of topic %r: the store no longer has it", topic)
+            self._drop_logs(topic)
+
+    def _close_log_dirs(self) -> None:
+        for log_dir in self._log_dirs.values():
+            log_dir.close()
+        self._log_dirs.clear()
 
     def _drop_topic(self, topic: str) -> None:
         """Drop a deleted topic's served logs, on the event loop that owns them."""
@@ -272,3 +315,4 @@ class KafkaServer:
         for sock in self._sockets:
             sock.close()
         self.cluster.close()
+        self._close_log_dirs()
