@@ -86,16 +86,20 @@ def test_registered_with_client_assignor_strategies_and_its_metrics() -> None:
 
 def test_schedule_repeats_with_the_seed_and_respects_the_group() -> None:
     workload = _workload()
-    params = {**workload.defaults, "events": 30, "consumers": 2, "partitions": 3}
+    params = {
+        **workload.defaults, "events": 30, "consumers": 2, "partitions": 3,
+        "broker_failures": False,
+    }  # fmt: skip
     first = workload.generate(params, 7)
     assert first == workload.generate(params, 7)
     assert first != workload.generate(params, 8)
     live = 2
     for event in first.events:
-        assert event.action in {"join", "crash", "restart"}  # no broker failure unless asked
+        assert event.action in {"join", "crash", "restart"}  # no broker failure: turned off
         assert event.action != "crash" or live > 1
         assert event.action != "join" or live < 3
         live += {"join": 1, "crash": -1}.get(event.action, 0)
+    assert workload.defaults["broker_failures"] is True
     with_failures = workload.generate({**params, "broker_failures": True, "brokers": 3}, 7)
     failures = [e for e in with_failures.events if e.action == "broker-failure"]
     assert len(failures) == 1  # at most brokers - 2: every partition keeps a replica
@@ -336,11 +340,13 @@ def test_a_killed_consumer_leaves_its_partitions_unowned_until_the_group_rebalan
 
 @pytest.mark.lab_process
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("strategy", ["confluent-kafka/range", "aiokafka/coordkit-sticky"])
+@pytest.mark.parametrize(
+    "strategy", ["confluent-kafka/range", "aiokafka/coordkit-sticky", "kafka-python/range"]
+)
 def test_a_broker_crash_loses_no_acknowledged_record(strategy: str) -> None:
     """A broker crashes under the group (leaders and maybe the coordinator move): every
-    acknowledged record is still read. (kafka-python stalls there: it validates its positions
-    after a leader change with OffsetForLeaderEpoch, which coordkit serve does not serve yet.)"""
+    acknowledged record is still read (kafka-python validates its positions with the new leader
+    through OffsetForLeaderEpoch)."""
     params = {**SMALL, "events": 1, "brokers": 3, "broker_failures": True}
     seed = _seed_with("broker-failure", **params)
     initial, failure = _workload().simulate(params, seed, strategy, get_plugin_manager())

@@ -11,7 +11,10 @@ version this server does not advertise closes that connection and nothing else, 
 
 Stopping (the server, or one broker in-process) cancels every connection's task, idle or with a
 request in flight (a long-polling fetch, an acks=all produce): each closes its connection and
-ends quietly.
+ends quietly. A connection still open after :data:`CLOSE_GRACE_SECONDS` (a peer that does not read
+what is left to send; or a cancellation Python 3.11's ``asyncio.wait_for`` swallowed when it
+landed as the wait ended) has its transport aborted and is cancelled again until it ends: a
+stopped broker never serves on.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ log = logging.getLogger("coordkit.serve")
 
 #: Bytes read from a socket at a time.
 READ_CHUNK = 64 * 1024
+#: Seconds connections get to close after their tasks are cancelled before they are aborted.
+CLOSE_GRACE_SECONDS = 1.0
 
 
 class BrokerListener:
@@ -40,31 +45,52 @@ class BrokerListener:
         self.codec = codec
         self.dispatcher = Dispatcher(ctx, codec)
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._closing = False
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._serve, sock=self.sock)
 
+    def closing(self) -> bool:
+        """Whether :meth:`close` began (a call, not an attribute: it changes across awaits)."""
+        return self._closing
+
     async def close(self) -> None:
+        self._closing = True
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        grace = CLOSE_GRACE_SECONDS
+        while self._connections:
+            pending = list(self._connections)
+            for task in pending:
+                task.cancel()
+            _, left = await asyncio.wait(pending, timeout=grace)
+            if left:
+                log.info("broker %s: %s connections still open %.1f s after the stop: aborted",
+                         self.ctx.broker_id, len(left), grace)  # fmt: skip
+            for task in left:
+                writer = self._connections.get(task)
+                if writer is not None:
+                    writer.transport.abort()
+            grace = 0.1
         if self._server is not None:
             await self._server.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
+        if self._closing:  # accepted as the listener closed
+            writer.transport.abort()
+            return
+        self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         frames = FrameReader(self.codec)
         try:
-            while data := await reader.read(READ_CHUNK):
+            while not self.closing() and (data := await reader.read(READ_CHUNK)):
                 for frame in frames.feed(data):
                     response = await self.dispatcher.answer(frame)
+                    if self.closing():
+                        break  # a cancellation lost on the way: answer nothing more
                     if response is not None:
                         writer.write(response)
                         await writer.drain()
@@ -85,7 +111,7 @@ class BrokerListener:
         except Exception:
             log.exception("broker %s: request from %s failed", self.ctx.broker_id, _address(peer))
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.close()
             try:
                 await writer.wait_closed()
