@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from coordkit.cli.filenames import LocalPath
 from coordkit.cli.numbers import MAX_INT64, Integer
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.errors import UnknownNameError
@@ -322,7 +323,7 @@ def _select(
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=LocalPath(file_okay=False, path_type=Path),
     default=Path("lab-report"),
     show_default=True,
     help="directory for index.html, summary.json and the Parquet tables",
@@ -348,7 +349,7 @@ def _select(
 )
 @click.option(
     "--workload-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=LocalPath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     metavar="FILE",
     help="run the study in FILE (.toml or .json): topics, members, events, strategies, seed, "
@@ -468,7 +469,7 @@ def run_command(
 
 @lab.command("show")
 @click.argument(
-    "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("lab-report")
+    "directory", type=LocalPath(file_okay=False, path_type=Path), default=Path("lab-report")
 )
 def show_command(directory: Path) -> None:
     """Print the key table of a past run (its DIRECTORY/summary.json)."""
@@ -488,7 +489,7 @@ def show_command(directory: Path) -> None:
 
 @lab.command("package")
 @click.argument(
-    "target", type=click.Path(dir_okay=False, path_type=Path), default=Path("coordkit.zip")
+    "target", type=LocalPath(dir_okay=False, path_type=Path), default=Path("coordkit.zip")
 )
 def package_command(target: Path) -> None:
     """Zip coordkit's packages for `spark-submit --py-files`."""

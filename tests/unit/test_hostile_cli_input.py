@@ -424,8 +424,16 @@ def test_a_persistent_garbage_broker_node_is_named_for_what_it_is(store: Metadat
 
 @pytest.mark.parametrize(
     "args",
-    [["assign", "\udd00"], ["serve", "--port", "0", "--data-dir", "logs-\udd00"]],
-    ids=["assign FILE", "serve --data-dir"],
+    [
+        ["assign", "\udd00"],
+        ["serve", "--port", "0", "--data-dir", "logs-\udd00"],
+        ["lab", "run", "--workload-file", "\udd00"],
+        ["lab", "run", "--out", "report-\udd00"],
+        ["lab", "show", "\udd00"],
+        ["lab", "package", "\udd00.zip"],
+    ],
+    ids=["assign FILE", "serve --data-dir", "lab run --workload-file", "lab run --out",
+         "lab show DIRECTORY", "lab package TARGET"],  # fmt: skip
 )
 def test_a_file_name_the_system_cannot_encode_is_a_usage_error(args: list[str]) -> None:
     result = CliRunner().invoke(cli, args)
