@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -403,9 +404,20 @@ class Consumer:
         return self.stderr
 
 
+@pytest.fixture(name="consumers")
+def consumers_fixture() -> Iterator[list[Consumer]]:
+    """Consumers a test started; any still running at the end is killed (a failed test)."""
+    started: list[Consumer] = []
+    yield started
+    for consumer in started:
+        if consumer.process.poll() is None:
+            consumer.process.kill()
+            consumer.process.wait(30)
+
+
 @pytest.mark.parametrize("mode", ["group", "assign"])
 def test_a_consumer_reads_on_when_its_leader_crashes(
-    in_process: InProcessFactory, mode: str
+    in_process: InProcessFactory, consumers: list[Consumer], mode: str
 ) -> None:
     server = in_process(brokers=3)
     topic = f"moving-{mode}"
@@ -417,6 +429,7 @@ def test_a_consumer_reads_on_when_its_leader_crashes(
     wait_for(lambda: all(_state(server, tp) for tp in tps), 30, "leaders")
     assert {_state(server, tp).leader for tp in tps} == {0}
     consumer = Consumer(mode, server.bootstrap, topic)
+    consumers.append(consumer)
     producer = KafkaProducer(bootstrap_servers=server.bootstrap, linger_ms=2,
                              request_timeout_ms=10_000, retry_backoff_ms=50)  # fmt: skip
     acked: dict[str, tuple[int, int]] = {}
