@@ -98,19 +98,30 @@ class LegacyWorld:
         """Wait until every live consumer is idle and both the store's owner nodes and the
         consumers' own beliefs equal ``expected``."""
 
+        seen: list[str] = ["nothing yet"]
+
         def check() -> LegacyGroupView | None:
             live = self.live()
-            if not all(c.idle for c in live):
+            busy = [c.consumer_id for c in live if not c.idle]
+            if busy:
+                seen[0] = f"consumers still rebalancing: {busy}"
                 return None
             believed: Owners = {}
             for c in live:
                 believed.update(c.owned())
             if believed != expected:
+                seen[0] = f"the consumers believe they own {believed}"
                 return None
             view = self.view()
-            return view if dict(view.owners) == expected else None
+            if dict(view.owners) != expected:
+                seen[0] = f"the store's owner nodes say {dict(view.owners)}"
+                return None
+            return view
 
-        result: LegacyGroupView = wait_for(check, what=what)
+        try:
+            result: LegacyGroupView = wait_for(check, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: expected {expected}; last seen: {seen[0]}") from None
         return result
 
     def close(self) -> None:
