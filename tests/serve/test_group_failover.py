@@ -16,15 +16,6 @@ from coordkit.serve.groups.consumer_protocol import assignment_bytes, subscripti
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
-from serve.test_group_clients import (
-    PARTITIONS,
-    TOPIC,
-    WAIT,
-    Member,
-    _read_all,
-    _split,
-    members_fixture,  # noqa: F401
-)
 from serve.test_groups import (
     DescribeGroups,
     FindCoordinator,
@@ -33,6 +24,16 @@ from serve.test_groups import (
     _heartbeat,
     _join_new,
     _sync,
+)
+from serve.workers import (
+    PARTITIONS,
+    TOPIC,
+    WAIT,
+    Member,
+    members_fixture,  # noqa: F401
+    read_all,
+    split,
+    workers_fixture,  # noqa: F401
 )
 
 pytestmark = pytest.mark.timeout(180)
@@ -142,16 +143,16 @@ def test_kafka_python_members_follow_the_coordinator(
     finally:
         admin.close()
     group = [members("kafka-python", server.bootstrap, group_id, f"kp-{i}") for i in range(2)]
-    wait_for(lambda: _split(group), WAIT, "two members to split the partitions")
+    wait_for(lambda: split(group), WAIT, "two members to split the partitions")
     before = _produce_to(server.bootstrap, 0, 60)
-    wait_for(lambda: _read_all(group, set(before)), WAIT, "every record read")
+    wait_for(lambda: read_all(group, set(before)), WAIT, "every record read")
 
     server.server.stop_broker(coordinator)
     moved, _ = _lookup(RawClient(server.address(others[0])), group_id, not_on=coordinator)
     assert moved in others
     after = _produce_to(server.bootstrap, 1000, 60)
-    wait_for(lambda: _read_all(group, set(after)), WAIT, "every record read after the crash")
-    wait_for(lambda: _split(group), WAIT, "the partitions split")
+    wait_for(lambda: read_all(group, set(after)), WAIT, "every record read after the crash")
+    wait_for(lambda: split(group), WAIT, "the partitions split")
     for member in group:
         member.stop()  # commits and leaves through the new coordinator
     [described] = RawClient(server.address(moved)).call(DescribeGroups(groups=[group_id]), 5).groups

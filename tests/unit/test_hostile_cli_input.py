@@ -432,8 +432,14 @@ def test_a_persistent_garbage_broker_node_is_named_for_what_it_is(store: Metadat
         ["lab", "show", "\udd00"],
         ["lab", "package", "\udd00.zip"],
     ],
-    ids=["assign FILE", "serve --data-dir", "lab run --workload-file", "lab run --out",
-         "lab show DIRECTORY", "lab package TARGET"],  # fmt: skip
+    ids=[
+        "assign FILE",
+        "serve --data-dir",
+        "lab run --workload-file",
+        "lab run --out",
+        "lab show DIRECTORY",
+        "lab package TARGET",
+    ],
 )
 def test_a_file_name_the_system_cannot_encode_is_a_usage_error(args: list[str]) -> None:
     result = CliRunner().invoke(cli, args)

@@ -9,7 +9,8 @@ of ``consumers`` consumer processes of one client library with one assignor: the
 :mod:`coordkit.clients`). A seeded schedule of ``events`` then runs: a consumer joins, one is
 killed with SIGKILL, one restarts (leaves cleanly, a new process joins), and — unless
 ``broker_failures`` is false — one broker crashes (at most ``brokers - 2``, so every partition
-keeps a replica; leaders and maybe the group's coordinator move). After each event the workload waits for the group to own every partition again.
+keeps a replica; leaders and maybe the group's coordinator move). After each event the
+workload waits for the group to own every partition again.
 
 Every consumer records its assignments, revocations and each record it receives (with the time);
 the steps (one window per event, see :mod:`.analysis`) give the metrics:
