@@ -444,6 +444,13 @@ class ReplicationModel(EngineObserver):
     def log(self, tp: TP) -> PartitionLog | None:
         return self._logs.get(tp)
 
+    def leadership(self, tp: TP) -> tuple[int, int] | None:
+        """``(leader, leader_epoch)`` of ``tp`` read together (a state change sets one after the
+        other under the lock: read apart, a new leader could be paired with the old epoch)."""
+        with self._lock:
+            log = self._logs.get(tp)
+            return None if log is None else (log.leader, log.leader_epoch)
+
     def offline(self) -> list[TP]:
         """Partitions that cannot take writes now (no leader, or its broker is down)."""
         with self._lock:

@@ -54,10 +54,7 @@ class BrokerContext:
     def leadership(self, tp: TP) -> tuple[int, int] | None:
         """``(leader, leader_epoch)`` of ``tp`` as the engine last saw it written, or ``None``
         when the engine knows no such partition."""
-        log = self.replication.log(tp)
-        if log is None:
-            return None
-        return log.leader, log.leader_epoch
+        return self.replication.leadership(tp)
 
     def leader_error(self, tp: TP) -> tuple[int, tuple[int, int] | None]:
         """What a produce, fetch or offsets request for ``tp`` gets from this broker: an error
