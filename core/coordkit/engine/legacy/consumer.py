@@ -9,8 +9,10 @@ Lifecycle:
   :mod:`~coordkit.engine.legacy.rebalancer`); later changes of those nodes trigger rebalances on
   the consumer's rebalance thread. Every consumer of the group watches the same nodes, so one
   member joining or leaving wakes all of them: the herd effect the group coordinator removed;
-* session loss (the ephemerals are gone): stop fetching, forget the ownership, re-register in the
-  new session, rebalance;
+* session loss (the ephemerals are gone): stop fetching and rebalance; before anything else in the
+  new session (whichever comes first: this rebalance, or one a watch started, which may run before
+  the loss is even reported), the old session's owner nodes are forgotten — never deleted: they may
+  be another consumer's by now — and the consumer re-registers (Kafka's ``handleNewSession``);
 * :meth:`LegacyConsumer.close` stops fetching, commits (auto-commit), records the release of its
   partitions and ends the session; :meth:`LegacyConsumer.crash` ends the session without either.
 
@@ -40,7 +42,7 @@ from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.legacy.config import LegacyConsumerConfig
 from coordkit.engine.legacy.errors import LegacyConsumerError, LegacyRebalanceFailedError
 from coordkit.engine.legacy.fetching import Fetcher
-from coordkit.engine.legacy.history import SESSION_LOST, OwnershipHistory
+from coordkit.engine.legacy.history import OwnershipHistory
 from coordkit.engine.legacy.ownership import OwnershipClaims
 from coordkit.engine.legacy.rebalancer import (
     BROKERS,
@@ -134,6 +136,7 @@ class LegacyConsumer:
             offsets=self.offset_storage,
             stopping=self._stopping,
             observe=self._observe,
+            prepare=self._enter_session,
         )
         self.state = ConsumerState.NEW
         self.last_error: BaseException | None = None
@@ -141,7 +144,6 @@ class LegacyConsumer:
         self._pending: list[str] = []  # reasons of the rebalance requested and not yet started
         self._busy = False
         self._registered_session: int | None = None
-        self._session_lost = False
         self._seen: dict[str, object] = {}
         self._watches: list[Watch] = []
         self._thread: threading.Thread | None = None
@@ -180,10 +182,16 @@ class LegacyConsumer:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def register(self) -> None:
-        """Create ``/consumers/G/ids/C`` in the current session (idempotent)."""
+        """Create ``/consumers/G/ids/C`` in the current session (idempotent).
+
+        The owner nodes of an ended session are forgotten first: the registration is what lets
+        this consumer delete owner nodes (see :mod:`~coordkit.engine.legacy.ownership`).
+        """
+        session = self.store.session_id  # read first: a later session re-registers (idempotent)
+        self.claims.forget_ended()
         registration = registration_for(self.topic_count, self.clock)
         register(self.store, self.group_id, self.consumer_id, registration)
-        self._registered_session = self.store.session_id
+        self._registered_session = session
 
     def start(self, *, wait: bool = True, timeout: float | None = None) -> LegacyConsumer:
         """Register (if not yet), watch, and run the first rebalance.
@@ -315,9 +323,10 @@ class LegacyConsumer:
 
     def _on_session(self, state: SessionState) -> None:
         if state is SessionState.LOST:
-            self.fetcher.stop()  # the owner nodes are gone: another thread may take them now
-            with self._cond:
-                self._session_lost = True
+            # The owner nodes are gone: another thread may take them now. (A rebalance a watch
+            # started may already have claimed anew in the new session: the one requested here
+            # releases and claims again.)
+            self.fetcher.stop()
             self._request("session lost")
         elif state is SessionState.CONNECTED:
             with self._cond:
@@ -343,10 +352,7 @@ class LegacyConsumer:
                     return
                 reasons, self._pending = self._pending, []
                 self._busy = True
-                session_lost, self._session_lost = self._session_lost, False
             try:
-                if session_lost:
-                    self.claims.forget(SESSION_LOST)
                 if reasons:
                     self._rebalance(reasons)
                 elif self.config.auto_commit_enable:
@@ -361,18 +367,26 @@ class LegacyConsumer:
                     self._cond.notify_all()
                 self._first_done.set()
 
+    def _enter_session(self) -> None:
+        """Before anything else in a new session: forget the ended session's owner nodes, then
+        re-register (Kafka's ``handleNewSession``: ``resetState``, ``registerConsumerInZK``).
+        Idempotent; run before every rebalance attempt."""
+        if self._registered_session != self.store.session_id:
+            self.register()  # forgets the ended session's owner nodes first
+        else:
+            self.claims.forget_ended()
+
     def _rebalance(self, reasons: list[str]) -> None:
         if not self._await_connected():
             return
-        if self._registered_session != self.store.session_id:
-            try:
-                self.register()
-            except CoordkitError as exc:  # retried: a rebalance needs the registration first
-                self.last_error = exc
-                log.warning("consumer %s: registration failed: %s", self.consumer_id, exc)
-                self._stopping.wait(self.config.rebalance_backoff_s)
-                self._request("re-registration")
-                return
+        try:
+            self._enter_session()
+        except CoordkitError as exc:  # retried: a rebalance needs the registration first
+            self.last_error = exc
+            log.warning("consumer %s: registration failed: %s", self.consumer_id, exc)
+            self._stopping.wait(self.config.rebalance_backoff_s)
+            self._request("re-registration")
+            return
         try:
             self._rebalancer.synced_rebalance(reasons)
         except LegacyRebalanceFailedError as exc:

@@ -9,7 +9,8 @@ consumer must keep. Events carry a process-wide sequence number, which orders th
 consumers sharing one :class:`OwnershipHistory`.
 
 A node lost with an expired session ends at an unknown moment before the consumer hears of it, so
-such intervals (``ended_by == "session-lost"``) are left out of the overlap check.
+such intervals (``ended_by == "session-lost"``) are left out of the overlap check. That includes a
+release the store refused because the session had already ended (relabelled when refused).
 """
 
 from __future__ import annotations
@@ -82,14 +83,25 @@ class OwnershipHistory:
         consumer_id: str,
         change: OwnershipChange,
         reason: str,
-    ) -> None:
+    ) -> range:
+        """Append one event per change; returns their sequence numbers."""
         with self._lock:
+            first = len(self._events)
             for tp, thread_id in changes:
                 self._events.append(
                     OwnershipEvent(
                         len(self._events), at, group_id, tp, thread_id, consumer_id, change, reason
                     )
                 )
+            return range(first, len(self._events))
+
+    def relabel(self, sequences: Iterable[int], reason: str) -> None:
+        """Give recorded events another reason: a release recorded before its delete was sent, which
+        the store refused because the session had ended (the nodes went with it, earlier), is a
+        ``session-lost`` end."""
+        with self._lock:
+            for sequence in sequences:
+                self._events[sequence] = attrs.evolve(self._events[sequence], reason=reason)
 
     @property
     def events(self) -> tuple[OwnershipEvent, ...]:

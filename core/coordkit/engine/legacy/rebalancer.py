@@ -2,9 +2,14 @@
 
 One attempt:
 
+0. enter the store's current session (the consumer's ``prepare``: after a session loss, forget the
+   old session's owner nodes and re-register before anything else, as Kafka's ``handleNewSession``
+   did); the session may end during a rebalance, so every attempt does, and an attempt during
+   which the session changed claims nothing and is retried;
 1. read ``/brokers/ids``; with no broker alive there is nothing to fetch from: done, wait for one;
 2. stop fetching and, with auto-commit, commit the consumed offsets;
-3. release every owner node held;
+3. release every owner node held (only while the session that created them lives: see
+   :mod:`~coordkit.engine.legacy.ownership`);
 4. read the group's registrations and the subscribed topics' partitions, and assign partitions to
    consumer threads with the configured assignor;
 5. fetch the committed offsets of this consumer's share;
@@ -164,6 +169,7 @@ class Rebalancer:
         offsets: OffsetStorage,
         stopping: threading.Event,
         observe: Callable[[str, object], None],
+        prepare: Callable[[], None] = lambda: None,
     ):
         self.store = store
         self.group_id = group_id
@@ -177,6 +183,7 @@ class Rebalancer:
         self.offsets = offsets
         self.stopping = stopping
         self._observe = observe  # remembers what an attempt read, for the watch comparison
+        self._prepare = prepare  # enters the current session (may raise CoordkitError: retried)
         self.log = RebalanceLog()
         self._partition_counts: PartitionCountCache = {}
 
@@ -193,6 +200,8 @@ class Rebalancer:
 
     # -- one attempt
     def attempt(self) -> AttemptOutcome:
+        session = self.store.session_id
+        self._prepare()
         try:
             brokers = tuple(self.store.children(layout.BROKER_IDS))
         except NoNodeError:
@@ -218,6 +227,10 @@ class Rebalancer:
         committed = self.offsets.fetch(self.group_id, list(share)) if share else {}
         if self.stopping.is_set():
             return AttemptOutcome(done=False, reason="the consumer is shutting down")
+        if self.store.session_id != session:
+            # What was read may be a group this consumer is not registered in (yet): retried,
+            # and the next attempt enters the new session first.
+            return AttemptOutcome(done=False, reason="the store session ended during the attempt")
 
         outcome = self.claims.claim(share)
         if not outcome.succeeded:
