@@ -69,18 +69,17 @@ while running:
         for record in records:
             say(event="record", partition=record.partition, value=record.value.decode())
     # Between polls the assignment is whole (eager and cooperative alike); report each change.
+    # The generation moves at the JoinGroup answer, the assignor's memory at the assignment
+    # (SyncGroup) after it: a cooperative member keeps its partitions in between, so a change of
+    # either is reported.
     now = (
         sorted(tp.partition for tp in consumer.assignment()),
         consumer._coordinator._generation.generation_id,
+        consumer._coordinator._assignors[name].state.generation,
     )
     if now != reported and now[1] > 0:
         reported = now
-        say(
-            event="assigned",
-            partitions=now[0],
-            generation=now[1],
-            remembered=consumer._coordinator._assignors[name].state.generation,
-        )
+        say(event="assigned", partitions=now[0], generation=now[1], remembered=now[2])
 consumer.close()
 say(event="closed")
 """
@@ -155,14 +154,16 @@ def members() -> Iterator[list[Member]]:
 
 
 def _settled(group: list[Member]) -> bool:
-    """Every member has an assignment of one generation; together they cover every partition
-    once, evenly."""
+    """Every member has an assignment of one generation, received (its assignor remembers that
+    generation); together they cover every partition once, evenly."""
     for member in group:
         member.drain()
     if any(m.assignment is None for m in group):
         return False
     if len({m.generation for m in group}) != 1:
         return False
+    if any(m.remembered != m.generation for m in group):
+        return False  # joined the generation, its assignment not received yet
     every = sorted(p for m in group for p in m.assignment or [])
     sizes = sorted(len(m.assignment or []) for m in group)
     return every == list(range(PARTITIONS)) and sizes[-1] - sizes[0] <= 1
