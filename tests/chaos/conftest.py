@@ -2,7 +2,7 @@
 environment, and the summary line (schedules run, faults injected, violations).
 
 * ``COORDKIT_CHAOS_SEED=N[,M...]`` replays exactly those schedules;
-* ``COORDKIT_CHAOS_SCHEDULES=N`` runs ``N`` schedules per backend (default 6), with seeds
+* ``COORDKIT_CHAOS_SCHEDULES=N`` runs ``N`` schedules per backend (default 5), with seeds
   ``COORDKIT_CHAOS_FIRST_SEED`` (default 1) onwards.
 """
 
@@ -21,7 +21,7 @@ def chaos_seeds() -> list[int]:
     replay = os.environ.get("COORDKIT_CHAOS_SEED", "").strip()
     if replay:
         return [int(seed) for seed in replay.split(",") if seed.strip()]
-    count = int(os.environ.get("COORDKIT_CHAOS_SCHEDULES", "6"))
+    count = int(os.environ.get("COORDKIT_CHAOS_SCHEDULES", "5"))
     first = int(os.environ.get("COORDKIT_CHAOS_FIRST_SEED", "1"))
     return list(range(first, first + count))
 

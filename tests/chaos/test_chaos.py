@@ -12,7 +12,7 @@ epoch, leader epochs never going back, and no acknowledged record lost to clean 
 
 A failing schedule prints its seed, the schedule and what happened; ``COORDKIT_CHAOS_SEED=N``
 replays exactly that schedule (the thread timing around it is the machine's), and
-``COORDKIT_CHAOS_SCHEDULES=N`` sets how many run per backend (default 6).
+``COORDKIT_CHAOS_SCHEDULES=N`` sets how many run per backend (default 5).
 """
 
 from __future__ import annotations
