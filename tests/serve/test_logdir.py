@@ -186,6 +186,15 @@ def test_serve_refuses_a_data_dir_in_use_in_one_line(tmp_path: Path) -> None:
 # -- a whole server restarted on the same store and data directory ----------------------------
 
 
+def _send(bootstrap: str, prefix: bytes, count: int) -> None:
+    """``count`` keyed records ``<prefix>-<i>`` to topic ``kept``, acks=all, all acknowledged."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    for i in range(count):
+        producer.send("kept", key=b"k%d" % (i % 5), value=b"%s-%d" % (prefix, i))
+    producer.flush(timeout=60)
+    producer.close(timeout=30)
+
+
 def _read(consumer: KafkaConsumer, count: int, seconds: float = 60) -> list[bytes]:
     """The values ``consumer`` polls until it has ``count`` (or ``seconds`` passed), and then
     for one more second: anything beyond ``count`` would show."""
@@ -210,11 +219,7 @@ def test_a_restarted_server_serves_its_records_and_the_committed_offsets(
     data_dir = tmp_path / "logs"
     server = in_process(brokers=3, data_dir=data_dir)
     _topic(server, "kept", 2, 3)
-    producer = KafkaProducer(bootstrap_servers=server.bootstrap, acks="all")
-    for i in range(40):
-        producer.send("kept", key=b"k%d" % (i % 5), value=b"old-%d" % i)
-    producer.flush(timeout=60)
-    producer.close(timeout=30)
+    _send(server.bootstrap, b"old", 40)
     consumer = KafkaConsumer("kept", bootstrap_servers=server.bootstrap, group_id="readers",
                              auto_offset_reset="earliest", enable_auto_commit=False)  # fmt: skip
     assert sorted(_read(consumer, 40)) == sorted(b"old-%d" % i for i in range(40))
@@ -239,11 +244,7 @@ def test_a_restarted_server_serves_its_records_and_the_committed_offsets(
     everything.assign([TopicPartition("kept", p) for p in range(2)])
     assert sorted(_read(everything, 40)) == sorted(b"old-%d" % i for i in range(40))
     everything.close()
-    producer = KafkaProducer(bootstrap_servers=again.bootstrap, acks="all")
-    for i in range(10):
-        producer.send("kept", key=b"k%d" % i, value=b"new-%d" % i)
-    producer.flush(timeout=60)
-    producer.close(timeout=30)
+    _send(again.bootstrap, b"new", 10)
     group = KafkaConsumer("kept", bootstrap_servers=again.bootstrap, group_id="readers",
                           auto_offset_reset="earliest", enable_auto_commit=False)  # fmt: skip
     assert sorted(_read(group, 10)) == sorted(b"new-%d" % i for i in range(10))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
-import os
 import re
 import shutil
 from pathlib import Path
@@ -97,7 +96,7 @@ class LogDirectory:
             if entry.name == LOCK_NAME:
                 continue
             match = _PARTITION_DIR.fullmatch(entry.name)
-            if match is None or not entry.is_dir() or entry.name in (".", ".."):
+            if match is None or not entry.is_dir():
                 log.warning("log directory %s: ignoring %r (not a partition's directory)",
                             self.path, entry.name)  # fmt: skip
                 continue
@@ -168,4 +167,4 @@ def valid_prefix(data: bytes) -> int:
 
 def broker_log_dir(data_dir: Path, broker_id: int) -> Path:
     """Where broker ``broker_id`` of a server given ``--data-dir data_dir`` keeps its logs."""
-    return Path(os.fspath(data_dir)) / f"broker-{broker_id}"
+    return data_dir / f"broker-{broker_id}"
