@@ -298,9 +298,8 @@ class Cluster:
         if controller is None:
             return Settlement(False, f"controller {info.broker_id} is not running here")
         ignored = controller.ignored()
-        if not controller.idle():
-            reason = "is retrying after a failed pass" if controller.retrying() else "is busy"
-            return Settlement(False, f"controller {info.broker_id} {reason}", ignored)
+        # A missing or unreadable epoch comes first: it stays until an operator acts, while the
+        # controller it leaves retrying flips between busy and idle.
         try:
             epoch_data, _ = store.get(layout.CONTROLLER_EPOCH)
             epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
@@ -310,6 +309,9 @@ class Cluster:
             return Settlement(
                 False, f"{layout.CONTROLLER_EPOCH} is unreadable ({exc.detail})", ignored
             )
+        if not controller.idle():
+            reason = "is retrying after a failed pass" if controller.retrying() else "is busy"
+            return Settlement(False, f"controller {info.broker_id} {reason}", ignored)
         if epoch != controller.epoch:
             return Settlement(
                 False,
