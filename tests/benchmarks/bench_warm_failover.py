@@ -36,7 +36,10 @@ the table says what it gave).
 
     python tests/benchmarks/run.py warm_failover [--quick] [--backend=memory|zookeeper|redis ...]
         [--partitions=N ...] [--brokers=N] [--strategy=kafka|latch|warm-standby ...]
-        [--case=dedicated|shared] [--zk-heap=SIZE] [--no-memory]
+        [--case=dedicated|shared] [--zk-heap=SIZE] [--no-memory] [--processes [--log-dir=DIR]]
+
+``--processes`` runs every broker in a process of its own (``process_failover.py``): standbys
+apply the feed on their own interpreters and a crash ends a process, as in a real cluster.
 
 Redis runs on a private ``redis-server`` (not durable: setup writes millions of keys).
 """
@@ -170,7 +173,7 @@ def _zookeeper_memory(server: object) -> str:
     return (
         f"{int(figures.get('zk_znode_count', 0)):,} znodes, "
         f"{int(figures.get('zk_approximate_data_size', 0)) / 2**20:,.0f} MiB of data "
-        f"(heap -Xmx{server.heap})"  # type: ignore[attr-defined]
+        f"(heap -Xmx{server.server.heap})"  # type: ignore[attr-defined]
     )
 
 
@@ -632,8 +635,25 @@ def main(argv: list[str]) -> None:
         help="write the cluster (assignments and first leaders) in bulk before the brokers start, "
         "instead of creating topics for the controller to elect (what makes 2,000,000 practical)",
     )
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="every broker in a process of its own (process_failover.py; ZooKeeper and Redis, "
+        "the dedicated layout written in bulk, no controlled shutdown)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        default=Path("warm-failover-logs"),
+        help="with --processes, where each broker process's stderr goes",
+    )
     args = parser.parse_args(argv)
     sizes = args.partitions or ([10_000] if args.quick else [100_000, 500_000])
+    if args.processes and ("memory" in (args.backend or ["memory"]) or args.case == "shared"):
+        raise SystemExit(
+            "--processes: the memory store lives in one process and the shared layout has no "
+            "dedicated controller; give --backend=zookeeper or --backend=redis"
+        )
     if min(sizes) <= CRASH_PARTITIONS and args.case == "dedicated":
         raise SystemExit(f"--partitions must exceed the {CRASH_PARTITIONS:,} of topic crash")
     get_plugin_manager()
@@ -646,7 +666,14 @@ def main(argv: list[str]) -> None:
             for strategy in args.strategy or ["kafka", "warm-standby"]:
                 sizes_seen: dict[str, float] | None = None
                 with backend(backend_name, heap, args.session_timeout) as env:
-                    if args.case == "shared":
+                    if args.processes:
+                        from process_failover import dedicated as in_processes
+
+                        url = env.new_url()
+                        rows = in_processes(
+                            url, strategy, partitions, args.brokers, args.log_dir / env.name
+                        )
+                    elif args.case == "shared":
                         with _Phases() as captured:
                             result = failover(env, strategy, partitions, args.brokers)
                         rows = [_shared_row(result, captured.phases)]

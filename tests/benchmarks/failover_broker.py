@@ -1,0 +1,176 @@
+"""One engine broker in a process of its own, for ``bench_process_failover`` (not an area).
+
+    python failover_broker.py URL BROKER_ID STRATEGY CRASH_BROKER
+
+It starts broker ``BROKER_ID`` on the store at ``URL`` with the controller election ``STRATEGY``
+and prints one JSON object a line on stdout, each with ``at`` (``time.monotonic()``: the system's
+CLOCK_MONOTONIC, comparable across processes of one machine):
+
+* ``{"event": "started"}`` once registered (it enters the controller election on ``campaign``);
+* ``{"event": "image", "current": bool}`` when its warm-standby image becomes current or stops
+  being so (cold strategies keep no image and never print it);
+* ``{"event": "elected", "epoch": E}`` when it wins the controller election;
+* ``{"event": "ready", "epoch": E, "seconds": S, "phases": {...}, "reads": R, "writes": W}`` when
+  its controller's first pass is done (store operations since it was elected);
+* ``{"event": "idle", "epoch": E}`` each time its controller (polled every 5 ms) is seen to have
+  nothing left to do after it had, or first in a term;
+* ``{"event": "crash-led", "count": N}`` each time its controller's writes change how many
+  partitions of topic ``crash`` are led by a broker other than ``CRASH_BROKER``.
+
+Commands on stdin, one a line: ``campaign`` enters the controller election; ``crash`` ends the
+store session at once (its ephemeral nodes go, as when a crashed broker's session expires) and
+exits without any teardown; ``exit`` stops the broker cleanly (no controlled shutdown) and exits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_warm_failover import CRASH_TOPIC, _Phases
+
+from coordkit.elections import ElectionKind
+from coordkit.engine import Broker, EngineConfig, EngineObserver
+from coordkit.engine.events import Observers, StateChange
+from coordkit.engine.instrument import InstrumentedStore
+from coordkit.plugins import get_plugin_manager
+
+_out = threading.Lock()
+
+
+def emit(event: str, **fields: object) -> None:
+    line = json.dumps({"event": event, "at": time.monotonic(), **fields})
+    with _out:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+class Reporter(EngineObserver):
+    def __init__(self, broker_id: int, crash: int, store: InstrumentedStore) -> None:
+        self.broker_id = broker_id
+        self.crash = crash
+        self.store = store
+        self.lock = threading.Lock()
+        self.elsewhere: set[int] = set()
+        self.base = store.counts
+        self.phases = _Phases()
+
+    def controller_changed(self, broker_id: int | None, epoch: int) -> None:
+        if broker_id == self.broker_id:
+            self.base = self.store.counts
+            emit("elected", epoch=epoch)
+
+    def controller_ready(self, broker_id: int, epoch: int, seconds: float) -> None:
+        if broker_id != self.broker_id:
+            return
+        ops = self.store.counts - self.base
+        emit(
+            "ready",
+            epoch=epoch,
+            seconds=seconds,
+            phases=self.phases.phases,
+            reads=ops.reads,
+            writes=ops.writes,
+        )
+
+    def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
+        with self.lock:
+            before = len(self.elsewhere)
+            for change in changes:
+                if change.tp[0] != CRASH_TOPIC:
+                    continue
+                if change.current.leader not in (self.crash, -1):
+                    self.elsewhere.add(change.tp[1])
+                else:
+                    self.elsewhere.discard(change.tp[1])
+            if len(self.elsewhere) != before:
+                emit("crash-led", count=len(self.elsewhere))
+
+
+def watch(broker: Broker) -> None:
+    """Reports the image's currency and the controller's first idle moment (polled)."""
+    current: bool | None = None
+    idle: tuple[int, bool] = (-1, False)  # (epoch, idle) last seen
+    while broker.alive:
+        image = getattr(broker._candidate, "image", None)
+        if image is not None and image.current != current:
+            current = bool(image.current)
+            emit("image", current=current)
+        controller = broker.controller
+        if controller is not None:
+            now = (controller.epoch, controller.idle())
+            if now[1] and now != idle:
+                emit("idle", epoch=now[0])
+            idle = now
+        time.sleep(0.005)
+
+
+def defer_candidacy(campaign: threading.Event) -> None:
+    """Brokers register at once but enter the controller election only on ``campaign``: the
+    benchmark lets the dedicated controller win first, with every other broker registered (a
+    controller elected alone would elect leaders among whoever is up)."""
+    manager = get_plugin_manager()
+    real = manager.election
+
+    def election(kind: str, name: str) -> Any:
+        chosen = real(kind, name)
+        if kind != ElectionKind.CONTROLLER.value:
+            return chosen
+
+        class Deferred:
+            def candidate(self, *args: Any, **kwargs: Any) -> Any:
+                candidate = chosen.candidate(*args, **kwargs)
+                start = candidate.start
+
+                def after_campaign() -> None:
+                    campaign.wait()
+                    start()
+
+                candidate.start = lambda: threading.Thread(target=after_campaign).start()
+                return candidate
+
+        return Deferred()
+
+    manager.election = election  # type: ignore[method-assign]
+
+
+def main(argv: list[str]) -> None:
+    url, broker_id, strategy, crash = argv[0], int(argv[1]), argv[2], int(argv[3])
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    store = InstrumentedStore(get_plugin_manager().store_for(url), f"broker-{broker_id}")
+    reporter = Reporter(broker_id, crash, store)
+    reporter.phases.__enter__()
+    config = EngineConfig(
+        controller_election=strategy, auto_leader_rebalance=False, controlled_shutdown_timeout=600
+    )
+    campaign = threading.Event()
+    defer_candidacy(campaign)
+    broker = Broker(broker_id, store, config=config, observers=Observers(reporter))
+    broker.start()
+    emit("started")
+    threading.Thread(target=watch, args=(broker,), daemon=True).start()
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "campaign":
+            campaign.set()
+        if command == "crash":
+            store.inner.close()
+            os._exit(0)
+        if command == "exit":
+            broker.stop(controlled=False)
+            os._exit(0)
+    broker.kill()  # stdin closed: the benchmark is gone
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

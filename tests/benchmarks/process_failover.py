@@ -1,0 +1,233 @@
+"""``bench_warm_failover --processes``: the dedicated-controller cases with every broker in a process
+of its own (``failover_broker.py``), as a real cluster runs them.
+
+In one process the standbys' feeds, the killed broker's teardown and the controller share one
+interpreter; here a standby applies the feed on its own core time and a crash ends a process
+(its store session closed at once, as a crashed broker's session expiring), so a failover costs
+what it costs the new controller. ZooKeeper and Redis only: the memory store lives in one process.
+
+Times are ``time.monotonic()`` read in each process (CLOCK_MONOTONIC: one clock per machine).
+The controlled-shutdown case needs the controller in the asking broker's process (the engine's
+``Broker.controlled_shutdown``), so it is not run here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from bench_warm_failover import CRASH_PARTITIONS, _layout, _write_existing
+
+from coordkit.plugins import get_plugin_manager
+
+HERE = Path(__file__).parent
+#: Brokers print where they are; a run waits at most this long for one step (2,000,000 partitions
+#: on ZooKeeper take minutes to read into every standby).
+STEP_TIMEOUT = float(os.environ.get("COORDKIT_BENCH_STEP_TIMEOUT", "3600"))
+
+
+class BrokerProcess:
+    """One ``failover_broker.py`` child: its events (parsed JSON lines) and its commands."""
+
+    def __init__(self, url: str, broker_id: int, strategy: str, crash: int, log_dir: Path):
+        self.broker_id = broker_id
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self._stderr = open(log_dir / f"broker-{broker_id}.log", "wb")  # noqa: SIM115
+        command = [sys.executable, str(HERE / "failover_broker.py"), url, str(broker_id)]
+        self.process = subprocess.Popen(
+            [*command, strategy, str(crash)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with contextlib.suppress(ValueError):
+                self.events.put(json.loads(line))
+        self.events.put({"event": "exited", "at": time.monotonic()})
+
+    def send(self, command: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(
+        self, match: Callable[[dict[str, Any]], bool], what: str, timeout: float = STEP_TIMEOUT
+    ) -> dict[str, Any]:
+        """The first event (seen before or arriving) that ``match`` accepts."""
+        for event in self.seen:
+            if match(event):
+                return event
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                event = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise SystemExit(
+                    f"benchmark: broker {self.broker_id} did not report {what} in {timeout:g}s"
+                ) from None
+            self.seen.append(event)
+            if match(event):
+                return event
+            if event["event"] == "exited":
+                raise SystemExit(
+                    f"benchmark: broker {self.broker_id} exited before {what} (its log: "
+                    f"{self._stderr.name})"
+                )
+
+    def drain(self) -> None:
+        while True:
+            try:
+                self.seen.append(self.events.get_nowait())
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.send("exit")
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._stderr.close()
+
+
+def _first(
+    processes: dict[int, BrokerProcess],
+    match: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = STEP_TIMEOUT,
+) -> tuple[int, dict[str, Any]]:
+    """The broker that first reports an event ``match`` accepts (polled across all of them)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = []
+        for broker_id, process in processes.items():
+            process.drain()
+            found += [(e["at"], broker_id, e) for e in process.seen if match(e)]
+        if found:
+            _at, broker_id, event = min(found, key=lambda f: f[0])
+            return broker_id, event
+        time.sleep(0.005)
+    last = {
+        b: [{k: v for k, v in e.items() if k != "at"} for e in p.seen[-4:]]
+        for b, p in processes.items()
+    }
+    raise SystemExit(f"benchmark: no broker reported {what} in {timeout:g}s; last events: {last}")
+
+
+@contextlib.contextmanager
+def _brokers() -> Iterator[dict[int, BrokerProcess]]:
+    processes: dict[int, BrokerProcess] = {}
+    try:
+        yield processes
+    finally:
+        for process in processes.values():
+            process.close()
+
+
+def dedicated(
+    url: str, strategy: str, partitions: int, brokers: int, log_dir: Path
+) -> list[dict[str, object]]:
+    """Write the dedicated layout in bulk, start the brokers (the dedicated controller first),
+    then crash the controller, then broker ``X``."""
+    ids = list(range(brokers))
+    controller, crash = ids[0], ids[-1]
+    admin = get_plugin_manager().store_for(url)
+    try:
+        created = _write_existing(admin, _layout(ids, partitions, controller, crash))
+    finally:
+        admin.close()
+    rows: list[dict[str, object]] = []
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with _brokers() as processes:
+        t0 = time.monotonic()
+        # Every broker registered before the dedicated controller campaigns alone: its first pass
+        # finds the layout as written (every leader live), then the others enter the election.
+        for broker_id in ids:
+            processes[broker_id] = BrokerProcess(url, broker_id, strategy, crash, log_dir)
+        for process in processes.values():
+            process.wait_for(lambda e: e["event"] == "started", "its registration")
+        processes[controller].send("campaign")
+        first = processes[controller].wait_for(lambda e: e["event"] == "ready", "its first term")
+        for broker_id in ids[1:]:
+            processes[broker_id].send("campaign")
+        if strategy == "warm-standby":
+            for process in processes.values():
+                process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
+        processes[controller].wait_for(lambda e: e["event"] == "idle", "an idle controller")
+        init = time.monotonic() - t0
+        setup = {"create_seconds": round(created, 2), "init_seconds": round(init, 2)}
+        epoch = int(first["epoch"])
+
+        # Case 1: the dedicated controller crashes.
+        survivors = {b: p for b, p in processes.items() if b != controller}
+        t0 = time.monotonic()
+        processes[controller].send("crash")
+        winner, ready = _first(
+            survivors,
+            lambda e: e["event"] == "ready" and e["epoch"] > epoch,
+            "a new controller's first pass",
+        )
+        new_epoch = int(ready["epoch"])
+        idle = survivors[winner].wait_for(
+            lambda e: e["event"] == "idle" and e["epoch"] == new_epoch, "an idle controller"
+        )
+        rows.append(
+            {
+                "case": "controller",
+                "ready_seconds": round(ready["at"] - t0, 4),
+                "idle_seconds": round(idle["at"] - t0, 4),
+                "phases": {**ready["phases"], "term": round(ready["seconds"], 4)},
+                "moved": 0,
+                "reads": ready["reads"],
+                "writes": ready["writes"],
+                **setup,
+            }
+        )
+
+        # Case 2: broker X (every partition of topic crash leads there) crashes.
+        case = "broker" if winner != crash else "broker+ctl"
+        rest = {b: p for b, p in survivors.items() if b != crash}
+        t0 = time.monotonic()
+        survivors[crash].send("crash")
+        _led_by, moved = _first(
+            rest,
+            lambda e: e["event"] == "crash-led" and e["count"] >= CRASH_PARTITIONS
+            and e["at"] > t0,
+            f"the {CRASH_PARTITIONS:,} partitions of topic crash led again",
+        )  # fmt: skip
+        idle = _first(
+            rest,
+            lambda e: e["event"] == "idle" and e["at"] >= moved["at"],
+            "an idle controller after the crash",
+        )[1]
+        rows.append(
+            {
+                "case": case,
+                "ready_seconds": round(moved["at"] - t0, 4),
+                "idle_seconds": round(max(idle["at"], moved["at"]) - t0, 4),
+                "phases": {},
+                "moved": moved["count"],
+                "reads": 0,
+                "writes": 0,
+                **setup,
+            }
+        )
+    return rows
