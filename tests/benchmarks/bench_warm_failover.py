@@ -322,7 +322,17 @@ def _write_existing(
             raise SystemExit(f"bulk write failed {EXISTING_RETRIES} times: ZooKeeper overloaded?")
         ops.clear()
 
+    written = 0
+    shown = started
     for topic, assignment in layout_:
+        if time.perf_counter() - shown > 30:  # minutes at millions of partitions: say so
+            shown = time.perf_counter()
+            rate = written / (shown - started)
+            print(
+                f"# bulk write: {written:,} partitions in {shown - started:.0f}s ({rate:,.0f}/s)",
+                flush=True,
+            )
+        written += len(assignment)
         data = layout.TOPIC.encode(TopicAssignment(partitions=assignment))
         ops += [Create(layout.topic_path(topic), data), Create(layout.partitions_path(topic))]
         for partition, replicas in assignment.items():

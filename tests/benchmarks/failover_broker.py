@@ -149,6 +149,8 @@ def main(argv: list[str]) -> None:
     store = InstrumentedStore(get_plugin_manager().store_for(url), f"broker-{broker_id}")
     reporter = Reporter(broker_id, crash, store)
     reporter.phases.__enter__()
+    # Each controller pass's split goes to the broker's log (--log-dir).
+    logging.getLogger("coordkit.engine.controller").setLevel(logging.DEBUG)
     config = EngineConfig(
         controller_election=strategy, auto_leader_rebalance=False, controlled_shutdown_timeout=600
     )

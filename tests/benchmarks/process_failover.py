@@ -132,6 +132,10 @@ def _first(
     raise SystemExit(f"benchmark: no broker reported {what} in {timeout:g}s; last events: {last}")
 
 
+def _progress(what: str, since: float) -> None:
+    print(f"# {what} ({time.monotonic() - since:.1f}s)", flush=True)
+
+
 @contextlib.contextmanager
 def _brokers() -> Iterator[dict[int, BrokerProcess]]:
     processes: dict[int, BrokerProcess] = {}
@@ -164,13 +168,16 @@ def dedicated(
             processes[broker_id] = BrokerProcess(url, broker_id, strategy, crash, log_dir)
         for process in processes.values():
             process.wait_for(lambda e: e["event"] == "started", "its registration")
+        _progress(f"{brokers} brokers registered", t0)
         processes[controller].send("campaign")
         first = processes[controller].wait_for(lambda e: e["event"] == "ready", "its first term")
+        _progress(f"broker {controller} is the controller", t0)
         for broker_id in ids[1:]:
             processes[broker_id].send("campaign")
         if strategy == "warm-standby":
-            for process in processes.values():
+            for broker_id, process in processes.items():
                 process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
+                _progress(f"broker {broker_id}'s image is current", t0)
         processes[controller].wait_for(lambda e: e["event"] == "idle", "an idle controller")
         init = time.monotonic() - t0
         setup = {"create_seconds": round(created, 2), "init_seconds": round(init, 2)}

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
 from coordkit.engine.controller.announce import states_to_announce
 from coordkit.engine.controller.context import ControllerContext
@@ -28,6 +29,7 @@ from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.states import LeaderIsr
 from coordkit.errors import StoreError
+from coordkit.model import TopicAssignment
 from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
 from coordkit_elections.controller_warm import WarmStandbyCandidate
 from harness.backends import Backend
@@ -394,3 +396,70 @@ def test_a_filled_context_keeps_its_rows_while_the_image_follows_the_feed(
     kept = {tp: state for tp, _r, state in context.parts.states()}
     assert kept[tp] == given
     assert kept[("lent", 4)] == image.partition_state(("lent", 4))
+
+
+def test_a_warm_controller_follows_assignments_through_its_image_not_a_watch_per_topic(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any]
+) -> None:
+    """A controller handed an image places no watch per topic (thousands of round trips at
+    millions of partitions); partitions added to a topic still get leaders, whether the feed
+    tells the change by itself or after a re-read of the image (told as "any topic")."""
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("grow", 4, 2)
+    cluster.create_topic("other", 2, 2)
+    before = until(cluster, lambda v: len(v.partitions) == 6, "the topics to get leaders")
+    assert before.controller is not None
+    cluster.kill(before.controller)
+
+    def warm_controller() -> Any:
+        found = cluster.controller_broker()
+        controller = None if found is None else found.controller
+        return controller if controller is not None and controller.ready.is_set() else None
+
+    wait_for(lambda: warm_controller() is not None, what="a new controller")
+    controller = warm_controller()
+    assert controller.context.loaded_from == "image"
+    wait_for(controller.idle, what="the new controller to be idle")
+    assert controller._topic_watches == {}
+
+    cluster.add_partitions("grow", 6)
+    until(cluster, lambda v: len(v.partitions) == 8, "the added partitions to get leaders")
+
+    # During a re-read the feed's events are buffered, not told one by one.
+    image = controller.term.image
+    assert image is not None
+    image.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, image.position or 0))
+    cluster.add_partitions("other", 3)
+    wait_for(lambda: image.sync(cluster.open_session()), what="the image's re-read")
+    until(cluster, lambda v: len(v.partitions) == 9, "the partition added during the re-read")
+    assert controller._topic_watches == {}
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
+
+
+def test_an_image_tells_assignment_changes_outside_its_lock(open_session: Any) -> None:
+    admin = open_session()
+    image = fresh_image(admin)
+    told: list[tuple[str | None, int | None, int]] = []
+
+    def listener(topic: str | None, mzxid: int | None) -> None:
+        # Reading the image here would deadlock if it told under its lock.
+        told.append((topic, mzxid, len(image.topic_names())))
+
+    stop = image.follow_assignments(listener)
+    data = layout.TOPIC.encode(TopicAssignment(partitions={0: [1, 2]}))
+    stat = Stat(10, 10, 0, 0, 0, 0, 0, 0, 0, len(data), 0)
+    path = "/brokers/topics/new"
+    image.apply(TreeEvent(TreeEventKind.CREATED, path, 10, data, stat))
+    image.apply(TreeEvent(TreeEventKind.CHANGED, "/brokers/ids/7", 11, b"{}", stat))
+    later = Stat(10, 12, 0, 0, 1, 0, 0, 0, 0, len(data), 0)
+    image.apply(TreeEvent(TreeEventKind.CHANGED, path, 12, data, later))
+    image.apply(TreeEvent(TreeEventKind.DELETED, path, 13))
+    assert [(t, m) for t, m, _n in told] == [("new", 10), ("new", 12), ("new", None)]
+    image.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, 14))
+    image.apply(TreeEvent(TreeEventKind.CREATED, path, 15, data, stat))  # buffered
+    assert image.sync(admin)
+    assert told[-1][:2] == (None, None)
+    stop()
+    image.apply(TreeEvent(TreeEventKind.CREATED, "/brokers/topics/quiet", 20, data, stat))
+    assert told[-1][:2] == (None, None)

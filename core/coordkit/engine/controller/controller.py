@@ -124,6 +124,8 @@ class Controller:
         self._started_at = time.perf_counter()
         self._watches: list[Watch] = []
         self._topic_watches: dict[str, Watch] = {}
+        #: With a standby's image the feed tells assignment changes (no watch per topic).
+        self._unfollow_image: Callable[[], None] | None = None
         #: Brokers that re-registered between two reads: their leaderships move first.
         self._bounced: set[int] = set()
         self._next_rebalance = clock.monotonic() + config.leader_imbalance_check_interval
@@ -164,6 +166,9 @@ class Controller:
 
     def start(self) -> None:
         self.store.add_listener(self._on_session)
+        if self.term.image is not None:
+            # Before the first pass fills the context: a change in between is told, not lost.
+            self._unfollow_image = self.term.image.follow_assignments(self._image_assignment)
         watch = self.store.watch_children
         self._watches = [
             watch(layout.BROKER_IDS, lambda e: self._mark(Marks(brokers=True))),
@@ -211,6 +216,9 @@ class Controller:
             watch.cancel()
         self._watches = []
         self._topic_watches = {}
+        unfollow, self._unfollow_image = self._unfollow_image, None
+        if unfollow is not None:
+            unfollow()
 
     # -- requests (any thread) ----------------------------------------------------------------
 
@@ -287,6 +295,7 @@ class Controller:
             attention = [tp for tp in touched if self.partitions.needs_attention(tp, live)]
         planned = time.perf_counter()
         written = self.partitions.elect_leaders(attention, live)
+        elected = time.perf_counter()
         if not self.ready.is_set():
             self._became_ready(started, loaded, planned, written)
         self.replicas.shrink_dead(attention, live)
@@ -310,6 +319,20 @@ class Controller:
         self._sync_topic_watches()
         if marks.everything:
             self._announce_states()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "controller %s: pass (%s) in %.3fs (sync %.3fs, scan %.3fs, elect %.3fs, rest "
+                "%.3fs): %d partitions needed attention, %d leaders written",
+                self.broker_id,
+                marks,
+                time.perf_counter() - started,
+                loaded - started,
+                planned - loaded,
+                elected - planned,
+                time.perf_counter() - elected,
+                len(attention),
+                len(written),
+            )
 
     def _became_ready(
         self, started: float, loaded: float, planned: float, written: list[StateChange]
@@ -350,7 +373,10 @@ class Controller:
 
     def _sync_topic_watches(self) -> None:
         """Watch the assignment of every topic the context knows (partition additions), and of
-        the unreadable ones (they are retried when they change)."""
+        the unreadable ones (they are retried when they change); none while the image handed
+        over by a warm election tells every topic's changes."""
+        if self._unfollow_image is not None:
+            return
         wanted = set(self.context.topics) | set(self.context.ignored_topics)
         for topic in set(self._topic_watches) - wanted:
             self._topic_watches.pop(topic).cancel()
@@ -358,6 +384,14 @@ class Controller:
             self._topic_watches[topic] = self.store.watch_data(
                 f"{layout.BROKER_TOPICS}/{topic}", functools.partial(self._assignment_event, topic)
             )
+
+    def _image_assignment(self, topic: str | None, mzxid: int | None) -> None:
+        image = self.term.image
+        if topic is None:
+            if image is not None:
+                self._mark(Marks(topics=True, assignments=set(image.topic_names())))
+        elif mzxid is None or mzxid != self.context.assignment_mzxid.get(topic):
+            self._mark(Marks(assignments={topic}))
 
     def _assignment_event(self, topic: str, event: DataEvent) -> None:
         # A delivery showing what the context already read (a new watch's first one) is no news.

@@ -57,6 +57,14 @@ class Marks:
             or bool(self.assignments)
         )
 
+    def __str__(self) -> str:
+        """The marks set, briefly (a log line names what a pass looked at)."""
+        flags = [f.name for f in attrs.fields(Marks) if f.type is bool or f.type == "bool"]
+        names = [name for name in flags if getattr(self, name)]
+        if self.assignments:
+            names.append(f"assignments of {len(self.assignments)} topics")
+        return ", ".join(names) or "nothing"
+
     def merge(self, other: Marks) -> None:
         self.everything |= other.everything
         self.brokers |= other.brokers

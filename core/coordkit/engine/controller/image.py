@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,6 +63,8 @@ ROOT = "/brokers"
 _BROKER_PREFIX = layout.BROKER_IDS + "/"
 _TOPIC_PREFIX = layout.BROKER_TOPICS + "/"
 _EMPTY = np.zeros(0, dtype=STATE_DTYPE)
+#: ``(topic, mzxid)`` of a changed assignment node (mzxid None: deleted); ``(None, None)``: any.
+AssignmentListener = Callable[[str | None, int | None], None]
 #: Positions of fields in a row read with ``.item()``.
 _FIELDS: tuple[str, ...] = STATE_DTYPE.names or ()
 _LEADER, _MZXID, _ISR, _STATUS = (_FIELDS.index(n) for n in ("leader", "mzxid", "isr", "status"))
@@ -298,6 +300,9 @@ class MetadataImage:
         #: Position of a RESYNC not yet followed by a re-read (None: the image is current).
         self._resync_at: int | None = None
         self._buffer: list[TreeEvent] = []
+        self._assignment_listeners: list[AssignmentListener] = []
+        #: Assignment changes applied under the lock, told to the listeners after it.
+        self._untold: list[tuple[str | None, int | None]] = []
         #: Events applied and subtree re-reads done (for tests and reports).
         self.events_applied = 0
         self.reads = 0
@@ -341,6 +346,36 @@ class MetadataImage:
                 total += topic.states.nbytes + 8 * len(topic.replicas or ())
             return total + 8 * len(self._tuples.table)
 
+    def topic_names(self) -> list[str]:
+        with self._lock:
+            return list(self._topics)
+
+    # -- following assignments ---------------------------------------------------------------------
+
+    def follow_assignments(self, listener: AssignmentListener) -> Callable[[], None]:
+        """Call ``listener(topic, mzxid)`` after the feed changed a topic's assignment node
+        (``mzxid`` None: deleted) and ``listener(None, None)`` after a re-read (any topic may have
+        changed), on the thread that applied it, outside the image's lock. A controller handed
+        the image follows its topics this way instead of one store watch per topic (thousands at
+        millions of partitions, each a round trip). Returns the function that stops the calls."""
+        with self._lock:
+            self._assignment_listeners.append(listener)
+
+        def stop() -> None:
+            with self._lock:
+                if listener in self._assignment_listeners:
+                    self._assignment_listeners.remove(listener)
+
+        return stop
+
+    def _tell(self) -> None:
+        with self._lock:
+            untold, self._untold = self._untold, []
+            listeners = list(self._assignment_listeners)
+        for topic, mzxid in untold:
+            for listener in listeners:
+                listener(topic, mzxid)
+
     # -- the feed (store event thread) -----------------------------------------------------------
 
     def apply(self, event: TreeEvent) -> bool:
@@ -354,7 +389,10 @@ class MetadataImage:
                 self._buffer.append(event)
                 return False
             self._apply(event)
-            return False
+            if not self._untold:
+                return False
+        self._tell()
+        return False
 
     def _apply(self, event: TreeEvent) -> None:
         self.position = event.position
@@ -398,9 +436,13 @@ class MetadataImage:
             return
         if event.kind is TreeEventKind.DELETED:
             del self._topics[name]
+            if self._assignment_listeners:
+                self._untold.append((name, None))
             return
         if event.data is None or event.stat is None:
             return
+        if self._assignment_listeners:
+            self._untold.append((name, event.stat.mzxid))
         if topic is None or event.kind is TreeEventKind.CREATED:
             # A new node: no partition state can predate it (states are its descendants).
             topic = self._topics[name] = _Topic(event.stat.mzxid)
@@ -471,6 +513,9 @@ class MetadataImage:
                 self._resync_at = None
                 for event in buffered:
                     self._apply(event)
+                # Whatever changed before the re-read was not told one by one.
+                self._untold = [(None, None)] if self._assignment_listeners else []
+            self._tell()
             log.info(
                 "image re-read at position %s: %d brokers, %d topics (%d events replayed)",
                 target,
