@@ -132,6 +132,13 @@ def _first(
     raise SystemExit(f"benchmark: no broker reported {what} in {timeout:g}s; last events: {last}")
 
 
+def _image_current(process: BrokerProcess, since: float) -> None:
+    if any(e["event"] == "image" and e["current"] for e in process.seen):
+        return
+    process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
+    _progress(f"broker {process.broker_id}'s image is current", since)
+
+
 def _progress(what: str, since: float) -> None:
     print(f"# {what} ({time.monotonic() - since:.1f}s)", flush=True)
 
@@ -172,12 +179,16 @@ def dedicated(
         processes[controller].send("campaign")
         first = processes[controller].wait_for(lambda e: e["event"] == "ready", "its first term")
         _progress(f"broker {controller} is the controller", t0)
+        # X last: a latch queues candidates in the order they enter, and X must not be next in
+        # line (its crash is the second case). A standby's image is current once it has queued.
         for broker_id in ids[1:]:
+            if broker_id == crash and strategy == "warm-standby":
+                for other in (b for b in ids[1:] if b != crash):
+                    _image_current(processes[other], t0)
             processes[broker_id].send("campaign")
         if strategy == "warm-standby":
-            for broker_id, process in processes.items():
-                process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
-                _progress(f"broker {broker_id}'s image is current", t0)
+            for process in processes.values():
+                _image_current(process, t0)
         processes[controller].wait_for(lambda e: e["event"] == "idle", "an idle controller")
         init = time.monotonic() - t0
         setup = {"create_seconds": round(created, 2), "init_seconds": round(init, 2)}
