@@ -7,6 +7,7 @@ interpreter; here a standby applies the feed on its own core time and a crash en
 what it costs the new controller. ZooKeeper and Redis only: the memory store lives in one process.
 
 Times are ``time.monotonic()`` read in each process (CLOCK_MONOTONIC: one clock per machine).
+``COORDKIT_BENCH_PYSPY=DIR`` runs each broker under ``py-spy record`` (folded stacks in DIR).
 The controlled-shutdown case needs the controller in the asking broker's process (the engine's
 ``Broker.controlled_shutdown``), so it is not run here.
 """
@@ -17,6 +18,7 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -44,6 +46,11 @@ class BrokerProcess:
         self.seen: list[dict[str, Any]] = []
         self._stderr = open(log_dir / f"broker-{broker_id}.log", "wb")  # noqa: SIM115
         command = [sys.executable, str(HERE / "failover_broker.py"), url, str(broker_id)]
+        profile = os.environ.get("COORDKIT_BENCH_PYSPY")
+        if profile:  # a folded-stack profile of each broker (py-spy record, written at exit)
+            out = Path(profile) / f"broker-{broker_id}.txt"
+            spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+            command = [spy, "record", "-r", "200", "-f", "raw", "-o", str(out), "--", *command]
         self.process = subprocess.Popen(
             [*command, strategy, str(crash)],
             stdin=subprocess.PIPE,
