@@ -45,14 +45,18 @@ class BrokerProcess:
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self._stderr = open(log_dir / f"broker-{broker_id}.log", "wb")  # noqa: SIM115
-        command = [sys.executable, str(HERE / "failover_broker.py"), url, str(broker_id)]
+        script = HERE / "failover_broker.py"
+        command = [sys.executable, str(script), url, str(broker_id), strategy, str(crash)]
         profile = os.environ.get("COORDKIT_BENCH_PYSPY")
         if profile:  # a folded-stack profile of each broker (py-spy record, written at exit)
             out = Path(profile) / f"broker-{broker_id}.txt"
             spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-            command = [spy, "record", "-r", "200", "-f", "raw", "-o", str(out), "--", *command]
+            # Not pausing the broker at each sample: blocking sampling of five brokers at once
+            # loaded the two cores to 20 and stalled a 2,000,000-partition start.
+            sampler = [spy, "record", "--nonblocking", "-r", "100", "-f", "raw", "-o", str(out)]
+            command = [*sampler, "--", *command]
         self.process = subprocess.Popen(
-            [*command, strategy, str(crash)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
