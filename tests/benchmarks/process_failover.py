@@ -112,7 +112,8 @@ class BrokerProcess:
             with contextlib.suppress(OSError):
                 self.send("exit")
             try:
-                self.process.wait(timeout=30)
+                # py-spy writes a large broker's profile after it exits: give it time.
+                self.process.wait(timeout=300 if os.environ.get("COORDKIT_BENCH_PYSPY") else 30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
