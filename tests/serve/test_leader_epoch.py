@@ -27,6 +27,7 @@ from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient, ServeFactory
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
 from serve.test_replication import _fetch, _produce, _state
+from serve.workers import ProcessOutput
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -361,35 +362,14 @@ class Consumer:
             stderr=subprocess.PIPE,
             text=True,
         )
-        self.lines: list[str] = []
-        self.stderr = ""
-        self._lock = threading.Lock()
-        # One reader per pipe (stop() must not read them too: a line would go to one or the other).
-        self._readers = [
-            threading.Thread(target=self._read, daemon=True),
-            threading.Thread(target=self._read_errors, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self._lock:
-                self.lines.append(line.rstrip("\n"))
-
-    def _read_errors(self) -> None:
-        assert self.process.stderr is not None
-        self.stderr = self.process.stderr.read()
+        self.output = ProcessOutput(self.process)
 
     def records(self) -> list[tuple[int, int, str]]:
-        with self._lock:
-            words = [line.split() for line in self.lines if line.startswith("record ")]
+        words = [line.split() for line in self.output.stdout() if line.startswith("record ")]
         return [(int(w[1]), int(w[2]), w[3]) for w in words]
 
     def validations(self) -> list[str]:
-        with self._lock:
-            return [line for line in self.lines if line.startswith("validation ")]
+        return [line for line in self.output.stdout() if line.startswith("validation ")]
 
     def stop(self) -> str:
         """Stop it; its stderr."""
@@ -399,9 +379,8 @@ class Consumer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(30)
-        for reader in self._readers:
-            reader.join(30)
-        return self.stderr
+        self.output.join(30)
+        return "".join(f"{line}\n" for line in self.output.stderr())
 
 
 @pytest.fixture(name="consumers")
@@ -488,10 +467,10 @@ def test_a_consumer_reads_on_when_its_leader_crashes(
         assert max(counts.values()) == 1
     # kafka-python checked its positions against the new leader's epochs.
     assert any("OffsetForLeaderEpoch" in line for line in consumer.validations()), (
-        consumer.lines[-20:],
+        consumer.output.stdout()[-20:],
         err[-2000:],
     )
     # It ran on to a clean close. (Its stderr may hold kafka-python's own log of the crashed
     # leader's connection reset, with a traceback: that is the client's logging, not a failure.)
     assert consumer.process.returncode == 0, err[-4000:]
-    assert "closed" in consumer.lines, err[-4000:]
+    assert "closed" in consumer.output.stdout(), err[-4000:]

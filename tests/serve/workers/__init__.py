@@ -42,6 +42,43 @@ STDERR_LINES = 40
 CLIENT_SCRIPT = Path(__file__).with_name("clients.py")
 
 
+class ProcessOutput:
+    """Both pipes of a process read as they come, each by a thread of its own (a chatty client
+    never blocks on a full pipe, and no one else may read them: a line would go to one reader or
+    the other). Standard output keeps whole lines only, not the half line of a killed process."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._lock = threading.Lock()
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(process.stdout, self._out, True)),
+            threading.Thread(target=self._read, args=(process.stderr, self._err, False)),
+        ]
+        for reader in self._readers:
+            reader.daemon = True
+            reader.start()
+
+    def _read(self, pipe: Any, into: list[str], whole: bool) -> None:
+        for line in pipe:
+            if not whole or line.endswith("\n"):
+                with self._lock:
+                    into.append(line.rstrip("\n"))
+
+    def stdout(self) -> list[str]:
+        with self._lock:
+            return list(self._out)
+
+    def stderr(self) -> list[str]:
+        with self._lock:
+            return list(self._err)
+
+    def join(self, timeout: float) -> None:
+        """Wait (each pipe up to ``timeout``) for everything a process that ended printed."""
+        for reader in self._readers:
+            reader.join(timeout)
+
+
 class Worker:
     """A client worker process; what it printed is collected as it comes."""
 
@@ -56,49 +93,23 @@ class Worker:
         )
         self._asked = False
         self._killed = False
-        self._lock = threading.Lock()
-        self._lines: list[str] = []
-        self._stderr: list[str] = []
-        self._readers = [
-            threading.Thread(target=self._read, daemon=True),
-            threading.Thread(target=self._read_errors, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.endswith("\n"):  # not the half line of a killed process
-                with self._lock:
-                    self._lines.append(line.rstrip("\n"))
-
-    def _read_errors(self) -> None:
-        # Read as it comes, so a chatty client never blocks on a full pipe.
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            with self._lock:
-                self._stderr.append(line.rstrip("\n"))
+        self.output = ProcessOutput(self.process)
 
     def lines(self, first_word: str | None = None) -> list[list[str]]:
         """The lines printed so far (split in words); those starting with ``first_word``."""
-        with self._lock:
-            lines = list(self._lines)
-        words = [line.split() for line in lines]
+        words = [line.split() for line in self.output.stdout()]
         return [w for w in words if w and (first_word is None or w[0] == first_word)]
 
     def tail(self) -> str:
         """The last lines of its stdout and stderr, for a failure message."""
-        with self._lock:
-            out, err = self._lines[-5:], self._stderr[-STDERR_LINES:]
+        out, err = self.output.stdout()[-5:], self.output.stderr()[-STDERR_LINES:]
         status = self.process.poll()
         state = "running" if status is None else f"exited {status}"
         return "\n".join([f"--- {self.name} ({state}); last stdout:", *out, "stderr:", *err])
 
     def save(self, directory: Path) -> None:
         """Write everything it printed to ``directory/<name>.out`` and ``.err``."""
-        with self._lock:
-            out, err = list(self._lines), list(self._stderr)
+        out, err = self.output.stdout(), self.output.stderr()
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"{self.name}.out").write_text("".join(f"{line}\n" for line in out))
         (directory / f"{self.name}.err").write_text("".join(f"{line}\n" for line in err))
@@ -117,8 +128,7 @@ class Worker:
             status = self.process.wait(STOP_SECONDS)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"{self.name} did not stop on SIGTERM\n{self.tail()}") from None
-        for reader in self._readers:
-            reader.join(10)
+        self.output.join(10)
         return status
 
     def kill(self) -> None:

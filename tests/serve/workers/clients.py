@@ -91,13 +91,7 @@ def _consume_kafka_python(conf: dict[str, Any], book: _Book, stop: threading.Eve
         def on_partitions_assigned(self, assigned: Any) -> None:
             book.assign(tp.partition for tp in assigned)
 
-    consumer = KafkaConsumer(
-        bootstrap_servers=conf["bootstrap"], group_id=conf["group"], client_id=conf["name"],
-        auto_offset_reset="earliest", enable_auto_commit=False,
-        session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-        max_poll_interval_ms=MAX_POLL_MS, metadata_max_age_ms=METADATA_MAX_AGE_MS,
-        retry_backoff_ms=100, reconnect_backoff_max_ms=1_000,
-    )  # fmt: skip
+    consumer = KafkaConsumer(**_member_settings(conf), reconnect_backoff_max_ms=1_000)
     consumer.subscribe([book.topic], listener=Listener())
 
     def commit() -> None:
@@ -122,6 +116,22 @@ def _consume_kafka_python(conf: dict[str, Any], book: _Book, stop: threading.Eve
     consumer.close()
 
 
+def _member_settings(conf: dict[str, Any]) -> dict[str, Any]:
+    """What kafka-python's and aiokafka's group members are given alike."""
+    return {
+        "bootstrap_servers": conf["bootstrap"],
+        "group_id": conf["group"],
+        "client_id": conf["name"],
+        "auto_offset_reset": "earliest",
+        "enable_auto_commit": False,
+        "session_timeout_ms": SESSION_MS,
+        "heartbeat_interval_ms": HEARTBEAT_MS,
+        "max_poll_interval_ms": MAX_POLL_MS,
+        "metadata_max_age_ms": METADATA_MAX_AGE_MS,
+        "retry_backoff_ms": 100,
+    }
+
+
 async def _consume_aiokafka(conf: dict[str, Any], book: _Book, stop: threading.Event) -> None:
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 
@@ -132,13 +142,7 @@ async def _consume_aiokafka(conf: dict[str, Any], book: _Book, stop: threading.E
         async def on_partitions_assigned(self, assigned: Any) -> None:
             book.assign(tp.partition for tp in assigned)
 
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=conf["bootstrap"], group_id=conf["group"], client_id=conf["name"],
-        auto_offset_reset="earliest", enable_auto_commit=False,
-        session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-        max_poll_interval_ms=MAX_POLL_MS, metadata_max_age_ms=METADATA_MAX_AGE_MS,
-        retry_backoff_ms=100,
-    )  # fmt: skip
+    consumer = AIOKafkaConsumer(**_member_settings(conf))
     consumer.subscribe([book.topic], listener=Listener())
     await consumer.start()
 

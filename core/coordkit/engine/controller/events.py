@@ -59,7 +59,7 @@ class Marks:
 
     def __str__(self) -> str:
         """The marks set, briefly (a log line names what a pass looked at)."""
-        flags = [f.name for f in attrs.fields(Marks) if f.type is bool or f.type == "bool"]
+        flags = [f.name for f in attrs.fields(Marks) if f.name != "assignments"]
         names = [name for name in flags if getattr(self, name)]
         if self.assignments:
             names.append(f"assignments of {len(self.assignments)} topics")
