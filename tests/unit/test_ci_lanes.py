@@ -1,6 +1,6 @@
-"""`bash run test` runs tox's default list as two lanes side by side (tox.ini's labels): every
-default env in exactly one lane, and no lane naming an env outside the default list. An env added
-to env_list but to no lane would silently leave CI."""
+"""`bash run test` runs tox's default list as two lanes side by side, then a third alone (tox.ini's
+labels): every default env in exactly one lane, and no lane naming an env outside the default
+list. An env added to env_list but to no lane would silently leave CI."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def _lanes() -> dict[str, list[str]]:
 def test_the_lanes_are_exactly_the_default_list() -> None:
     default = _names(_tox()["tox"]["env_list"])
     lanes = _lanes()
-    assert set(lanes) == {"compute", "services"}
+    assert set(lanes) == {"compute", "services", "alone"}
     laned = [env for envs in lanes.values() for env in envs]
     assert sorted(laned) == sorted(set(laned)), "an env is in both lanes"
     assert set(laned) == set(default), (
@@ -52,9 +52,10 @@ def test_the_lanes_are_exactly_the_default_list() -> None:
     )
 
 
-def test_run_test_runs_both_lanes() -> None:
+def test_run_test_runs_every_lane() -> None:
     run = (ROOT / "run").read_text()
-    assert re.search(r"^\s*run_lanes compute services$", run, re.M)
+    assert re.search(r"^\s*run_lanes compute services \|\| status=1$", run, re.M)
+    assert re.search(r"^\s*\"\$VENV/bin/tox\" run -m alone .*\|\| status=1$", run, re.M)
 
 
 def test_expand() -> None:
