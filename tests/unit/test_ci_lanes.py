@@ -7,6 +7,7 @@ from __future__ import annotations
 import configparser
 import itertools
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,43 @@ def test_the_lanes_are_exactly_the_default_list() -> None:
 def test_run_test_runs_every_lane() -> None:
     run = (ROOT / "run").read_text()
     assert re.search(r"^\s*run_lanes compute services \|\| status=1$", run, re.M)
-    assert re.search(r"^\s*\"\$VENV/bin/tox\" run -m alone .*\|\| status=1$", run, re.M)
+    assert re.search(r"^\s*\"\$VENV/bin/tox\" run -m alone ", run, re.M)
+    assert re.search(r"^\s*\) \|\| alone_status=1$", run, re.M)
+    assert re.search(r"^\s*recap compute services alone$", run, re.M)
+
+
+def test_the_recap_names_each_failed_lane_and_what_failed_in_it(tmp_path: Path) -> None:
+    # A CI log may keep only the tail of the interleaved lanes: the recap at the end must say which
+    # lane failed and which tests and envs, and call a lane that passed passed.
+    lanes = tmp_path / ".tox"
+    lanes.mkdir()
+    (lanes / "lane-compute.log").write_text("  lint: OK (1.0 seconds)\n  congratulations :)\n")
+    (lanes / "lane-compute.status").write_text("0\n")
+    (lanes / "lane-services.log").write_text(
+        "tests/engine/test_x.py ..F\n"
+        "FAILED tests/engine/test_x.py::test_y[redis] - AssertionError: late\n"
+        "  py311-contract-redis: OK (9.0 seconds)\n"
+        "  py311-engine: FAIL code 1 (337.0 seconds)\n"
+        "  evaluation failed :( (1066.0 seconds)\n"
+    )
+    (lanes / "lane-services.status").write_text("1\n")
+    script = "source <(sed '/^case /,$d' " + str(ROOT / "run") + ") && cd " + str(tmp_path)
+    done = subprocess.run(
+        ["bash", "-c", script + " && recap compute services alone"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = done.stderr.splitlines()
+    assert any(line.endswith("lane compute passed") for line in lines)
+    assert any("lane services FAILED" in line for line in lines)
+    assert (
+        "  [services] FAILED tests/engine/test_x.py::test_y[redis] - AssertionError: late" in lines
+    )
+    assert "  [services]   py311-engine: FAIL code 1 (337.0 seconds)" in lines
+    assert not any("py311-contract-redis" in line for line in lines)
+    # No status file: the lane did not finish (or never ran), which is not a pass.
+    assert any("lane alone FAILED" in line for line in lines)
 
 
 def test_expand() -> None:
