@@ -649,7 +649,8 @@ def main(argv: list[str]) -> None:
         "--processes",
         action="store_true",
         help="every broker in a process of its own (process_failover.py; ZooKeeper and Redis, "
-        "the dedicated layout written in bulk, no controlled shutdown)",
+        "the dedicated layout written in bulk; the benchmark delivers the controlled-shutdown "
+        "request to the controller's process)",
     )
     parser.add_argument(
         "--log-dir",

@@ -17,13 +17,21 @@ CLOCK_MONOTONIC, comparable across processes of one machine):
 * ``{"event": "crash-led", "count": N}`` each time its controller's writes change how many
   partitions of topic ``crash`` are led by a broker other than ``CRASH_BROKER``.
 
+* ``{"event": "shut-down", "broker": B, "started": T, "seconds": S, "led": L, "followed": F,
+  "still_led": N, "reads": R, "writes": W}`` when, as the controller, it answered broker ``B``'s
+  controlled-shutdown request (``error`` instead when it is not the controller).
+
 Commands on stdin, one a line: ``campaign`` enters the controller election; ``crash`` ends the
 store session at once (its ephemeral nodes go, as when a crashed broker's session expires) and
-exits without any teardown; ``exit`` stops the broker cleanly (no controlled shutdown) and exits.
+exits without any teardown; ``exit`` stops the broker cleanly (no controlled shutdown) and exits;
+``shutdown B``: as the controller, handle broker ``B``'s controlled-shutdown request. The engine
+carries that request only between brokers of one process (Kafka sends it over the wire), so the
+benchmark delivers it to the controller's process; what is measured is the controller's work.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -114,6 +122,38 @@ def watch(broker: Broker) -> None:
         time.sleep(0.005)
 
 
+def shut_down(broker: Broker, target: int, store: InstrumentedStore) -> None:
+    """Answer broker ``target``'s controlled-shutdown request as this broker's controller."""
+    controller = broker.controller
+    if controller is None or not controller.active:
+        emit("shut-down", broker=target, error=f"broker {broker.broker_id} is not the controller")
+        return
+    # What it leads and follows, counted before the clock starts (a copy of every state).
+    states = controller.leaders().result()
+    led = sum(1 for s in states.values() if s is not None and s.leader == target)
+    followed = sum(
+        1 for s in states.values() if s is not None and s.leader != target and target in s.isr
+    )
+    del states
+    gc.collect()
+    base = store.counts
+    started = time.monotonic()
+    remaining = controller.controlled_shutdown(target).result()
+    seconds = time.monotonic() - started
+    ops = store.counts - base
+    emit(
+        "shut-down",
+        broker=target,
+        started=started,
+        seconds=seconds,
+        led=led,
+        followed=followed,
+        still_led=len(remaining),
+        reads=ops.reads,
+        writes=ops.writes,
+    )
+
+
 def defer_candidacy(campaign: threading.Event) -> None:
     """Brokers register at once but enter the controller election only on ``campaign``: the
     benchmark lets the dedicated controller win first, with every other broker registered (a
@@ -167,6 +207,9 @@ def main(argv: list[str]) -> None:
         if command == "crash":
             store.inner.close()
             os._exit(0)
+        if command.startswith("shutdown "):
+            target = int(command.split()[1])
+            threading.Thread(target=shut_down, args=(broker, target, store), daemon=True).start()
         if command == "exit":
             broker.stop(controlled=False)
             os._exit(0)

@@ -8,8 +8,10 @@ what it costs the new controller. ZooKeeper and Redis only: the memory store liv
 
 Times are ``time.monotonic()`` read in each process (CLOCK_MONOTONIC: one clock per machine).
 ``COORDKIT_BENCH_PYSPY=DIR`` runs each broker under ``py-spy record`` (folded stacks in DIR).
-The controlled-shutdown case needs the controller in the asking broker's process (the engine's
-``Broker.controlled_shutdown``), so it is not run here.
+In the controlled-shutdown case the benchmark delivers the data broker's request to the
+controller's process (the engine carries it only between brokers of one process; Kafka's brokers
+send it over the wire): ``ready`` is the controller's answer, leadership moved and the broker out
+of every ISR.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from bench_warm_failover import CRASH_PARTITIONS, _layout, _write_existing
 
+from coordkit.engine.controllership import read_controller
 from coordkit.plugins import get_plugin_manager
 
 HERE = Path(__file__).parent
@@ -260,4 +263,47 @@ def dedicated(
                 **setup,
             }
         )
+        rows.append(_controlled_shutdown(url, rest, setup))
     return rows
+
+
+def _controlled_shutdown(
+    url: str, processes: dict[int, BrokerProcess], setup: dict[str, float]
+) -> dict[str, object]:
+    """Case 3: a data broker (not the controller) shuts down in a controlled way; it leads about
+    1/(brokers - 2) of all partitions and follows as many."""
+    admin = get_plugin_manager().store_for(url)
+    try:
+        found = read_controller(admin)
+    finally:
+        admin.close()
+    if found is None or found[0].broker_id not in processes:
+        raise SystemExit(f"benchmark: no controller among brokers {sorted(processes)}")
+    holder = processes[found[0].broker_id]
+    target = min(b for b in processes if b != holder.broker_id)
+    holder.drain()
+    since = len(holder.seen)
+    holder.send(f"shutdown {target}")
+    answer = holder.wait_for(
+        lambda e: e["event"] == "shut-down" and holder.seen.index(e) >= since,
+        f"its answer to broker {target}'s controlled shutdown",
+    )
+    if "error" in answer:
+        raise SystemExit(f"benchmark: {answer['error']}")
+    idle = holder.wait_for(
+        lambda e: e["event"] == "idle" and e["at"] >= answer["at"], "an idle controller"
+    )
+    return {
+        "case": "shutdown",
+        "ready_seconds": round(answer["seconds"], 4),
+        "idle_seconds": round(idle["at"] - answer["started"], 4),
+        "phases": {
+            "led": answer["led"],
+            "followed": answer["followed"],
+            "still_led": answer["still_led"],
+        },
+        "moved": answer["led"] - answer["still_led"],
+        "reads": answer["reads"],
+        "writes": answer["writes"],
+        **setup,
+    }

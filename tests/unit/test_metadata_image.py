@@ -175,6 +175,93 @@ def test_a_fill_equals_a_cold_load_garbage_included(store: MemoryStore) -> None:
     feed.cancel()
 
 
+def test_a_hand_over_lends_topics_and_builds_only_those_a_failover_concerns(
+    store: MemoryStore,
+) -> None:
+    """The hand-over does no work per topic: every regular topic is lent as the image holds it,
+    and a liveness scan or a controlled-shutdown query builds only the topics whose census names
+    the brokers in question (issue 16: failover flat in the number of topics)."""
+    for broker in range(4):
+        register(store, broker)
+    image, feed = follow(store)
+    for index in range(12):
+        topic(store, f"quiet-{index}", 3)  # brokers 0-2 only
+    data = layout.TOPIC.encode(TopicAssignment(partitions={0: (3, 0), 1: (0, 3)}))
+    store.create(f"{layout.BROKER_TOPICS}/mixed", data)
+    for partition, (leader, isr) in enumerate([(3, (3, 0)), (0, (0, 3))]):
+        state = states.encode_state(leader, 0, isr, 1)
+        store.create(states.state_path(("mixed", partition)), state, make_parents=True)
+    caught_up(image, feed, store)
+    cold = ControllerContext(store, read_batch=5, owner="cold")
+    cold.load()
+    warm = ControllerContext(store, read_batch=5, owner="warm", image=image)
+    warm.load()
+    assert warm.loaded_from == "image"
+    assert warm.parts.lent_topics == 13
+    assert len(warm.parts) == len(cold.parts) == 38
+    assert warm.parts.in_columns == 38
+    assert warm.needing_attention(frozenset({0, 1, 2, 3})) == []
+    assert warm.parts.lent_topics == 13
+    survivors = frozenset({0, 1, 2})
+    assert sorted(warm.needing_attention(survivors)) == sorted(cold.needing_attention(survivors))
+    assert sorted(warm.needing_attention(survivors)) == [("mixed", 0), ("mixed", 1)]
+    assert warm.parts.lent_topics == 12  # "mixed" only
+    assert sorted(warm.parts.naming(3)) == [("mixed", 0), ("mixed", 1)]
+    assert warm.parts.lent_topics == 12
+    # Reading a partition builds its topic alone.
+    assert warm.parts[("quiet-5", 2)].state == cold.parts[("quiet-5", 2)].state
+    assert ("quiet-5", 3) not in warm.parts
+    assert warm.parts.lent_topics == 11
+    assert sorted(warm.parts.naming(1)) == sorted(cold.parts.naming(1))
+    assert warm.parts.lent_topics == 0  # broker 1 is in every topic
+    del warm.parts[("quiet-7", 0)]
+    assert ("quiet-7", 0) not in warm.parts
+    assert len(warm.parts) == 37
+    assert sorted(tp for tp, _r, _s in warm.parts.states()) == sorted(
+        tp for tp in cold.parts if tp != ("quiet-7", 0)
+    )
+    assert warm.parts.lent_topics == 0
+    feed.cancel()
+
+
+def test_a_lent_topic_keeps_its_hand_over_states_while_the_image_changes_it(
+    store: MemoryStore,
+) -> None:
+    """The image copies a lent topic before it changes it: a context filled earlier reads the
+    states of its hand-over however late it first touches them, a second hand-over the new
+    ones, and the image itself stays equal to a fresh read."""
+    for broker in range(3):
+        register(store, broker)
+    image, feed = follow(store)
+    topic(store, "kept", 4)
+    topic(store, "gone", 2)
+    caught_up(image, feed, store)
+    first = ControllerContext(store, read_batch=5, owner="first", image=image)
+    first.load()
+    handed = {tp: image.partition_state(tp) for tp in [("kept", p) for p in range(4)]}
+    store.set(states.state_path(("kept", 1)), states.encode_state(2, 7, (2, 0), 3))
+    grown = layout.TOPIC.encode(TopicAssignment(partitions={p: (p % 3,) for p in range(6)}))
+    store.set(f"{layout.BROKER_TOPICS}/kept", grown)
+    store.delete(f"{layout.BROKER_TOPICS}/gone", recursive=True)
+    caught_up(image, feed, store)
+    moved = image.partition_state(("kept", 1))
+    assert moved is not None
+    assert moved.leader_epoch == 7
+    assert first.parts.lent_topics == 2  # untouched so far
+    for tp, state in handed.items():
+        assert first.parts[tp].state == state
+    assert ("kept", 4) not in first.parts
+    assert first.topics["kept"] == {p: (p % 3, (p + 1) % 3) for p in range(4)}
+    assert ("gone", 1) in first.parts
+    second = ControllerContext(store, read_batch=5, owner="second", image=image)
+    second.load()
+    assert second.loaded_from == "image"
+    assert second.parts[("kept", 1)].state == moved
+    assert "gone" not in second.topics
+    assert contents(image) == contents(fresh(store))
+    feed.cancel()
+
+
 def test_grown_partitions_are_vouched_for_by_the_store(store: MemoryStore) -> None:
     """A state node written before the assignment named its partition, seen by no feed event
     since the image's read, is read at the hand-over; one the feed saw is taken as it was."""
@@ -279,8 +366,9 @@ def test_stat_stand_in_is_compared_by_mzxid_only() -> None:
 def test_the_census_lets_a_liveness_scan_skip_only_topics_it_cannot_concern(
     store: MemoryStore, seed: int
 ) -> None:
-    """Random leaders, ISRs, deletions, garbage and growth through the feed: each topic's census
-    equals a recount of its rows, and a warm context finds exactly the partitions a cold one does
+    """Random leaders, ISRs, deletions, garbage, growth and topics deleted and created again
+    through the feed: each topic's census equals a recount of its rows and the image's index by
+    broker inverts them, and a warm context finds exactly the partitions a cold one does
     for every set of live brokers (the census lets it skip whole topics)."""
     import random
 
@@ -306,6 +394,9 @@ def test_the_census_lets_a_liveness_scan_skip_only_topics_it_cannot_concern(
             store.delete(path)
         elif roll < 0.85 and store.exists(path) is not None:
             store.set(path, b'{"leader":"x"}')
+        elif roll < 0.9:
+            store.delete(f"{layout.BROKER_TOPICS}/{tp[0]}", recursive=True)
+            topic(store, tp[0], 6, led=rng.random() < 0.7)
         else:
             caught_up(image, feed, store)
             for held in image._topics.values():
@@ -319,6 +410,12 @@ def test_the_census_lets_a_liveness_scan_skip_only_topics_it_cannot_concern(
                         recount[broker] = recount.get(broker, 0) + 1
                 assert held.census == recount
                 assert held.irregular == len(rows) - len(readable)
+            # The index by broker is the censuses inverted (a scan looks dead brokers up in it).
+            inverted: dict[int, set[str]] = {}
+            for name, held in image._topics.items():
+                for broker in held.census:
+                    inverted.setdefault(broker, set()).add(name)
+            assert image._naming == inverted
     caught_up(image, feed, store)
     cold = ControllerContext(store, read_batch=5, owner="cold")
     cold.load()

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 
 from coordkit import layout
 from coordkit.engine import states
-from coordkit.engine.controller.partition_map import AssignmentMap, PartitionInfo, PartitionMap
+from coordkit.engine.controller.partition_map import (
+    AssignmentMap,
+    AssignmentVersions,
+    PartitionInfo,
+    PartitionMap,
+    TopicSet,
+)
 from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
@@ -94,12 +100,12 @@ class ControllerContext:
         self.live: dict[int, tuple[BrokerInfo, int]] = {}
         self.topics = AssignmentMap()
         #: mzxid of each topic's assignment node as last read (watch events compare it).
-        self.assignment_mzxid: dict[str, int] = {}
+        self.assignment_mzxid = AssignmentVersions()
         self.parts = PartitionMap()
         #: Partitions whose state node holds an unreadable value (left alone).
         self.unreadable_states: set[TP] = set()
         #: Topics whose ``partitions`` node is known to exist.
-        self.partitions_nodes: set[str] = set()
+        self.partitions_nodes = TopicSet()
         #: Partitions whose ``partitions/P`` node exists without a state node.
         self.partition_nodes: set[TP] = set()
         #: Topics queued under ``/admin/delete_topics`` (no elections for them).
@@ -153,11 +159,11 @@ class ControllerContext:
         self.topics = AssignmentMap()
         self.parts = PartitionMap()
         self.unreadable_states = set()
-        self.partitions_nodes = set()
+        self.partitions_nodes = TopicSet()
         self.partition_nodes = set()
         self.known_topics = frozenset()
         self.ignored_topics = frozenset()
-        self.assignment_mzxid = {}
+        self.assignment_mzxid = AssignmentVersions()
 
     def sync_brokers(self) -> tuple[set[int], set[int], set[int]]:
         """Re-read ``/brokers/ids``; returns ``(dead, born, bounced)`` against the last read

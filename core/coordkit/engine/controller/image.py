@@ -21,18 +21,20 @@ name yet, a number beyond 64 bits) live in a small per-topic dict. :meth:`Metada
 reports the size; the readable API is :meth:`MetadataImage.brokers`,
 :meth:`MetadataImage.topics`, :meth:`MetadataImage.partition_state` and :meth:`fill`.
 
-:meth:`fill` lends the columns to the context (no copy and no object per partition; the image
-copies a topic's array before its next write to it, so the context keeps what it was given):
-the context's :class:`~.partition_map.PartitionMap` turns a row into an object only when the
-controller reads it, and finds the partitions needing work with a vectorised query, so a hand-over
-costs O(topics) Python work, not O(partitions).
+:meth:`fill` lends the topics to the context as they are (no copy and no object per partition;
+each hand-over starts a new generation, and the image copies a topic of an earlier generation
+before it next changes it, so the context keeps what it was given): the context's
+:class:`~.partition_map.PartitionMap` builds a topic's columns when it first needs them, turns a
+row into an object only when the controller reads it, and finds the partitions needing work with
+a vectorised query, so a hand-over costs no Python work per partition, and none per topic for the
+topics the failover does not concern.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,9 +124,12 @@ class _Topic:
     __slots__ = (
         "census",
         "error",
+        "generation",
         "irregular",
         "loose",
         "mzxid",
+        "name",
+        "naming",
         "reasons",
         "replicas",
         "shared",
@@ -132,8 +137,14 @@ class _Topic:
         "states",
     )
 
-    def __init__(self, mzxid: int) -> None:
+    def __init__(self, name: str, mzxid: int, generation: int, naming: dict[int, set[str]]):
+        self.name = name
+        #: The image's index, by broker, of the topics whose census names it (kept by
+        #: :meth:`_count` as keys appear and go).
+        self.naming = naming
         self.mzxid = mzxid
+        #: The image's lending generation this object was made in (see ``MetadataImage._lend``).
+        self.generation = generation
         #: Replicas of partitions 0..n-1 (interned tuples), or None (unreadable or not dense).
         self.replicas: list[tuple[int, ...]] | None = None
         #: A readable assignment whose partitions are not 0..n-1 (rare; its states are loose).
@@ -141,7 +152,7 @@ class _Topic:
         #: Why the assignment is unreadable (None: readable).
         self.error: str | None = None
         self.states: np.ndarray = _EMPTY
-        #: ``states`` is lent to a context (:meth:`MetadataImage.fill`): copy before writing.
+        #: ``states`` is shared with a lent copy of this topic: copy the array before writing.
         self.shared = False
         self.loose: dict[int, _Loose] = {}
         #: Why an UNREADABLE column state is unreadable, by partition.
@@ -151,21 +162,70 @@ class _Topic:
         #: Rows whose status is not READABLE.
         self.irregular = 0
 
+    def copy(self, generation: int) -> _Topic:
+        """A writable copy, sharing the (copy-on-write) array and the interned tuples."""
+        twin = _Topic(self.name, self.mzxid, generation, self.naming)
+        twin.replicas = self.replicas  # replaced, never changed in place
+        twin.sparse = None if self.sparse is None else dict(self.sparse)
+        twin.error = self.error
+        twin.states = self.states
+        twin.shared = True
+        twin.loose = dict(self.loose)
+        twin.reasons = dict(self.reasons)
+        twin.census = dict(self.census)
+        twin.irregular = self.irregular
+        return twin
+
+    @property
+    def regular(self) -> bool:
+        """Readable, dense, and every partition's state READABLE in the columns (a hand-over can
+        lend it as it is)."""
+        replicas = self.replicas
+        return (
+            self.error is None
+            and replicas is not None
+            and len(replicas) > 0
+            and not self.irregular
+            and not self.loose
+            and len(self.states) == len(replicas)
+        )
+
     def create_columns(self, count: int) -> None:
         """Columns for partitions 0..count-1 of a new topic: no state node yet (ABSENT)."""
         self.states = np.zeros(count, dtype=STATE_DTYPE)
         self.shared = False
-        self.census = {}
+        self.forget_census()
         self.irregular = count
+
+    def forget_census(self) -> None:
+        """Empty the census (and take the topic out of the image's index)."""
+        self.leave_index()
+        self.census = {}
+
+    def leave_index(self) -> None:
+        """Take the topic out of the image's index, its census kept (a lent topic going)."""
+        for broker in self.census:
+            self._unname(broker)
+
+    def _unname(self, broker: int) -> None:
+        named = self.naming.get(broker)
+        if named is not None:
+            named.discard(self.name)
+            if not named:
+                del self.naming[broker]
 
     def _count(self, leader: int, isr: tuple[int, ...], step: int) -> None:
         census = self.census
         for broker in (leader, *isr):
-            left = census.get(broker, 0) + step
+            held = census.get(broker, 0)
+            left = held + step
             if left:
                 census[broker] = left
+                if not held:
+                    self.naming.setdefault(broker, set()).add(self.name)
             else:
                 del census[broker]
+                self._unname(broker)
 
     def _uncount_row(self, partition: int, table: Sequence[tuple[int, ...]]) -> None:
         row = self.states[partition].item()
@@ -280,6 +340,45 @@ class _Topic:
         return status, state, None
 
 
+class _Lent:
+    """Regular topics a hand-over lent, as the context's partition map takes them
+    (:class:`~.partition_map.LentTopics`); the image never changes these objects again."""
+
+    __slots__ = ("_naming", "_table", "_topics")
+
+    def __init__(
+        self,
+        topics: dict[str, _Topic],
+        table: Sequence[tuple[int, ...]],
+        naming: dict[int, set[str]],
+    ):
+        self._topics = topics
+        self._table = table
+        self._naming = naming
+
+    def naming(self) -> Mapping[int, Collection[str]]:
+        return self._naming
+
+    def names(self) -> Collection[str]:
+        return self._topics.keys()
+
+    def replicas(self, topic: str) -> Sequence[tuple[int, ...]]:
+        replicas = self._topics[topic].replicas
+        assert replicas is not None
+        return replicas
+
+    def mzxid(self, topic: str) -> int:
+        return self._topics[topic].mzxid
+
+    def rows(self, topic: str) -> int:
+        return len(self._topics[topic].states)
+
+    def columns(self, topic: str) -> TopicColumns:
+        lent = self._topics[topic]
+        assert lent.replicas is not None
+        return TopicColumns(lent.replicas, lent.states, self._table, frozenset(lent.census))
+
+
 class MetadataImage:
     """Brokers, topics and partition states below ``/brokers``, as of :attr:`position`.
 
@@ -295,6 +394,14 @@ class MetadataImage:
         self._brokers: dict[str, tuple[bytes, int, int]] = {}  # name → (data, czxid, mzxid)
         self._topics: dict[str, _Topic] = {}
         self._tuples = _Tuples()
+        #: Bumped by each hand-over: a topic made in an earlier generation may be lent to a
+        #: context and is copied before the image changes it (:meth:`_writable`).
+        self._generation = 0
+        #: Topics not :attr:`_Topic.regular` (kept at every change: a hand-over lends the rest
+        #: without looking at each).
+        self._irregular: set[str] = set()
+        #: By broker (-1: no leader), the topics whose census names it.
+        self._naming: dict[int, set[str]] = {}
         #: Position of the last change applied (None before the first read).
         self.position: int | None = None
         #: Position of a RESYNC not yet followed by a re-read (None: the image is current).
@@ -425,10 +532,14 @@ class MetadataImage:
         status, held_at = topic.status_and_mzxid(tp[1])
         if status != UNKNOWN and not event.newer_than(_held(held_at)):
             return
+        topic = self._writable(tp[0], topic)
         if event.kind is TreeEventKind.DELETED:
             topic.put(tp[1], ABSENT, 0, None, None, self._tuples)
         elif event.data is not None and event.stat is not None:
             self._put_state(topic, tp, event.data, event.stat, self._tuples)
+        # A state write changes only the rows: a regular topic that stays so needs no look.
+        if topic.irregular or topic.loose or tp[0] in self._irregular:
+            self._classify(tp[0], topic)
 
     def _topic_event(self, name: str, event: TreeEvent) -> None:
         topic = self._topics.get(name)
@@ -436,6 +547,9 @@ class MetadataImage:
             return
         if event.kind is TreeEventKind.DELETED:
             del self._topics[name]
+            self._irregular.discard(name)
+            if topic is not None:
+                topic.leave_index()
             if self._assignment_listeners:
                 self._untold.append((name, None))
             return
@@ -445,11 +559,30 @@ class MetadataImage:
             self._untold.append((name, event.stat.mzxid))
         if topic is None or event.kind is TreeEventKind.CREATED:
             # A new node: no partition state can predate it (states are its descendants).
-            topic = self._topics[name] = _Topic(event.stat.mzxid)
+            if topic is not None:
+                topic.leave_index()  # the node was deleted and created again
+            topic = self._topics[name] = _Topic(
+                name, event.stat.mzxid, self._generation, self._naming
+            )
             self._set_assignment(name, topic, event.data, self._tuples, created=True)
         else:
+            topic = self._writable(name, topic)
             topic.mzxid = event.stat.mzxid
             self._set_assignment(name, topic, event.data, self._tuples, created=False)
+        self._classify(name, topic)
+
+    def _classify(self, name: str, topic: _Topic) -> None:
+        if topic.regular:
+            self._irregular.discard(name)
+        else:
+            self._irregular.add(name)
+
+    def _writable(self, name: str, topic: _Topic) -> _Topic:
+        """``topic`` (held as ``name``), copied first if a hand-over may have lent it."""
+        if topic.generation == self._generation:
+            return topic
+        twin = self._topics[name] = topic.copy(self._generation)
+        return twin
 
     # -- decoding --------------------------------------------------------------------------------
 
@@ -500,13 +633,18 @@ class MetadataImage:
                 target = self._resync_at
             if target is None:
                 return self.position is not None
-            brokers, topics, tuples = self._read(store)
+            brokers, topics, tuples, naming = self._read(store)
             with self._lock:
                 if self._resync_at != target:
                     continue
                 self._brokers = brokers
+                self._irregular = set()
+                for name, topic in topics.items():
+                    topic.generation = self._generation
+                    self._classify(name, topic)
                 self._topics = topics
                 self._tuples = tuples
+                self._naming = naming
                 self.position = target
                 self.reads += 1
                 buffered, self._buffer = self._buffer, []
@@ -536,7 +674,7 @@ class MetadataImage:
 
     def _read(
         self, store: MetadataStore
-    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples]:
+    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples, dict[int, set[str]]]:
         def children(path: str) -> list[str]:
             try:
                 return store.children(path)
@@ -544,6 +682,7 @@ class MetadataImage:
                 return []
 
         tuples = _Tuples()  # a fresh table: contexts filled earlier keep the old one
+        naming: dict[int, set[str]] = {}
         brokers: dict[str, tuple[bytes, int, int]] = {}
         names = children(layout.BROKER_IDS)
         for name, result in zip(
@@ -564,7 +703,8 @@ class MetadataImage:
                 continue
             if isinstance(result, StoreError):
                 raise result
-            topic = topics[name] = _Topic(result[1].mzxid)
+            # Its generation is set when the read is installed.
+            topic = topics[name] = _Topic(name, result[1].mzxid, -1, naming)
             self._set_assignment(name, topic, result[0], tuples, created=True)
             if topic.replicas is not None:
                 wanted.extend((name, p) for p in range(len(topic.replicas)))
@@ -578,7 +718,7 @@ class MetadataImage:
             if isinstance(result, StoreError):
                 raise result
             self._put_state(topics[tp[0]], tp, result[0], result[1], tuples)
-        return brokers, topics, tuples
+        return brokers, topics, tuples, naming
 
     # -- the hand-over (controller's thread) --------------------------------------------------------
 
@@ -588,9 +728,11 @@ class MetadataImage:
         cannot vouch for (UNKNOWN: named by an assignment after their node may have appeared) are
         read from the store, as few as they are.
 
-        Dense topics are handed over as copies of their columns (no object per partition: see
-        :class:`~.partition_map.PartitionMap`); the Python work is per topic, and per partition
-        only for the few states outside the columns."""
+        Regular topics (every partition's state READABLE in the columns) are lent as they are:
+        the image copies a topic before it next changes it, and the context's
+        :class:`~.partition_map.PartitionMap` builds a topic's columns only when it needs them,
+        so the hand-over costs a few C-speed copies of the topic dict, not Python work per topic
+        (:class:`_Lent`). The other topics are handed over one by one (few, as a rule)."""
         unknown: list[TP] = []
         with self._lock:
             if self._resync_at is not None or self.position is None:
@@ -600,11 +742,23 @@ class MetadataImage:
                 for name, (data, czxid, mzxid) in self._brokers.items()
             ]
             context.reset_topics()
+            topics = dict(self._topics)
+            self._generation += 1  # from here on, a change to any of ``topics`` copies it first
             parts = context.parts
             table = self._tuples.table
+            lent = dict(topics)
+            for name in self._irregular:
+                del lent[name]
+            # The index as of now (C-speed set copies): the image keeps changing its own.
+            naming = {broker: set(names) for broker, names in self._naming.items()}
+            lender = _Lent(lent, table, naming)
+            context.topics.add_lent(lender)
+            context.assignment_mzxid.add_lent(lender)
+            context.partitions_nodes.add_lent(lent.keys())
+            parts.add_lent(lender)
             ignored: set[str] = set()
-            for name in sorted(self._topics):
-                topic = self._topics[name]
+            for name in sorted(topics.keys() - lent.keys()):
+                topic = topics[name]
                 path = _TOPIC_PREFIX + name
                 if topic.error is not None:
                     context.unreadable.record(path, topic.error)
@@ -617,31 +771,22 @@ class MetadataImage:
                 if topic.replicas is not None:
                     assignment = topic.replicas
                     context.topics.add_list(name, assignment)
-                    # Lent, not copied (copy on the image's next write to the topic): the
-                    # hand-over costs no memcpy of the cluster's states.
                     rows = topic.states[: len(assignment)]
-                    topic.shared = True
-                    # The census speaks for the rows only when they are all of them, all READABLE.
-                    regular = not topic.irregular and len(rows) == len(topic.states)
-                    census = frozenset(topic.census) if regular else None
-                    parts.add_columns(name, TopicColumns(assignment, rows, table, census))
-                    if regular:
-                        has_state = len(rows) > 0
-                    else:
-                        status = rows["status"]
-                        counts = np.bincount(status, minlength=UNKNOWN + 1)
-                        has_state = bool(counts[READABLE] or counts[UNREADABLE])
-                        if counts[UNREADABLE]:
-                            for partition in np.flatnonzero(status == UNREADABLE).tolist():
-                                self._unreadable(
-                                    context, (name, partition), topic.reasons.get(partition, "?")
-                                )
-                        if counts[UNKNOWN]:
-                            unknown.extend(
-                                (name, partition)
-                                for partition in np.flatnonzero(status == UNKNOWN).tolist()
-                                if partition not in topic.loose
+                    status = rows["status"]
+                    counts = np.bincount(status, minlength=UNKNOWN + 1)
+                    has_state = bool(counts[READABLE] or counts[UNREADABLE])
+                    parts.add_columns(name, TopicColumns(assignment, rows, table))
+                    if counts[UNREADABLE]:
+                        for partition in np.flatnonzero(status == UNREADABLE).tolist():
+                            self._unreadable(
+                                context, (name, partition), topic.reasons.get(partition, "?")
                             )
+                    if counts[UNKNOWN]:
+                        unknown.extend(
+                            (name, partition)
+                            for partition in np.flatnonzero(status == UNKNOWN).tolist()
+                            if partition not in topic.loose
+                        )
                 else:
                     assert topic.sparse is not None
                     assignment = dict(topic.sparse)
@@ -667,7 +812,8 @@ class MetadataImage:
                             parts[(name, partition)] = PartitionInfo(replicas)
                 if has_state:
                     context.partitions_nodes.add(name)
-            context.known_topics = frozenset(context.topics)
+            # A snapshot other threads read: one C-speed set of the names.
+            context.known_topics = frozenset(topics.keys() - ignored)
             context.ignored_topics = frozenset(ignored)
         context.take_brokers(brokers)
         if unknown:

@@ -4,10 +4,15 @@ objects before it can act).
 
 :class:`PartitionMap` is ``TP → PartitionInfo``. Partitions loaded from the store (a cold load)
 and partitions the controller has touched are plain :class:`PartitionInfo` objects; partitions a
-warm hand-over brought are rows of per-topic numpy columns (:class:`TopicColumns`, copied from the
+warm hand-over brought are rows of per-topic numpy columns (:class:`TopicColumns`, lent by the
 image) until something reads one: then it becomes a :class:`PartitionInfo` for good, and the row is
 marked taken. Readers see one mapping; what needs work is found by :meth:`PartitionMap.needing_attention`,
 a vectorised query over the columns plus a loop over the objects (few, after a warm hand-over).
+
+A hand-over does not even build the columns of every topic: the image lends its topics as they
+are (:class:`LentTopics`), and a topic becomes :class:`TopicColumns` when something first reads or
+writes one of its partitions, or a scan cannot skip it by its census. A failover that concerns a
+few topics touches those topics, not the cluster's thousands (issue 16: failover flat in size).
 
 :class:`AssignmentMap` is ``topic → {partition: replicas}``, each topic's dict built on first
 access from the image's list of replica tuples.
@@ -17,7 +22,16 @@ The row format (:data:`STATE_DTYPE`, the status codes) is shared with :mod:`.ima
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import (
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    MutableSet,
+    Sequence,
+)
+from typing import Protocol
 
 import numpy as np
 
@@ -134,6 +148,70 @@ class TopicColumns:
             yield partition, replicas[partition], state
 
 
+class LentTopics(Protocol):
+    """Topics a standby's image lent at hand-over, each whole and regular (every partition
+    ``0..n-1`` has a READABLE state), read-only from then on (the image copies a topic before
+    changing it)."""
+
+    def names(self) -> Collection[str]:
+        """The topics lent."""
+        ...
+
+    def replicas(self, topic: str) -> Sequence[Replicas]:
+        """Replicas of the topic's partitions ``0..n-1``."""
+        ...
+
+    def mzxid(self, topic: str) -> int:
+        """mzxid of the topic's assignment node."""
+        ...
+
+    def naming(self) -> Mapping[int, Collection[str]]:
+        """By broker (-1: no leader), the topics whose states name it as leader or ISR member
+        (the union of their censuses, inverted: a scan looks up dead brokers, not topics)."""
+        ...
+
+    def rows(self, topic: str) -> int:
+        """The topic's partition count."""
+        ...
+
+    def columns(self, topic: str) -> TopicColumns:
+        """The topic as columns (built on each call)."""
+        ...
+
+
+class LentNames:
+    """The topics a lender lent that one map still takes from it: the lender's own (immutable)
+    collection of names and the few taken back since, so lending costs no copy of the names."""
+
+    __slots__ = ("_gone", "_names")
+
+    def __init__(self) -> None:
+        self._names: Collection[str] = ()
+        self._gone: set[str] = set()
+
+    def lend(self, names: Collection[str]) -> None:
+        if self._names:
+            raise ValueError("topics are lent once")
+        self._names = names
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._names and topic not in self._gone
+
+    def take(self, topic: str) -> bool:
+        """Stop taking ``topic`` from the lender; whether it was lent here until now."""
+        if topic in self:
+            self._gone.add(topic)
+            return True
+        return False
+
+    def __len__(self) -> int:
+        return len(self._names) - len(self._gone)
+
+    def __iter__(self) -> Iterator[str]:
+        gone = self._gone
+        return (topic for topic in self._names if topic not in gone)
+
+
 class PartitionMap(MutableMapping[TP, PartitionInfo]):
     """``TP → PartitionInfo``, partly backed by :class:`TopicColumns` (see the module doc).
 
@@ -146,25 +224,72 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         self._objects: dict[TP, PartitionInfo] = {}
         self._columns: dict[str, TopicColumns] = {}
         self._in_columns = 0
+        #: Topics lent and not yet turned into columns (see :meth:`add_lent`).
+        self._lent_names = LentNames()
+        self._lent: LentTopics | None = None
 
     # -- loading -------------------------------------------------------------------------------
 
+    def add_lent(self, lent: LentTopics) -> None:
+        """Back the partitions of the topics ``lent`` names by it, each topic turned into columns
+        when first needed (one lender per map: a warm hand-over fills a fresh map)."""
+        if self._lent is not None:
+            raise ValueError("a partition map takes topics from one lender")
+        names = lent.names()
+        taken = [topic for topic in self._columns if topic in names]
+        if taken:
+            raise ValueError(f"{sorted(taken)[0]}: already backed by columns")
+        self._lent = lent
+        self._lent_names.lend(names)
+        # Objects already held for a lent topic win over its rows: bring those topics in now.
+        for topic in sorted({tp[0] for tp in self._objects if tp[0] in names}):
+            self._lent_names.take(topic)
+            self.add_columns(topic, lent.columns(topic))
+
+    def _column(self, topic: str) -> TopicColumns | None:
+        """``topic``'s columns, built now if it was lent and not yet needed."""
+        columns = self._columns.get(topic)
+        if columns is None and self._lent_names.take(topic):
+            assert self._lent is not None
+            # No object of a lent topic exists (setting one builds the topic first): no scan
+            # of the objects for it, which may be many by then.
+            columns = self._lent.columns(topic)
+            self._install(topic, columns)
+        return columns
+
+    def _all_columns(self) -> dict[str, TopicColumns]:
+        """Every topic's columns, the lent ones built (for whole scans)."""
+        for topic in sorted(self._lent_names):
+            self._column(topic)
+        return self._columns
+
     def add_columns(self, topic: str, columns: TopicColumns) -> None:
         """Back ``topic``'s partitions ``0..n-1`` by ``columns`` (objects already held win)."""
-        if topic in self._columns:
+        if topic in self._columns or topic in self._lent_names:
             raise ValueError(f"{topic}: already backed by columns")
         for tp in [tp for tp in self._objects if tp[0] == topic] if self._objects else []:
             if columns.has(tp[1]):
                 columns.taken[tp[1]] = True
                 columns.remaining -= 1
+        self._install(topic, columns)
+
+    def _install(self, topic: str, columns: TopicColumns) -> None:
         if columns.remaining:
             self._columns[topic] = columns
             self._in_columns += columns.remaining
 
     @property
     def in_columns(self) -> int:
-        """Partitions still held as column rows (the rest are objects)."""
-        return self._in_columns
+        """Partitions still held as column rows, lent ones included (the rest are objects)."""
+        lent = self._lent
+        if lent is None:
+            return self._in_columns
+        return self._in_columns + sum(lent.rows(topic) for topic in self._lent_names)
+
+    @property
+    def lent_topics(self) -> int:
+        """Topics lent at hand-over and not built into columns yet."""
+        return len(self._lent_names)
 
     def _take(self, topic: str, columns: TopicColumns, partition: int) -> None:
         columns.taken[partition] = True
@@ -179,7 +304,7 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         part = self._objects.get(tp)
         if part is not None:
             return part
-        columns = self._columns.get(tp[0])
+        columns = self._column(tp[0])
         if columns is None or not columns.has(tp[1]):
             raise KeyError(tp)
         part = self._objects[tp] = columns.info(tp[1])
@@ -189,13 +314,13 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
     def __contains__(self, tp: object) -> bool:
         if tp in self._objects:
             return True
-        if not isinstance(tp, tuple) or len(tp) != 2:
+        if not isinstance(tp, tuple) or len(tp) != 2 or not isinstance(tp[0], str):
             return False
-        columns = self._columns.get(tp[0])
+        columns = self._column(tp[0])
         return columns is not None and isinstance(tp[1], int) and columns.has(tp[1])
 
     def __setitem__(self, tp: TP, part: PartitionInfo) -> None:
-        columns = self._columns.get(tp[0])
+        columns = self._column(tp[0])
         if columns is not None and columns.has(tp[1]):
             self._take(tp[0], columns, tp[1])
         self._objects[tp] = part
@@ -204,18 +329,18 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         if tp in self._objects:
             del self._objects[tp]
             return
-        columns = self._columns.get(tp[0])
+        columns = self._column(tp[0])
         if columns is None or not columns.has(tp[1]):
             raise KeyError(tp)
         self._take(tp[0], columns, tp[1])
 
     def __len__(self) -> int:
-        return len(self._objects) + self._in_columns
+        return len(self._objects) + self.in_columns
 
     def __iter__(self) -> Iterator[TP]:
         # A snapshot: reading a row while iterating moves it between the two holders.
         objects = list(self._objects)
-        pending = [(t, np.flatnonzero(~c.taken)) for t, c in self._columns.items()]
+        pending = [(t, np.flatnonzero(~c.taken)) for t, c in self._all_columns().items()]
         yield from objects
         for topic, rows in pending:
             for partition in rows.tolist():
@@ -223,6 +348,7 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
 
     def forget_topic(self, topic: str, partitions: Sequence[int]) -> None:
         """Remove ``topic``'s ``partitions`` (its columns at once)."""
+        self._lent_names.take(topic)
         columns = self._columns.pop(topic, None)
         if columns is not None:
             self._in_columns -= columns.remaining
@@ -236,7 +362,7 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         read-only scans; a state must be changed through ``parts[tp]``)."""
         for tp, part in list(self._objects.items()):
             yield tp, part.replicas, part.state
-        for topic, columns in list(self._columns.items()):
+        for topic, columns in list(self._all_columns().items()):
             for partition, replicas, state in columns.rows():
                 yield (topic, partition), replicas, state
 
@@ -247,13 +373,22 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
 
     def column_topics(self) -> list[tuple[str, TopicColumns]]:
         """Topics with rows still in columns (rows marked ``taken`` are objects now)."""
-        return list(self._columns.items())
+        return list(self._all_columns().items())
 
     def needing_attention(self, live: frozenset[int]) -> list[TP]:
         """Partitions a liveness pass may have to write (:func:`needs_attention`): without state,
         led by a broker outside ``live``, or with an ISR naming one. Column rows are queried with
         numpy (leader not in ``live``, ISR index among the tuples naming a dead broker)."""
         out = [tp for tp, part in self._objects.items() if needs_attention(part, live)]
+        if self._lent_names:
+            lent = self._lent
+            assert lent is not None
+            # Lent topics are regular: only those naming a broker outside ``live`` can need
+            # work, and only those are built.
+            for broker, topics in lent.naming().items():
+                if broker not in live:
+                    for topic in sorted(t for t in topics if t in self._lent_names):
+                        self._column(topic)
         if not self._columns:
             return out
         # Liveness by lookup (ids shifted by one: slot 0 is NO_LEADER and anything out of range),
@@ -290,6 +425,12 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             if part.state is not None
             and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
         ]
+        if self._lent_names:
+            lent = self._lent
+            assert lent is not None
+            naming = lent.naming().get(broker, ())
+            for topic in sorted(t for t in naming if t in self._lent_names):
+                self._column(topic)
         in_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name the broker
         for topic, columns in self._columns.items():
             if columns.census is not None and broker not in columns.census:
@@ -311,45 +452,141 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         return out
 
     def nbytes(self) -> int:
-        """Bytes of the column rows and masks (objects not counted)."""
+        """Bytes of the column rows and masks (objects not counted; lent topics count when
+        built)."""
         return sum(c.states.nbytes + c.taken.nbytes for c in self._columns.values())
 
 
 class AssignmentMap(MutableMapping[str, dict[int, Replicas]]):
     """``topic → {partition: replicas}``; a topic handed over as a list of replica tuples (its
-    partitions ``0..n-1``) becomes a dict on first access."""
+    partitions ``0..n-1``), or lent by an image, becomes a dict on first access."""
 
     def __init__(self) -> None:
         self._topics: dict[str, dict[int, Replicas] | Sequence[Replicas]] = {}
+        self._lent: LentTopics | None = None
+        self._lent_names = LentNames()
 
     def add_list(self, topic: str, replicas: Sequence[Replicas]) -> None:
+        self._lent_names.take(topic)
         self._topics[topic] = replicas
 
+    def add_lent(self, lent: LentTopics) -> None:
+        """Back the topics ``lent`` names by it (one lender per map; topics held win)."""
+        self._lent_names.lend(lent.names())
+        self._lent = lent
+        for topic in [t for t in self._topics if t in self._lent_names]:
+            self._lent_names.take(topic)
+
+    def _held(self, topic: str) -> dict[int, Replicas] | Sequence[Replicas] | None:
+        held = self._topics.get(topic)
+        if held is None and self._lent_names.take(topic):
+            assert self._lent is not None
+            held = self._topics[topic] = self._lent.replicas(topic)
+        return held
+
     def __getitem__(self, topic: str) -> dict[int, Replicas]:
-        held = self._topics[topic]
+        held = self._held(topic)
+        if held is None:
+            raise KeyError(topic)
         if isinstance(held, dict):
             return held
         built = self._topics[topic] = dict(enumerate(held))
         return built
 
     def __contains__(self, topic: object) -> bool:
-        return topic in self._topics
+        return topic in self._topics or topic in self._lent_names
 
     def __setitem__(self, topic: str, assignment: dict[int, Replicas]) -> None:
+        self._lent_names.take(topic)
         self._topics[topic] = assignment
 
     def __delitem__(self, topic: str) -> None:
-        del self._topics[topic]
+        if not self._lent_names.take(topic):
+            del self._topics[topic]
 
     def __len__(self) -> int:
-        return len(self._topics)
+        return len(self._topics) + len(self._lent_names)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._topics))
+        return iter([*self._topics, *self._lent_names])
 
     def partitions(self, topic: str) -> Sequence[int]:
         """Partition numbers of ``topic`` (without building its dict)."""
-        held = self._topics.get(topic)
+        held = self._held(topic)
         if held is None:
             return []
         return list(held) if isinstance(held, dict) else range(len(held))
+
+
+class AssignmentVersions(MutableMapping[str, int]):
+    """``topic → mzxid`` of its assignment node as last read; lent topics read theirs from the
+    lender until set or removed."""
+
+    def __init__(self) -> None:
+        self._own: dict[str, int] = {}
+        self._lent: LentTopics | None = None
+        self._lent_names = LentNames()
+
+    def add_lent(self, lent: LentTopics) -> None:
+        """Read the topics ``lent`` names from it (one lender; versions held win)."""
+        self._lent_names.lend(lent.names())
+        self._lent = lent
+        for topic in [t for t in self._own if t in self._lent_names]:
+            self._lent_names.take(topic)
+
+    def __getitem__(self, topic: str) -> int:
+        found = self._own.get(topic)
+        if found is not None:
+            return found
+        if topic in self._lent_names:
+            assert self._lent is not None
+            return self._lent.mzxid(topic)
+        raise KeyError(topic)
+
+    def __setitem__(self, topic: str, mzxid: int) -> None:
+        self._lent_names.take(topic)
+        self._own[topic] = mzxid
+
+    def __delitem__(self, topic: str) -> None:
+        if not self._lent_names.take(topic):
+            del self._own[topic]
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._own or topic in self._lent_names
+
+    def __len__(self) -> int:
+        return len(self._own) + len(self._lent_names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._own, *self._lent_names])
+
+
+class TopicSet(MutableSet[str]):
+    """A set of topic names that may include a lender's names (without copying them)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        self._own: set[str] = set(names)
+        self._lent_names = LentNames()
+
+    def add_lent(self, names: Collection[str]) -> None:
+        self._lent_names.lend(names)
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._own or topic in self._lent_names
+
+    def add(self, topic: str) -> None:
+        self._own.add(topic)
+
+    def discard(self, topic: str) -> None:
+        self._own.discard(topic)
+        self._lent_names.take(topic)
+
+    def __iter__(self) -> Iterator[str]:
+        own = self._own
+        return iter([*own, *(topic for topic in self._lent_names if topic not in own)])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"TopicSet({sorted(self)!r})"
