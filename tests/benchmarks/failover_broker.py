@@ -17,9 +17,10 @@ CLOCK_MONOTONIC, comparable across processes of one machine):
 * ``{"event": "crash-led", "count": N}`` each time its controller's writes change how many
   partitions of topic ``crash`` are led by a broker other than ``CRASH_BROKER``.
 
-* ``{"event": "shut-down", "broker": B, "started": T, "seconds": S, "led": L, "followed": F,
-  "still_led": N, "reads": R, "writes": W}`` when, as the controller, it answered broker ``B``'s
-  controlled-shutdown request (``error`` instead when it is not the controller).
+* ``{"event": "shut-down", "broker": B, "started": T, "seconds": S, "idle": I, "led": L,
+  "followed": F, "still_led": N, "reads": R, "writes": W}`` once, as the controller, it answered
+  broker ``B``'s controlled-shutdown request (S seconds) and then had nothing left to do (I);
+  ``error`` instead when it is not the controller.
 
 Commands on stdin, one a line: ``campaign`` enters the controller election; ``crash`` ends the
 store session at once (its ephemeral nodes go, as when a crashed broker's session expires) and
@@ -141,11 +142,15 @@ def shut_down(broker: Broker, target: int, store: InstrumentedStore) -> None:
     remaining = controller.controlled_shutdown(target).result()
     seconds = time.monotonic() - started
     ops = store.counts - base
+    while controller.active and not controller.idle():  # the passes its writes set off
+        time.sleep(0.005)
+    idle = time.monotonic() - started
     emit(
         "shut-down",
         broker=target,
         started=started,
         seconds=seconds,
+        idle=idle,
         led=led,
         followed=followed,
         still_led=len(remaining),
