@@ -21,7 +21,9 @@ ratio of the fastest rounds). Target: store/stock kazoo at most 1.2x.
 **Bulk**: 100,000 partition-state nodes ``/brokers/topics/T/partitions/P/state`` holding Kafka's
 JSON (``coordkit.layout.PARTITION_STATE``), 100 topics x 1,000 partitions: ``apply()`` of the
 creates (the parents, 100,202 more nodes, created beforehand with ``apply()`` and timed
-separately), ``apply()`` of a ``SetData`` per node (a leader change), ``get_many()`` of all; next to
+separately), ``apply()`` of a ``SetData`` per node (a leader change), the same sets as the controller
+writes them (version-checked, in multis of ``write_batch_ops``, ``write_concurrency`` in flight: the
+server CPU per write bounds a controlled shutdown's), ``get_many()`` of all; next to
 stock kazoo doing the same updates and reads with ``set_async``/``get_async`` (all in flight, then
 collected). Each phase reports wall time and the CPU used by this process and by the server.
 Target: the 100,000 partition-state writes under 10 s. ``--quick`` divides the counts by ten.
@@ -35,11 +37,13 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kazoo.client import KazooClient
 
 from coordkit import layout
+from coordkit.engine import EngineConfig
 from coordkit.model import PartitionState, TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Check, Create, MetadataStore, SetData
@@ -219,6 +223,19 @@ def bulk(
         updated = store.apply(updates)
     figures.update(phase.figures("set"))
 
+    # The controller's shape: version-checked sets in multis of EngineConfig.write_batch_ops,
+    # write_concurrency of them in flight (what a controlled shutdown's state writes cost).
+    config = EngineConfig()
+    moves = [SetData(path, state_value(1 + (i + 2) % 3, 2), 1) for i, path in enumerate(states)]
+    batches = [
+        moves[i : i + config.write_batch_ops] for i in range(0, nodes, config.write_batch_ops)
+    ]
+    with Phase(server) as phase, ThreadPoolExecutor(config.write_concurrency) as pool:
+        committed = [r for batch in pool.map(store.commit, batches) for r in batch]
+    figures.update(phase.figures("multi_set"))
+    if len(committed) != nodes:
+        raise RuntimeError(f"{nodes - len(committed)} multi sets missing")
+
     with Phase(server) as phase:
         read = store.get_many(states)
     figures.update(phase.figures("get_many"))
@@ -231,10 +248,10 @@ def bulk(
         raise RuntimeError(f"{errors} bulk operations failed")
 
     # Stock kazoo: the same updates and reads, all in flight at once, then collected.
-    values = [state_value(1 + (i + 2) % 3, 2) for i in range(nodes)]
+    values = [state_value(1 + i % 3, 3) for i in range(nodes)]
     with Phase(server) as phase:
         pending = [
-            raw.set_async(path, value, 1) for path, value in zip(states, values, strict=True)
+            raw.set_async(path, value, 2) for path, value in zip(states, values, strict=True)
         ]
         for result in pending:
             result.get()
@@ -325,6 +342,7 @@ def main(flags: list[str]) -> None:
         ("parents: store.apply create", "parents", figures["parents"]),
         ("states: store.apply create", "create", nodes),
         ("states: store.apply set", "set", nodes),
+        ("states: multi set (controller)", "multi_set", nodes),
         ("states: store.get_many", "get_many", nodes),
         ("states: get_many, no multiRead", "get_many_getdata", nodes),
         ("states: stock kazoo set_async", "raw_set", nodes),

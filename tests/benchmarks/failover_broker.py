@@ -7,8 +7,9 @@ and prints one JSON object a line on stdout, each with ``at`` (``time.monotonic(
 CLOCK_MONOTONIC, comparable across processes of one machine):
 
 * ``{"event": "started"}`` once registered (it enters the controller election on ``campaign``);
-* ``{"event": "image", "current": bool}`` when its warm-standby image becomes current or stops
-  being so (cold strategies keep no image and never print it);
+* ``{"event": "image", "current": bool, "gc_tracked": N}`` when its warm-standby image becomes
+  current (with the objects the garbage collector then tracks) or stops being so (cold
+  strategies keep no image and never print it);
 * ``{"event": "elected", "epoch": E}`` when it wins the controller election;
 * ``{"event": "ready", "epoch": E, "seconds": S, "phases": {...}, "reads": R, "writes": W}`` when
   its controller's first pass is done (store operations since it was elected);
@@ -113,7 +114,9 @@ def watch(broker: Broker) -> None:
         image = getattr(broker._candidate, "image", None)
         if image is not None and image.current != current:
             current = bool(image.current)
-            emit("image", current=current)
+            # Objects the garbage collector tracks: a full collection walks them all, at any
+            # moment (a failover included), so they should not grow with the partitions.
+            emit("image", current=current, gc_tracked=len(gc.get_objects()) if current else None)
         controller = broker.controller
         if controller is not None:
             now = (controller.epoch, controller.idle())

@@ -150,8 +150,12 @@ def _first(
 def _image_current(process: BrokerProcess, since: float) -> None:
     if any(e["event"] == "image" and e["current"] for e in process.seen):
         return
-    process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
-    _progress(f"broker {process.broker_id}'s image is current", since)
+    event = process.wait_for(lambda e: e["event"] == "image" and e["current"], "its image")
+    _progress(
+        f"broker {process.broker_id}'s image is current, {event.get('gc_tracked') or 0:,} objects "
+        "tracked by its garbage collector",
+        since,
+    )
 
 
 def _progress(what: str, since: float) -> None:
@@ -219,6 +223,9 @@ def dedicated(
             "a new controller's first pass",
         )
         new_epoch = int(ready["epoch"])
+        elected = survivors[winner].wait_for(
+            lambda e: e["event"] == "elected" and e["epoch"] == new_epoch, "its election"
+        )
         idle = survivors[winner].wait_for(
             lambda e: e["event"] == "idle" and e["epoch"] == new_epoch, "an idle controller"
         )
@@ -227,7 +234,12 @@ def dedicated(
                 "case": "controller",
                 "ready_seconds": round(ready["at"] - t0, 4),
                 "idle_seconds": round(idle["at"] - t0, 4),
-                "phases": {**ready["phases"], "term": round(ready["seconds"], 4)},
+                # elected: from the crash until the winner learnt it won (the election itself).
+                "phases": {
+                    **ready["phases"],
+                    "elected": round(elected["at"] - t0, 4),
+                    "term": round(ready["seconds"], 4),
+                },
                 "moved": 0,
                 "reads": ready["reads"],
                 "writes": ready["writes"],

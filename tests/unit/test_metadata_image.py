@@ -262,6 +262,28 @@ def test_a_lent_topic_keeps_its_hand_over_states_while_the_image_changes_it(
     feed.cancel()
 
 
+def test_an_image_holds_no_container_per_partition_for_the_garbage_collector(
+    store: MemoryStore,
+) -> None:
+    """A full collection walks every object the collector tracks, whenever it runs (during a
+    failover too): an image's per-partition data (replica lists, states) must leave its view, or
+    2,000,000 partitions add milliseconds to every full collection of a standby."""
+    import gc
+
+    register(store, 0)
+    image, feed = follow(store)
+    for index in range(3):
+        topic(store, f"t{index}", 50)
+    caught_up(image, feed, store)
+    gc.collect()
+    for held in image._topics.values():
+        assert held.replicas is not None
+        assert len(held.replicas) == 50
+        assert not gc.is_tracked(held.replicas), "a topic's replicas are walked by every collection"
+        assert not gc.is_tracked(held.states)
+    feed.cancel()
+
+
 def test_grown_partitions_are_vouched_for_by_the_store(store: MemoryStore) -> None:
     """A state node written before the assignment named its partition, seen by no feed event
     since the image's read, is read at the hand-over; one the feed saw is taken as it was."""
