@@ -265,16 +265,21 @@ def _wait_idle(cluster: Cluster, after_epoch: int, timeout: float = 1800) -> flo
 
 
 def _layout(
-    brokers: Sequence[int], partitions: int, controller: int, crash: int
+    brokers: Sequence[int],
+    partitions: int,
+    controller: int,
+    crash: int,
+    topic_size: int = TOPIC_SIZE,
 ) -> Iterator[tuple[str, dict[int, list[int]]]]:
-    """The topics' assignments, leaving ``controller`` out and ``crash`` only in topic ``crash``."""
+    """The topics' assignments, leaving ``controller`` out and ``crash`` only in topic ``crash``;
+    the other partitions in topics of ``topic_size``."""
     data = [b for b in brokers if b not in (controller, crash)]
     if len(data) < 2:
         raise SystemExit("the dedicated layout needs --brokers=4 or more")
     yield CRASH_TOPIC, {p: [crash, data[p % len(data)]] for p in range(CRASH_PARTITIONS)}
     rest = partitions - CRASH_PARTITIONS
-    for t, first in enumerate(range(0, rest, TOPIC_SIZE)):
-        count = min(TOPIC_SIZE, rest - first)
+    for t, first in enumerate(range(0, rest, topic_size)):
+        count = min(topic_size, rest - first)
         yield (
             f"fo{t}",
             {
@@ -284,10 +289,12 @@ def _layout(
         )
 
 
-def _create(cluster: Cluster, partitions: int, controller: int, crash: int) -> float:
+def _create(
+    cluster: Cluster, partitions: int, controller: int, crash: int, topic_size: int
+) -> float:
     """The topics through the admin: the controller then elects every first leader."""
     started = time.perf_counter()
-    for topic, assignment in _layout(cluster.broker_ids, partitions, controller, crash):
+    for topic, assignment in _layout(cluster.broker_ids, partitions, controller, crash, topic_size):
         cluster.create_topic(topic, len(assignment), 2, assignment=assignment)
     return time.perf_counter() - started
 
@@ -382,6 +389,7 @@ def dedicated(
     memory: bool,
     *,
     existing: bool = False,
+    topic_size: int = TOPIC_SIZE,
 ) -> tuple[list[dict[str, object]], dict[str, float] | None]:
     ready = _Ready()
     moves = _Moves()
@@ -401,7 +409,7 @@ def dedicated(
             admin = cluster.open_session()
             try:
                 created = _write_existing(
-                    admin, _layout(cluster.broker_ids, partitions, controller, crash)
+                    admin, _layout(cluster.broker_ids, partitions, controller, crash, topic_size)
                 )
             finally:
                 admin.close()
@@ -421,7 +429,7 @@ def dedicated(
             # The highest id: latch-queued elections (warm-standby, latch) hand over to the next
             # candidate in line, the lowest id, so the crash case stays a broker crash.
             crash = max(b for b in cluster.broker_ids if b != controller)
-            created = _create(cluster, partitions, controller, crash)
+            created = _create(cluster, partitions, controller, crash, topic_size)
             t0 = time.perf_counter()
         _settle(cluster, partitions)
         if existing:
@@ -631,6 +639,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--case", choices=["dedicated", "shared"], default="dedicated")
     parser.add_argument("--partitions", type=int, action="append")
     parser.add_argument("--brokers", type=int, default=5)
+    parser.add_argument(
+        "--topic-size",
+        type=int,
+        default=TOPIC_SIZE,
+        help=f"partitions per topic beside topic crash (default {TOPIC_SIZE:,}; 1 is "
+        "KAFKA-5642's case of single-partition topics, where per-topic costs show)",
+    )
     parser.add_argument("--zk-heap", help="ZooKeeper's -Xmx (default: grows with --partitions)")
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument(
@@ -682,7 +697,12 @@ def main(argv: list[str]) -> None:
 
                         url = env.new_url()
                         rows = in_processes(
-                            url, strategy, partitions, args.brokers, args.log_dir / env.name
+                            url,
+                            strategy,
+                            partitions,
+                            args.brokers,
+                            args.log_dir / env.name,
+                            topic_size=args.topic_size,
                         )
                     elif args.case == "shared":
                         with _Phases() as captured:
@@ -691,7 +711,13 @@ def main(argv: list[str]) -> None:
                     else:
                         memory = not args.no_memory and strategy == "warm-standby"
                         rows, sizes_seen = dedicated(
-                            env, strategy, partitions, args.brokers, memory, existing=args.existing
+                            env,
+                            strategy,
+                            partitions,
+                            args.brokers,
+                            memory,
+                            existing=args.existing,
+                            topic_size=args.topic_size,
                         )
                 for row in rows:
                     print(_row(backend_name, strategy, partitions, row), flush=True)
@@ -700,6 +726,7 @@ def main(argv: list[str]) -> None:
                         "backend": backend_name,
                         "strategy": strategy,
                         "partitions": partitions,
+                        "topic_size": args.topic_size,
                         "brokers": args.brokers,
                         **row,
                     }

@@ -46,7 +46,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from bench_warm_failover import CRASH_TOPIC, _Phases
+from bench_warm_failover import CRASH_TOPIC
 
 from coordkit.elections import ElectionKind
 from coordkit.engine import Broker, EngineConfig, EngineObserver
@@ -72,7 +72,8 @@ class Reporter(EngineObserver):
         self.lock = threading.Lock()
         self.elsewhere: set[int] = set()
         self.base = store.counts
-        self.phases = _Phases()
+        #: The broker, once made: its controller's phase split is read when it is ready.
+        self.broker: Broker | None = None
 
     def controller_changed(self, broker_id: int | None, epoch: int) -> None:
         if broker_id == self.broker_id:
@@ -87,10 +88,14 @@ class Reporter(EngineObserver):
             "ready",
             epoch=epoch,
             seconds=seconds,
-            phases=self.phases.phases,
+            phases=self._phases(),
             reads=ops.reads,
             writes=ops.writes,
         )
+
+    def _phases(self) -> dict[str, float]:
+        controller = None if self.broker is None else self.broker.controller
+        return dict(controller.phases) if controller is not None else {}
 
     def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
         with self.lock:
@@ -196,7 +201,6 @@ def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     store = InstrumentedStore(get_plugin_manager().store_for(url), f"broker-{broker_id}")
     reporter = Reporter(broker_id, crash, store)
-    reporter.phases.__enter__()
     # Each controller pass's split goes to the broker's log (--log-dir).
     logging.getLogger("coordkit.engine.controller").setLevel(logging.DEBUG)
     config = EngineConfig(
@@ -205,6 +209,7 @@ def main(argv: list[str]) -> None:
     campaign = threading.Event()
     defer_candidacy(campaign)
     broker = Broker(broker_id, store, config=config, observers=Observers(reporter))
+    reporter.broker = broker
     broker.start()
     emit("started")
     threading.Thread(target=watch, args=(broker,), daemon=True).start()

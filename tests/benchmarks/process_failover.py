@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench_engine import TOPIC_SIZE
 from bench_warm_failover import CRASH_PARTITIONS, _layout, _write_existing
 
 from coordkit.engine.controllership import read_controller
@@ -173,7 +174,13 @@ def _brokers() -> Iterator[dict[int, BrokerProcess]]:
 
 
 def dedicated(
-    url: str, strategy: str, partitions: int, brokers: int, log_dir: Path
+    url: str,
+    strategy: str,
+    partitions: int,
+    brokers: int,
+    log_dir: Path,
+    *,
+    topic_size: int = TOPIC_SIZE,
 ) -> list[dict[str, object]]:
     """Write the dedicated layout in bulk, start the brokers (the dedicated controller first),
     then crash the controller, then broker ``X``."""
@@ -181,7 +188,7 @@ def dedicated(
     controller, crash = ids[0], ids[-1]
     admin = get_plugin_manager().store_for(url)
     try:
-        created = _write_existing(admin, _layout(ids, partitions, controller, crash))
+        created = _write_existing(admin, _layout(ids, partitions, controller, crash, topic_size))
     finally:
         admin.close()
     rows: list[dict[str, object]] = []

@@ -235,9 +235,12 @@ def test_a_lent_topic_keeps_its_hand_over_states_while_the_image_changes_it(
     image, feed = follow(store)
     topic(store, "kept", 4)
     topic(store, "gone", 2)
+    topic(store, "idle", 2)  # partition 1: leader 1, ISR (1, 2)
     caught_up(image, feed, store)
     first = ControllerContext(store, read_batch=5, owner="first", image=image)
     first.load()
+    # Broker 2 leaves "idle"'s census: the image's index changes after lending it.
+    store.set(states.state_path(("idle", 1)), states.encode_state(1, 3, (1, 0), 3))
     handed = {tp: image.partition_state(tp) for tp in [("kept", p) for p in range(4)]}
     store.set(states.state_path(("kept", 1)), states.encode_state(2, 7, (2, 0), 3))
     grown = layout.TOPIC.encode(TopicAssignment(partitions={p: (p % 3,) for p in range(6)}))
@@ -247,18 +250,34 @@ def test_a_lent_topic_keeps_its_hand_over_states_while_the_image_changes_it(
     moved = image.partition_state(("kept", 1))
     assert moved is not None
     assert moved.leader_epoch == 7
-    assert first.parts.lent_topics == 2  # untouched so far
+    assert first.parts.lent_topics == 3  # untouched so far
     for tp, state in handed.items():
         assert first.parts[tp].state == state
     assert ("kept", 4) not in first.parts
     assert first.topics["kept"] == {p: (p % 3, (p + 1) % 3) for p in range(4)}
     assert ("gone", 1) in first.parts
+    assert first.known_topics == {"kept", "gone", "idle"}
     second = ControllerContext(store, read_batch=5, owner="second", image=image)
     second.load()
     assert second.loaded_from == "image"
     assert second.parts[("kept", 1)].state == moved
     assert "gone" not in second.topics
+    assert second.known_topics == {"kept", "idle"}
     assert contents(image) == contents(fresh(store))
+    # The index by broker was lent too: the image's own follows its topics, the first context
+    # keeps the one it was given (its scans still see the hand-over).
+    inverted: dict[int, set[str]] = {}
+    for name, held in image._topics.items():
+        for broker in held.census:
+            inverted.setdefault(broker, set()).add(name)
+    assert image._naming.by_broker == inverted
+    dead = frozenset({0, 1})  # broker 2 gone: the hand-over's states naming it need work
+    expected = sorted(
+        tp for tp, state in handed.items() if state is not None and 2 in (state.leader, *state.isr)
+    )
+    assert sorted(tp for tp in first.needing_attention(dead) if tp[0] == "kept") == expected
+    assert ("idle", 1) in first.needing_attention(dead)  # found through the lent index
+    assert ("idle", 1) not in second.needing_attention(dead)
     feed.cancel()
 
 
@@ -437,7 +456,7 @@ def test_the_census_lets_a_liveness_scan_skip_only_topics_it_cannot_concern(
             for name, held in image._topics.items():
                 for broker in held.census:
                     inverted.setdefault(broker, set()).add(name)
-            assert image._naming == inverted
+            assert image._naming.by_broker == inverted
     caught_up(image, feed, store)
     cold = ControllerContext(store, read_batch=5, owner="cold")
     cold.load()

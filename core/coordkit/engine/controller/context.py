@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING
 
 from coordkit import layout
@@ -114,7 +115,7 @@ class ControllerContext:
         self.shutting_down: set[int] = set()
         #: Snapshots other threads may read.
         self.known_brokers: frozenset[int] = frozenset()
-        self.known_topics: frozenset[str] = frozenset()
+        self.known_topics: AbstractSet[str] = frozenset()
         self.ignored_brokers: frozenset[str] = frozenset()
         self.ignored_topics: frozenset[str] = frozenset()
 

@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 
 from coordkit import layout
 from coordkit.clock import Clock
@@ -153,7 +154,7 @@ class Controller:
         return self.context.known_brokers
 
     @property
-    def known_topics(self) -> frozenset[str]:
+    def known_topics(self) -> AbstractSet[str]:
         return self.context.known_topics
 
     def ignored(self) -> tuple[Violation, ...]:
@@ -345,6 +346,8 @@ class Controller:
             "persist": done - planned,
         }
         self.ready.set()
+        self.observers.controller_ready(self.broker_id, self.epoch, self.ready_seconds)
+        # After the observers are told: counting a warm hand-over's partitions walks its topics.
         context = self.context
         log.info(
             "controller %s (epoch %s) ready in %.3fs (load %.3fs from %s, elect %.3fs, persist %.3fs): "
@@ -361,7 +364,6 @@ class Controller:
             len(context.parts),
             len(written),
         )
-        self.observers.controller_ready(self.broker_id, self.epoch, self.ready_seconds)
 
     def _announce_states(self) -> None:
         """Tell observers the states this term loaded that they were not told yet (Kafka's

@@ -111,6 +111,40 @@ class _Loose:
         self.reason = reason
 
 
+class _Index:
+    """By broker (-1: no leader), the topics whose census names it; lent to a hand-over as it is
+    and copied before its next change (so a hand-over copies nothing)."""
+
+    __slots__ = ("by_broker", "lent")
+
+    def __init__(self) -> None:
+        self.by_broker: dict[int, set[str]] = {}
+        self.lent = False
+
+    def lend(self) -> dict[int, set[str]]:
+        self.lent = True
+        return self.by_broker
+
+    def _own(self) -> dict[int, set[str]]:
+        if self.lent:
+            self.by_broker = {broker: set(names) for broker, names in self.by_broker.items()}
+            self.lent = False
+        return self.by_broker
+
+    def add(self, broker: int, topic: str) -> None:
+        self._own().setdefault(broker, set()).add(topic)
+
+    def discard(self, broker: int, topic: str) -> None:
+        named = self.by_broker.get(broker)
+        if named is None or topic not in named:
+            return
+        by_broker = self._own()
+        named = by_broker[broker]
+        named.discard(topic)
+        if not named:
+            del by_broker[broker]
+
+
 class _Topic:
     """One topic: its assignment node and its partition states, columnar.
 
@@ -138,7 +172,7 @@ class _Topic:
         "states",
     )
 
-    def __init__(self, name: str, mzxid: int, generation: int, naming: dict[int, set[str]]):
+    def __init__(self, name: str, mzxid: int, generation: int, naming: _Index):
         self.name = name
         #: The image's index, by broker, of the topics whose census names it (kept by
         #: :meth:`_count` as keys appear and go).
@@ -212,11 +246,7 @@ class _Topic:
             self._unname(broker)
 
     def _unname(self, broker: int) -> None:
-        named = self.naming.get(broker)
-        if named is not None:
-            named.discard(self.name)
-            if not named:
-                del self.naming[broker]
+        self.naming.discard(broker, self.name)
 
     def _count(self, leader: int, isr: tuple[int, ...], step: int) -> None:
         census = self.census
@@ -226,7 +256,7 @@ class _Topic:
             if left:
                 census[broker] = left
                 if not held:
-                    self.naming.setdefault(broker, set()).add(self.name)
+                    self.naming.add(broker, self.name)
             else:
                 del census[broker]
                 self._unname(broker)
@@ -405,7 +435,9 @@ class MetadataImage:
         #: without looking at each).
         self._irregular: set[str] = set()
         #: By broker (-1: no leader), the topics whose census names it.
-        self._naming: dict[int, set[str]] = {}
+        self._naming = _Index()
+        #: ``_topics`` is lent to a hand-over as it is: copy it before changing it.
+        self._topics_lent = False
         #: Position of the last change applied (None before the first read).
         self.position: int | None = None
         #: Position of a RESYNC not yet followed by a re-read (None: the image is current).
@@ -550,7 +582,7 @@ class MetadataImage:
         if not event.newer_than(_held(None if topic is None else topic.mzxid)):
             return
         if event.kind is TreeEventKind.DELETED:
-            del self._topics[name]
+            del self._own_topics()[name]
             self._irregular.discard(name)
             if topic is not None:
                 topic.leave_index()
@@ -565,7 +597,7 @@ class MetadataImage:
             # A new node: no partition state can predate it (states are its descendants).
             if topic is not None:
                 topic.leave_index()  # the node was deleted and created again
-            topic = self._topics[name] = _Topic(
+            topic = self._own_topics()[name] = _Topic(
                 name, event.stat.mzxid, self._generation, self._naming
             )
             self._set_assignment(name, topic, event.data, self._tuples, created=True)
@@ -585,8 +617,15 @@ class MetadataImage:
         """``topic`` (held as ``name``), copied first if a hand-over may have lent it."""
         if topic.generation == self._generation:
             return topic
-        twin = self._topics[name] = topic.copy(self._generation)
+        twin = self._own_topics()[name] = topic.copy(self._generation)
         return twin
+
+    def _own_topics(self) -> dict[str, _Topic]:
+        """The topic dict, copied first if a hand-over was lent it (a C-speed copy, once)."""
+        if self._topics_lent:
+            self._topics = dict(self._topics)
+            self._topics_lent = False
+        return self._topics
 
     # -- decoding --------------------------------------------------------------------------------
 
@@ -647,6 +686,7 @@ class MetadataImage:
                     topic.generation = self._generation
                     self._classify(name, topic)
                 self._topics = topics
+                self._topics_lent = False
                 self._tuples = tuples
                 self._naming = naming
                 self.position = target
@@ -678,7 +718,7 @@ class MetadataImage:
 
     def _read(
         self, store: MetadataStore
-    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples, dict[int, set[str]]]:
+    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples, _Index]:
         def children(path: str) -> list[str]:
             try:
                 return store.children(path)
@@ -686,7 +726,7 @@ class MetadataImage:
                 return []
 
         tuples = _Tuples()  # a fresh table: contexts filled earlier keep the old one
-        naming: dict[int, set[str]] = {}
+        naming = _Index()
         brokers: dict[str, tuple[bytes, int, int]] = {}
         names = children(layout.BROKER_IDS)
         for name, result in zip(
@@ -746,22 +786,25 @@ class MetadataImage:
                 for name, (data, czxid, mzxid) in self._brokers.items()
             ]
             context.reset_topics()
-            topics = dict(self._topics)
-            self._generation += 1  # from here on, a change to any of ``topics`` copies it first
+            # Lent as they are: from here on the image copies the dict before changing it, and
+            # a topic object (a new generation) before changing that.
+            topics = self._topics
+            self._topics_lent = True
+            self._generation += 1
             parts = context.parts
             table = self._tuples.table
-            lent = dict(topics)
-            for name in self._irregular:
-                del lent[name]
-            # The index as of now (C-speed set copies): the image keeps changing its own.
-            naming = {broker: set(names) for broker, names in self._naming.items()}
-            lender = _Lent(lent, table, naming)
+            lent = topics
+            if self._irregular:
+                lent = dict(topics)
+                for name in self._irregular:
+                    del lent[name]
+            lender = _Lent(lent, table, self._naming.lend())
             context.topics.add_lent(lender)
             context.assignment_mzxid.add_lent(lender)
             context.partitions_nodes.add_lent(lent.keys())
             parts.add_lent(lender)
             ignored: set[str] = set()
-            for name in sorted(topics.keys() - lent.keys()):
+            for name in sorted(self._irregular):  # the topics not lent (few, as a rule)
                 topic = topics[name]
                 path = _TOPIC_PREFIX + name
                 if topic.error is not None:
@@ -816,8 +859,8 @@ class MetadataImage:
                             parts[(name, partition)] = PartitionInfo(replicas)
                 if has_state:
                     context.partitions_nodes.add(name)
-            # A snapshot other threads read: one C-speed set of the names.
-            context.known_topics = frozenset(topics.keys() - ignored)
+            # A snapshot other threads read: the lent dict's names, which no longer change.
+            context.known_topics = topics.keys() - ignored if ignored else topics.keys()
             context.ignored_topics = frozenset(ignored)
         context.take_brokers(brokers)
         if unknown:

@@ -227,6 +227,8 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         #: Topics lent and not yet turned into columns (see :meth:`add_lent`).
         self._lent_names = LentNames()
         self._lent: LentTopics | None = None
+        #: Their partitions, counted when first asked (a walk of the lent topics), then kept.
+        self._lent_rows: int | None = None
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -251,6 +253,8 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         columns = self._columns.get(topic)
         if columns is None and self._lent_names.take(topic):
             assert self._lent is not None
+            if self._lent_rows is not None:
+                self._lent_rows -= self._lent.rows(topic)
             # No object of a lent topic exists (setting one builds the topic first): no scan
             # of the objects for it, which may be many by then.
             columns = self._lent.columns(topic)
@@ -284,7 +288,9 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         lent = self._lent
         if lent is None:
             return self._in_columns
-        return self._in_columns + sum(lent.rows(topic) for topic in self._lent_names)
+        if self._lent_rows is None:
+            self._lent_rows = sum(lent.rows(topic) for topic in self._lent_names)
+        return self._in_columns + self._lent_rows
 
     @property
     def lent_topics(self) -> int:
@@ -348,7 +354,9 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
 
     def forget_topic(self, topic: str, partitions: Sequence[int]) -> None:
         """Remove ``topic``'s ``partitions`` (its columns at once)."""
-        self._lent_names.take(topic)
+        if self._lent_names.take(topic) and self._lent_rows is not None:
+            assert self._lent is not None
+            self._lent_rows -= self._lent.rows(topic)
         columns = self._columns.pop(topic, None)
         if columns is not None:
             self._in_columns -= columns.remaining
