@@ -5,7 +5,8 @@ plain dict or set filled with the lent contents would."""
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from coordkit.engine.controller.partition_map import (
 from coordkit.engine.states import LeaderIsr
 
 Replicas = tuple[int, ...]
+K = TypeVar("K")
 TABLE: list[Replicas] = [(), (0, 1), (1, 2), (2, 0), (1,)]
 
 
@@ -82,6 +84,16 @@ class Lender:
         return out
 
 
+def _delete_from_both(mapping: MutableMapping[K, Any], model: dict[K, Any], key: K) -> None:
+    """``del`` on the map under test and on its model: both remove the key or both refuse."""
+    if key in model:
+        del mapping[key]
+        del model[key]
+    else:
+        with pytest.raises(KeyError):
+            del mapping[key]
+
+
 def _view(info: PartitionInfo) -> tuple[Replicas, LeaderIsr | None]:
     return info.replicas, info.state
 
@@ -108,12 +120,7 @@ def test_a_partition_map_over_lent_topics_behaves_as_a_dict(seed: int) -> None:
             parts[tp] = info
             model[tp] = info
         elif roll < 0.6:
-            if tp in model:
-                del parts[tp]
-                del model[tp]
-            else:
-                with pytest.raises(KeyError):
-                    del parts[tp]
+            _delete_from_both(parts, model, tp)
         elif roll < 0.7:
             live = frozenset(rng.sample(range(4), rng.randint(0, 4)))
             expected = sorted(
@@ -200,12 +207,7 @@ def test_assignments_versions_and_topic_sets_over_a_lender_behave_as_plain_ones(
             nodes.add(topic)
             model_nodes.add(topic)
         elif roll < 0.65:
-            if topic in model_assignments:
-                del assignments[topic]
-                del model_assignments[topic]
-            else:
-                with pytest.raises(KeyError):
-                    del assignments[topic]
+            _delete_from_both(assignments, model_assignments, topic)
             assert versions.pop(topic, None) == model_versions.pop(topic, None)
             nodes.discard(topic)
             model_nodes.discard(topic)
