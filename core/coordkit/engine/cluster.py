@@ -330,6 +330,9 @@ class Cluster:
         missing = [b for b in self.live_brokers() if b not in registered]
         if missing:
             return Settlement(False, f"live brokers {missing} are not registered", ignored)
+        # Read again after every check: a pass that ran since the first read (one that found a
+        # garbage topic, say) may have added to it, and a settled answer must list it.
+        ignored = controller.ignored()
         if not controller.idle():
             return Settlement(False, f"controller {info.broker_id} is busy", ignored)
         return Settlement(True, "", ignored)
