@@ -178,7 +178,7 @@ class _Topic:
         #: :meth:`_count` as keys appear and go).
         self.naming = naming
         self.mzxid = mzxid
-        #: The image's lending generation this object was made in (see ``MetadataImage._lend``).
+        #: The image's lending generation this object was made in (see ``MetadataImage._writable``).
         self.generation = generation
         #: Replicas of partitions 0..n-1 (interned tuples), or None (unreadable or not dense).
         #: A tuple, not a list: a tuple of interned tuples of ints leaves the garbage collector's
@@ -775,8 +775,8 @@ class MetadataImage:
         Regular topics (every partition's state READABLE in the columns) are lent as they are:
         the image copies a topic before it next changes it, and the context's
         :class:`~.partition_map.PartitionMap` builds a topic's columns only when it needs them,
-        so the hand-over costs a few C-speed copies of the topic dict, not Python work per topic
-        (:class:`_Lent`). The other topics are handed over one by one (few, as a rule)."""
+        so the hand-over copies nothing and does no Python work per lent topic (:class:`_Lent`).
+        The other topics are handed over one by one (few, as a rule)."""
         unknown: list[TP] = []
         with self._lock:
             if self._resync_at is not None or self.position is None:

@@ -11,8 +11,9 @@ a vectorised query over the columns plus a loop over the objects (few, after a w
 
 A hand-over does not even build the columns of every topic: the image lends its topics as they
 are (:class:`LentTopics`), and a topic becomes :class:`TopicColumns` when something first reads or
-writes one of its partitions, or a scan cannot skip it by its census. A failover that concerns a
-few topics touches those topics, not the cluster's thousands (issue 16: failover flat in size).
+writes one of its partitions, or a scan's brokers are named in it (the lender's index by
+broker). A failover that concerns a few topics touches those topics, not the cluster's thousands
+(issue 16: failover flat in size).
 
 :class:`AssignmentMap` is ``topic → {partition: replicas}``, each topic's dict built on first
 access from the image's list of replica tuples.
@@ -261,6 +262,14 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             self._install(topic, columns)
         return columns
 
+    def _build_naming(self, brokers: Iterable[int]) -> None:
+        """Build the lent topics whose states name any of ``brokers`` (the lender's index)."""
+        assert self._lent is not None
+        naming = self._lent.naming()
+        for broker in brokers:
+            for topic in sorted(t for t in naming.get(broker, ()) if t in self._lent_names):
+                self._column(topic)
+
     def _all_columns(self) -> dict[str, TopicColumns]:
         """Every topic's columns, the lent ones built (for whole scans)."""
         for topic in sorted(self._lent_names):
@@ -389,14 +398,10 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         numpy (leader not in ``live``, ISR index among the tuples naming a dead broker)."""
         out = [tp for tp, part in self._objects.items() if needs_attention(part, live)]
         if self._lent_names:
-            lent = self._lent
-            assert lent is not None
+            assert self._lent is not None
             # Lent topics are regular: only those naming a broker outside ``live`` can need
             # work, and only those are built.
-            for broker, topics in lent.naming().items():
-                if broker not in live:
-                    for topic in sorted(t for t in topics if t in self._lent_names):
-                        self._column(topic)
+            self._build_naming([b for b in self._lent.naming() if b not in live])
         if not self._columns:
             return out
         # Liveness by lookup (ids shifted by one: slot 0 is NO_LEADER and anything out of range),
@@ -434,11 +439,7 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
         ]
         if self._lent_names:
-            lent = self._lent
-            assert lent is not None
-            naming = lent.naming().get(broker, ())
-            for topic in sorted(t for t in naming if t in self._lent_names):
-                self._column(topic)
+            self._build_naming([broker])
         in_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name the broker
         for topic, columns in self._columns.items():
             if columns.census is not None and broker not in columns.census:
