@@ -437,6 +437,74 @@ def test_a_warm_controller_follows_assignments_through_its_image_not_a_watch_per
     assert cluster.history.violations() == []
 
 
+def test_a_warm_controller_learns_created_and_deleted_topics_from_its_image(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any], open_session: Any
+) -> None:
+    """Nor does it watch the children of /brokers/topics (each delivery a read of every topic's
+    name): a topic created after the failover gets leaders, one deleted behind its back is
+    forgotten, both told by the image's feed."""
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("first", 2, 2)
+    before = until(cluster, lambda v: len(v.partitions) == 2, "the topic to get leaders")
+    assert before.controller is not None
+    cluster.kill(before.controller)
+
+    def warm_controller() -> Any:
+        found = cluster.controller_broker()
+        controller = None if found is None else found.controller
+        return controller if controller is not None and controller.ready.is_set() else None
+
+    wait_for(lambda: warm_controller() is not None, what="a new controller")
+    controller = warm_controller()
+    assert controller.context.loaded_from == "image"
+    assert layout.BROKER_TOPICS not in {watch.path for watch in controller._watches}
+    cluster.create_topic("later", 3, 2)
+    until(cluster, lambda v: len(v.partitions) == 5, "the topic created later to get leaders")
+    assert "later" in controller.known_topics
+    admin = open_session()
+    admin.delete(f"{layout.BROKER_TOPICS}/first", recursive=True)
+    wait_for(lambda: "first" not in controller.known_topics, what="the deleted topic forgotten")
+    assert "first" not in controller.context.topics
+
+
+def test_a_topic_the_image_tells_before_the_brokers_watch_still_elects_from_every_broker(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any]
+) -> None:
+    """The image's feed may tell a new topic before the /brokers/ids watch tells a broker that
+    registered earlier (two deliveries, no order between them). A full load reads topics, then
+    brokers, so that such a broker is a candidate for the new partitions' first leaders; the
+    new topic is followed by a re-read of the brokers for the same reason."""
+    cluster = make_cluster(3, config=WARM)
+    cluster.create_topic("first", 1, 1)
+    before = until(cluster, lambda v: len(v.partitions) == 1, "the topic to get a leader")
+    assert before.controller is not None
+    cluster.kill(before.controller)
+    wait_for(
+        lambda: (
+            (found := cluster.controller_broker()) is not None
+            and found.controller is not None
+            and found.controller.ready.is_set()
+        ),
+        what="a new controller",
+    )
+    broker = cluster.controller_broker()
+    assert broker is not None
+    assert broker.controller is not None
+    controller = broker.controller
+    assert controller.context.loaded_from == "image"
+    # The brokers watch's next delivery, delayed for good.
+    for watch in controller._watches:
+        if watch.path == layout.BROKER_IDS:
+            watch.cancel()
+    other = next(b for b in cluster.live_brokers() if b != broker.broker_id)
+    cluster.start_broker(9)
+    cluster.create_topic("later", 3, 2, assignment={0: [9, other], 1: [other, 9], 2: [9, other]})
+    view = until(cluster, lambda v: len(v.partitions) == 4, "the new topic to get leaders")
+    first = {(p.partition, p.leader, p.leader_epoch) for p in view.partitions if p.topic == "later"}
+    assert first == {(0, 9, 0), (1, other, 0), (2, 9, 0)}
+    assert 9 in controller.known_brokers
+
+
 def test_an_image_tells_assignment_changes_outside_its_lock(open_session: Any) -> None:
     admin = open_session()
     image = fresh_image(admin)

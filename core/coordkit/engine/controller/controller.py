@@ -173,7 +173,6 @@ class Controller:
         watch = self.store.watch_children
         self._watches = [
             watch(layout.BROKER_IDS, lambda e: self._mark(Marks(brokers=True))),
-            watch(layout.BROKER_TOPICS, lambda e: self._mark(Marks(topics=True))),
             watch(layout.DELETE_TOPICS, lambda e: self._mark(Marks(deletions=True))),
             watch(isr_notifications.ISR_CHANGE_NOTIFICATION, self._isr_notified),
             self.store.watch_data(
@@ -183,6 +182,12 @@ class Controller:
                 layout.PREFERRED_REPLICA_ELECTION, lambda e: self._mark(Marks(preferred=True))
             ),
         ]
+        if self._unfollow_image is None:
+            # With an image, its feed tells topics created and deleted (the children of
+            # /brokers/topics, each delivery a read of every topic's name, are not watched).
+            self._watches.append(
+                watch(layout.BROKER_TOPICS, lambda e: self._mark(Marks(topics=True)))
+            )
         self._events.start()
 
     def stop(self) -> None:
@@ -257,6 +262,7 @@ class Controller:
         context = self.context
         started = time.perf_counter()
         touched: set[TP] = set()
+        brokers_changed = False
         if marks.everything:
             # Brokers are compared with the previous read, so a bounce is seen here too.
             _dead, _born, bounced = context.load()
@@ -265,14 +271,20 @@ class Controller:
             # them may have been merged into this pass).
             self.replicas.consume_isr_notifications()
         else:
+            created: list[TP] = []
             if marks.topics:
-                touched.update(context.sync_topics())
+                created = context.sync_topics()
+                touched.update(created)
             for topic in sorted(marks.assignments):
                 touched.update(context.sync_assignment(topic))
             if marks.isr_changes:
                 touched.update(self.replicas.consume_isr_notifications())
-            if marks.brokers:
-                dead, _born, bounced = context.sync_brokers()
+            # New partitions are read before the brokers, as a full load does: every broker
+            # registered before their topic was created is then a candidate for their first
+            # leader. A warm controller hears of topics through its image's feed, which may run
+            # ahead of the /brokers/ids watch; the re-read makes that order hold here too.
+            if marks.brokers or created:
+                dead, born, bounced = context.sync_brokers()
                 if dead or bounced:
                     log.info(
                         "controller %s: brokers %s gone%s",
@@ -281,8 +293,9 @@ class Controller:
                         f", {sorted(bounced)} bounced" if bounced else "",
                     )
                 self._bounced |= bounced
-        scan_all = marks.everything or marks.brokers
-        if marks.everything or marks.deletions or (marks.brokers and self.deletion.ineligible):
+                brokers_changed = marks.brokers or bool(dead or born or bounced)
+        scan_all = marks.everything or brokers_changed
+        if marks.everything or marks.deletions or (brokers_changed and self.deletion.ineligible):
             self.deletion.process()
         loaded = time.perf_counter()
         excluded = frozenset(self._bounced)
@@ -308,7 +321,7 @@ class Controller:
             marks.everything
             or marks.reassignments
             or marks.isr_changes
-            or marks.brokers
+            or brokers_changed
             or self.reassignment.pending
         ):
             self.reassignment.process()
@@ -392,7 +405,9 @@ class Controller:
         if topic is None:
             if image is not None:
                 self._mark(Marks(topics=True, assignments=set(image.topic_names())))
-        elif mzxid is None or mzxid != self.context.assignment_mzxid.get(topic):
+        elif mzxid is None or topic not in self.context.known_topics:
+            self._mark(Marks(topics=True))  # created or deleted: the topic list changed
+        elif mzxid != self.context.assignment_mzxid.get(topic):
             self._mark(Marks(assignments={topic}))
 
     def _assignment_event(self, topic: str, event: DataEvent) -> None:

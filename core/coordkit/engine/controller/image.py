@@ -499,8 +499,10 @@ class MetadataImage:
         """Call ``listener(topic, mzxid)`` after the feed changed a topic's assignment node
         (``mzxid`` None: deleted) and ``listener(None, None)`` after a re-read (any topic may have
         changed), on the thread that applied it, outside the image's lock. A controller handed
-        the image follows its topics this way instead of one store watch per topic (thousands at
-        millions of partitions, each a round trip). Returns the function that stops the calls."""
+        the image follows its topics this way, created and deleted ones included, instead of one
+        store watch per topic (thousands at millions of partitions, each a round trip) and a
+        watch on ``/brokers/topics`` (each delivery a read of every topic's name). Returns the
+        function that stops the calls."""
         with self._lock:
             self._assignment_listeners.append(listener)
 
