@@ -2,9 +2,10 @@
 of its own (``failover_broker.py``), as a real cluster runs them.
 
 In one process the standbys' feeds, the killed broker's teardown and the controller share one
-interpreter; here a standby applies the feed on its own core time and a crash ends a process
-(its store session closed at once, as a crashed broker's session expiring), so a failover costs
-what it costs the new controller. ZooKeeper and Redis only: the memory store lives in one process.
+interpreter; here a standby applies the feed on its own core time and a crash ends a broker's
+store session at once (as a crashed broker's session expiring) and freezes its process, killed
+once the case is measured (its exit, on a machine of its own in a real cluster, does not take one
+of these two cores during the failover), so a failover costs what it costs the new controller. ZooKeeper and Redis only: the memory store lives in one process.
 
 Times are ``time.monotonic()`` read in each process (CLOCK_MONOTONIC: one clock per machine).
 ``COORDKIT_BENCH_PYSPY=DIR`` runs each broker under ``py-spy record`` (folded stacks in DIR).
@@ -111,6 +112,11 @@ class BrokerProcess:
             except queue.Empty:
                 return
 
+    def reap(self) -> None:
+        """Kill a broker that crashed (stopped since, see ``failover_broker.py``)."""
+        self.process.kill()
+        self.process.wait()
+
     def close(self) -> None:
         if self.process.poll() is None:
             with contextlib.suppress(OSError):
@@ -157,6 +163,48 @@ def _image_current(process: BrokerProcess, since: float) -> None:
         "tracked by its garbage collector",
         since,
     )
+
+
+def _cpu_seconds() -> dict[int, tuple[str, int, float]]:
+    """Every process's CPU time so far: pid → (command name, parent pid, user + system seconds),
+    from ``/proc`` (Linux; empty elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    found: dict[int, tuple[str, int, float]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = entry.read_text()
+        except OSError:
+            continue  # exited meanwhile
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        found[int(entry.parent.name)] = (
+            name,
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / tick,
+        )
+    return found
+
+
+def _cpu_spent(
+    before: dict[int, tuple[str, int, float]],
+    after: dict[int, tuple[str, int, float]],
+    roles: dict[int, str],
+) -> dict[str, float]:
+    """CPU seconds spent between two :func:`_cpu_seconds` readings by this benchmark's processes
+    and their descendants, summed by role (``roles``: pid → name; the rest by command name)."""
+    mine = {os.getpid()}
+    for _ in range(4):  # children, grandchildren (a server under a wrapper): a few levels
+        mine |= {pid for pid, (_n, parent, _s) in after.items() if parent in mine}
+    spent: dict[str, float] = {}
+    for pid in mine:
+        if pid not in after:
+            continue
+        name, _parent, seconds = after[pid]
+        used = seconds - (before[pid][2] if pid in before else 0.0)
+        if used > 0:
+            role = roles.get(pid, name)
+            spent[role] = round(spent.get(role, 0.0) + used, 2)
+    return dict(sorted(spent.items(), key=lambda item: -item[1]))
 
 
 def _progress(what: str, since: float) -> None:
@@ -236,6 +284,7 @@ def dedicated(
         idle = survivors[winner].wait_for(
             lambda e: e["event"] == "idle" and e["epoch"] == new_epoch, "an idle controller"
         )
+        processes[controller].reap()
         rows.append(
             {
                 "case": "controller",
@@ -270,6 +319,7 @@ def dedicated(
             lambda e: e["event"] == "idle" and e["at"] >= moved["at"],
             "an idle controller after the crash",
         )[1]
+        survivors[crash].reap()
         rows.append(
             {
                 "case": case,
@@ -300,12 +350,21 @@ def _controlled_shutdown(
         raise SystemExit(f"benchmark: no controller among brokers {sorted(processes)}")
     holder = processes[found[0].broker_id]
     target = min(b for b in processes if b != holder.broker_id)
+    roles = {
+        p.process.pid: "controller" if p is holder else "target" if b == target else "standbys"
+        for b, p in processes.items()
+    }
+    cpu_before = _cpu_seconds()
     sent = time.monotonic()
     holder.send(f"shutdown {target}")
     answer = holder.wait_for(
         lambda e: e["event"] == "shut-down" and e["at"] >= sent,
         f"its answer to broker {target}'s controlled shutdown",
     )
+    # Where the machine's time went, to the controller's idle (the other brokers' feeds may
+    # still be reading what it wrote).
+    cpu = _cpu_spent(cpu_before, _cpu_seconds(), roles)
+    _progress(f"CPU seconds during the controlled shutdown, by process: {cpu}", sent)
     if "error" in answer:
         raise SystemExit(f"benchmark: {answer['error']}")
     return {
@@ -317,6 +376,7 @@ def _controlled_shutdown(
             "followed": answer["followed"],
             "still_led": answer["still_led"],
         },
+        "cpu_seconds": cpu,
         "moved": answer["led"] - answer["still_led"],
         "reads": answer["reads"],
         "writes": answer["writes"],
