@@ -5,7 +5,8 @@ In one process the standbys' feeds, the killed broker's teardown and the control
 interpreter; here a standby applies the feed on its own core time and a crash ends a broker's
 store session at once (as a crashed broker's session expiring) and freezes its process, killed
 once the case is measured (its exit, on a machine of its own in a real cluster, does not take one
-of these two cores during the failover), so a failover costs what it costs the new controller. ZooKeeper and Redis only: the memory store lives in one process.
+of these two cores during the failover), so a failover costs what it costs the new controller.
+ZooKeeper and Redis only: the memory store lives in one process.
 
 Times are ``time.monotonic()`` read in each process (CLOCK_MONOTONIC: one clock per machine).
 ``COORDKIT_BENCH_PYSPY=DIR`` runs each broker under ``py-spy record`` (folded stacks in DIR).
