@@ -25,7 +25,9 @@ separately), ``apply()`` of a ``SetData`` per node (a leader change), the same s
 writes them (version-checked, in multis of ``write_batch_ops``, ``write_concurrency`` in flight: the
 server CPU per write bounds a controlled shutdown's), ``get_many()`` of all; next to
 stock kazoo doing the same updates and reads with ``set_async``/``get_async`` (all in flight, then
-collected). Each phase reports wall time and the CPU used by this process and by the server.
+collected); and the controller's multis encoded beforehand and sent down a plain socket
+(``bench_zookeeper_ceiling``: the server alone, no client cost). Each phase reports wall time and the
+CPU used by this process and by the server.
 Target: the 100,000 partition-state writes under 10 s. ``--quick`` divides the counts by ten.
 """
 
@@ -40,6 +42,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from bench_zookeeper_ceiling import encode_multi_set, server_ceiling
 from kazoo.client import KazooClient
 
 from coordkit import layout
@@ -192,6 +195,7 @@ def bulk(
     raw: KazooClient,
     topics: int,
     partitions: int,
+    chroot: str,
     getdata_store: MetadataStore | None = None,
 ) -> dict[str, Any]:
     names = [f"topic-{t:04d}" for t in range(topics)]
@@ -261,6 +265,19 @@ def bulk(
         for result in pending:
             result.get()
     figures.update(phase.figures("raw_get"))
+
+    # The server alone: the controller's multis encoded beforehand, sent down a plain socket.
+    host, port = server.hosts.rsplit(":", 1)
+    prefix = chroot.encode()
+    size = config.write_batch_ops
+    ops = [(prefix + path.encode(), state_value(1 + i % 3, 4), 3) for i, path in enumerate(states)]
+    multis = [
+        encode_multi_set(n + 1, ops[start : start + size])
+        for n, start in enumerate(range(0, nodes, size))
+    ]
+    with Phase(server) as phase:
+        server_ceiling(host, int(port), multis)
+    figures.update(phase.figures("ceiling"))
     report("bulk", **figures)
     return figures
 
@@ -309,7 +326,15 @@ def main(flags: list[str]) -> None:
             f"zookeeper://{server.hosts}/bench-{run}/bulk", multi_read=False
         )
         try:
-            figures = bulk(server, bulk_store, bulk_raw, topics, partitions, getdata_store)
+            figures = bulk(
+                server,
+                bulk_store,
+                bulk_raw,
+                topics,
+                partitions,
+                f"/bench-{run}/bulk",
+                getdata_store,
+            )
         finally:
             getdata_store.close()
             bulk_store.close()
@@ -347,6 +372,7 @@ def main(flags: list[str]) -> None:
         ("states: get_many, no multiRead", "get_many_getdata", nodes),
         ("states: stock kazoo set_async", "raw_set", nodes),
         ("states: stock kazoo get_async", "raw_get", nodes),
+        ("states: multi set, server alone", "ceiling", nodes),
     ]
     for label, key, ops in rows:
         wall = figures[f"{key}_s"]
