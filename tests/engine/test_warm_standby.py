@@ -54,6 +54,23 @@ class StateReads(InstrumentedStore):
         return super().get_many(paths_)
 
 
+def warm_failover(cluster: Cluster, controller: int | None) -> Any:
+    """Kill broker ``controller`` (the controller); the next controller, once ready, loaded
+    from its image."""
+    assert controller is not None
+    cluster.kill(controller)
+
+    def ready() -> Any:
+        found = cluster.controller_broker()
+        new = None if found is None else found.controller
+        return new if new is not None and new.ready.is_set() else None
+
+    wait_for(lambda: ready() is not None, what="a new controller")
+    new = ready()
+    assert new.context.loaded_from == "image"
+    return new
+
+
 def fresh_image(store: MetadataStore) -> MetadataImage:
     image = MetadataImage()
     image.apply(TreeEvent(TreeEventKind.RESYNC, ROOT, 0))
@@ -408,17 +425,7 @@ def test_a_warm_controller_follows_assignments_through_its_image_not_a_watch_per
     cluster.create_topic("grow", 4, 2)
     cluster.create_topic("other", 2, 2)
     before = until(cluster, lambda v: len(v.partitions) == 6, "the topics to get leaders")
-    assert before.controller is not None
-    cluster.kill(before.controller)
-
-    def warm_controller() -> Any:
-        found = cluster.controller_broker()
-        controller = None if found is None else found.controller
-        return controller if controller is not None and controller.ready.is_set() else None
-
-    wait_for(lambda: warm_controller() is not None, what="a new controller")
-    controller = warm_controller()
-    assert controller.context.loaded_from == "image"
+    controller = warm_failover(cluster, before.controller)
     wait_for(controller.idle, what="the new controller to be idle")
     assert controller._topic_watches == {}
 
@@ -446,17 +453,7 @@ def test_a_warm_controller_learns_created_and_deleted_topics_from_its_image(
     cluster = make_cluster(3, config=WARM)
     cluster.create_topic("first", 2, 2)
     before = until(cluster, lambda v: len(v.partitions) == 2, "the topic to get leaders")
-    assert before.controller is not None
-    cluster.kill(before.controller)
-
-    def warm_controller() -> Any:
-        found = cluster.controller_broker()
-        controller = None if found is None else found.controller
-        return controller if controller is not None and controller.ready.is_set() else None
-
-    wait_for(lambda: warm_controller() is not None, what="a new controller")
-    controller = warm_controller()
-    assert controller.context.loaded_from == "image"
+    controller = warm_failover(cluster, before.controller)
     assert layout.BROKER_TOPICS not in {watch.path for watch in controller._watches}
     cluster.create_topic("later", 3, 2)
     until(cluster, lambda v: len(v.partitions) == 5, "the topic created later to get leaders")
@@ -477,26 +474,12 @@ def test_a_topic_the_image_tells_before_the_brokers_watch_still_elects_from_ever
     cluster = make_cluster(3, config=WARM)
     cluster.create_topic("first", 1, 1)
     before = until(cluster, lambda v: len(v.partitions) == 1, "the topic to get a leader")
-    assert before.controller is not None
-    cluster.kill(before.controller)
-    wait_for(
-        lambda: (
-            (found := cluster.controller_broker()) is not None
-            and found.controller is not None
-            and found.controller.ready.is_set()
-        ),
-        what="a new controller",
-    )
-    broker = cluster.controller_broker()
-    assert broker is not None
-    assert broker.controller is not None
-    controller = broker.controller
-    assert controller.context.loaded_from == "image"
+    controller = warm_failover(cluster, before.controller)
     # The brokers watch's next delivery, delayed for good.
     for watch in controller._watches:
         if watch.path == layout.BROKER_IDS:
             watch.cancel()
-    other = next(b for b in cluster.live_brokers() if b != broker.broker_id)
+    other = next(b for b in cluster.live_brokers() if b != controller.broker_id)
     cluster.start_broker(9)
     cluster.create_topic("later", 3, 2, assignment={0: [9, other], 1: [other, 9], 2: [9, other]})
     view = until(cluster, lambda v: len(v.partitions) == 4, "the new topic to get leaders")
