@@ -464,13 +464,15 @@ def test_a_warm_controller_learns_created_and_deleted_topics_from_its_image(
     assert "first" not in controller.context.topics
 
 
-def test_a_topic_the_image_tells_before_the_brokers_watch_still_elects_from_every_broker(
-    make_cluster: Callable[..., Cluster], until: Callable[..., Any]
+@pytest.mark.parametrize("how", ["topic created", "partitions added"])
+def test_partitions_the_image_tells_before_the_brokers_watch_still_elect_from_every_broker(
+    make_cluster: Callable[..., Cluster], until: Callable[..., Any], how: str
 ) -> None:
-    """The image's feed may tell a new topic before the /brokers/ids watch tells a broker that
-    registered earlier (two deliveries, no order between them). A full load reads topics, then
-    brokers, so that such a broker is a candidate for the new partitions' first leaders; the
-    new topic is followed by a re-read of the brokers for the same reason."""
+    """The image's feed may tell new partitions before the /brokers/ids watch tells a broker
+    that registered earlier (two deliveries, no order between them). A full load reads topics,
+    then brokers, so that such a broker is a candidate for the new partitions' first leaders;
+    new partitions (a new topic's, or a topic's added ones) are followed by a re-read of the
+    brokers for the same reason."""
     cluster = make_cluster(3, config=WARM)
     cluster.create_topic("first", 1, 1)
     before = until(cluster, lambda v: len(v.partitions) == 1, "the topic to get a leader")
@@ -480,11 +482,23 @@ def test_a_topic_the_image_tells_before_the_brokers_watch_still_elects_from_ever
         if watch.path == layout.BROKER_IDS:
             watch.cancel()
     other = next(b for b in cluster.live_brokers() if b != controller.broker_id)
+    if how == "partitions added":  # the topic exists before broker 9 registers
+        cluster.create_topic("later", 1, 1, assignment={0: [other]})
+        until(cluster, lambda v: len(v.partitions) == 2, "the topic's first partition led")
     cluster.start_broker(9)
-    cluster.create_topic("later", 3, 2, assignment={0: [9, other], 1: [other, 9], 2: [9, other]})
-    view = until(cluster, lambda v: len(v.partitions) == 4, "the new topic to get leaders")
+    if how == "topic created":
+        cluster.create_topic(
+            "later", 3, 2, assignment={0: [9, other], 1: [other, 9], 2: [9, other]}
+        )
+    else:
+        grown = {0: (other,), 1: (other, 9), 2: (9, other)}
+        cluster.admin_store.set(
+            layout.topic_path("later"), layout.TOPIC.encode(TopicAssignment(grown))
+        )
+    view = until(cluster, lambda v: len(v.partitions) == 4, "the new partitions to get leaders")
     first = {(p.partition, p.leader, p.leader_epoch) for p in view.partitions if p.topic == "later"}
-    assert first == {(0, 9, 0), (1, other, 0), (2, 9, 0)}
+    # Each new partition's first leader is its first replica, the new broker where it is first.
+    assert first == {(0, 9 if how == "topic created" else other, 0), (1, other, 0), (2, 9, 0)}
     assert 9 in controller.known_brokers
 
 

@@ -273,16 +273,16 @@ class Controller:
         else:
             created: list[TP] = []
             if marks.topics:
-                created = context.sync_topics()
-                touched.update(created)
+                created += context.sync_topics()
             for topic in sorted(marks.assignments):
-                touched.update(context.sync_assignment(topic))
+                created += context.sync_assignment(topic)
+            touched.update(created)
             if marks.isr_changes:
                 touched.update(self.replicas.consume_isr_notifications())
             # New partitions are read before the brokers, as a full load does: every broker
-            # registered before their topic was created is then a candidate for their first
-            # leader. A warm controller hears of topics through its image's feed, which may run
-            # ahead of the /brokers/ids watch; the re-read makes that order hold here too.
+            # registered before they were created is then a candidate for their first leader.
+            # A warm controller hears of topics and partitions through its image's feed, which
+            # may run ahead of the /brokers/ids watch; the re-read makes that order hold here.
             if marks.brokers or created:
                 dead, born, bounced = context.sync_brokers()
                 if dead or bounced:
