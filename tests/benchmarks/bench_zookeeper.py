@@ -42,7 +42,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench_zookeeper_ceiling import encode_multi_set, server_ceiling
+from bench_zookeeper_ceiling import encode_multis, server_ceiling
+from cpu_time import process_cpu
 from kazoo.client import KazooClient
 
 from coordkit import layout
@@ -70,11 +71,7 @@ def state_value(leader: int, epoch: int) -> bytes:
 def server_cpu(server: StandaloneZooKeeper) -> float:
     """CPU seconds the server's JVM has used so far (user + system)."""
     process = server.server.process
-    if process is None:
-        return 0.0
-    with open(f"/proc/{process.pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0 if process is None else process_cpu(process.pid)
 
 
 class Phase:
@@ -271,10 +268,7 @@ def bulk(
     prefix = chroot.encode()
     size = config.write_batch_ops
     ops = [(prefix + path.encode(), state_value(1 + i % 3, 4), 3) for i, path in enumerate(states)]
-    multis = [
-        encode_multi_set(n + 1, ops[start : start + size])
-        for n, start in enumerate(range(0, nodes, size))
-    ]
+    multis = encode_multis(ops, size)
     with Phase(server) as phase:
         server_ceiling(host, int(port), multis)
     figures.update(phase.figures("ceiling"))

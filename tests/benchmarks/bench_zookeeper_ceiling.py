@@ -22,6 +22,7 @@ created beforehand through the store (not timed). ``bench_zookeeper`` runs the s
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -56,6 +57,14 @@ def encode_multi_set(xid: int, ops: Sequence[tuple[bytes, bytes, int]]) -> bytes
     return _INT.pack(len(body)) + body
 
 
+def encode_multis(ops: Sequence[tuple[bytes, bytes, int]], size: int) -> list[bytes]:
+    """``ops`` in order, as framed multis of ``size`` ops each (xids 1..n)."""
+    return [
+        encode_multi_set(n + 1, ops[start : start + size])
+        for n, start in enumerate(range(0, len(ops), size))
+    ]
+
+
 def _connect(host: str, port: int, timeout_ms: int = 30_000) -> socket.socket:
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -88,12 +97,15 @@ def server_ceiling(host: str, port: int, multis: Sequence[bytes]) -> float:
     failures: list[str] = []
 
     def read_replies() -> None:
-        for expected in range(1, len(multis) + 1):
-            frame = _read_frame(sock)
-            xid, _zxid, err = struct.unpack_from(">iqi", frame)
-            (first_type,) = _INT.unpack_from(frame, 16)
-            if xid != expected or err != 0 or first_type != SET_DATA:
-                failures.append(f"multi {xid}: err {err}, first result type {first_type}")
+        try:
+            for expected in range(1, len(multis) + 1):
+                frame = _read_frame(sock)
+                xid, _zxid, err = struct.unpack_from(">iqi", frame)
+                (first_type,) = _INT.unpack_from(frame, 16)
+                if xid != expected or err != 0 or first_type != SET_DATA:
+                    failures.append(f"multi {xid}: err {err}, first result type {first_type}")
+        except (OSError, struct.error) as exc:  # a reply missing is a failure, not a figure
+            failures.append(f"reading the replies: {exc}")
 
     try:
         reader = threading.Thread(target=read_replies)
@@ -112,17 +124,21 @@ def server_ceiling(host: str, port: int, multis: Sequence[bytes]) -> float:
     return seconds
 
 
-def _option(flags: list[str], name: str, default: int) -> int:
-    for flag in flags:
-        if flag.startswith(f"--{name}="):
-            value = flag.split("=", 1)[1].replace(",", "").replace("_", "")
-            if not value.isdigit() or int(value) < 1:
-                raise SystemExit(f"--{name}: a positive whole number, got {value!r}")
-            return int(value)
-    return default
+def _positive(text: str) -> int:
+    value = int(text.replace(",", "").replace("_", ""))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive whole number, got {text!r}")
+    return value
 
 
-def main(flags: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(
+        prog="bench_zookeeper_ceiling", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--writes", type=_positive, default=1_333_334)
+    parser.add_argument("--rounds", type=_positive, default=3)
+    parser.add_argument("--quick", action="store_true", help="a tenth of the writes")
+    args = parser.parse_args(argv)
     # Imported here: the helpers above serve bench_zookeeper without the harness.
     from bench_zookeeper import Phase, state_value
 
@@ -131,9 +147,7 @@ def main(flags: list[str]) -> None:
     from coordkit.store import Create
     from harness.zookeeper import StandaloneZooKeeper
 
-    writes = _option(flags, "writes", 1_333_334) // (10 if "--quick" in flags else 1)
-    rounds = _option(flags, "rounds", 3)
-    nodes = max(1, writes // 2)
+    nodes = max(1, args.writes // (10 if args.quick else 1) // 2)
     size = EngineConfig().write_batch_ops
     chroot = f"/ceiling-{uuid.uuid4().hex[:6]}"
     server = StandaloneZooKeeper(heap="4g").start()
@@ -156,17 +170,13 @@ def main(flags: list[str]) -> None:
             f"{'round':>5} {'writes':>10} {'wall s':>8} {'writes/s':>10} {'server CPU s':>13} "
             f"{'client CPU s':>13} {'load':>5}"
         )
-        for round_ in range(rounds):
-            multis: list[bytes] = []
-            for version in (2 * round_, 2 * round_ + 1):  # a node's second write follows its first
-                ops = [
-                    (path, state_value(1 + (n + version) % 3, version + 1), version)
-                    for n, path in enumerate(full)
-                ]
-                multis += [
-                    encode_multi_set(len(multis) + k + 1, ops[start : start + size])
-                    for k, start in enumerate(range(0, nodes, size))
-                ]
+        for round_ in range(args.rounds):
+            ops = [  # every node's first write, then every node's second
+                (path, state_value(1 + (n + version) % 3, version + 1), version)
+                for version in (2 * round_, 2 * round_ + 1)
+                for n, path in enumerate(full)
+            ]
+            multis = encode_multis(ops, size)
             load = os.getloadavg()[0]
             with Phase(server) as phase:
                 server_ceiling(host, int(port), multis)

@@ -33,6 +33,7 @@ from typing import Any
 
 from bench_engine import TOPIC_SIZE
 from bench_warm_failover import CRASH_PARTITIONS, _layout, _write_existing
+from cpu_time import every_process, spent_by_role
 
 from coordkit.engine.controllership import read_controller
 from coordkit.plugins import get_plugin_manager
@@ -164,48 +165,6 @@ def _image_current(process: BrokerProcess, since: float) -> None:
         "tracked by its garbage collector",
         since,
     )
-
-
-def _cpu_seconds() -> dict[int, tuple[str, int, float]]:
-    """Every process's CPU time so far: pid → (command name, parent pid, user + system seconds),
-    from ``/proc`` (Linux; empty elsewhere)."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    found: dict[int, tuple[str, int, float]] = {}
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = entry.read_text()
-        except OSError:
-            continue  # exited meanwhile
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        fields = text[text.rindex(")") + 2 :].split()
-        found[int(entry.parent.name)] = (
-            name,
-            int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / tick,
-        )
-    return found
-
-
-def _cpu_spent(
-    before: dict[int, tuple[str, int, float]],
-    after: dict[int, tuple[str, int, float]],
-    roles: dict[int, str],
-) -> dict[str, float]:
-    """CPU seconds spent between two :func:`_cpu_seconds` readings by this benchmark's processes
-    and their descendants, summed by role (``roles``: pid → name; the rest by command name)."""
-    mine = {os.getpid()}
-    for _ in range(4):  # children, grandchildren (a server under a wrapper): a few levels
-        mine |= {pid for pid, (_n, parent, _s) in after.items() if parent in mine}
-    spent: dict[str, float] = {}
-    for pid in mine:
-        if pid not in after:
-            continue
-        name, _parent, seconds = after[pid]
-        used = seconds - (before[pid][2] if pid in before else 0.0)
-        if used > 0:
-            role = roles.get(pid, name)
-            spent[role] = round(spent.get(role, 0.0) + used, 2)
-    return dict(sorted(spent.items(), key=lambda item: -item[1]))
 
 
 def _progress(what: str, since: float) -> None:
@@ -355,7 +314,7 @@ def _controlled_shutdown(
         p.process.pid: "controller" if p is holder else "target" if b == target else "standbys"
         for b, p in processes.items()
     }
-    cpu_before = _cpu_seconds()
+    cpu_before = every_process()
     sent = time.monotonic()
     holder.send(f"shutdown {target}")
     answer = holder.wait_for(
@@ -364,7 +323,7 @@ def _controlled_shutdown(
     )
     # Where the machine's time went, to the controller's idle (the other brokers' feeds may
     # still be reading what it wrote).
-    cpu = _cpu_spent(cpu_before, _cpu_seconds(), roles)
+    cpu = spent_by_role(cpu_before, every_process(), roles)
     _progress(f"CPU seconds during the controlled shutdown, by process: {cpu}", sent)
     if "error" in answer:
         raise SystemExit(f"benchmark: {answer['error']}")

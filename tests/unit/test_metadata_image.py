@@ -4,6 +4,7 @@ and the ``warm-standby`` election's refusal of a store without a change feed."""
 
 from __future__ import annotations
 
+import gc
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -287,8 +288,6 @@ def test_an_image_holds_no_container_per_partition_for_the_garbage_collector(
     """A full collection walks every object the collector tracks, whenever it runs (during a
     failover too): an image's per-partition data (replica lists, states) must leave its view, or
     2,000,000 partitions add milliseconds to every full collection of a standby."""
-    import gc
-
     register(store, 0)
     image, feed = follow(store)
     for index in range(3):
