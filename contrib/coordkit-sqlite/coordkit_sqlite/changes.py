@@ -81,8 +81,23 @@ class ChangeFeed:
         return int(conn.execute("SELECT coalesce(max(id), 0) FROM changes").fetchone()[0])
 
     def subscribe(self, subscriber: Subscriber) -> None:
-        with self._lock:
-            self._subscribers.append(subscriber)
+        """Add ``subscriber``, a client that has just opened the file now at the path. If that is
+        not the file this feed reads (replaced since its last look), the feed switches first: a
+        replacement that came before the client is not news to it (told, it would drop the
+        connections it just opened and suspend a session that never lost the file)."""
+        with self._poll_lock:
+            try:
+                identity: tuple[int, int] | None = _identity(self.path)
+            except FileNotFoundError:
+                identity = None
+            if identity is not None and identity != self._identity:
+                try:
+                    self._switch(identity)
+                except (sqlite3.Error, OSError) as exc:  # the feed's thread tries again
+                    log.debug("%s: change feed: %s", self.path, exc)
+                    self._close_connection()
+            with self._lock:
+                self._subscribers.append(subscriber)
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         with self._lock:
