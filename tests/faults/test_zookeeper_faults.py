@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -187,12 +188,21 @@ def test_acknowledged_writes_survive_a_server_crash_and_restart(
             store.get("/controller_epoch")
         assert "not connected" in str(info.value)
 
+        started = time.monotonic()
         own_server.server.start()
+        serving = time.monotonic()
         wait_for(
             lambda: store.state is SessionState.CONNECTED, 45, "client reconnects after restart"
         )
+        connected = time.monotonic()
         # ZooKeeper logs sessions too: one that reconnects within its timeout survives a restart.
-        assert store.session_id == session
+        # (Failed once in CI's lane alone, not reproduced under load: the timeline says which
+        # side was slow if it fails again.)
+        assert store.session_id == session, (
+            f"new session after the restart: server serving {serving - started:.2f}s after its "
+            f"start, client connected {connected - serving:.2f}s later; states seen "
+            f"{states.snapshot()}; server log:\n{own_server.server.log_tail()}"
+        )
         assert SessionState.LOST not in states.snapshot()
         fresh = stores.open(root)
         assert fresh.get("/brokers/topics/t/partitions/0/state")[0] == b'{"leader":1}'
