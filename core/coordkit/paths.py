@@ -13,12 +13,19 @@ SEQUENCE_DIGITS = 10  # ZooKeeper appends %010d to sequential node names
 _REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 
 
+#: Paths of plain ASCII names with no name starting with ``.``: valid without a closer look (the
+#: controller validates 100,000s of state paths in one write).
+_PLAIN = re.compile(r"(?:/[A-Za-z0-9_\-:,=@+][A-Za-z0-9_\-:,=@+.]*)+")
+
+
 def validate(path: str, *, sequential: bool = False) -> str:
     """Return ``path`` if it is a valid absolute node path, else raise :class:`InvalidPathError`.
 
     A sequential create may end in ``/`` (the sequence number becomes the whole name), as in
     ZooKeeper.
     """
+    if path.__class__ is str and _PLAIN.fullmatch(path) is not None:
+        return path
     if not isinstance(path, str):
         raise InvalidPathError(f"path must be a string, got {type(path).__name__}", path=repr(path))
     if not path.startswith("/"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, overload
 
 import attrs
 
@@ -60,6 +60,7 @@ __all__ = [
     "SessionState",
     "SetData",
     "Stat",
+    "StatColumns",
     "StoreCharacteristics",
     "StoreClosedError",
     "StoreError",
@@ -112,6 +113,50 @@ class Stat:
     @property
     def ephemeral(self) -> bool:
         return self.ephemeral_owner != 0
+
+
+_STAT_FIELDS = tuple(field.name for field in attrs.fields(Stat))
+
+
+class StatColumns(Sequence[Stat]):
+    """The stats of many nodes as columns, one list of ints per :class:`Stat` field: what
+    :meth:`MetadataStore.set_many` returns. A :class:`Stat` is built only for an item asked for;
+    a caller that needs one field of 100,000 stats reads :meth:`column`."""
+
+    __slots__ = ("_columns", "_size")
+
+    def __init__(self, columns: dict[str, list[int]]):
+        sizes = {len(values) for values in columns.values()}
+        if set(columns) != set(_STAT_FIELDS) or len(sizes) != 1:
+            raise ValueError(f"stat columns need the fields {_STAT_FIELDS}, all of one length")
+        self._columns = columns
+        self._size = sizes.pop()
+
+    @classmethod
+    def of(cls, stats: Iterable[Stat]) -> StatColumns:
+        """Columns of ``stats`` (the generic way; backends may build the columns directly)."""
+        listed = list(stats)
+        return cls({name: [getattr(s, name) for s in listed] for name in _STAT_FIELDS})
+
+    def column(self, name: str) -> list[int]:
+        """One field of every stat, in order (``"version"``, ``"mzxid"``, ...)."""
+        return self._columns[name]
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Stat: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Stat]: ...
+    def __getitem__(self, index: int | slice) -> Stat | list[Stat]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        columns = self._columns
+        return Stat(*(columns[name][index] for name in _STAT_FIELDS))
+
+    def __repr__(self) -> str:
+        return f"StatColumns({self._size} stats)"
 
 
 @attrs.frozen
@@ -389,6 +434,31 @@ class MetadataStore(abc.ABC):
         :raises StoreError: the failing op's own error type, with ``op_index`` set; the store is
             unchanged.
         """
+
+    def set_many(
+        self,
+        paths_: Sequence[str],
+        data: Sequence[bytes],
+        versions: Sequence[int],
+        *,
+        checks: Sequence[Check] = (),
+    ) -> StatColumns:
+        """Set many nodes at once, atomically: ``commit([*checks, *sets])`` with a
+        :class:`SetData` per ``(path, data, version)``, given as columns so that a backend can
+        encode 100,000s of version-checked writes without an object per write (a controller's
+        bulk state writes).
+
+        :returns: the new stats of the set nodes (not of the checks), as columns.
+        :raises StoreError: as :meth:`commit`, ``op_index`` counting the checks first; the store
+            is unchanged.
+        """
+        if not len(paths_) == len(data) == len(versions):
+            raise ValueError(
+                f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
+            )
+        ops: list[Op] = [*checks]
+        ops.extend(map(SetData, paths_, data, versions))
+        return StatColumns.of(self.commit(ops)[len(checks) :])
 
     def transaction(self) -> Transaction:
         return Transaction(self)

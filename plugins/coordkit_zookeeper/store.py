@@ -46,6 +46,7 @@ from coordkit.errors import (
 )
 from coordkit.store import (
     ANY_VERSION,
+    MAX_DATA_SIZE,
     Check,
     ChildrenCallback,
     Create,
@@ -54,7 +55,9 @@ from coordkit.store import (
     Op,
     SessionListener,
     SessionState,
+    SetData,
     Stat,
+    StatColumns,
     StoreCharacteristics,
     TreeCallback,
     TreeWatch,
@@ -68,6 +71,8 @@ from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
 from coordkit_zookeeper.requests import (
+    MAX_REQUEST_BYTES,
+    OP_OVERHEAD,
     check_transaction_size,
     op_result,
     to_stat,
@@ -75,6 +80,7 @@ from coordkit_zookeeper.requests import (
     wire_op,
 )
 from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+from coordkit_zookeeper.setmany import SetManyRequest
 from coordkit_zookeeper.subtrees import create_with_parents, delete_tree
 from coordkit_zookeeper.treewatch import TreeWatches
 
@@ -431,6 +437,72 @@ class ZooKeeperStore(MetadataStore):
                 error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
             raise error
         return [self._result(op, value) for op, value in zip(ops, reply, strict=True)]
+
+    def set_many(
+        self,
+        paths_: Sequence[str],
+        data: Sequence[bytes],
+        versions: Sequence[int],
+        *,
+        checks: Sequence[Check] = (),
+    ) -> StatColumns:
+        self.check_writable("commit a transaction")
+        if not len(paths_) == len(data) == len(versions):
+            raise ValueError(
+                f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
+            )
+        self._check_usable(None)
+        for index, check in enumerate(checks):
+            try:
+                self._validate(check)
+            except StoreError as exc:
+                exc.op_index = index
+                raise
+        size = len(checks) * OP_OVERHEAD
+        for index, (path, value) in enumerate(zip(paths_, data, strict=True)):
+            try:
+                paths.validate(path)
+                if value.__class__ is not bytes or len(value) > MAX_DATA_SIZE:
+                    check_data(path, value)  # bytes-like within the limit, or an error
+            except StoreError as exc:
+                exc.op_index = len(checks) + index
+                raise
+            size += len(path) + len(value) + OP_OVERHEAD
+        if not paths_ and not checks:
+            return StatColumns.of(())
+        if size > MAX_REQUEST_BYTES:
+            check_transaction_size(self._set_ops(paths_, data, versions, checks))
+        full = self._full
+        request = SetManyRequest(
+            [full(c.path) for c in checks],
+            [c.version for c in checks],
+            [full(p) for p in paths_] if self._chroot else paths_,
+            data,
+            versions,
+        )
+        (reply,) = self._run([request], "commit")
+        if isinstance(reply, BaseException):
+            raise translate(reply, path=None, action="commit", closing=self._closing)
+        if len(reply) == 1 and isinstance(reply[0], StatColumns):
+            return reply[0]
+        ops = self._set_ops(paths_, data, versions, checks)
+        failed = first_failure(reply)
+        if failed is not None:
+            op = ops[failed]
+            error = translate_op(reply[failed], op, closing=self._closing)
+            error.op_index = failed
+            error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
+            raise error
+        return StatColumns.of(to_stat(stat) for stat in reply[len(checks) :])
+
+    @staticmethod
+    def _set_ops(
+        paths_: Sequence[str],
+        data: Sequence[bytes],
+        versions: Sequence[int],
+        checks: Sequence[Check],
+    ) -> list[Op]:
+        return [*checks, *map(SetData, paths_, data, versions)]
 
     def _validate(self, op: Op) -> None:
         validate_op(op)

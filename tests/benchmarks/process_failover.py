@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -296,6 +297,21 @@ def dedicated(
     return rows
 
 
+def _sample_shutdown(holder: BrokerProcess) -> subprocess.Popen[bytes] | None:
+    """With ``COORDKIT_BENCH_PYSPY_SHUTDOWN=DIR``, a folded-stack profile of the controller's
+    process during the controlled shutdown only (``DIR/shutdown-controller.txt``, every thread)."""
+    out = os.environ.get("COORDKIT_BENCH_PYSPY_SHUTDOWN")
+    if not out:
+        return None
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    pid = str(holder.process.pid)
+    path = str(Path(out) / "shutdown-controller.txt")
+    command = [spy, "record", "--nonblocking", "-r", "250", "-f", "raw", "-o", path, "-p", pid]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the request goes
+    return process
+
+
 def _controlled_shutdown(
     url: str, processes: dict[int, BrokerProcess], setup: dict[str, float]
 ) -> dict[str, object]:
@@ -314,6 +330,7 @@ def _controlled_shutdown(
         p.process.pid: "controller" if p is holder else "target" if b == target else "standbys"
         for b, p in processes.items()
     }
+    spy = _sample_shutdown(holder)
     cpu_before = every_process()
     sent = time.monotonic()
     holder.send(f"shutdown {target}")
@@ -321,6 +338,9 @@ def _controlled_shutdown(
         lambda e: e["event"] == "shut-down" and e["at"] >= sent,
         f"its answer to broker {target}'s controlled shutdown",
     )
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
+        spy.wait(timeout=120)
     # Where the machine's time went, to the controller's idle (the other brokers' feeds may
     # still be reading what it wrote).
     cpu = spent_by_role(cpu_before, every_process(), roles)

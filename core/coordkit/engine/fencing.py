@@ -15,7 +15,7 @@ from coordkit import layout
 from coordkit.elections import ControllerTerm
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.errors import BadVersionError, NoNodeError, StoreError
-from coordkit.store import Check, MetadataStore, Op
+from coordkit.store import Check, MetadataStore, Op, StatColumns
 
 
 class FencedWriter:
@@ -38,25 +38,47 @@ class FencedWriter:
         :raises ControllerFencedError: the epoch moved on: this controller was deposed.
         :raises StoreError: an op of ``ops`` failed; ``op_index`` indexes ``ops``.
         """
+        self._check_session()
+        try:
+            results = self.store.commit([self._check, *ops])
+        except StoreError as exc:
+            fenced = self._fenced(exc)
+            if fenced is not None:
+                raise fenced from exc
+            _shift(exc)
+            raise
+        return results[1:]
+
+    def set_many(
+        self, paths: Sequence[str], data: Sequence[bytes], versions: Sequence[int]
+    ) -> StatColumns:
+        """:meth:`commit` of version-checked sets given as columns
+        (:meth:`~coordkit.store.MetadataStore.set_many`); returns their new stats."""
+        self._check_session()
+        try:
+            return self.store.set_many(paths, data, versions, checks=[self._check])
+        except StoreError as exc:
+            fenced = self._fenced(exc)
+            if fenced is not None:
+                raise fenced from exc
+            _shift(exc)
+            raise
+
+    def _check_session(self) -> None:
         if self.store.session_id != self.session_id:
             raise ControllerSessionEndedError(
                 f"controller {self.term.broker_id} of epoch {self.term.epoch}: the session that "
                 f"won the term ({self.session_id:#x}) has ended"
             )
-        try:
-            results = self.store.commit([self._check, *ops])
-        except (BadVersionError, NoNodeError) as exc:
-            if exc.op_index == 0:
-                raise ControllerFencedError(
-                    f"controller {self.term.broker_id} of epoch {self.term.epoch} is fenced: "
-                    f"{layout.CONTROLLER_EPOCH} is no longer at version {self.term.epoch_version}"
-                ) from exc
-            _shift(exc)
-            raise
-        except StoreError as exc:
-            _shift(exc)
-            raise
-        return results[1:]
+
+    def _fenced(self, exc: StoreError) -> ControllerFencedError | None:
+        """The error to raise if ``exc`` is the epoch check failing (the first op)."""
+        if isinstance(exc, BadVersionError | NoNodeError) and exc.op_index == 0:
+            return ControllerFencedError(
+                f"controller {self.term.broker_id} of epoch {self.term.epoch} is fenced: "
+                f"{layout.CONTROLLER_EPOCH} is no longer at version {self.term.epoch_version}"
+            )
+        return None
 
 
 def _shift(exc: StoreError) -> None:

@@ -16,6 +16,7 @@ import attrs
 
 from coordkit.store import (
     ANY_VERSION,
+    Check,
     ChildrenCallback,
     ChildrenEvent,
     DataCallback,
@@ -24,7 +25,9 @@ from coordkit.store import (
     Op,
     SessionListener,
     SessionState,
+    SetData,
     Stat,
+    StatColumns,
     StoreError,
     TreeCallback,
     TreeEvent,
@@ -186,6 +189,29 @@ class InstrumentedStore(MetadataStore):
             raise
         for observer in self._observers:
             observer(ops, results)
+        return results
+
+    def set_many(
+        self,
+        paths_: Sequence[str],
+        data: Sequence[bytes],
+        versions: Sequence[int],
+        *,
+        checks: Sequence[Check] = (),
+    ) -> StatColumns:
+        self._counter.add(_WRITES, len(checks) + len(paths_))
+        self._counter.add(_MULTIS, trip=True)
+        try:
+            results = self.inner.set_many(paths_, data, versions, checks=checks)
+        except StoreError:
+            self._counter.add(_FAILED)
+            raise
+        if self._observers:  # told as a commit of the same ops (the history audits them)
+            ops: list[Op] = [*checks, *map(SetData, paths_, data, versions)]
+            told: list[Any] = [None] * len(checks)
+            told.extend(results)
+            for observer in self._observers:
+                observer(ops, told)
         return results
 
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:

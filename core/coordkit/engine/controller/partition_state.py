@@ -15,10 +15,11 @@ from the store.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import functools
 import gc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 from coordkit import layout
@@ -40,7 +41,7 @@ from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import Create, Op, SetData
+from coordkit.store import Create, Op
 
 #: Rounds of conflicting state writes retried before a pass gives up (and is tried again later).
 MAX_ROUNDS = 100
@@ -87,16 +88,40 @@ class Plan:
 
 
 class _Batch:
-    """One multi-op of state writes: the plans, their ops, and which plan owns which op."""
+    """One multi of state writes: the plans, and either their ops (creates, with which plan owns
+    which op) or, when every plan rewrites an existing state, the writes as columns (one set per
+    plan, for :meth:`~coordkit.store.MetadataStore.set_many`)."""
 
-    __slots__ = ("creates_partitions_node", "new_partition_nodes", "ops", "owners", "plans")
+    __slots__ = (
+        "creates_partitions_node",
+        "data",
+        "new_partition_nodes",
+        "ops",
+        "owners",
+        "paths",
+        "plans",
+        "versions",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, *, sets: bool = False) -> None:
         self.plans: list[Plan] = []
         self.ops: list[Op] = []
         self.owners: list[int] = []
         self.new_partition_nodes: set[str] = set()
         self.creates_partitions_node = False
+        self.paths: list[str] | None = [] if sets else None
+        self.data: list[bytes] = []
+        self.versions: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.ops) if self.paths is None else len(self.paths)
+
+    def path_at(self, index: int) -> str:
+        return self.ops[index].path if self.paths is None else self.paths[index]
+
+    def owner_at(self, index: int) -> int:
+        """The index of the plan that owns op ``index``."""
+        return self.owners[index] if self.paths is None else index
 
 
 class PartitionStateMachine:
@@ -237,77 +262,125 @@ class PartitionStateMachine:
         :raises StateConflictError: states kept moving for :data:`MAX_ROUNDS` rounds.
         :raises StoreError: any other failure; the pass is re-planned from the store.
         """
-        pending = [p for p in plans if p is not None]
+        pending: Iterable[Plan | None] = plans
         changes: list[StateChange] = []
+        failures: list[BaseException] = []  # a failure stops the round's writes (see _write)
         rounds = 0
         try:
-            while pending:
+            while True:
                 rounds += 1
                 if rounds > MAX_ROUNDS:
                     raise StateConflictError(
                         f"controller {self.broker_id}: state writes keep conflicting"
                     )
-                batches = self._batches(pending)
-                pending = []
-                creating = [b for b in batches if b.creates_partitions_node]
-                rest = [b for b in batches if not b.creates_partitions_node]
-                outcomes = [self._commit_batch(b) for b in creating] + self._commit_all(rest)
-                failure: BaseException | None = None
-                for batch, outcome in zip([*creating, *rest], outcomes, strict=True):
+                retry: list[Plan] = []
+                for batch, outcome in self._write(pending, failures):
                     if isinstance(outcome, _Conflict):
-                        pending.extend(self._after_conflict(batch, outcome.error))
+                        retry.extend(self._after_conflict(batch, outcome.error))
                     elif isinstance(outcome, BaseException):
-                        # Fencing wins over anything else: the term is over.
-                        if failure is None or isinstance(outcome, ControllerFencedError):
-                            failure = outcome
+                        failures.append(outcome)
                     else:
                         changes.extend(self._applied(batch, outcome))
-                if failure is not None:
-                    raise failure
+                if failures:
+                    # Fencing wins over anything else: the term is over.
+                    fenced = [f for f in failures if isinstance(f, ControllerFencedError)]
+                    raise (fenced or failures)[0]
+                if not retry:
+                    break
+                pending = retry
         finally:
             self.observers.partition_states_changed(changes)
         return changes
 
-    def _batches(self, plans: list[Plan]) -> list[_Batch]:
-        out: list[_Batch] = []
-        batch = _Batch()
+    def _write(
+        self, plans: Iterable[Plan | None], failures: Sequence[BaseException]
+    ) -> Iterator[tuple[_Batch, Any]]:
+        """Commit ``plans`` batch by batch as they are planned, yielding each batch's outcome
+        in order: the next batches are planned (by the caller's generator) and encoded while
+        earlier ones are in flight, so the controller's work overlaps the store's. A batch that
+        creates a ``partitions`` node is committed alone, after everything before it. Once the
+        caller has ``failures``, nothing more is planned or sent; what is in flight is still
+        yielded."""
+        window = self._write_concurrency
+        flight: collections.deque[tuple[_Batch, concurrent.futures.Future[Any]]] = (
+            collections.deque()
+        )
+        for batch in self._batches(p for p in plans if p is not None):
+            if window <= 1 or batch.creates_partitions_node:
+                while flight:
+                    done, future = flight.popleft()
+                    yield done, future.result()
+                if failures:
+                    return
+                yield batch, self._commit_batch(batch)
+            else:
+                flight.append((batch, self._executor().submit(self._commit_batch, batch)))
+                if len(flight) >= window:
+                    done, future = flight.popleft()
+                    yield done, future.result()
+            if failures:
+                break
+        while flight:
+            done, future = flight.popleft()
+            yield done, future.result()
+
+    def _batches(self, plans: Iterable[Plan]) -> Iterator[_Batch]:
+        """Plans in multis of ``write_batch_ops``, each batch yielded when full: rewrites of
+        existing states in batches of columns, first states (creates) in batches of ops."""
+        limit = self.config.write_batch_ops
+        parts = self.context.parts
+        epoch = self.epoch
+        encode = states.encode_state
+        path_of = states.state_path
+        sets = _Batch(sets=True)
+        creates = _Batch()
         claimed: set[str] = set()  # partitions nodes some batch of this round creates
         for plan in plans:
-            if len(batch.ops) >= self.config.write_batch_ops:
-                out.append(batch)
-                batch = _Batch()
-            plan_ops = self._ops_for(plan, claimed, batch)
-            batch.ops.extend(plan_ops)
-            batch.owners.extend([len(batch.plans)] * len(plan_ops))
-            batch.plans.append(plan)
-        if batch.plans:
-            out.append(batch)
-        return out
+            state = parts[plan.tp].state
+            if state is not None:
+                if len(sets.plans) >= limit:
+                    yield sets
+                    sets = _Batch(sets=True)
+                assert sets.paths is not None
+                sets.paths.append(path_of(plan.tp))
+                sets.data.append(encode(plan.leader, state.leader_epoch + 1, plan.isr, epoch))
+                sets.versions.append(state.zk_version)
+                sets.plans.append(plan)
+                continue
+            if len(creates.ops) >= limit:
+                yield creates
+                creates = _Batch()
+            plan_ops = self._creates_for(plan, claimed, creates)
+            creates.ops.extend(plan_ops)
+            creates.owners.extend([len(creates.plans)] * len(plan_ops))
+            creates.plans.append(plan)
+        yield from (batch for batch in (creates, sets) if batch.plans)
 
     def _commit_batch(self, batch: _Batch) -> list[Any] | _Conflict | BaseException:
         try:
+            if batch.paths is not None:
+                written = self.writer.set_many(batch.paths, batch.data, batch.versions)
+                return written.column("version")
             return self.writer.commit(batch.ops)
         except (BadVersionError, NodeExistsError, NoNodeError) as exc:
             return _Conflict(exc)
         except (ControllerFencedError, StoreError) as exc:
             return exc
 
-    def _commit_all(self, batches: list[_Batch]) -> list[list[Any] | _Conflict | BaseException]:
-        if len(batches) <= 1 or self._write_concurrency <= 1:
-            return [self._commit_batch(b) for b in batches]
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 self._write_concurrency, thread_name_prefix=f"coordkit-controller-{self.broker_id}"
             )
-        return list(self._pool.map(self._commit_batch, batches))
+        return self._pool
 
     def _after_conflict(self, batch: _Batch, exc: StoreError) -> list[Plan]:
         """Plans to retry after ``batch`` failed on one of its own ops."""
-        if exc.op_index is None or exc.op_index >= len(batch.ops):
+        if exc.op_index is None or exc.op_index >= len(batch):
             raise exc
         context = self.context
-        failed = batch.plans[batch.owners[exc.op_index]]
-        failed_path = batch.ops[exc.op_index].path
+        failed = batch.plans[batch.owner_at(exc.op_index)]
+        failed_path = batch.path_at(exc.op_index)
         topic = failed.tp[0]
         if isinstance(exc, NodeExistsError) and failed_path == states.partitions_path(topic):
             context.partitions_nodes.add(topic)
@@ -326,37 +399,34 @@ class PartitionStateMachine:
         context.refresh_states([p.tp for p in batch.plans])
         return [r for r in (p.replan(p.tp) for p in batch.plans) if r is not None]
 
-    def _ops_for(self, plan: Plan, claimed: set[str], batch: _Batch) -> list[Op]:
+    def _creates_for(self, plan: Plan, claimed: set[str], batch: _Batch) -> list[Op]:
+        """The ops giving a partition its first state (and the nodes above it that are missing)."""
         tp = plan.tp
         context = self.context
-        state = context.parts[tp].state
-        if state is None:
-            data = states.encode_state(plan.leader, 0, plan.isr, self.epoch)
-            ops: list[Op] = []
-            topic = tp[0]
-            if topic not in context.partitions_nodes and topic not in claimed:
-                ops.append(Create(states.partitions_path(topic)))
-                claimed.add(topic)
-                batch.new_partition_nodes.add(topic)
-            if topic not in context.partitions_nodes:
-                batch.creates_partitions_node = True  # ordered after the batch creating it
-            if tp not in context.partition_nodes:
-                ops.append(Create(states.partition_path(tp)))
-            ops.append(Create(states.state_path(tp), data))
-            return ops
-        data = states.encode_state(plan.leader, state.leader_epoch + 1, plan.isr, self.epoch)
-        return [SetData(states.state_path(tp), data, state.zk_version)]
+        data = states.encode_state(plan.leader, 0, plan.isr, self.epoch)
+        ops: list[Op] = []
+        topic = tp[0]
+        if topic not in context.partitions_nodes and topic not in claimed:
+            ops.append(Create(states.partitions_path(topic)))
+            claimed.add(topic)
+            batch.new_partition_nodes.add(topic)
+        if topic not in context.partitions_nodes:
+            batch.creates_partitions_node = True  # ordered after the batch creating it
+        if tp not in context.partition_nodes:
+            ops.append(Create(states.partition_path(tp)))
+        ops.append(Create(states.state_path(tp), data))
+        return ops
 
     def _applied(self, batch: _Batch, results: list[Any]) -> list[StateChange]:
         context = self.context
         context.partitions_nodes |= batch.new_partition_nodes
-        versions: dict[int, int] = {}
-        owners = batch.owners
-        for index, (op, result) in enumerate(zip(batch.ops, results, strict=True)):
-            if isinstance(op, SetData):
-                versions[owners[index]] = result.version
-            elif isinstance(op, Create) and op.path.endswith("/state"):
-                versions[owners[index]] = 0
+        if batch.paths is not None:
+            versions: Sequence[int] | dict[int, int] = results  # a set's new version per plan
+        else:
+            versions = {}
+            for index, op in enumerate(batch.ops):
+                if isinstance(op, Create) and op.path.endswith("/state"):
+                    versions[batch.owners[index]] = 0
         out: list[StateChange] = []
         for index, plan in enumerate(batch.plans):
             part = context.parts[plan.tp]

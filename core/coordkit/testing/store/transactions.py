@@ -7,9 +7,12 @@ import threading
 import pytest
 
 from coordkit.store import (
+    ANY_VERSION,
+    MAX_DATA_SIZE,
     BadVersionError,
     Check,
     Create,
+    DataTooLargeError,
     Delete,
     InvalidPathError,
     MetadataStore,
@@ -148,3 +151,67 @@ class StoreTransactionTests(StoreSuite):
         assert store.create("/q/job-", b"", sequential=True) == "/q/job-0000000000", (
             "a failed commit must consume no sequence number"
         )
+
+    # -- set_many: version-checked sets as columns, one transaction -----------------------------
+
+    def test_set_many_sets_every_node_behind_its_checks_and_returns_their_stats(
+        self, store: MetadataStore
+    ) -> None:
+        store.create("/epoch", b"1")
+        for name in ("a", "b", "c"):
+            store.create(f"/{name}", b"0")
+        store.set("/b", b"1")
+        written = store.set_many(
+            ["/a", "/b", "/c"], [b"a", b"b", b"c"], [0, 1, ANY_VERSION], checks=[Check("/epoch", 0)]
+        )
+        assert len(written) == 3
+        assert written.column("version") == [1, 2, 1]
+        assert [s.version for s in written] == [1, 2, 1]
+        for path, stat in zip(["/a", "/b", "/c"], written, strict=True):
+            data, now = store.get(path)
+            assert data == path[1:].encode()
+            assert stat == now, "set_many returns each node's stat as the store holds it"
+        assert written.column("mzxid") == [s.mzxid for s in written]
+        assert store.set_many([], [], []).column("version") == []
+
+    def test_set_many_with_a_stale_version_changes_nothing_and_names_the_op(
+        self, store: MetadataStore
+    ) -> None:
+        store.create("/epoch", b"1")
+        for name in ("a", "b", "c"):
+            store.create(f"/{name}", b"0")
+        before = snapshot(store)
+        with pytest.raises(BadVersionError) as info:
+            store.set_many(
+                ["/a", "/b", "/c"], [b"x", b"y", b"z"], [0, 0, 5], checks=[Check("/epoch", 0)]
+            )
+        assert info.value.op_index == 3, "op_index counts the checks first"
+        assert info.value.path == "/c"
+        assert snapshot(store) == before, ATOMIC
+
+    def test_set_many_behind_a_failed_check_changes_nothing(self, store: MetadataStore) -> None:
+        store.create("/epoch", b"1")
+        store.set("/epoch", b"2")
+        store.create("/a", b"0")
+        before = snapshot(store)
+        with pytest.raises(BadVersionError) as info:
+            store.set_many(["/a"], [b"x"], [0], checks=[Check("/epoch", 0)])
+        assert info.value.op_index == 0
+        assert info.value.path == "/epoch"
+        with pytest.raises(NoNodeError) as missing:
+            store.set_many(["/a", "/absent"], [b"x", b"y"], [0, 0])
+        assert missing.value.op_index == 1
+        assert snapshot(store) == before, ATOMIC
+
+    def test_set_many_refuses_bad_input_before_writing(self, store: MetadataStore) -> None:
+        store.create("/a", b"0")
+        before = snapshot(store)
+        with pytest.raises(InvalidPathError) as info:
+            store.set_many(["/a", "bad"], [b"x", b"y"], [0, 0])
+        assert info.value.op_index == 1
+        with pytest.raises(DataTooLargeError) as big:
+            store.set_many(["/a"], [b"x" * (MAX_DATA_SIZE + 1)], [0])
+        assert big.value.op_index == 0
+        with pytest.raises(ValueError, match="2 paths, 1 values"):
+            store.set_many(["/a", "/a"], [b"x"], [0, 0])
+        assert snapshot(store) == before, ATOMIC
