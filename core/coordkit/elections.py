@@ -216,7 +216,9 @@ class PartitionLeaderElection(Protocol):
     description: str
 
     def elect(self, inp: PartitionElectionInput) -> LeaderAndIsr | None:
-        """The new leader and ISR, or ``None`` when no replica qualifies."""
+        """The new leader and ISR, or ``None`` when no replica qualifies. A function of ``inp``
+        (the election kit checks it): a controller may decide once for every partition with the
+        same input."""
         ...
 
 

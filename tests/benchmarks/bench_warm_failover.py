@@ -72,6 +72,7 @@ from coordkit.errors import ConnectionLossError, NodeExistsError
 from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, MetadataStore, Op, SessionState, TreeEvent, TreeEventKind
+from coordkit.testing.servers.zookeeper_server import COLLECTORS
 
 #: Ops per multi when ``--existing`` writes the cluster in bulk.
 EXISTING_BATCH = 1_000
@@ -104,7 +105,9 @@ def _session(timeout: float | None, sep: str = "?") -> str:
 
 
 @contextlib.contextmanager
-def backend(name: str, heap: str, session_timeout: float | None = None) -> Iterator[_Env]:
+def backend(
+    name: str, heap: str, session_timeout: float | None = None, collector: str = "g1"
+) -> Iterator[_Env]:
     """A fresh server for one run (the memory store's namespaces are discarded afterwards)."""
     run = f"{os.getpid()}-{int(time.time())}"
     if name == "memory":
@@ -128,7 +131,9 @@ def backend(name: str, heap: str, session_timeout: float | None = None) -> Itera
         from coordkit.testing.servers.zookeeper_server import StandaloneZooKeeper
 
         # snapCount: no snapshot of a multi-GB tree every 100,000 transactions during setup.
-        server = StandaloneZooKeeper(heap=heap, extra_config={"snapCount": "5000000"}).start()
+        server = StandaloneZooKeeper(
+            heap=heap, collector=collector, extra_config={"snapCount": "5000000"}
+        ).start()
         try:
             yield _Env(
                 name,
@@ -651,6 +656,12 @@ def main(argv: list[str]) -> None:
         "KAFKA-5642's case of single-partition topics, where per-topic costs show)",
     )
     parser.add_argument("--zk-heap", help="ZooKeeper's -Xmx (default: grows with --partitions)")
+    parser.add_argument(
+        "--zk-gc",
+        choices=sorted(COLLECTORS),
+        default="g1",
+        help="ZooKeeper's garbage collector (default g1: serial stops a heap of GiBs for seconds)",
+    )
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument(
         "--session-timeout",
@@ -692,10 +703,14 @@ def main(argv: list[str]) -> None:
         for partitions in sizes:
             heap = args.zk_heap or zk_heap_for(partitions)
             if backend_name == "zookeeper":
-                print(f"# ZooKeeper heap -Xmx{heap} for {partitions:,} partitions", flush=True)
+                print(
+                    f"# ZooKeeper heap -Xmx{heap} ({args.zk_gc} collector) for {partitions:,} "
+                    "partitions",
+                    flush=True,
+                )
             for strategy in args.strategy or ["kafka", "warm-standby"]:
                 sizes_seen: dict[str, float] | None = None
-                with backend(backend_name, heap, args.session_timeout) as env:
+                with backend(backend_name, heap, args.session_timeout, args.zk_gc) as env:
                     if args.processes:
                         from process_failover import dedicated as in_processes
 

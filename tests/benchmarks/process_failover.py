@@ -299,14 +299,17 @@ def dedicated(
 
 def _sample_shutdown(holder: BrokerProcess) -> subprocess.Popen[bytes] | None:
     """With ``COORDKIT_BENCH_PYSPY_SHUTDOWN=DIR``, a folded-stack profile of the controller's
-    process during the controlled shutdown only (``DIR/shutdown-controller.txt``, every thread)."""
+    process during the controlled shutdown only (``DIR/shutdown-controller.txt``): the thread
+    holding the GIL at each sample, so the profile is where the process's Python time goes (a
+    thread waiting for the GIL is not counted as busy)."""
     out = os.environ.get("COORDKIT_BENCH_PYSPY_SHUTDOWN")
     if not out:
         return None
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     pid = str(holder.process.pid)
     path = str(Path(out) / "shutdown-controller.txt")
-    command = [spy, "record", "--nonblocking", "-r", "250", "-f", "raw", "-o", path, "-p", pid]
+    command = [spy, "record", "--nonblocking", "--gil", "-r", "250", "-f", "raw", "-o", path]
+    command += ["-p", pid]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)  # attached before the request goes
     return process

@@ -81,7 +81,7 @@ def encode_state(
     leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int
 ) -> bytes:
     """Exactly ``layout.PARTITION_STATE.encode(...)``, without building a validated object."""
-    isr_text = ",".join(str(r) for r in isr)
+    isr_text = ",".join(map(str, isr))
     return (
         f'{{"controller_epoch":{controller_epoch},"leader":{leader},"version":{STATE_VERSION},'
         f'"leader_epoch":{leader_epoch},"isr":[{isr_text}]}}'

@@ -72,23 +72,45 @@ class ToldStates(EngineObserver):
         self._topics: dict[str, _TopicTold] = {}
 
     def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
+        # Columns per topic first, then one vectorised update per topic (a controlled shutdown
+        # tells 1,333,334 changes at once at 2,000,000 partitions).
+        by_topic: dict[str, tuple[list[int], list[int], list[int]]] = {}
+        for change in changes:
+            topic, partition = change.tp
+            if partition < 0:
+                continue
+            columns = by_topic.get(topic)
+            if columns is None:
+                columns = by_topic[topic] = ([], [], [])
+            current = change.current
+            columns[0].append(partition)
+            columns[1].append(current.leader_epoch)
+            columns[2].append(current.zk_version)
         with self._lock:
-            topics = self._topics
-            for change in changes:
-                topic, partition = change.tp
-                if partition < 0:
-                    continue
-                told = topics.get(topic)
-                if told is None:
-                    told = topics[topic] = _TopicTold(partition + 1)
-                elif partition >= len(told.epochs):
-                    told.grow(partition + 1)
-                current = change.current
-                key = (current.leader_epoch, current.zk_version)
-                # Observers keep the newest state of a partition (deliveries can cross threads).
-                if key > (int(told.epochs[partition]), int(told.versions[partition])):
-                    told.epochs[partition] = current.leader_epoch
-                    told.versions[partition] = current.zk_version
+            for topic, (partitions, epochs, versions) in by_topic.items():
+                self._tell(topic, np.array(partitions), np.array(epochs), np.array(versions))
+
+    def _tell(
+        self, topic: str, partitions: np.ndarray, epochs: np.ndarray, versions: np.ndarray
+    ) -> None:
+        """Keep the newest (leader epoch, node version) of each partition: deliveries can cross
+        threads, and one delivery may name a partition twice."""
+        size = int(partitions.max()) + 1
+        told = self._topics.get(topic)
+        if told is None:
+            told = self._topics[topic] = _TopicTold(size)
+        else:
+            told.grow(size)
+        # Sorted by partition, then key: the last row of each partition is its newest.
+        order = np.lexsort((versions, epochs, partitions))
+        partitions, epochs, versions = partitions[order], epochs[order], versions[order]
+        last = np.ones(len(partitions), dtype=bool)
+        last[:-1] = partitions[1:] != partitions[:-1]
+        partitions, epochs, versions = partitions[last], epochs[last], versions[last]
+        held_epochs, held_versions = told.epochs[partitions], told.versions[partitions]
+        newer = (epochs > held_epochs) | ((epochs == held_epochs) & (versions > held_versions))
+        told.epochs[partitions[newer]] = epochs[newer]
+        told.versions[partitions[newer]] = versions[newer]
 
     def partition_states_known(self, states: Sequence[StateChange]) -> None:
         self.partition_states_changed(states)

@@ -33,7 +33,7 @@ from coordkit.elections import (
 from coordkit.engine import states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE, EngineConfig
 from coordkit.engine.controller.context import ControllerContext
-from coordkit.engine.controller.partition_map import needs_attention
+from coordkit.engine.controller.partition_map import PartitionInfo, needs_attention
 from coordkit.engine.errors import ControllerFencedError, StateConflictError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
@@ -98,6 +98,7 @@ class _Batch:
         "new_partition_nodes",
         "ops",
         "owners",
+        "parts",
         "paths",
         "plans",
         "versions",
@@ -105,6 +106,8 @@ class _Batch:
 
     def __init__(self, *, sets: bool = False) -> None:
         self.plans: list[Plan] = []
+        #: Each plan's partition, as the context holds it (its state is updated in place).
+        self.parts: list[PartitionInfo] = []
         self.ops: list[Op] = []
         self.owners: list[int] = []
         self.new_partition_nodes: set[str] = set()
@@ -336,7 +339,8 @@ class PartitionStateMachine:
         creates = _Batch()
         claimed: set[str] = set()  # partitions nodes some batch of this round creates
         for plan in plans:
-            state = parts[plan.tp].state
+            part = parts[plan.tp]
+            state = part.state
             if state is not None:
                 if len(sets.plans) >= limit:
                     yield sets
@@ -346,6 +350,7 @@ class PartitionStateMachine:
                 sets.data.append(encode(plan.leader, state.leader_epoch + 1, plan.isr, epoch))
                 sets.versions.append(state.zk_version)
                 sets.plans.append(plan)
+                sets.parts.append(part)
                 continue
             if len(creates.ops) >= limit:
                 yield creates
@@ -354,6 +359,7 @@ class PartitionStateMachine:
             creates.ops.extend(plan_ops)
             creates.owners.extend([len(creates.plans)] * len(plan_ops))
             creates.plans.append(plan)
+            creates.parts.append(part)
         yield from (batch for batch in (creates, sets) if batch.plans)
 
     def _commit_batch(self, batch: _Batch) -> list[Any] | _Conflict | BaseException:
@@ -428,16 +434,18 @@ class PartitionStateMachine:
                 if isinstance(op, Create) and op.path.endswith("/state"):
                     versions[batch.owners[index]] = 0
         out: list[StateChange] = []
-        for index, plan in enumerate(batch.plans):
-            part = context.parts[plan.tp]
+        created = batch.paths is None  # sets rewrite states: their partition nodes exist
+        controller_epoch = self.epoch
+        writer = self.broker_id
+        for index, (plan, part) in enumerate(zip(batch.plans, batch.parts, strict=True)):
+            tp = plan.tp
             previous = part.state
             epoch = 0 if previous is None else previous.leader_epoch + 1
-            current = LeaderIsr(plan.leader, epoch, plan.isr, self.epoch, versions[index])
+            current = LeaderIsr(plan.leader, epoch, plan.isr, controller_epoch, versions[index])
             part.state = current
-            context.partition_nodes.discard(plan.tp)
-            out.append(
-                StateChange(plan.tp, previous, current, plan.reason, self.broker_id, part.replicas)
-            )
+            if created:
+                context.partition_nodes.discard(tp)
+            out.append(StateChange(tp, previous, current, plan.reason, writer, part.replicas))
         return out
 
 

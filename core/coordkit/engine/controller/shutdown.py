@@ -9,7 +9,12 @@ follows. The reply lists the partitions it still leads (no other replica in the 
 from __future__ import annotations
 
 from coordkit import layout
-from coordkit.elections import ElectionKind, PartitionElectionInput, PartitionLeaderElection
+from coordkit.elections import (
+    ElectionKind,
+    LeaderAndIsr,
+    PartitionElectionInput,
+    PartitionLeaderElection,
+)
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan, bulk
 from coordkit.engine.errors import EngineError
@@ -39,12 +44,29 @@ class ControlledShutdown:
         # Only partitions whose state names the broker can change (as leader or ISR member): one
         # vectorised query, not a scan of every partition (a third of 2,000,000 may be its).
         tps = [tp for tp in sorted(context.parts.naming(broker_id)) if context.actionable(tp)]
-        live = context.live_ids()
-        self.partitions.persist(self._plan(tp, broker_id, live) for tp in tps)
+        planner = _Planner(self, broker_id, context.live_ids())
+        self.partitions.persist(map(planner.plan, tps))
         return sorted(context.parts.naming(broker_id, as_leader_only=True))
 
-    def _plan(self, tp: TP, broker_id: int, live: frozenset[int]) -> Plan | None:
+
+class _Planner:
+    """One shutdown's plans. Elections are functions of their input (the election kit checks
+    it), and live and shutting-down brokers are fixed for the shutdown, so an outcome is decided
+    once per distinct (assignment, ISR) and reused: a cluster has few distinct ones, and a third
+    of 2,000,000 partitions may be the broker's."""
+
+    def __init__(self, shutdown: ControlledShutdown, broker_id: int, live: frozenset[int]):
+        self.context = shutdown.context
+        self.election = shutdown._election
+        self.broker_id = broker_id
+        self.live = live
+        self.shutting_down = frozenset(self.context.shutting_down)
+        self._elected: dict[tuple[tuple[int, ...], tuple[int, ...]], LeaderAndIsr | None] = {}
+        self._shrunk: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def plan(self, tp: TP) -> Plan | None:
         part = self.context.parts.get(tp)
+        broker_id = self.broker_id
         if (
             part is None
             or part.state is None
@@ -53,20 +75,22 @@ class ControlledShutdown:
         ):
             return None
         state = part.state
-
-        def again(t: TP) -> Plan | None:
-            return self._plan(t, broker_id, live)
-
         if state.leader == broker_id:
-            result = self._election.elect(
-                PartitionElectionInput(
-                    part.replicas, state.isr, live, shutting_down=self.context.shutting_down
+            key = (part.replicas, state.isr)
+            try:
+                result = self._elected[key]
+            except KeyError:
+                result = self._elected[key] = self.election.elect(
+                    PartitionElectionInput(
+                        part.replicas, state.isr, self.live, shutting_down=self.shutting_down
+                    )
                 )
-            )
             if result is None:
                 return None
-            return Plan(tp, result.leader, result.isr, result.reason, again)
+            return Plan(tp, result.leader, result.isr, result.reason, self.plan)
         if broker_id in state.isr and len(state.isr) > 1:
-            isr = tuple(r for r in state.isr if r != broker_id)
-            return Plan(tp, state.leader, isr, None, again)
+            isr = self._shrunk.get(state.isr)
+            if isr is None:
+                isr = self._shrunk[state.isr] = tuple(r for r in state.isr if r != broker_id)
+            return Plan(tp, state.leader, isr, None, self.plan)
         return None

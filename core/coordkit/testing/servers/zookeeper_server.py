@@ -47,6 +47,8 @@ INSTALL_HINT = (
 SETPRIV = shutil.which("setpriv")
 
 TICK_MS = 200
+#: Garbage collectors a server may run with (``collector``), as JVM options.
+COLLECTORS = {"serial": "-XX:+UseSerialGC", "parallel": "-XX:+UseParallelGC", "g1": "-XX:+UseG1GC"}
 #: The JVM's -Xmx unless a server is given ``heap`` (benchmarks of millions of znodes ask for more).
 DEFAULT_HEAP = "512m"
 _HEAP = re.compile(r"[1-9][0-9]*[kKmMgG]")
@@ -149,6 +151,10 @@ class ZooKeeperServer:
         of every member (including this one); ``None`` for a standalone server.
     :param heap: the JVM's maximum heap (``-Xmx``), :data:`DEFAULT_HEAP` unless given; a
         2,000,000-partition cluster (4,000,000 znodes) needs a few GiB.
+    :param collector: the JVM's garbage collector, a key of :data:`COLLECTORS`: ``serial`` (the
+        tests' small servers: one thread, least memory) unless given; a heap of GiBs under
+        millions of writes wants ``g1`` (serial collected a 10 GiB heap in full for 3.6 s, in the
+        middle of a benchmark's controlled shutdown).
     """
 
     def __init__(
@@ -162,6 +168,7 @@ class ZooKeeperServer:
         jvm_options: tuple[str, ...] = (),
         tls: TLSFiles | None = None,
         heap: str = DEFAULT_HEAP,
+        collector: str = "serial",
     ):
         self.java, self.classpath = require_zookeeper()
         self.tls = tls
@@ -183,6 +190,11 @@ class ZooKeeperServer:
         if not _HEAP.fullmatch(heap):
             raise ValueError(f"ZooKeeper heap {heap!r}: give a JVM size such as 512m or 4g")
         self.heap = heap
+        if collector not in COLLECTORS:
+            raise ValueError(
+                f"ZooKeeper collector {collector!r}: one of {', '.join(sorted(COLLECTORS))}"
+            )
+        self.collector = collector
         self.data_dir = workdir / "data"
         self.config_path = workdir / "zoo.cfg"
         self.log_path = workdir / "server.log"
@@ -253,7 +265,7 @@ class ZooKeeperServer:
             self.java,
             "-Xms32m",
             f"-Xmx{self.heap}",
-            "-XX:+UseSerialGC",
+            COLLECTORS[self.collector],
             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             "-Dzookeeper.admin.enableServer=false",
             *self.jvm_options,
