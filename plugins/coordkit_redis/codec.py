@@ -7,7 +7,6 @@ Compact replies matter: redis-py parses RESP in Python, one element at a time.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,10 +22,6 @@ from coordkit.errors import (
     StoreError,
 )
 from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data
-
-# Plain ASCII names without '.'/'..' components are valid by coordkit.paths' rules; anything else
-# (unicode, odd characters, trailing '/') goes through the full check, which is the reference.
-_PLAIN_PATH = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.:@=+,\-]+)+")
 
 ERRORS: dict[bytes, type[StoreError]] = {
     b"NONODE": NoNodeError,
@@ -44,9 +39,7 @@ SESSION_EXPIRED = b"!session"
 
 
 def check_path(path: str, *, sequential: bool = False) -> str:
-    """Validate ``path`` exactly as :func:`coordkit.paths.validate` does (fast for plain paths)."""
-    if type(path) is str and _PLAIN_PATH.fullmatch(path):
-        return path
+    """Validate ``path`` (:func:`coordkit.paths.validate`)."""
     return paths.validate(path, sequential=sequential)
 
 

@@ -6,8 +6,11 @@ import json
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coordkit import layout
+from coordkit.engine import states
 from coordkit.errors import LayoutError
 from coordkit.model import (
     BrokerInfo,
@@ -253,3 +256,28 @@ def test_topic_assignment_rejects_bad_replicas() -> None:
         TopicAssignment({0: (1, 1)})
     with pytest.raises(ValueError, match="no replicas"):
         TopicAssignment({0: ()})
+
+
+@given(
+    st.integers(0, 2**31 - 1),
+    st.lists(
+        st.tuples(
+            st.integers(-1, 50),
+            st.integers(0, 2**31 - 1),
+            st.lists(st.integers(0, 50), min_size=1, max_size=5, unique=True).map(tuple),
+        ),
+        max_size=40,
+    ),
+)
+def test_the_controllers_state_encoder_writes_exactly_the_layouts_bytes(
+    controller_epoch: int, rows: list[tuple[int, int, tuple[int, ...]]]
+) -> None:
+    encoder = states.StateEncoder(controller_epoch, limit=3)  # starts over within an example
+    for leader, leader_epoch, isr in rows:
+        expected = layout.PARTITION_STATE.encode(
+            PartitionState(
+                leader=leader, leader_epoch=leader_epoch, isr=isr, controller_epoch=controller_epoch
+            )
+        )
+        assert encoder(leader, leader_epoch, isr) == expected
+        assert states.encode_state(leader, leader_epoch, isr, controller_epoch) == expected

@@ -88,6 +88,32 @@ def encode_state(
     ).encode()
 
 
+class StateEncoder:
+    """:func:`encode_state` for many states of one controller epoch: the text around the leader
+    epoch is built once per distinct (leader, ISR) and kept (a controlled shutdown encodes
+    1,333,334 states of a few distinct ones; the cache is bounded all the same)."""
+
+    __slots__ = ("_controller_epoch", "_limit", "_templates")
+
+    def __init__(self, controller_epoch: int, *, limit: int = 65536):
+        self._controller_epoch = controller_epoch
+        self._limit = limit  # distinct (leader, ISR) pairs kept before the cache starts over
+        self._templates: dict[tuple[int, tuple[int, ...]], tuple[bytes, bytes]] = {}
+
+    def __call__(self, leader: int, leader_epoch: int, isr: tuple[int, ...]) -> bytes:
+        template = self._templates.get((leader, isr))
+        if template is None:
+            if len(self._templates) >= self._limit:
+                self._templates.clear()
+            head = (
+                f'{{"controller_epoch":{self._controller_epoch},"leader":{leader},'
+                f'"version":{STATE_VERSION},"leader_epoch":'
+            ).encode()
+            tail = f',"isr":[{",".join(map(str, isr))}]}}'.encode()
+            template = self._templates[(leader, isr)] = (head, tail)
+        return b"%b%d%b" % (template[0], leader_epoch, template[1])
+
+
 def encode(state: LeaderIsr) -> bytes:
     return encode_state(state.leader, state.leader_epoch, state.isr, state.controller_epoch)
 

@@ -332,8 +332,7 @@ class PartitionStateMachine:
         existing states in batches of columns, first states (creates) in batches of ops."""
         limit = self.config.write_batch_ops
         parts = self.context.parts
-        epoch = self.epoch
-        encode = states.encode_state
+        encode = states.StateEncoder(self.epoch)
         path_of = states.state_path
         sets = _Batch(sets=True)
         creates = _Batch()
@@ -347,7 +346,7 @@ class PartitionStateMachine:
                     sets = _Batch(sets=True)
                 assert sets.paths is not None
                 sets.paths.append(path_of(plan.tp))
-                sets.data.append(encode(plan.leader, state.leader_epoch + 1, plan.isr, epoch))
+                sets.data.append(encode(plan.leader, state.leader_epoch + 1, plan.isr))
                 sets.versions.append(state.zk_version)
                 sets.plans.append(plan)
                 sets.parts.append(part)
