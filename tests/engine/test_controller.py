@@ -17,6 +17,7 @@ from coordkit.engine import (
     states,
 )
 from coordkit.engine.fencing import FencedWriter
+from coordkit.engine.instrument import InstrumentedStore
 from coordkit.errors import NoNodeError
 from coordkit.store import MetadataStore, SetData
 from harness.backends import Backend
@@ -196,6 +197,46 @@ def test_deposed_controller_writes_are_rejected(
     assert cluster.view().partitions == after.partitions
     assert cluster.history is not None
     assert cluster.history.violations() == []
+
+
+def test_a_fenced_controller_stops_sending_its_batches(
+    make_cluster: Callable[..., Any],
+    until: Callable[..., Any],
+    open_session: Callable[[], MetadataStore],
+) -> None:
+    """Batches go out as they are planned; once one is fenced, only those already in flight are
+    sent: a deposed controller does not send the rest of a large shutdown's writes."""
+    cluster = make_cluster(3, config=EngineConfig(auto_leader_rebalance=False))
+    cluster.create_topic("t", 60, 3)
+    before = until(cluster, lambda v: len(v.partitions) == 60, "t to get leaders")
+    holder = cluster.broker(before.controller)
+    assert holder.controller is not None
+    stale_term = holder.controller.term
+    cluster.kill(before.controller)
+    after = until(cluster, lambda v: v.epoch == before.epoch + 1, "a new controller")
+
+    config = EngineConfig(auto_leader_rebalance=False, write_batch_ops=4, write_concurrency=2)
+    session = InstrumentedStore(open_session())
+    zombie = Controller(
+        session,
+        stale_term,
+        config=config,
+        clock=cluster.clock,
+        observers=Observers(),
+        on_fenced=lambda term: None,
+    )
+    zombie.start()
+    wait_for(zombie.ready.is_set, what="the zombie to load")
+    # Every partition names the broker (RF 3 of 3 brokers): 60 writes, 15 batches of 4.
+    target = next(b for b in after.brokers if any(p.leader == b for p in after.partitions))
+    sent = session.counts.multis
+    with pytest.raises(ControllerFencedError):
+        zombie.controlled_shutdown(target).result(timeout=20)
+    attempted = session.counts.multis - sent
+    assert 1 <= attempted <= config.write_concurrency, (
+        f"{attempted} batches sent by a fenced controller (at most the in-flight window)"
+    )
+    assert cluster.view().partitions == after.partitions
 
 
 def test_controller_resigns_when_fenced(
