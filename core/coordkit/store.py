@@ -452,10 +452,7 @@ class MetadataStore(abc.ABC):
         :raises StoreError: as :meth:`commit`, ``op_index`` counting the checks first; the store
             is unchanged.
         """
-        if not len(paths_) == len(data) == len(versions):
-            raise ValueError(
-                f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
-            )
+        check_set_columns(paths_, data, versions)
         ops: list[Op] = [*checks]
         ops.extend(map(SetData, paths_, data, versions))
         return StatColumns.of(self.commit(ops)[len(checks) :])
@@ -570,6 +567,16 @@ class Transaction:
 
     def commit(self) -> list[Any]:
         return self._store.commit(self.ops)
+
+
+def check_set_columns(
+    paths_: Sequence[str], data: Sequence[bytes], versions: Sequence[int]
+) -> None:
+    """Refuse :meth:`MetadataStore.set_many` columns of different lengths."""
+    if not len(paths_) == len(data) == len(versions):
+        raise ValueError(
+            f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
+        )
 
 
 def check_data(path: str, data: bytes, limit: int = MAX_DATA_SIZE) -> bytes:

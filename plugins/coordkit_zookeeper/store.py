@@ -63,6 +63,7 @@ from coordkit.store import (
     TreeWatch,
     Watch,
     check_data,
+    check_set_columns,
     describe_op,
 )
 from coordkit.urls import StoreURL
@@ -413,15 +414,19 @@ class ZooKeeperStore(MetadataStore):
         self.check_writable("commit a transaction")
         ops = list(ops)
         self._check_usable(None)
+        self._validate_all(ops)
+        if not ops:
+            return []
+        return self._multi(ops, tag=True)
+
+    def _validate_all(self, ops: Sequence[Op]) -> None:
+        """Validate every op of a transaction; an error names its op's index."""
         for index, op in enumerate(ops):
             try:
                 self._validate(op)
             except StoreError as exc:
                 exc.op_index = index
                 raise
-        if not ops:
-            return []
-        return self._multi(ops, tag=True)
 
     def _multi(self, ops: list[Op], *, tag: bool) -> list[Any]:
         check_transaction_size(ops)
@@ -447,17 +452,9 @@ class ZooKeeperStore(MetadataStore):
         checks: Sequence[Check] = (),
     ) -> StatColumns:
         self.check_writable("commit a transaction")
-        if not len(paths_) == len(data) == len(versions):
-            raise ValueError(
-                f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
-            )
+        check_set_columns(paths_, data, versions)
         self._check_usable(None)
-        for index, check in enumerate(checks):
-            try:
-                self._validate(check)
-            except StoreError as exc:
-                exc.op_index = index
-                raise
+        self._validate_all(checks)
         size = len(checks) * OP_OVERHEAD
         for index, (path, value) in enumerate(zip(paths_, data, strict=True)):
             try:

@@ -159,13 +159,7 @@ def test_deposed_controller_writes_are_rejected(
     open_session: Callable[[], MetadataStore],
 ) -> None:
     cluster = make_cluster(3, config=EngineConfig(auto_leader_rebalance=False))
-    cluster.create_topic("t", 3, 3)
-    before = until(cluster, lambda v: len(v.partitions) == 3, "t to get leaders")
-    holder = cluster.broker(before.controller)
-    assert holder.controller is not None
-    stale_term = holder.controller.term
-    cluster.kill(before.controller)
-    after = until(cluster, lambda v: v.epoch == before.epoch + 1, "a new controller")
+    stale_term, after = _deposed(cluster, until, 3)
 
     # A zombie of the old term, on a live session, tries to write: the store refuses.
     session = open_session()
@@ -178,16 +172,8 @@ def test_deposed_controller_writes_are_rejected(
 
     # A whole zombie controller: its first election write is fenced, it stops and reports it.
     fenced: list[ControllerTerm] = []
-    zombie = Controller(
-        session,
-        stale_term,
-        config=EngineConfig(auto_leader_rebalance=False),
-        clock=cluster.clock,
-        observers=Observers(),
-        on_fenced=fenced.append,
-    )
-    zombie.start()
-    wait_for(zombie.ready.is_set, what="the zombie to load")
+    config = EngineConfig(auto_leader_rebalance=False)
+    zombie = _zombie(session, stale_term, cluster, config, on_fenced=fenced.append)
     leader = next(b for b in after.brokers if any(p.leader == b for p in after.partitions))
     future = zombie.controlled_shutdown(leader)  # must move leaders: writes
     with pytest.raises(ControllerFencedError):
@@ -207,26 +193,11 @@ def test_a_fenced_controller_stops_sending_its_batches(
     """Batches go out as they are planned; once one is fenced, only those already in flight are
     sent: a deposed controller does not send the rest of a large shutdown's writes."""
     cluster = make_cluster(3, config=EngineConfig(auto_leader_rebalance=False))
-    cluster.create_topic("t", 60, 3)
-    before = until(cluster, lambda v: len(v.partitions) == 60, "t to get leaders")
-    holder = cluster.broker(before.controller)
-    assert holder.controller is not None
-    stale_term = holder.controller.term
-    cluster.kill(before.controller)
-    after = until(cluster, lambda v: v.epoch == before.epoch + 1, "a new controller")
+    stale_term, after = _deposed(cluster, until, 60)
 
     config = EngineConfig(auto_leader_rebalance=False, write_batch_ops=4, write_concurrency=2)
     session = InstrumentedStore(open_session())
-    zombie = Controller(
-        session,
-        stale_term,
-        config=config,
-        clock=cluster.clock,
-        observers=Observers(),
-        on_fenced=lambda term: None,
-    )
-    zombie.start()
-    wait_for(zombie.ready.is_set, what="the zombie to load")
+    zombie = _zombie(session, stale_term, cluster, config)
     # Every partition names the broker (RF 3 of 3 brokers): 60 writes, 15 batches of 4.
     target = next(b for b in after.brokers if any(p.leader == b for p in after.partitions))
     sent = session.counts.multis
@@ -237,6 +208,41 @@ def test_a_fenced_controller_stops_sending_its_batches(
         f"{attempted} batches sent by a fenced controller (at most the in-flight window)"
     )
     assert cluster.view().partitions == after.partitions
+
+
+def _deposed(
+    cluster: Any, until: Callable[..., Any], partitions: int
+) -> tuple[ControllerTerm, Any]:
+    """Topic ``t`` of ``partitions`` (RF 3) led, then its controller killed: the dead
+    controller's term and the view once a new controller is elected."""
+    cluster.create_topic("t", partitions, 3)
+    before = until(cluster, lambda v: len(v.partitions) == partitions, "t to get leaders")
+    holder = cluster.broker(before.controller)
+    assert holder.controller is not None
+    stale_term = holder.controller.term
+    cluster.kill(before.controller)
+    return stale_term, until(cluster, lambda v: v.epoch == before.epoch + 1, "a new controller")
+
+
+def _zombie(
+    session: MetadataStore,
+    term: ControllerTerm,
+    cluster: Any,
+    config: EngineConfig,
+    on_fenced: Callable[[ControllerTerm], None] = lambda term: None,
+) -> Controller:
+    """A controller of a stale ``term`` on a live session, started and loaded."""
+    zombie = Controller(
+        session,
+        term,
+        config=config,
+        clock=cluster.clock,
+        observers=Observers(),
+        on_fenced=on_fenced,
+    )
+    zombie.start()
+    wait_for(zombie.ready.is_set, what="the zombie to load")
+    return zombie
 
 
 def test_controller_resigns_when_fenced(

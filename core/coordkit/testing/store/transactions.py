@@ -157,9 +157,7 @@ class StoreTransactionTests(StoreSuite):
     def test_set_many_sets_every_node_behind_its_checks_and_returns_their_stats(
         self, store: MetadataStore
     ) -> None:
-        store.create("/epoch", b"1")
-        for name in ("a", "b", "c"):
-            store.create(f"/{name}", b"0")
+        _epoch_and_nodes(store, "/a", "/b", "/c")
         store.set("/b", b"1")
         written = store.set_many(
             ["/a", "/b", "/c"], [b"a", b"b", b"c"], [0, 1, ANY_VERSION], checks=[Check("/epoch", 0)]
@@ -177,9 +175,7 @@ class StoreTransactionTests(StoreSuite):
     def test_set_many_with_a_stale_version_changes_nothing_and_names_the_op(
         self, store: MetadataStore
     ) -> None:
-        store.create("/epoch", b"1")
-        for name in ("a", "b", "c"):
-            store.create(f"/{name}", b"0")
+        _epoch_and_nodes(store, "/a", "/b", "/c")
         before = snapshot(store)
         with pytest.raises(BadVersionError) as info:
             store.set_many(
@@ -215,3 +211,10 @@ class StoreTransactionTests(StoreSuite):
         with pytest.raises(ValueError, match="2 paths, 1 values"):
             store.set_many(["/a", "/a"], [b"x"], [0, 0])
         assert snapshot(store) == before, ATOMIC
+
+
+def _epoch_and_nodes(store: MetadataStore, *paths: str) -> None:
+    """``/epoch`` and ``paths``, each at version 0."""
+    store.create("/epoch", b"1")
+    for path in paths:
+        store.create(path, b"0")
