@@ -308,21 +308,29 @@ class PartitionStateMachine:
         flight: collections.deque[tuple[_Batch, concurrent.futures.Future[Any]]] = (
             collections.deque()
         )
-        for batch in self._batches(p for p in plans if p is not None):
-            if window <= 1 or batch.creates_partitions_node:
-                while flight:
-                    done, future = flight.popleft()
-                    yield done, future.result()
+        try:
+            for batch in self._batches(p for p in plans if p is not None):
+                if window <= 1 or batch.creates_partitions_node:
+                    while flight:
+                        done, future = flight.popleft()
+                        yield done, future.result()
+                    if failures:
+                        return
+                    yield batch, self._commit_batch(batch)
+                else:
+                    flight.append((batch, self._executor().submit(self._commit_batch, batch)))
+                    if len(flight) >= window:
+                        done, future = flight.popleft()
+                        yield done, future.result()
                 if failures:
-                    return
-                yield batch, self._commit_batch(batch)
-            else:
-                flight.append((batch, self._executor().submit(self._commit_batch, batch)))
-                if len(flight) >= window:
-                    done, future = flight.popleft()
-                    yield done, future.result()
-            if failures:
-                break
+                    break
+        except Exception:
+            # Planning failed (an election raised): what is in flight is committed or failing;
+            # land it in the context before the error leaves the pass.
+            while flight:
+                done, future = flight.popleft()
+                yield done, future.result()
+            raise
         while flight:
             done, future = flight.popleft()
             yield done, future.result()
