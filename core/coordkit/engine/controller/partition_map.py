@@ -32,7 +32,7 @@ from collections.abc import (
     MutableSet,
     Sequence,
 )
-from typing import Protocol
+from typing import Protocol, TypeVar, overload
 
 import numpy as np
 
@@ -53,6 +53,7 @@ STATE_DTYPE = np.dtype(
 ABSENT, READABLE, UNREADABLE, UNKNOWN = 0, 1, 2, 3
 
 Replicas = tuple[int, ...]
+_T = TypeVar("_T")
 
 
 class PartitionInfo:
@@ -325,6 +326,20 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         part = self._objects[tp] = columns.info(tp[1])
         self._take(tp[0], columns, tp[1])
         return part
+
+    @overload
+    def get(self, tp: TP, /) -> PartitionInfo | None: ...
+    @overload
+    def get(self, tp: TP, /, default: PartitionInfo | _T) -> PartitionInfo | _T: ...
+    def get(self, tp: TP, /, default: object = None) -> object:
+        # Mapping.get goes through __getitem__ and a KeyError: the objects first, directly.
+        part = self._objects.get(tp)
+        if part is not None:
+            return part
+        try:
+            return self[tp]
+        except KeyError:
+            return default
 
     def __contains__(self, tp: object) -> bool:
         if tp in self._objects:
