@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import attrs
 import pytest
 
 from coordkit import layout
@@ -23,7 +24,7 @@ from coordkit.engine.groups import offsets_partition_for
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.errors import ConnectionLossError
 from coordkit.model import TopicPartition
-from coordkit.store import Create, MetadataStore, Op, SetData
+from coordkit.store import Check, Create, MetadataStore, Op, SetData, StatColumns
 from harness.backends import Backend
 from harness.waiting import wait_for
 
@@ -51,15 +52,33 @@ class LosingStore(InstrumentedStore):
         writes_state = any(
             isinstance(op, Create | SetData) and op.path.endswith("/state") for op in ops
         )
-        if writes_state and self._budget[0] > 0:
-            self._budget[0] -= 1
-            if self._rng.random() < 0.5:
-                self.lost.append("refused")
-                raise ConnectionLossError("injected: connection lost before the commit")
-            self.inner.commit(ops)
-            self.lost.append("applied")
-            raise ConnectionLossError("injected: connection lost before the reply")
+        if writes_state:
+            self._maybe_lose(lambda: self.inner.commit(ops))
         return super().commit(ops)
+
+    def set_many(
+        self,
+        paths_: Sequence[str],
+        data: Sequence[bytes],
+        versions: Sequence[int],
+        *,
+        checks: Sequence[Check] = (),
+    ) -> StatColumns:
+        if any(path.endswith("/state") for path in paths_):  # a controller's state rewrites
+            self._maybe_lose(lambda: self.inner.set_many(paths_, data, versions, checks=checks))
+        return super().set_many(paths_, data, versions, checks=checks)
+
+    def _maybe_lose(self, apply: Callable[[], object]) -> None:
+        """While the budget lasts, lose the write: refused, or applied with its reply lost."""
+        if self._budget[0] <= 0:
+            return
+        self._budget[0] -= 1
+        if self._rng.random() < 0.5:
+            self.lost.append("refused")
+            raise ConnectionLossError("injected: connection lost before the commit")
+        apply()
+        self.lost.append("applied")
+        raise ConnectionLossError("injected: connection lost before the reply")
 
 
 @pytest.fixture
@@ -126,6 +145,45 @@ def test_lost_state_writes_are_planned_again_from_the_store(
     view = cluster.view()
     assert not view.uninitialised
     assert {p.tp for p in view.partitions} >= {("big", p) for p in range(partitions)}
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
+
+
+def test_lost_state_rewrites_of_a_controlled_shutdown_are_planned_again(
+    cluster_on: Callable[..., Cluster], backend: Backend, store_url: str
+) -> None:
+    """A shutdown rewrites existing states in bulk (``set_many``): lost batches are decided again
+    from the store, and the broker leads nothing it could hand over."""
+    rng = random.Random(f"{SEED}-rewrites-{backend.name}")
+    budget = [0]
+    sessions: list[LosingStore] = []
+
+    def opener() -> MetadataStore:
+        store = LosingStore(backend.open(store_url), rng, budget)
+        sessions.append(store)
+        return store
+
+    config = attrs.evolve(FAST, write_batch_ops=8)
+    cluster = cluster_on(3, opener=opener, config=config)
+    cluster.create_topic("t", 60, 3)
+    cluster.wait_converged(timeout=60)
+    view = cluster.view()
+    target = next(b for b in view.brokers if b != view.controller)
+    budget[0] = 3  # the shutdown's first three state writes are lost
+    remaining: list[Any] = []
+    wait_for(
+        lambda: (
+            not remaining.append(cluster.broker(target).controlled_shutdown(timeout=20))
+            and remaining[-1] == []
+        ),
+        what=f"broker {target} to lead nothing",
+        timeout=60,
+    )
+    lost = [kind for store in sessions for kind in store.lost]
+    assert len(lost) == 3, f"lost {lost} (seed {SEED}); the test proves nothing"
+    after = cluster.view()
+    # (Its ISR places come back as it keeps fetching: replication runs, the broker is alive.)
+    assert all(p.leader != target for p in after.partitions), after
     assert cluster.history is not None
     assert cluster.history.violations() == []
 
