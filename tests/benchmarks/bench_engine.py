@@ -101,10 +101,19 @@ class _Env:
 
     _ids = itertools.count(1)
 
-    def __init__(self, name: str, new_url: Callable[[int], str], close: Callable[[], None]):
+    def __init__(
+        self,
+        name: str,
+        new_url: Callable[[int], str],
+        close: Callable[[], None],
+        settle: Callable[[], object] = lambda: None,
+    ):
         self.name = name
         self._new_url = new_url
         self.close = close
+        #: Bring the server to a steady state before a measured case (ZooKeeper: a full
+        #: collection of its heap, so that the setup's garbage is not collected in the case).
+        self.settle = settle
 
     def new_url(self) -> str:
         """The URL of a fresh namespace."""

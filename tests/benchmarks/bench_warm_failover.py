@@ -139,6 +139,7 @@ def backend(
                 name,
                 lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}{_session(session_timeout)}",
                 server.close,
+                settle=server.server.collect_garbage,
             )
             _server_memory("zookeeper", lambda: _zookeeper_memory(server))
         finally:
@@ -512,6 +513,7 @@ def dedicated(
 
         # Case 3: a data broker (not the controller) shuts down in a controlled way: it leads
         # about 1/(brokers - 2) of all partitions and follows as many.
+        env.settle()
         rows.append(_controlled_shutdown(cluster, setup))
         sizes = _bytes_per_partition(cluster.admin_store, partitions) if memory else None
         return rows, sizes
@@ -722,6 +724,7 @@ def main(argv: list[str]) -> None:
                             args.brokers,
                             args.log_dir / env.name,
                             topic_size=args.topic_size,
+                            settle=env.settle,
                         )
                     elif args.case == "shared":
                         with _Phases() as captured:

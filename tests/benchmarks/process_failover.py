@@ -190,9 +190,11 @@ def dedicated(
     log_dir: Path,
     *,
     topic_size: int = TOPIC_SIZE,
+    settle: Callable[[], object] = lambda: None,
 ) -> list[dict[str, object]]:
     """Write the dedicated layout in bulk, start the brokers (the dedicated controller first),
-    then crash the controller, then broker ``X``."""
+    then crash the controller, then broker ``X``, then (after ``settle``: the server's garbage
+    collected) shut one down."""
     ids = list(range(brokers))
     controller, crash = ids[0], ids[-1]
     admin = get_plugin_manager().store_for(url)
@@ -293,6 +295,7 @@ def dedicated(
                 **setup,
             }
         )
+        settle()
         rows.append(_controlled_shutdown(url, rest, setup))
     return rows
 
