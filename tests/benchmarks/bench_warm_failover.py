@@ -72,7 +72,11 @@ from coordkit.errors import ConnectionLossError, NodeExistsError
 from coordkit.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, MetadataStore, Op, SessionState, TreeEvent, TreeEventKind
-from coordkit.testing.servers.zookeeper_server import COLLECTORS
+from coordkit.testing.servers.zookeeper_server import (
+    COLLECTORS,
+    StandaloneZooKeeper,
+    ZooKeeperUnavailableError,
+)
 
 #: Ops per multi when ``--existing`` writes the cluster in bulk.
 EXISTING_BATCH = 1_000
@@ -139,7 +143,7 @@ def backend(
                 name,
                 lambda n: f"zookeeper://{server.hosts}/warm-{run}/c{n}{_session(session_timeout)}",
                 server.close,
-                settle=server.server.collect_garbage,
+                settle=lambda: _collect_garbage(server),
             )
             _server_memory("zookeeper", lambda: _zookeeper_memory(server))
         finally:
@@ -160,6 +164,17 @@ def backend(
             redis.close()
     else:
         raise SystemExit(f"unknown backend {name!r}: memory, zookeeper or redis")
+
+
+def _collect_garbage(server: StandaloneZooKeeper) -> None:
+    """The server's heap collected before a measured case; said so (or why not: a JRE has no
+    jcmd)."""
+    try:
+        seconds = server.server.collect_garbage()
+    except ZooKeeperUnavailableError as exc:
+        print(f"# ZooKeeper's heap not collected before the case: {exc}", flush=True)
+        return
+    print(f"# ZooKeeper's heap collected before the case ({seconds:.1f}s)", flush=True)
 
 
 def _server_memory(name: str, measure: Callable[[], str]) -> None:
