@@ -300,22 +300,25 @@ def dedicated(
     return rows
 
 
-def _sample_shutdown(holder: BrokerProcess) -> subprocess.Popen[bytes] | None:
-    """With ``COORDKIT_BENCH_PYSPY_SHUTDOWN=DIR``, a folded-stack profile of the controller's
-    process during the controlled shutdown only (``DIR/shutdown-controller.txt``): the thread
-    holding the GIL at each sample, so the profile is where the process's Python time goes (a
-    thread waiting for the GIL is not counted as busy)."""
+def _sample_shutdown(processes: dict[str, BrokerProcess]) -> list[subprocess.Popen[bytes]]:
+    """With ``COORDKIT_BENCH_PYSPY_SHUTDOWN=DIR``, folded-stack profiles of the given processes
+    during the controlled shutdown only (``DIR/shutdown-ROLE.txt``): the thread holding the GIL
+    at each sample, so a profile is where the process's Python time goes (a thread waiting for
+    the GIL is not counted as busy)."""
     out = os.environ.get("COORDKIT_BENCH_PYSPY_SHUTDOWN")
     if not out:
-        return None
+        return []
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-    pid = str(holder.process.pid)
-    path = str(Path(out) / "shutdown-controller.txt")
-    command = [spy, "record", "--nonblocking", "--gil", "-r", "250", "-f", "raw", "-o", path]
-    command += ["-p", pid]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    samplers = []
+    for role, process in processes.items():
+        path = str(Path(out) / f"shutdown-{role}.txt")
+        command = [spy, "record", "--nonblocking", "--gil", "-r", "250", "-f", "raw", "-o", path]
+        command += ["-p", str(process.process.pid)]
+        samplers.append(
+            subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
     time.sleep(1.0)  # attached before the request goes
-    return process
+    return samplers
 
 
 def _controlled_shutdown(
@@ -336,7 +339,9 @@ def _controlled_shutdown(
         p.process.pid: "controller" if p is holder else "target" if b == target else "standbys"
         for b, p in processes.items()
     }
-    spy = _sample_shutdown(holder)
+    standby = next((p for b, p in processes.items() if p is not holder and b != target), None)
+    sampled = {"controller": holder} | ({"standby": standby} if standby is not None else {})
+    samplers = _sample_shutdown(sampled)
     cpu_before = every_process()
     sent = time.monotonic()
     holder.send(f"shutdown {target}")
@@ -344,9 +349,10 @@ def _controlled_shutdown(
         lambda e: e["event"] == "shut-down" and e["at"] >= sent,
         f"its answer to broker {target}'s controlled shutdown",
     )
-    if spy is not None:
-        spy.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
-        spy.wait(timeout=120)
+    for sampler in samplers:
+        sampler.send_signal(signal.SIGINT)  # py-spy writes its profile on SIGINT
+    for sampler in samplers:
+        sampler.wait(timeout=120)
     # Where the machine's time went, to the controller's idle (the other brokers' feeds may
     # still be reading what it wrote).
     cpu = spent_by_role(cpu_before, every_process(), roles)
