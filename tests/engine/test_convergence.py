@@ -81,6 +81,22 @@ class LosingStore(InstrumentedStore):
         raise ConnectionLossError("injected: connection lost before the reply")
 
 
+def _losing(
+    backend: Backend, store_url: str, seed: str, budget: list[int]
+) -> tuple[Callable[[], MetadataStore], list[LosingStore]]:
+    """An opener of sessions that lose state writes from one shared ``budget`` (one seeded
+    random source), and the list of the sessions it opened."""
+    rng = random.Random(seed)
+    sessions: list[LosingStore] = []
+
+    def opener() -> MetadataStore:
+        store = LosingStore(backend.open(store_url), rng, budget)
+        sessions.append(store)
+        return store
+
+    return opener, sessions
+
+
 @pytest.fixture
 def cluster_on(backend: Backend, store_url: str) -> Iterator[Callable[..., Cluster]]:
     clusters: list[Cluster] = []
@@ -126,15 +142,8 @@ def _drained(consumers: Sequence[Any]) -> int:
 def test_lost_state_writes_are_planned_again_from_the_store(
     cluster_on: Callable[..., Cluster], backend: Backend, store_url: str, partitions: int
 ) -> None:
-    rng = random.Random(f"{SEED}-{partitions}-{backend.name}")
     budget = [4]
-    sessions: list[LosingStore] = []
-
-    def opener() -> MetadataStore:
-        store = LosingStore(backend.open(store_url), rng, budget)
-        sessions.append(store)
-        return store
-
+    opener, sessions = _losing(backend, store_url, f"{SEED}-{partitions}-{backend.name}", budget)
     cluster = cluster_on(3, opener=opener, config=FAST)
     cluster.create_topic("big", partitions, 3)
     cluster.create_topic("small", 4, 2)
@@ -154,15 +163,8 @@ def test_lost_state_rewrites_of_a_controlled_shutdown_are_planned_again(
 ) -> None:
     """A shutdown rewrites existing states in bulk (``set_many``): lost batches are decided again
     from the store, and the broker leads nothing it could hand over."""
-    rng = random.Random(f"{SEED}-rewrites-{backend.name}")
     budget = [0]
-    sessions: list[LosingStore] = []
-
-    def opener() -> MetadataStore:
-        store = LosingStore(backend.open(store_url), rng, budget)
-        sessions.append(store)
-        return store
-
+    opener, sessions = _losing(backend, store_url, f"{SEED}-rewrites-{backend.name}", budget)
     config = attrs.evolve(FAST, write_batch_ops=8)
     cluster = cluster_on(3, opener=opener, config=config)
     cluster.create_topic("t", 60, 3)
