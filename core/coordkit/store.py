@@ -453,9 +453,9 @@ class MetadataStore(abc.ABC):
             is unchanged.
         """
         check_set_columns(paths_, data, versions)
-        ops: list[Op] = [*checks]
-        ops.extend(map(SetData, paths_, data, versions))
-        return StatColumns.of(self.commit(ops)[len(checks) :])
+        return StatColumns.of(
+            self.commit(set_many_ops(paths_, data, versions, checks))[len(checks) :]
+        )
 
     def transaction(self) -> Transaction:
         return Transaction(self)
@@ -577,6 +577,14 @@ def check_set_columns(
         raise ValueError(
             f"set_many: {len(paths_)} paths, {len(data)} values and {len(versions)} versions"
         )
+
+
+def set_many_ops(
+    paths_: Sequence[str], data: Sequence[bytes], versions: Sequence[int], checks: Sequence[Check]
+) -> list[Op]:
+    """The ops of :meth:`MetadataStore.set_many` as one :meth:`~MetadataStore.commit` takes them
+    (the checks first)."""
+    return [*checks, *map(SetData, paths_, data, versions)]
 
 
 def check_data(path: str, data: bytes, limit: int = MAX_DATA_SIZE) -> bytes:

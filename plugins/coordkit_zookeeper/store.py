@@ -55,7 +55,6 @@ from coordkit.store import (
     Op,
     SessionListener,
     SessionState,
-    SetData,
     Stat,
     StatColumns,
     StoreCharacteristics,
@@ -65,6 +64,7 @@ from coordkit.store import (
     check_data,
     check_set_columns,
     describe_op,
+    set_many_ops,
 )
 from coordkit.urls import StoreURL
 from coordkit.watches import EventThread, SessionListeners, WatchHub
@@ -433,14 +433,7 @@ class ZooKeeperStore(MetadataStore):
         (reply,) = self._run([proto.Transaction([self._wire_op(op) for op in ops])], "commit")
         if isinstance(reply, BaseException):
             raise translate(reply, path=None, action="commit", closing=self._closing)
-        failed = first_failure(reply)
-        if failed is not None:
-            op = ops[failed]
-            error = translate_op(reply[failed], op, closing=self._closing)
-            error.op_index = failed
-            if tag:
-                error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
-            raise error
+        self._raise_failed_op(reply, ops, tag=tag)
         return [self._result(op, value) for op, value in zip(ops, reply, strict=True)]
 
     def set_many(
@@ -455,7 +448,7 @@ class ZooKeeperStore(MetadataStore):
         check_set_columns(paths_, data, versions)
         self._check_usable(None)
         self._validate_all(checks)
-        size = len(checks) * OP_OVERHEAD
+        size = sum(len(c.path) + OP_OVERHEAD for c in checks)  # as check_transaction_size counts
         for index, (path, value) in enumerate(zip(paths_, data, strict=True)):
             try:
                 paths.validate(path)
@@ -468,7 +461,7 @@ class ZooKeeperStore(MetadataStore):
         if not paths_ and not checks:
             return StatColumns.of(())
         if size > MAX_REQUEST_BYTES:
-            check_transaction_size(self._set_ops(paths_, data, versions, checks))
+            check_transaction_size(set_many_ops(paths_, data, versions, checks))
         full = self._full
         request = SetManyRequest(
             [full(c.path) for c in checks],
@@ -482,24 +475,21 @@ class ZooKeeperStore(MetadataStore):
             raise translate(reply, path=None, action="commit", closing=self._closing)
         if len(reply) == 1 and isinstance(reply[0], StatColumns):
             return reply[0]
-        ops = self._set_ops(paths_, data, versions, checks)
-        failed = first_failure(reply)
-        if failed is not None:
-            op = ops[failed]
-            error = translate_op(reply[failed], op, closing=self._closing)
-            error.op_index = failed
-            error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
-            raise error
+        self._raise_failed_op(reply, set_many_ops(paths_, data, versions, checks), tag=True)
         return StatColumns.of(to_stat(stat) for stat in reply[len(checks) :])
 
-    @staticmethod
-    def _set_ops(
-        paths_: Sequence[str],
-        data: Sequence[bytes],
-        versions: Sequence[int],
-        checks: Sequence[Check],
-    ) -> list[Op]:
-        return [*checks, *map(SetData, paths_, data, versions)]
+    def _raise_failed_op(self, reply: list[Any], ops: Sequence[Op], *, tag: bool) -> None:
+        """Raise the error of the op that failed a multi, if one did (``op_index`` set; ``tag``:
+        the message names the op)."""
+        failed = first_failure(reply)
+        if failed is None:
+            return
+        op = ops[failed]
+        error = translate_op(reply[failed], op, closing=self._closing)
+        error.op_index = failed
+        if tag:
+            error.message = f"{error.message} [transaction op {failed}: {describe_op(op)}]"
+        raise error
 
     def _validate(self, op: Op) -> None:
         validate_op(op)

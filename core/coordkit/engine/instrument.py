@@ -25,7 +25,6 @@ from coordkit.store import (
     Op,
     SessionListener,
     SessionState,
-    SetData,
     Stat,
     StatColumns,
     StoreError,
@@ -33,6 +32,7 @@ from coordkit.store import (
     TreeEvent,
     TreeWatch,
     Watch,
+    set_many_ops,
 )
 
 #: Called after a successful :meth:`MetadataStore.commit` with the ops and their results.
@@ -207,7 +207,7 @@ class InstrumentedStore(MetadataStore):
             self._counter.add(_FAILED)
             raise
         if self._observers:  # told as a commit of the same ops (the history audits them)
-            ops: list[Op] = [*checks, *map(SetData, paths_, data, versions)]
+            ops = set_many_ops(paths_, data, versions, checks)
             told: list[Any] = [None] * len(checks)
             told.extend(results)
             for observer in self._observers:

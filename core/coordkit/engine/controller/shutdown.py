@@ -44,7 +44,7 @@ class ControlledShutdown:
         # Only partitions whose state names the broker can change (as leader or ISR member): one
         # vectorised query, not a scan of every partition (a third of 2,000,000 may be its).
         tps = [tp for tp in sorted(context.parts.naming(broker_id)) if context.actionable(tp)]
-        planner = _Planner(self, broker_id, context.live_ids())
+        planner = _Planner(context, self._election, broker_id, context.live_ids())
         self.partitions.persist(map(planner.plan, tps))
         return sorted(context.parts.naming(broker_id, as_leader_only=True))
 
@@ -55,9 +55,15 @@ class _Planner:
     once per distinct (assignment, ISR) and reused: a cluster has few distinct ones, and a third
     of 2,000,000 partitions may be the broker's."""
 
-    def __init__(self, shutdown: ControlledShutdown, broker_id: int, live: frozenset[int]):
-        self.context = shutdown.context
-        self.election = shutdown._election
+    def __init__(
+        self,
+        context: ControllerContext,
+        election: PartitionLeaderElection,
+        broker_id: int,
+        live: frozenset[int],
+    ):
+        self.context = context
+        self.election = election
         self.broker_id = broker_id
         self.live = live
         self.shutting_down = frozenset(self.context.shutting_down)
