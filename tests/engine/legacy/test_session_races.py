@@ -18,7 +18,7 @@ rebalance of the new session has claimed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -30,7 +30,7 @@ from coordkit.engine.legacy.ownership import OwnershipClaims
 from coordkit.engine.legacy.registration import ConsumerThreadId
 from coordkit.model import TopicPartition
 from coordkit.store import DataEvent, MetadataStore, SessionState
-from engine.legacy.world import LegacyWorld, kafka_range
+from engine.legacy.world import FAST, LegacyWorld, kafka_range
 from harness.backends import Backend
 from harness.waiting import wait_for
 
@@ -254,3 +254,55 @@ def test_an_own_node_of_this_session_counts_as_claimed_but_not_one_of_another(
     # The same data in another session (say, this consumer's expired one, not reaped yet).
     assert claims.claim({theirs: thread}).conflicts == (theirs,)
     assert claims.owned() == {mine: thread}
+
+
+class StaleGroupRead(InstrumentedStore):
+    """Once armed, the next read of the group's members returns what it read, but only after
+    ``meanwhile`` ran and this client's event thread delivered the change it made: the read the
+    rebalance goes on with is older than a watch delivery it has already had."""
+
+    def __init__(self, inner: MetadataStore, group: str):
+        super().__init__(inner)
+        self.ids_path = layout.consumer_ids_path(group)
+        self.armed = threading.Event()
+        self.meanwhile: Callable[[], None] = lambda: None
+
+    def children(self, path: str) -> list[str]:
+        read = super().children(path)
+        if path == self.ids_path and self.armed.is_set():
+            self.armed.clear()
+            heard = threading.Event()
+            # Registered after the consumer's own watch, on the same event thread: delivered
+            # after it, so once this one is told the consumer's callback has run.
+            witness = self.inner.watch_children(
+                path, lambda e: heard.set() if len(e.children or ()) > len(read) else None
+            )
+            try:
+                self.meanwhile()
+                wait_for(heard.is_set, what="the newcomer's registration delivered")
+            finally:
+                witness.cancel()
+        return read
+
+
+def test_a_member_heard_of_between_a_rebalances_read_and_its_note_rebalances_again(
+    world: LegacyWorld,
+) -> None:
+    """The first rebalance reads the group, a second consumer registers, and the watch tells the
+    first consumer before its rebalance has noted what it read: that rebalance deals every
+    partition to the one member it read, so the first consumer must rebalance again or the
+    newcomer's claims conflict for ever (the flake of
+    ``test_roundrobin_deals_partitions_over_all_threads`` on Redis, made deterministic)."""
+    world.add_broker()
+    world.create_topic("orders", 6)
+    store = StaleGroupRead(world.open_session(), "billing")
+    first = LegacyConsumer(store, "billing", {"orders": 1}, config=FAST, history=world.history)
+    world.consumers.append(first)
+    newcomer = world.consumer({"orders": 1}, start=False)
+    store.meanwhile = newcomer.register
+    store.armed.set()
+    first.start()
+    assert not store.armed.is_set(), "the stale read did not happen: this proves nothing"
+    newcomer.start(wait=False)
+    world.wait_stable(kafka_range(world.subscriptions(), world.partitions), "both members")
+    assert world.history.violations() == []

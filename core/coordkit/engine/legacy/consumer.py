@@ -145,6 +145,9 @@ class LegacyConsumer:
         self._busy = False
         self._registered_session: int | None = None
         self._seen: dict[str, object] = {}
+        #: Changes heard of a node no rebalance had read yet, while one was under way or
+        #: requested: key → (value, reason), compared with that rebalance's read (:meth:`_observe`).
+        self._early: dict[str, tuple[object, str]] = {}
         self._watches: list[Watch] = []
         self._thread: threading.Thread | None = None
         self._first_done = threading.Event()
@@ -310,6 +313,13 @@ class LegacyConsumer:
     def _observe(self, key: str, value: object) -> None:
         with self._cond:
             self._seen[key] = value
+            early = self._early.pop(key, None)
+            if early is not None and early[0] != value:
+                # Heard before this read was noted: the change may postdate the read (it landed
+                # between the store's reply and this call), so look again. At worst — the change
+                # predated the read — one rebalance too many.
+                self._pending.append(early[1])
+                self._cond.notify_all()
 
     def _on_change(self, key: str, value: object, reason: str) -> None:
         with self._cond:
@@ -317,7 +327,13 @@ class LegacyConsumer:
                 if self._seen[key] == value:
                     return  # what the last rebalance already used
             elif self._busy or self._pending:
-                return  # a rebalance that has not read this node yet will read it fresher
+                # The rebalance under way or requested has not noted this node yet: it may read
+                # it fresher (the usual case: nothing to do) or may already hold an older read,
+                # which :meth:`_observe` finds by comparing. Dropping it instead left a consumer
+                # holding partitions dealt by a group view without the newcomer, with nothing to
+                # make it rebalance again: the others failed every attempt on its owner nodes.
+                self._early[key] = (value, reason)
+                return
             self._pending.append(reason)
             self._cond.notify_all()
 
@@ -351,6 +367,8 @@ class LegacyConsumer:
                 if self._stopping.is_set():
                     return
                 reasons, self._pending = self._pending, []
+                # What was heard before this rebalance started, it reads fresher.
+                self._early.clear()
                 self._busy = True
             try:
                 if reasons:
