@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from coordkit.errors import InvalidPathError
 
@@ -17,6 +18,22 @@ _REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff]")
 #: accepted by one match (a controller validates 100,000s of state paths in one write); anything
 #: else (unicode, odd characters, a trailing ``/``) goes through the full check.
 _PLAIN = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.:@=+,\-]+)+")
+#: Plain paths joined by newlines (which no plain path holds): :func:`all_plain`'s one match.
+_LINE_NAME = r"/(?!\.\.?(?:/|\n|\Z))[A-Za-z0-9_.:@=+,\-]+"
+_PLAIN_LINES = re.compile(f"(?:{_LINE_NAME})+(?:\\n(?:{_LINE_NAME})+)*")
+
+
+def all_plain(paths: Sequence[str]) -> bool:
+    """Whether every path passes :func:`validate` by its fast rule (plain ASCII names, no ``.``
+    or ``..``), checked by one match over them all; False says only that some path needs
+    :func:`validate` to tell (a batch writer then validates them one by one)."""
+    if not paths:
+        return True
+    try:
+        joined = "\n".join(paths)
+    except TypeError:
+        return False
+    return joined.count("\n") == len(paths) - 1 and _PLAIN_LINES.fullmatch(joined) is not None
 
 
 def validate(path: str, *, sequential: bool = False) -> str:

@@ -14,7 +14,7 @@ reported exactly as :meth:`~coordkit.store.MetadataStore.commit` reports them.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,9 @@ _HEAD_AND_LENGTH = struct.Struct(">iBii")
 _INT = struct.Struct(">i")
 _END = struct.Struct(">iBi").pack(-1, 1, -1)
 _CHECK_REPLY = struct.Struct(">iBi").pack(_CHECK, 0, 0)
+#: A set op's packer by (path bytes, data bytes): see :func:`encode`.
+_SET_STRUCTS: dict[tuple[int, int], Callable[..., bytes]] = {}
+_SET_STRUCTS_MAX = 4096
 
 #: ZooKeeper's Stat as serialized (kazoo's ``stat_struct``), named as coordkit's Stat.
 _STAT = [
@@ -67,13 +70,19 @@ def encode(
         append(head(_CHECK, 0, -1, len(raw)))
         append(raw)
         append(pack_int(version))
-    for path, value, version in zip(set_paths, data, versions, strict=True):
+    structs = _SET_STRUCTS
+    for path, given, version in zip(set_paths, data, versions, strict=True):
         raw = path.encode()
-        append(head(_SET, 0, -1, len(raw)))
-        append(raw)
-        append(pack_int(len(value)))
-        append(value)
-        append(pack_int(version))
+        # Bytes-like values (as the store accepts) as bytes: struct packs bytes only.
+        value = given if given.__class__ is bytes else bytes(given)
+        key = (len(raw), len(value))
+        pack = structs.get(key)
+        if pack is None:
+            if len(structs) >= _SET_STRUCTS_MAX:
+                structs.clear()
+            # One pack per set (header, path, data, version): a batch has few distinct lengths.
+            pack = structs[key] = struct.Struct(f">iBii{key[0]}si{key[1]}si").pack
+        append(pack(_SET, 0, -1, key[0], raw, key[1], value, version))
     append(_END)
     return b"".join(parts)
 

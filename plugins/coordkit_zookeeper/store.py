@@ -448,16 +448,24 @@ class ZooKeeperStore(MetadataStore):
         check_set_columns(paths_, data, versions)
         self._check_usable(None)
         self._validate_all(checks)
-        size = sum(len(c.path) + OP_OVERHEAD for c in checks)  # as check_transaction_size counts
-        for index, (path, value) in enumerate(zip(paths_, data, strict=True)):
-            try:
-                paths.validate(path)
-                if value.__class__ is not bytes or len(value) > MAX_DATA_SIZE:
-                    check_data(path, value)  # bytes-like within the limit, or an error
-            except StoreError as exc:
-                exc.op_index = len(checks) + index
-                raise
-            size += len(path) + len(value) + OP_OVERHEAD
+        # The usual batch (plain paths, bytes within the limit) is vouched for in a few C-speed
+        # passes; anything else is checked item by item, which names the op at fault.
+        if not (
+            paths.all_plain(paths_)
+            and set(map(type, data)) <= {bytes}
+            and max(map(len, data), default=0) <= MAX_DATA_SIZE
+        ):
+            for index, (path, value) in enumerate(zip(paths_, data, strict=True)):
+                try:
+                    paths.validate(path)
+                    if value.__class__ is not bytes or len(value) > MAX_DATA_SIZE:
+                        check_data(path, value)  # bytes-like within the limit, or an error
+                except StoreError as exc:
+                    exc.op_index = len(checks) + index
+                    raise
+        # As check_transaction_size counts.
+        size = sum(len(c.path) + OP_OVERHEAD for c in checks)
+        size += sum(map(len, paths_)) + sum(map(len, data)) + OP_OVERHEAD * len(paths_)
         if not paths_ and not checks:
             return StatColumns.of(())
         if size > MAX_REQUEST_BYTES:

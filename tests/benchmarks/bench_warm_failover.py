@@ -136,7 +136,7 @@ def backend(
 
         # snapCount: no snapshot of a multi-GB tree every 100,000 transactions during setup.
         server = StandaloneZooKeeper(
-            heap=heap, collector=collector, extra_config={"snapCount": "5000000"}
+            heap=heap, collector=collector, fixed_heap=True, extra_config={"snapCount": "5000000"}
         ).start()
         try:
             yield _Env(
@@ -721,8 +721,8 @@ def main(argv: list[str]) -> None:
             heap = args.zk_heap or zk_heap_for(partitions)
             if backend_name == "zookeeper":
                 print(
-                    f"# ZooKeeper heap -Xmx{heap} ({args.zk_gc} collector) for {partitions:,} "
-                    "partitions",
+                    f"# ZooKeeper heap {heap}, fixed (-Xms = -Xmx; {args.zk_gc} collector) for "
+                    f"{partitions:,} partitions",
                     flush=True,
                 )
             for strategy in args.strategy or ["kafka", "warm-standby"]:

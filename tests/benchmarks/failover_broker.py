@@ -135,13 +135,13 @@ def watch(broker: Broker) -> None:
         time.sleep(0.005)
 
 
-def shut_down(broker: Broker, target: int, store: InstrumentedStore) -> None:
-    """Answer broker ``target``'s controlled-shutdown request as this broker's controller."""
+def count_for_shutdown(broker: Broker, target: int) -> tuple[int, int] | None:
+    """What broker ``target`` leads and follows, by this broker's controller (a copy of every
+    state: done before the shutdown's clock and CPU window start), then a full collection."""
     controller = broker.controller
     if controller is None or not controller.active:
-        emit("shut-down", broker=target, error=f"broker {broker.broker_id} is not the controller")
-        return
-    # What it leads and follows, counted before the clock starts (a copy of every state).
+        emit("counted", broker=target, error=f"broker {broker.broker_id} is not the controller")
+        return None
     states = controller.leaders().result()
     led = sum(1 for s in states.values() if s is not None and s.leader == target)
     followed = sum(
@@ -149,6 +149,19 @@ def shut_down(broker: Broker, target: int, store: InstrumentedStore) -> None:
     )
     del states
     gc.collect()
+    emit("counted", broker=target, led=led, followed=followed)
+    return led, followed
+
+
+def shut_down(
+    broker: Broker, target: int, store: InstrumentedStore, counted: tuple[int, int] | None
+) -> None:
+    """Answer broker ``target``'s controlled-shutdown request as this broker's controller."""
+    controller = broker.controller
+    if controller is None or not controller.active or counted is None:
+        emit("shut-down", broker=target, error=f"broker {broker.broker_id} is not the controller")
+        return
+    led, followed = counted
     base = store.counts
     started = time.monotonic()
     remaining = controller.controlled_shutdown(target).result()
@@ -217,6 +230,7 @@ def main(argv: list[str]) -> None:
     broker.start()
     emit("started")
     threading.Thread(target=watch, args=(broker,), daemon=True).start()
+    counts: dict[int, tuple[int, int] | None] = {}  # by target: what it leads and follows
     for line in sys.stdin:
         command = line.strip()
         if command == "campaign":
@@ -225,9 +239,13 @@ def main(argv: list[str]) -> None:
             store.inner.close()
             os.kill(os.getpid(), signal.SIGSTOP)
             os._exit(0)  # (if continued)
+        if command.startswith("count "):
+            counts[int(command.split()[1])] = count_for_shutdown(broker, int(command.split()[1]))
         if command.startswith("shutdown "):
             target = int(command.split()[1])
-            threading.Thread(target=shut_down, args=(broker, target, store), daemon=True).start()
+            threading.Thread(
+                target=shut_down, args=(broker, target, store, counts.get(target)), daemon=True
+            ).start()
         if command == "exit":
             broker.stop(controlled=False)
             os._exit(0)

@@ -341,6 +341,15 @@ def _controlled_shutdown(
     }
     standby = next((p for b, p in processes.items() if p is not holder and b != target), None)
     sampled = {"controller": holder} | ({"standby": standby} if standby is not None else {})
+    # Counted first (a copy of every state in the controller's process), outside the window.
+    asked = time.monotonic()
+    holder.send(f"count {target}")
+    counted = holder.wait_for(
+        lambda e: e["event"] == "counted" and e["at"] >= asked,
+        f"its count of broker {target}'s partitions",
+    )
+    if "error" in counted:
+        raise SystemExit(f"benchmark: {counted['error']}")
     samplers = _sample_shutdown(sampled)
     cpu_before = every_process()
     sent = time.monotonic()

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coordkit import paths
 from coordkit.errors import InvalidPathError, InvalidURLError
@@ -62,3 +64,35 @@ def test_path_helpers() -> None:
         paths.parent("/")
     with pytest.raises(InvalidPathError, match=r"U\+E000"):
         paths.validate("/a\ue000")
+
+
+_PIECES = ["/", "a", "b0", ".", "..", "\n", "x.y", "-", "é", "\x00", " ", "", "zk:1"]
+
+
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), max_size=6))
+def test_all_plain_only_vouches_for_paths_validate_accepts(batch: list[str]) -> None:
+    """One match over a batch says True only when every path is valid (and never when a path
+    holds the newline that joins them); False is allowed for valid but unusual paths, which
+    a writer then checks one by one."""
+
+    def valid(path: str) -> bool:
+        try:
+            paths.validate(path)
+        except InvalidPathError:
+            return False
+        return True
+
+    if paths.all_plain(batch):
+        assert all(valid(p) for p in batch)
+    plain = [p for p in batch if paths._PLAIN.fullmatch(p)]
+    assert paths.all_plain(plain)
+
+
+def test_all_plain_refuses_a_path_hiding_two() -> None:
+    assert paths.all_plain(["/a/b", "/c"])
+    assert not paths.all_plain(["/a\n/c"])
+    assert not paths.all_plain(["/a/..", "/c"])
+    assert not paths.all_plain(["/a/.."])
+    assert not paths.all_plain(["/a/..\n/b"])
+    assert not paths.all_plain(["/a/"])
+    assert paths.all_plain([])

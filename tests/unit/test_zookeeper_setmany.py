@@ -75,3 +75,12 @@ def test_a_failed_reply_is_read_as_kazoo_reads_it() -> None:
     results = _request([("/epoch", 3)], [("/a", b"x", 7)]).deserialize(reply, 0)
     assert isinstance(results[0], RolledBackError)
     assert isinstance(results[1], BadVersionError)
+
+
+@given(_sets)
+def test_bytes_like_data_encodes_as_its_bytes(sets: list[tuple[str, bytes, int]]) -> None:
+    paths = [p for p, _, _ in sets]
+    versions = [v for _, _, v in sets]
+    as_bytes = encode([], [], paths, [d for _, d, _ in sets], versions)
+    assert encode([], [], paths, [bytearray(d) for _, d, _ in sets], versions) == as_bytes
+    assert encode([], [], paths, [memoryview(d) for _, d, _ in sets], versions) == as_bytes

@@ -23,6 +23,7 @@ The row format (:data:`STATE_DTYPE`, the status codes) is shared with :mod:`.ima
 
 from __future__ import annotations
 
+import operator
 from collections.abc import (
     Collection,
     Iterable,
@@ -54,6 +55,7 @@ ABSENT, READABLE, UNREADABLE, UNKNOWN = 0, 1, 2, 3
 
 Replicas = tuple[int, ...]
 _T = TypeVar("_T")
+_first = operator.itemgetter(0)
 
 
 class PartitionInfo:
@@ -453,6 +455,24 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
             if part.state is not None
             and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
         ]
+        out.extend(self._naming_rows(broker, as_leader_only))
+        return out
+
+    def naming_parts(self, broker: int) -> list[tuple[TP, PartitionInfo]]:
+        """:meth:`naming` (leader or ISR member) with each partition's object, sorted by
+        partition: a controlled shutdown plans from these without looking each one up again
+        (column rows become objects here, as the plans would make them)."""
+        out = [
+            (tp, part)
+            for tp, part in self._objects.items()
+            if part.state is not None and (part.state.leader == broker or broker in part.state.isr)
+        ]
+        out.extend((tp, self[tp]) for tp in self._naming_rows(broker, False))
+        out.sort(key=_first)
+        return out
+
+    def _naming_rows(self, broker: int, as_leader_only: bool) -> list[TP]:
+        out: list[TP] = []
         if self._lent_names:
             self._build_naming([broker])
         in_isr: dict[int, np.ndarray] = {}  # by id(table): which ISR tuples name the broker

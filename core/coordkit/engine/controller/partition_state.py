@@ -70,7 +70,7 @@ def bulk(method: F) -> F:
 class Plan:
     """A state to write for one partition, and how to decide again if its node moved."""
 
-    __slots__ = ("isr", "leader", "reason", "replan", "tp")
+    __slots__ = ("isr", "leader", "part", "reason", "replan", "tp")
 
     def __init__(
         self,
@@ -79,12 +79,16 @@ class Plan:
         isr: tuple[int, ...],
         reason: ElectionReason | None,
         replan: Callable[[TP], Plan | None],
+        part: PartitionInfo | None = None,
     ):
         self.tp = tp
         self.leader = leader
         self.isr = isr
         self.reason = reason
         self.replan = replan
+        #: The context's partition the plan was decided from, if the planner had it at hand
+        #: (batching then skips a lookup per partition: 1,333,334 in a large shutdown).
+        self.part = part
 
 
 class _Batch:
@@ -202,23 +206,23 @@ class PartitionStateMachine:
             first = new_partition_election(part.replicas, live)
             if first is None:
                 return None  # stays new until a replica is live
-            return Plan(tp, first.leader, first.isr, first.reason, again)
+            return Plan(tp, first.leader, first.isr, first.reason, again, part)
         if state.leader in live:
             if not shrink or all(r in live for r in state.isr):
                 return None
             isr = tuple(r for r in state.isr if r in live) or state.isr
-            return Plan(tp, state.leader, isr, None, again)
+            return Plan(tp, state.leader, isr, None, again, part)
         result = self._offline_strategy(tp[0]).elect(
             PartitionElectionInput(part.replicas, state.isr, live)
         )
         if result is not None:
-            return Plan(tp, result.leader, result.isr, result.reason, again)
+            return Plan(tp, result.leader, result.isr, result.reason, again, part)
         # No eligible replica: leaderless. Keep the last ISR members so that a clean election
         # waits for one of them (Kafka never empties the ISR).
         isr = tuple(r for r in state.isr if r in live) or state.isr
         if state.leader == NO_LEADER and isr == state.isr:
             return None
-        return Plan(tp, NO_LEADER, isr, None, again)
+        return Plan(tp, NO_LEADER, isr, None, again, part)
 
     def prefetch_unclean(self, tps: Sequence[TP], live: frozenset[int]) -> None:
         """Read the unclean-election override of topics that have partitions without a live ISR
@@ -346,7 +350,9 @@ class PartitionStateMachine:
         creates = _Batch()
         claimed: set[str] = set()  # partitions nodes some batch of this round creates
         for plan in plans:
-            part = parts[plan.tp]
+            part = plan.part
+            if part is None:
+                part = parts[plan.tp]
             state = part.state
             if state is not None:
                 if len(sets.plans) >= limit:
