@@ -328,14 +328,19 @@ class TreeEvent:
         """Whether this event changes an image that holds the node at ``held`` (None: absent),
         the rule for merging a feed with a read of the tree: a state newer than the held one,
         or a delete after it. RESYNC is always news."""
+        return self.newer_than_mzxid(None if held is None else held.mzxid)
+
+    def newer_than_mzxid(self, held: int | None) -> bool:
+        """:meth:`newer_than` for an image that keeps only the ``mzxid`` of what it holds (None:
+        absent): the rule compares nothing else."""
         match self.kind:
             case TreeEventKind.RESYNC:
                 return True
             case TreeEventKind.DELETED:
-                return held is not None and held.mzxid < self.position
+                return held is not None and held < self.position
         if self.stat is None:
             return False  # gone before it could be read: the DELETED that follows is the news
-        return held is None or held.mzxid < self.stat.mzxid
+        return held is None or held < self.stat.mzxid
 
 
 class TreeWatch(Watch):

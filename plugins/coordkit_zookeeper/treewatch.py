@@ -249,6 +249,8 @@ class TreeWatches:
             connection = self._store.client._connection
             self._original = connection._read_watch_event
             connection._read_watch_event = self._on_wire_event
+            # The batching handler reads runs of notifications without kazoo (see wire.py).
+            connection.notice_sink = self._on_notices
             self._hooked = True
 
     def _on_wire_event(self, buffer: bytes, offset: int) -> None:
@@ -261,6 +263,31 @@ class TreeWatches:
             log.exception("change feed: could not route a notification")
         assert self._original is not None
         self._original(buffer, offset)
+
+    def _on_notices(self, notices: list[wire.Notice]) -> None:
+        """A run of notifications read in one pass (kazoo has no watch on any of them): routed
+        as :meth:`_on_wire_event` routes one, each feed given its share in one push."""
+        try:
+            attached = [sub for sub in self._subs if sub.attached]
+            self.notifications += sum(1 for kind, _ in notices if kind in _KINDS)
+            if not attached:
+                return
+            chroot = self._store._chroot
+            cut = len(chroot) if chroot else 0
+            for sub in attached:
+                # at_or_below, as one prefix test per notification
+                root = sub.full_root
+                below = "/" if root == "/" else root + "/"
+                share: list[Notice] = [
+                    (kind, path[cut:] or "/")
+                    for kind, path in notices
+                    if kind in _KINDS and (path.startswith(below) or path == root)
+                ]
+                if share:
+                    assert sub.feed is not None
+                    sub.feed.push(share)
+        except Exception:  # never break kazoo's connection loop
+            log.exception("change feed: could not route %d notifications", len(notices))
 
     def _route(self, event_type: int, full_path: str) -> None:
         relative: str | None = None

@@ -708,3 +708,43 @@ def test_server_member_can_be_restarted_on_its_ports(own_server: StandaloneZooKe
     assert member.mode() is None
     member.start()
     assert (member.client_port, member.mode()) == (port, "standalone")
+
+
+def test_a_feed_reads_notifications_in_runs_and_kazoos_own_watches_still_fire(
+    stores: Stores,
+) -> None:
+    """A change feed's notifications are read off the connection's buffer in runs, past kazoo;
+    the one a one-shot kazoo watch waits on goes through kazoo, which fires that watch. The feed
+    hears of every change, in commit order, either way."""
+    from coordkit.store import TreeEventKind
+    from coordkit.testing.store.feeds import FeedRecorder
+
+    root = chroot()
+    writer = stores.open(root)
+    writer.create("/t", b"")
+    writer.apply([Create(f"/t/{i}", b"") for i in range(50)])
+    store = stores.open(root)
+    seen = FeedRecorder()
+    feed = store.watch_tree("/t", seen)
+    connection = store.client._connection  # type: ignore[attr-defined]
+    bulk = connection.notice_sink
+    assert bulk is not None, "the batching handler's bulk reading is not in use"
+    runs: list[int] = []
+
+    def counted(notices: list[tuple[int, str]]) -> None:
+        runs.append(len(notices))
+        bulk(notices)
+
+    connection.notice_sink = counted
+    fired: list[bytes | None] = []
+    watched = store.watch_data("/t/25", lambda e: fired.append(e.data))
+    wait_for(lambda: fired == [b""], what="the one-shot watch's first delivery")
+    writer.commit([SetData(f"/t/{i}", b"x") for i in range(50)])  # one transaction
+    changed = [(TreeEventKind.CHANGED, f"/t/{i}") for i in range(50)]
+    wait_for(lambda: seen.changes() == changed, what="the feed to hear all 50 changes in order")
+    wait_for(lambda: fired == [b"", b"x"], what="kazoo's watch on /t/25 to fire")
+    assert sum(runs) == 49  # all but /t/25's, which kazoo read
+    assert max(runs) > 1, f"notifications were not read in runs: {runs}"
+    assert all(e.data == b"x" for e in seen.events if e.kind is TreeEventKind.CHANGED)
+    watched.cancel()
+    feed.cancel()

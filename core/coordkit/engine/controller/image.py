@@ -5,11 +5,11 @@ A ``warm-standby`` candidate keeps one (KRaft's standby controllers hold the met
 way), so that on winning the election its controller fills :class:`~.context.ControllerContext`
 from memory instead of reading every partition state from the store (:meth:`MetadataImage.fill`).
 
-Merging a feed with reads follows :meth:`~coordkit.store.TreeEvent.newer_than`: the feed opens
-with RESYNC (and says RESYNC again after a lost session or a trimmed history); the image then
-buffers what follows, re-reads the subtree with bulk reads (:meth:`MetadataImage.sync`, on the
-owner's thread, never the store's event thread), replaces its contents with the read and replays
-the buffer, keeping only events newer than what the read returned. Events of a store without
+Merging a feed with reads follows :meth:`~coordkit.store.TreeEvent.newer_than` (by mzxid): the
+feed opens with RESYNC (and says RESYNC again after a lost session or a trimmed history); the
+image then buffers what follows, re-reads the subtree with bulk reads (:meth:`MetadataImage.sync`,
+on the owner's thread, never the store's event thread), replaces its contents with the read and
+replays the buffer, keeping only events newer than what the read returned. Events of a store without
 history that carry no state (``state_known`` False) are skipped: their DELETED follows.
 
 Representation (the image must fit 2,000,000 partitions): per topic, one numpy structured array
@@ -71,11 +71,6 @@ AssignmentListener = Callable[[str | None, int | None], None]
 #: Positions of fields in a row read with ``.item()``.
 _FIELDS: tuple[str, ...] = STATE_DTYPE.names or ()
 _LEADER, _MZXID, _ISR, _STATUS = (_FIELDS.index(n) for n in ("leader", "mzxid", "isr", "status"))
-
-
-def _held(mzxid: int | None) -> Stat | None:
-    """A stand-in for the held node's stat: :meth:`TreeEvent.newer_than` compares only mzxid."""
-    return None if mzxid is None else Stat(0, mzxid, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 class _Tuples:
@@ -548,7 +543,7 @@ class MetadataImage:
             if "/" in name:
                 return
             held = self._brokers.get(name)
-            if not event.newer_than(_held(None if held is None else held[2])):
+            if not event.newer_than_mzxid(None if held is None else held[2]):
                 return
             if event.kind is TreeEventKind.DELETED:
                 del self._brokers[name]
@@ -568,7 +563,7 @@ class MetadataImage:
         if topic is None:
             return  # a child event for a topic gone (its DELETED came first)
         status, held_at = topic.status_and_mzxid(tp[1])
-        if status != UNKNOWN and not event.newer_than(_held(held_at)):
+        if status != UNKNOWN and not event.newer_than_mzxid(held_at):
             return
         topic = self._writable(tp[0], topic)
         if event.kind is TreeEventKind.DELETED:
@@ -581,7 +576,7 @@ class MetadataImage:
 
     def _topic_event(self, name: str, event: TreeEvent) -> None:
         topic = self._topics.get(name)
-        if not event.newer_than(_held(None if topic is None else topic.mzxid)):
+        if not event.newer_than_mzxid(None if topic is None else topic.mzxid):
             return
         if event.kind is TreeEventKind.DELETED:
             del self._own_topics()[name]
