@@ -22,6 +22,10 @@ STARTUP_SECONDS = 60
 STOP_SECONDS = 30
 
 
+class PortTakenError(AssertionError):
+    """``coordkit serve`` could not listen: a port found free was taken before it bound it."""
+
+
 class ServeProcess:
     """A running ``coordkit serve``: its process and the broker addresses it printed."""
 
@@ -45,7 +49,9 @@ class ServeProcess:
                 self.banner = line
                 return
         self.process.wait(STOP_SECONDS)
-        raise AssertionError(f"coordkit serve did not start: {self.process.stderr.read()}")  # type: ignore[union-attr]
+        error = self.process.stderr.read()  # type: ignore[union-attr]
+        failure = PortTakenError if "Address already in use" in error else AssertionError
+        raise failure(f"coordkit serve did not start: {error}")
 
     @property
     def bootstrap(self) -> str:
@@ -88,12 +94,21 @@ def serve(backend: Backend) -> Iterator[ServeFactory]:
     started: list[ServeProcess] = []
 
     def start(*args: str, brokers: int = 3) -> ServeProcess:
-        port = consecutive_free_ports(brokers)
-        server = ServeProcess(
-            ["--store", backend.new_url(), "--brokers", str(brokers), "--port", str(port), *args]
-        )
-        started.append(server)
-        return server
+        # Ports found free may be taken before the server binds them (another lane's servers,
+        # an outgoing connection's ephemeral port): then new ones, a few times.
+        attempts = 0
+        while True:
+            attempts += 1
+            port = str(consecutive_free_ports(brokers))
+            command = ["--store", backend.new_url(), "--brokers", str(brokers), "--port", port]
+            try:
+                server = ServeProcess([*command, *args])
+            except PortTakenError:
+                if attempts < 5:
+                    continue
+                raise
+            started.append(server)
+            return server
 
     yield start
     for server in started:
