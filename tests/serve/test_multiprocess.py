@@ -16,7 +16,6 @@ from kafka.admin import NewTopic
 
 from coordkit.protocol import messages
 from coordkit.testing.backends import NOT_APPLICABLE, Capability, capabilities_of
-from coordkit.testing.servers.ports import free_port
 from harness.backends import Backend
 from serve.conftest import STOP_SECONDS, RawClient, ServeProcess
 
@@ -33,13 +32,12 @@ StartBroker = Callable[[str, int], ServeProcess]
 
 @pytest.fixture
 def start_broker() -> Iterator[StartBroker]:
-    """Starts ``coordkit serve --store URL --broker-id N --port <a free port>``."""
+    """Starts ``coordkit serve --store URL --broker-id N --port 0`` (the server binds a free port
+    itself and prints it: no port found free can be taken before it binds)."""
     started: list[ServeProcess] = []
 
     def start(url: str, broker_id: int) -> ServeProcess:
-        server = ServeProcess(
-            ["--store", url, "--broker-id", str(broker_id), "--port", str(free_port())]
-        )
+        server = ServeProcess(["--store", url, "--broker-id", str(broker_id), "--port", "0"])
         started.append(server)
         return server
 
