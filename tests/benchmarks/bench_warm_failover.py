@@ -110,7 +110,11 @@ def _session(timeout: float | None, sep: str = "?") -> str:
 
 @contextlib.contextmanager
 def backend(
-    name: str, heap: str, session_timeout: float | None = None, collector: str = "g1"
+    name: str,
+    heap: str,
+    session_timeout: float | None = None,
+    collector: str = "g1",
+    fixed_heap: bool = True,
 ) -> Iterator[_Env]:
     """A fresh server for one run (the memory store's namespaces are discarded afterwards)."""
     run = f"{os.getpid()}-{int(time.time())}"
@@ -136,7 +140,10 @@ def backend(
 
         # snapCount: no snapshot of a multi-GB tree every 100,000 transactions during setup.
         server = StandaloneZooKeeper(
-            heap=heap, collector=collector, fixed_heap=True, extra_config={"snapCount": "5000000"}
+            heap=heap,
+            collector=collector,
+            fixed_heap=fixed_heap,
+            extra_config={"snapCount": "5000000"},
         ).start()
         try:
             yield _Env(
@@ -679,6 +686,12 @@ def main(argv: list[str]) -> None:
         default="g1",
         help="ZooKeeper's garbage collector (default g1: serial stops a heap of GiBs for seconds)",
     )
+    parser.add_argument(
+        "--zk-growing-heap",
+        action="store_true",
+        help="start ZooKeeper's heap at 32 MiB and let it grow (default: fixed, -Xms = -Xmx, as "
+        "production servers run; a heap that grows or shrinks costs the server in the cases)",
+    )
     parser.add_argument("--no-memory", action="store_true")
     parser.add_argument(
         "--session-timeout",
@@ -720,14 +733,21 @@ def main(argv: list[str]) -> None:
         for partitions in sizes:
             heap = args.zk_heap or zk_heap_for(partitions)
             if backend_name == "zookeeper":
+                mode = "growing from 32 MiB" if args.zk_growing_heap else "fixed, -Xms = -Xmx"
                 print(
-                    f"# ZooKeeper heap {heap}, fixed (-Xms = -Xmx; {args.zk_gc} collector) for "
+                    f"# ZooKeeper heap {heap} ({mode}; {args.zk_gc} collector) for "
                     f"{partitions:,} partitions",
                     flush=True,
                 )
             for strategy in args.strategy or ["kafka", "warm-standby"]:
                 sizes_seen: dict[str, float] | None = None
-                with backend(backend_name, heap, args.session_timeout, args.zk_gc) as env:
+                with backend(
+                    backend_name,
+                    heap,
+                    args.session_timeout,
+                    args.zk_gc,
+                    fixed_heap=not args.zk_growing_heap,
+                ) as env:
                     if args.processes:
                         from process_failover import dedicated as in_processes
 
