@@ -7,11 +7,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from harness import server_versions
 from harness.backends import BACKENDS, Backend, load_backend
 
 SERVERS = pytest.StashKey[list[str]]()
+
+# No deadline for any property: a per-example time limit is a timed assertion, and a loaded
+# machine (CI's lanes side by side) failed one whose first example warmed numpy up (258 ms against
+# hypothesis's default 200). The kit's own suites run the same way (coordkit.testing.properties).
+settings.register_profile("coordkit", deadline=None)
+settings.load_profile("coordkit")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
