@@ -44,7 +44,7 @@ from kazoo.protocol.serialization import int_struct, write_string
 from kazoo.protocol.states import KazooState
 
 from coordkit import paths
-from coordkit.changefeed import TreeFeed, at_or_below
+from coordkit.changefeed import TreeFeed
 from coordkit.errors import ConnectionLossError, UnsupportedError
 from coordkit.store import SessionState, TreeCallback, TreeEvent, TreeEventKind
 from coordkit_zookeeper import multiread, wire
@@ -254,30 +254,31 @@ class TreeWatches:
             self._hooked = True
 
     def _on_wire_event(self, buffer: bytes, offset: int) -> None:
+        """A notification kazoo reads (one a one-shot kazoo watch waits on, or any notification
+        on kazoo's stock handler): routed as a run of one, then kazoo dispatches it."""
         try:
             notification, _ = WireWatch.deserialize(buffer, offset)
-            if notification.type in _KINDS:
-                self.notifications += 1
-                self._route(notification.type, notification.path)
         except Exception:  # never break kazoo's connection loop
-            log.exception("change feed: could not route a notification")
+            log.exception("change feed: could not read a notification")
+        else:
+            self._on_notices([(notification.type, notification.path)])
         assert self._original is not None
         self._original(buffer, offset)
 
     def _on_notices(self, notices: list[wire.Notice]) -> None:
-        """A run of notifications read in one pass (kazoo has no watch on any of them): routed
-        as :meth:`_on_wire_event` routes one, each feed given its share in one push."""
+        """Route notifications (in wire order, paths as on the wire) to every attached feed whose
+        root they are at or below, each feed given its share in one push; other types than
+        created, changed and deleted are not a feed's."""
         try:
             attached = [sub for sub in self._subs if sub.attached]
             self.notifications += sum(1 for kind, _ in notices if kind in _KINDS)
             if not attached:
                 return
             chroot = self._store._chroot
-            cut = len(chroot) if chroot else 0
+            cut = len(chroot) if chroot else 0  # the store's _relative, for paths below a root
             for sub in attached:
-                # at_or_below, as one prefix test per notification
                 root = sub.full_root
-                below = "/" if root == "/" else root + "/"
+                below = "/" if root == "/" else root + "/"  # at_or_below, as one prefix test
                 share: list[Notice] = [
                     (kind, path[cut:] or "/")
                     for kind, path in notices
@@ -287,16 +288,7 @@ class TreeWatches:
                     assert sub.feed is not None
                     sub.feed.push(share)
         except Exception:  # never break kazoo's connection loop
-            log.exception("change feed: could not route %d notifications", len(notices))
-
-    def _route(self, event_type: int, full_path: str) -> None:
-        relative: str | None = None
-        for sub in self._subs:
-            if sub.attached and at_or_below(full_path, sub.full_root):
-                if relative is None:
-                    relative = self._store._relative(full_path)
-                assert sub.feed is not None
-                sub.feed.push([(event_type, relative)])
+            log.exception("change feed: could not route %d notification(s)", len(notices))
 
     # -- the store's event thread
     def _resolve(self, sub: _Subscription, items: list[Item]) -> list[TreeEvent]:

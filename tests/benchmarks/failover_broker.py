@@ -240,7 +240,8 @@ def main(argv: list[str]) -> None:
             os.kill(os.getpid(), signal.SIGSTOP)
             os._exit(0)  # (if continued)
         if command.startswith("count "):
-            counts[int(command.split()[1])] = count_for_shutdown(broker, int(command.split()[1]))
+            target = int(command.split()[1])
+            counts[target] = count_for_shutdown(broker, target)
         if command.startswith("shutdown "):
             target = int(command.split()[1])
             threading.Thread(

@@ -36,8 +36,10 @@ from coordkit.store import (
     SessionState,
     SetData,
     StoreError,
+    TreeEventKind,
 )
 from coordkit.testing.servers import zookeeper_server
+from coordkit.testing.store.feeds import FeedRecorder
 from harness import zookeeper as harness_zookeeper
 from harness.waiting import wait_for
 from harness.zookeeper import (
@@ -716,9 +718,6 @@ def test_a_feed_reads_notifications_in_runs_and_kazoos_own_watches_still_fire(
     """A change feed's notifications are read off the connection's buffer in runs, past kazoo;
     the one a one-shot kazoo watch waits on goes through kazoo, which fires that watch. The feed
     hears of every change, in commit order, either way."""
-    from coordkit.store import TreeEventKind
-    from coordkit.testing.store.feeds import FeedRecorder
-
     root = chroot()
     writer = stores.open(root)
     writer.create("/t", b"")

@@ -449,12 +449,7 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         """Partitions whose state names ``broker`` as leader (or ISR member, unless
         ``as_leader_only``): what a controlled shutdown of ``broker`` has to change. Column rows
         are queried with numpy; topics whose census does not name ``broker`` are skipped."""
-        out = [
-            tp
-            for tp, part in self._objects.items()
-            if part.state is not None
-            and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
-        ]
+        out = [tp for tp, _part in self._naming_objects(broker, as_leader_only)]
         out.extend(self._naming_rows(broker, as_leader_only))
         return out
 
@@ -462,14 +457,18 @@ class PartitionMap(MutableMapping[TP, PartitionInfo]):
         """:meth:`naming` (leader or ISR member) with each partition's object, sorted by
         partition: a controlled shutdown plans from these without looking each one up again
         (column rows become objects here, as the plans would make them)."""
-        out = [
-            (tp, part)
-            for tp, part in self._objects.items()
-            if part.state is not None and (part.state.leader == broker or broker in part.state.isr)
-        ]
+        out = self._naming_objects(broker, False)
         out.extend((tp, self[tp]) for tp in self._naming_rows(broker, False))
         out.sort(key=_first)
         return out
+
+    def _naming_objects(self, broker: int, as_leader_only: bool) -> list[tuple[TP, PartitionInfo]]:
+        return [
+            (tp, part)
+            for tp, part in self._objects.items()
+            if part.state is not None
+            and (part.state.leader == broker or (not as_leader_only and broker in part.state.isr))
+        ]
 
     def _naming_rows(self, broker: int, as_leader_only: bool) -> list[TP]:
         out: list[TP] = []
