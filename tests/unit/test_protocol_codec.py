@@ -471,10 +471,17 @@ def test_unknown_api_keys_and_versions_outside_valid_versions() -> None:
         CODEC.decode_response("Nope", 0, b"")
 
 
-def test_trailing_bytes_and_bad_tagged_sections_are_refused() -> None:
+def test_bytes_after_a_request_are_passed_over_and_bad_tagged_sections_refused() -> None:
     frame = _metadata_request_frame(["a"])
-    with pytest.raises(ProtocolError, match="1 bytes left over after the request"):
-        CODEC.decode_request(frame + b"\x00")
+    # Kafka's readers stop after the last field a version defines; what follows is ignored.
+    padded = CODEC.decode_request(frame + b"\x00\x07")
+    assert padded.ignored_bytes == 2
+    assert padded.body == CODEC.decode_request(frame).body
+    assert CODEC.decode_request(frame).ignored_bytes == 0
+    # A response is only ever decoded by coordkit's own client side: that stays strict.
+    response = CODEC.encode_response(messages.HeartbeatResponse(), version=2, correlation_id=1)
+    with pytest.raises(ProtocolError, match="1 bytes left over after the response"):
+        CODEC.decode_response("Heartbeat", 2, response[4:] + b"\x00")
     # A tagged field whose size runs past the frame.
     bad = frame[:-1] + b"\x01\x05\x09ab"
     with pytest.raises(ProtocolError, match="tagged field 5: size 9 exceeds"):

@@ -46,6 +46,8 @@ class Request:
     version: int
     header: Any = field(repr=False)
     body: Any
+    #: Bytes after the body that the decoder passed over (see :meth:`KafkaCodec.decode_request`).
+    ignored_bytes: int = 0
 
     @property
     def correlation_id(self) -> int:
@@ -115,7 +117,11 @@ class KafkaCodec:
     # -- requests ---------------------------------------------------------------------------
 
     def decode_request(self, frame: wire.Buffer) -> Request:
-        """Decode one request frame (the bytes after the size prefix)."""
+        """Decode one request frame (the bytes after the size prefix).
+
+        Bytes after the body are passed over, as Kafka passes over them; their count is
+        :attr:`Request.ignored_bytes`.
+        """
         if len(frame) > self.max_frame_bytes:
             raise ProtocolError(f"frame of {len(frame)} bytes exceeds the limit")
         if len(frame) < 4:
@@ -148,10 +154,13 @@ class KafkaCodec:
             body, pos = body_plan.decode(frame, pos)
         except wire.Fail as e:
             raise ProtocolError(e.reason, kind="request", path=e.path, **where) from None
-        if pos != len(frame):
-            raise ProtocolError(f"{len(frame) - pos} bytes left over after the request",
-                                kind="request", **where)  # fmt: skip
-        return Request(api, version, header, body)
+        # Lenient on purpose, as Kafka is: a broker reads the fields a version defines and passes
+        # over whatever follows them (Kafka's generated readers never check that a request's
+        # buffer is used up). librdkafka 2.16 relies on it: its Metadata v9+ request for all
+        # topics reserves four bytes for the topic count, writes the null compact array into the
+        # first and sends the other three (read as the two flags and the tagged fields) ahead of
+        # the real ones. Responses and bodies decoded on their own stay strict.
+        return Request(api, version, header, body, ignored_bytes=len(frame) - pos)
 
     def encode_request(
         self,
