@@ -1,7 +1,8 @@
 """Issue 14, item 3: Kafka's admin tools in Kafka's vocabulary, on any store, without starting
 brokers — ``coordkit topics`` (kafka-topics.sh --zookeeper), ``coordkit reassign``
 (kafka-reassign-partitions.sh), ``coordkit elect-preferred`` (kafka-preferred-replica-election.sh)
-and ``coordkit brokers``; on every backend given with ``--backend``.
+and ``coordkit brokers``, and ``coordkit delete-node`` (zkCli's ``delete``); on every backend given
+with ``--backend``.
 
 Three kinds of tree: one the engine wrote (a running cluster whose controller acts on what the
 commands write), one written by hand in Kafka's layout with Kafka's exact JSON (no cluster), and
@@ -763,3 +764,21 @@ def test_reassign_and_elect_on_a_running_cluster(
     wait_for(preferred_lead, what="the preferred replicas to lead")
     assert cluster.history is not None
     assert cluster.history.violations() == []
+
+
+def test_delete_node_deletes_one_node_and_refuses_a_parent(
+    store_url: str, open_session: Callable[[], MetadataStore]
+) -> None:
+    store = open_session()
+    store.create("/a/b", b"x", make_parents=True)
+    before = snapshot(store)
+    refused = one_error_line(invoke("delete-node", "--store", store_url, "/a"))
+    assert refused == "error: /a has 1 child node(s); delete-node deletes one node"
+    assert one_error_line(invoke("delete-node", "--store", store_url, "/nope")) == (
+        "error: /nope: no node"
+    )
+    assert snapshot(store) == before
+    deleted = ok("delete-node", "--store", store_url, "/a/b")
+    assert deleted.output == "deleted /a/b (version 0, 1 bytes)\n"
+    assert store.exists("/a/b") is None
+    assert store.exists("/a") is not None

@@ -13,6 +13,7 @@ import click
 from coordkit.__about__ import __version__
 from coordkit.cli.admin import (
     brokers_command,
+    delete_node_command,
     elect_preferred_command,
     reassign_command,
     topics_group,
@@ -105,6 +106,7 @@ cli.add_command(topics_group)
 cli.add_command(reassign_command)
 cli.add_command(elect_preferred_command)
 cli.add_command(brokers_command)
+cli.add_command(delete_node_command)
 cli.add_command(serve_command)
 
 
