@@ -2,6 +2,13 @@
 
 Store callbacks (watches, session listeners) only post work to the candidate's own worker thread,
 so store calls never run on a store's event thread, and one candidate's steps never interleave.
+
+A controller node no election can use (:class:`UnreadableControllerNodeError`) is left for an
+operator to clear, and a candidate says so once per value written there. An unreadable
+``/controller`` is held by nobody, yet no claim gets past it until it goes, which the watch on it
+tells the candidate whose turn it is; an unreadable ``/controller_epoch`` stops a claim before it
+is tried, and nothing watches it, so the candidate tries again every :data:`UNREADABLE_RETRY`
+seconds.
 """
 
 from __future__ import annotations
@@ -11,23 +18,27 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from coordkit import layout
 from coordkit.clock import Clock
 from coordkit.elections import ControllerTerm, DeposedCallback, ElectedCallback
-from coordkit.engine.controllership import holds_controller
+from coordkit.engine.controllership import (
+    UnreadableControllerNodeError,
+    controller_info,
+    holds_controller,
+)
 from coordkit.errors import (
     ConnectionLossError,
-    LayoutError,
     SessionExpiredError,
     StoreClosedError,
     StoreError,
 )
-from coordkit.store import MetadataStore, SessionState
+from coordkit.store import MetadataStore, SessionState, Stat
 from coordkit.watches import EventThread
 
 log = logging.getLogger("coordkit.elections")
 
 RETRY_DELAY = 0.1
+#: Seconds between attempts while ``/controller`` or ``/controller_epoch`` is unreadable.
+UNREADABLE_RETRY = 0.5
 
 
 class CandidateBase:
@@ -62,6 +73,10 @@ class CandidateBase:
         self._armed: set[str] = set()
         self.attempts = 0
         self.wakeups = 0
+        #: Whether a timer will try for the controller again (a controller node was unreadable).
+        self._retry_pending = False
+        #: Per controller node, the (czxid, mzxid) of the unreadable value last reported.
+        self._reported: dict[str, tuple[int, int]] = {}
 
     # -- ControllerCandidate ---------------------------------------------------------------------
 
@@ -121,18 +136,25 @@ class CandidateBase:
         """After a new session replaced a lost one."""
         raise NotImplementedError
 
+    def _try_for_controller(self) -> None:
+        """Claim the controller now if this candidate's turn has come (what a try stopped by an
+        unreadable controller node does again)."""
+        raise NotImplementedError
+
     def _win(self, term: ControllerTerm) -> None:
         self._term = term
         log.info("%s election: broker %s won epoch %s", self.strategy, self.broker_id, term.epoch)
         self._on_elected(term)
 
-    def _mine(self, data: bytes, owner: int) -> bool:
-        """Whether a ``/controller`` value names this broker and is owned by this session."""
+    def _mine(self, data: bytes, stat: Stat) -> bool:
+        """Whether a ``/controller`` value names this broker and is owned by this session (an
+        unreadable one is reported, and is nobody's)."""
         try:
-            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
-        except LayoutError:
+            info = controller_info(self.store, data, stat)
+        except UnreadableControllerNodeError as exc:
+            self._report_unreadable(exc)
             return False
-        return info.broker_id == self.broker_id and owner == self.store.session_id
+        return info.broker_id == self.broker_id and stat.ephemeral_owner == self.store.session_id
 
     def _still_held(self) -> bool:
         """Whether the store still shows this session holding ``/controller`` under a term (watch
@@ -172,6 +194,9 @@ class CandidateBase:
             return
         try:
             fn(*args)
+        except UnreadableControllerNodeError as exc:
+            self._report_unreadable(exc)
+            self._try_again_later()
         except ConnectionLossError:
             # Try again once the connection is back (the session may well survive).
             timer = threading.Timer(RETRY_DELAY, self._post, (fn, *args))
@@ -180,6 +205,28 @@ class CandidateBase:
         except (SessionExpiredError, StoreClosedError):
             # The session listener drives what happens next (LOST, then a new session).
             pass
+
+    def _report_unreadable(self, exc: UnreadableControllerNodeError) -> None:
+        """Log ``exc`` once per value written to its node (every read finds it until cleared)."""
+        written = (exc.stat.czxid, exc.stat.mzxid)
+        if self._reported.get(exc.path) == written:
+            return
+        self._reported[exc.path] = written
+        log.warning("%s election: broker %s: %s", self.strategy, self.broker_id, exc)
+
+    def _try_again_later(self) -> None:
+        """Try for the controller again in :data:`UNREADABLE_RETRY` seconds (one timer at a time:
+        a node is as unreadable to every step that reads it)."""
+        if self._retry_pending:
+            return
+        self._retry_pending = True
+        timer = threading.Timer(UNREADABLE_RETRY, self._post, (self._retry,))
+        timer.daemon = True
+        timer.start()
+
+    def _retry(self) -> None:
+        self._retry_pending = False
+        self._try_for_controller()
 
     # -- sessions --------------------------------------------------------------------------------
 

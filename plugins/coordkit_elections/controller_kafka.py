@@ -7,11 +7,7 @@ from __future__ import annotations
 from coordkit import layout
 from coordkit.clock import Clock
 from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
-from coordkit.engine.controllership import (
-    claim_controller,
-    read_controller,
-    release_controller,
-)
+from coordkit.engine.controllership import claim_controller, release_controller
 from coordkit.store import DataEvent, MetadataStore, Watch
 from coordkit_elections.candidate import CandidateBase
 
@@ -43,7 +39,7 @@ class KafkaCandidate(CandidateBase):
     def _controller_node(self, event: DataEvent) -> None:
         self._delivered("controller")
         if event.exists and event.data is not None and event.stat is not None:
-            mine = self._mine(event.data, event.stat.ephemeral_owner)
+            mine = self._mine(event.data, event.stat)
             if self._term is not None and not mine and not self._still_held():
                 self._lose_term()
             elif self._term is None and mine:
@@ -55,6 +51,9 @@ class KafkaCandidate(CandidateBase):
         self._lose_term()
         self._attempt()
 
+    def _try_for_controller(self) -> None:
+        self._attempt()
+
     def _attempt(self) -> None:
         for _ in range(MAX_ATTEMPTS):
             if self._closed or self._term is not None:
@@ -64,8 +63,10 @@ class KafkaCandidate(CandidateBase):
             if term is not None:
                 self._win(term)
                 return
-            if read_controller(self.store) is not None:
-                return  # someone holds it; the watch says when it goes
+            if self.store.exists(layout.CONTROLLER) is not None:
+                # Someone holds it (or it is unreadable: the watch reported that); the watch
+                # says when it goes.
+                return
 
     def _resign(self) -> None:
         if self._term is None:
@@ -76,7 +77,7 @@ class KafkaCandidate(CandidateBase):
 
     def _rejoin(self) -> None:
         self._mark_joined()
-        if read_controller(self.store) is None:
+        if self.store.exists(layout.CONTROLLER) is None:
             self._attempt()
 
     def _leave(self) -> None:

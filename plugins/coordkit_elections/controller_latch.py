@@ -78,6 +78,9 @@ class LatchCandidate(CandidateBase):
         # The head watches /controller: to see it is deposed, or when a leftover holder leaves.
         self._watch_controller(True)
 
+    def _try_for_controller(self) -> None:
+        self._evaluate()
+
     def _watch_predecessor(self, path: str | None) -> None:
         if path == self._predecessor:
             return
@@ -115,11 +118,8 @@ class LatchCandidate(CandidateBase):
     def _controller_node(self, event: DataEvent) -> None:
         self._delivered("controller")
         if event.exists and event.data is not None and event.stat is not None:
-            if (
-                self._term is not None
-                and not self._mine(event.data, event.stat.ephemeral_owner)
-                and not self._still_held()
-            ):
+            mine = self._mine(event.data, event.stat)
+            if self._term is not None and not mine and not self._still_held():
                 self._lose_term()
             return
         if self._still_held():

@@ -22,7 +22,7 @@ from coordkit.elections import ControllerCandidate, ControllerElection, Controll
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller import Controller
-from coordkit.engine.controllership import read_controller
+from coordkit.engine.controllership import UnreadableControllerNodeError, read_controller
 from coordkit.engine.errors import BrokerIdInUseError, ControllerUnavailableError, EngineError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.groups.coordinator import GroupCoordinator
@@ -321,13 +321,16 @@ class Broker:
         """Ask the controller to move leadership away; returns partitions still led here.
 
         :raises ControllerUnavailableError: no controller answered in time (or the controller is
-            not a broker of this process's network).
+            not a broker of this process's network, or ``/controller`` is unreadable).
         """
         limit = self.config.controlled_shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         last_error: Exception | None = None
         while time.monotonic() < deadline:
-            current = read_controller(self.store)
+            try:
+                current = read_controller(self.store)
+            except UnreadableControllerNodeError as exc:
+                raise ControllerUnavailableError(f"broker {self.broker_id}: {exc}") from None
             holder = None
             if current is not None and self.network is not None:
                 holder = self.network.get(current[0].broker_id)

@@ -23,6 +23,12 @@ from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
 from coordkit.engine import states
 from coordkit.engine.broker import Broker
 from coordkit.engine.config import EngineConfig
+from coordkit.engine.controllership import (
+    UnreadableControllerNodeError,
+    check_controller_nodes,
+    read_controller,
+    stored_controller_epoch,
+)
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
 from coordkit.engine.groups.config import ConsumerConfig
@@ -57,11 +63,14 @@ class Settlement:
 
     :param waiting_for: why it is not settled yet (empty when it is).
     :param ignored: unreadable nodes the controller is leaving alone.
+    :param blocked_by: the unreadable controller node that stops every election: the cluster
+        cannot settle until someone clears it (``waiting_for`` is its explanation).
     """
 
     settled: bool
     waiting_for: str = ""
     ignored: tuple[Violation, ...] = ()
+    blocked_by: UnreadableControllerNodeError | None = None
 
     def __bool__(self) -> bool:
         return self.settled
@@ -129,7 +138,17 @@ class Cluster:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> Cluster:
+        """Start every broker.
+
+        :raises UnreadableControllerNodeError: ``/controller`` or ``/controller_epoch`` holds what
+            no election can use (nothing is written then: no broker could become controller).
+        """
         self._admin_store = self._open()
+        try:
+            check_controller_nodes(self._admin_store)
+        except UnreadableControllerNodeError:
+            self._admin_store.close()
+            raise
         for root in layout.PERSISTENT_ROOTS:
             self._admin_store.ensure_path(root)
         self._admin = TopicAdmin(self._admin_store, rng=self._rng, placement=self.config.placement)
@@ -276,39 +295,30 @@ class Cluster:
         nothing left to do; and every live broker is registered.
 
         Never raises on what the store holds: the result is falsy with the reason it waits for
-        (an unreadable ``/controller`` blocks every election until an operator removes it), and
-        lists the unreadable nodes the controller is ignoring.
+        (an unreadable ``/controller`` or ``/controller_epoch`` blocks every election until an
+        operator clears it: :attr:`Settlement.blocked_by`), and lists the unreadable nodes the
+        controller is ignoring.
         """
         store = self.admin_store
+        # An unreadable node comes first, and a missing epoch before the controller's own state:
+        # they stay until an operator acts, while a controller they leave retrying flips between
+        # busy and idle.
         try:
-            data, _ = store.get(layout.CONTROLLER)
-        except NoNodeError:
+            current = read_controller(store)
+            stored_epoch = stored_controller_epoch(store)
+        except UnreadableControllerNodeError as exc:
+            return Settlement(False, str(exc), blocked_by=exc)
+        if current is None:
             return Settlement(False, "no controller is elected")
-        try:
-            info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
-        except LayoutError as exc:
-            return Settlement(
-                False,
-                f"{layout.CONTROLLER} is unreadable ({exc.detail}); no controller can be "
-                "elected until an operator removes it",
-                (Violation(layout.CONTROLLER, f"unreadable ({exc.detail})"),),
-            )
+        info = current[0]
         holder = self.brokers.get(info.broker_id)
         controller = holder.controller if holder is not None and holder.alive else None
         if controller is None:
             return Settlement(False, f"controller {info.broker_id} is not running here")
         ignored = controller.ignored()
-        # A missing or unreadable epoch comes first: it stays until an operator acts, while the
-        # controller it leaves retrying flips between busy and idle.
-        try:
-            epoch_data, _ = store.get(layout.CONTROLLER_EPOCH)
-            epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
-        except NoNodeError:
+        if stored_epoch is None:
             return Settlement(False, f"{layout.CONTROLLER_EPOCH} is missing", ignored)
-        except LayoutError as exc:
-            return Settlement(
-                False, f"{layout.CONTROLLER_EPOCH} is unreadable ({exc.detail})", ignored
-            )
+        epoch = stored_epoch[0]
         if not controller.idle():
             reason = "is retrying after a failed pass" if controller.retrying() else "is busy"
             return Settlement(False, f"controller {info.broker_id} {reason}", ignored)
@@ -369,9 +379,17 @@ class Cluster:
             time.sleep(0.05)
 
     def wait_settled(self, timeout: float = 30.0) -> ClusterView:
+        """Wait until :meth:`settled`; returns the view then.
+
+        :raises UnreadableControllerNodeError: a controller node was still unreadable after
+            ``timeout`` seconds (its message says how to clear it).
+        :raises EngineError: not settled within ``timeout`` for another reason.
+        """
         deadline = time.monotonic() + timeout
         while not (status := self.settled()):
             if time.monotonic() > deadline:
+                if status.blocked_by is not None:
+                    raise status.blocked_by
                 raise EngineError(
                     f"cluster did not settle within {timeout}s: {status.waiting_for}; {self.view()}"
                 )

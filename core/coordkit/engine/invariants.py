@@ -26,6 +26,11 @@ import attrs
 from coordkit import layout
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
+from coordkit.engine.controllership import (
+    UnreadableControllerNodeError,
+    read_controller,
+    stored_controller_epoch,
+)
 from coordkit.engine.snapshot import children
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
@@ -52,11 +57,14 @@ class Convergence:
     :param violations: every broken invariant, with its path.
     :param under_replicated: partitions with a live replica outside the ISR (not a violation).
     :param partitions: partitions checked.
+    :param blocked_by: an unreadable controller node (also among the violations): no controller
+        can be elected until someone clears it, so nothing converges by itself.
     """
 
     violations: tuple[Violation, ...] = ()
     under_replicated: tuple[TP, ...] = ()
     partitions: int = 0
+    blocked_by: UnreadableControllerNodeError | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,7 +98,7 @@ def check_cluster(store: MetadataStore, *, unclean_default: bool = False) -> Con
     """
     found: list[Violation] = []
     live = _registered_brokers(store, found)
-    _check_controller(store, live, found)
+    blocked_by = _check_controller(store, live, found)
     topics = children(store, layout.BROKER_TOPICS)
     deleting = set(children(store, layout.DELETE_TOPICS))
     for topic in sorted(deleting):
@@ -127,7 +135,7 @@ def check_cluster(store: MetadataStore, *, unclean_default: bool = False) -> Con
         found.extend(_check_partition(path, replicas, state, live, unclean[tp[0]]))
         if any(r in live and r not in state.isr for r in replicas):
             under.append(tp)
-    return Convergence(tuple(found), tuple(under), len(tps))
+    return Convergence(tuple(found), tuple(under), len(tps), blocked_by)
 
 
 def _check_partition(
@@ -173,17 +181,29 @@ def _check_partition(
     return out
 
 
-def _check_controller(store: MetadataStore, live: frozenset[int], found: list[Violation]) -> None:
+def _check_controller(
+    store: MetadataStore, live: frozenset[int], found: list[Violation]
+) -> UnreadableControllerNodeError | None:
+    """The controller invariants; returns the first unreadable controller node (each one is a
+    violation too)."""
+    unreadable: list[UnreadableControllerNodeError] = []
     try:
-        data, stat = store.get(layout.CONTROLLER)
-    except NoNodeError:
+        current = read_controller(store)
+    except UnreadableControllerNodeError as exc:
+        unreadable.append(exc)
+        current = None
+    try:
+        stored_epoch = stored_controller_epoch(store)
+    except UnreadableControllerNodeError as exc:
+        unreadable.append(exc)
+        stored_epoch = None
+    found.extend(Violation(exc.path, f"unreadable ({exc.detail})") for exc in unreadable)
+    if unreadable:
+        return unreadable[0]
+    if current is None:
         found.append(Violation(layout.CONTROLLER, "no controller"))
-        return
-    try:
-        info = layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER)
-    except LayoutError as exc:
-        found.append(Violation(layout.CONTROLLER, f"unreadable ({exc.detail})"))
-        return
+        return None
+    info, stat = current
     if not stat.ephemeral:
         found.append(
             Violation(layout.CONTROLLER, "is a persistent node; only a session may hold it")
@@ -192,16 +212,10 @@ def _check_controller(store: MetadataStore, live: frozenset[int], found: list[Vi
         found.append(
             Violation(layout.CONTROLLER, f"names broker {info.broker_id}, which is not registered")
         )
-    try:
-        epoch_data, epoch_stat = store.get(layout.CONTROLLER_EPOCH)
-    except NoNodeError:
+    if stored_epoch is None:
         found.append(Violation(layout.CONTROLLER_EPOCH, "missing while a controller is registered"))
-        return
-    try:
-        epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
-    except LayoutError as exc:
-        found.append(Violation(layout.CONTROLLER_EPOCH, f"unreadable ({exc.detail})"))
-        return
+        return None
+    epoch, epoch_stat = stored_epoch
     if stat.czxid != epoch_stat.mzxid:
         found.append(
             Violation(
@@ -209,6 +223,7 @@ def _check_controller(store: MetadataStore, live: frozenset[int], found: list[Vi
                 f"was not created by the election that set {layout.CONTROLLER_EPOCH} to {epoch}",
             )
         )
+    return None
 
 
 def _registered_brokers(store: MetadataStore, found: list[Violation]) -> frozenset[int]:

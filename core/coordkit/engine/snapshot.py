@@ -11,7 +11,11 @@ import attrs
 
 from coordkit import layout
 from coordkit.engine import states
-from coordkit.engine.controllership import read_controller
+from coordkit.engine.controllership import (
+    UnreadableControllerNodeError,
+    read_controller,
+    stored_controller_epoch,
+)
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER, TopicAssignment
@@ -82,12 +86,15 @@ def registered_brokers(store: MetadataStore) -> list[int]:
 
 def read_view(store: MetadataStore) -> ClusterView:
     """Controller, epoch, brokers and every partition state, read from ``store``."""
-    current = read_controller(store)
     try:
-        epoch_data = store.get(layout.CONTROLLER_EPOCH)[0]
-        epoch = layout.CONTROLLER_EPOCH_VALUE.decode(epoch_data, layout.CONTROLLER_EPOCH).epoch
-    except (NoNodeError, LayoutError):
-        epoch = 0
+        current = read_controller(store)
+    except UnreadableControllerNodeError:
+        current = None  # no controller can be elected until it is cleared
+    try:
+        stored_epoch = stored_controller_epoch(store)
+    except UnreadableControllerNodeError:
+        stored_epoch = None
+    epoch = 0 if stored_epoch is None else stored_epoch[0]
     topics = sorted(children(store, layout.BROKER_TOPICS))
     topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
     assignments: dict[str, TopicAssignment] = {}

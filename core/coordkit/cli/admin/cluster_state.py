@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import attrs
 
 from coordkit import layout
+from coordkit.engine.controllership import read_controller
 from coordkit.errors import NoNodeError, StoreError
 from coordkit.model import NO_LEADER, BrokerInfo, PartitionState, TopicAssignment
 from coordkit.paths import numeric_name
@@ -109,12 +110,13 @@ def marked_for_deletion(store: MetadataStore) -> set[str]:
 
 
 def controller(store: MetadataStore) -> int | None:
-    """The broker holding ``/controller`` (``None`` when no controller is elected)."""
-    try:
-        data, _ = store.get(layout.CONTROLLER)
-    except NoNodeError:
-        return None
-    return layout.CONTROLLER_INFO.decode(data, layout.CONTROLLER).broker_id
+    """The broker holding ``/controller`` (``None`` when no controller is elected).
+
+    :raises UnreadableControllerNodeError: ``/controller`` holds something else (the message
+        says how to clear it).
+    """
+    current = read_controller(store)
+    return None if current is None else current[0].broker_id
 
 
 def pending_reassignment(store: MetadataStore) -> dict[tuple[str, int], tuple[int, ...]]:

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from coordkit.cli.errors import CommandError
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine.invariants import check_cluster
 from coordkit.plugins import open_store
@@ -35,7 +36,9 @@ def check_command(store_url: str, unclean: bool, fmt: str) -> None:
     member is live); its ISR is a subset of its replicas holding no dead broker (but the last
     replica of a leaderless partition); one /controller from the election that set
     /controller_epoch; no admin request pending; every node readable. Exit status 0 when all
-    hold, 1 when something is violated (each violation is listed with its path).
+    hold, 1 when something is violated (each violation is listed with its path), 2 when
+    /controller or /controller_epoch is unreadable: no controller can be elected until it is
+    cleared, which the last line says how to do.
     """
     with open_store(store_url, read_only=True) as store:
         result = check_cluster(store, unclean_default=unclean)
@@ -71,5 +74,7 @@ def check_command(store_url: str, unclean: bool, fmt: str) -> None:
                 else ""
             )
         )
+    if result.blocked_by is not None:
+        raise CommandError(str(result.blocked_by))
     if not result.ok:
         raise SystemExit(1)

@@ -49,10 +49,17 @@ from coordkit.urls import StoreURL
 
 
 def _wait(cluster: Cluster, timeout: float) -> ClusterView:
-    """Wait until the controller is idle (or no broker is left to be one)."""
+    """Wait until the controller is idle (or no broker is left to be one).
+
+    :raises UnreadableControllerNodeError: no controller can be elected until someone clears a
+        controller node: said at once, how to clear it included, rather than after the timeout.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if cluster.settled() or not cluster.live_brokers():
+        status = cluster.settled()
+        if status.blocked_by is not None:
+            raise status.blocked_by
+        if status or not cluster.live_brokers():
             # A change may still be on its way to the controller: look twice.
             time.sleep(0.05)
             if cluster.settled() or not cluster.live_brokers():
