@@ -18,6 +18,7 @@ from coordkit import jsontext
 from coordkit.errors import LayoutError
 from coordkit.model import (
     BrokerInfo,
+    ClusterId,
     ConsumerOffset,
     ConsumerOwner,
     ConsumerRegistration,
@@ -47,6 +48,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CONSUMERS = "/consumers"
+CLUSTER_ID = "/cluster/id"
 
 #: Persistent nodes a cluster creates at start-up.
 PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, DELETE_TOPICS, CONFIG_TOPICS, CONSUMERS)
@@ -255,6 +257,8 @@ def _encode_topic(t: TopicAssignment) -> bytes:
     if t.version >= 2:  # KIP-455: reassignment state lives in the topic node
         obj["adding_replicas"] = {str(p): list(r) for p, r in t.adding.items()}
         obj["removing_replicas"] = {str(p): list(r) for p, r in t.removing.items()}
+    if t.topic_id is not None:
+        obj["topic_id"] = t.topic_id
     return _dump(obj)
 
 
@@ -288,6 +292,7 @@ def _decode_topic(path: str, data: bytes) -> TopicAssignment:
         version=_field(path, obj, "version", int),
         adding={p: r for p, r in moving["adding_replicas"].items() if r},
         removing={p: r for p, r in moving["removing_replicas"].items() if r},
+        topic_id=_field(path, obj, "topic_id", (str, type(None)), None),
     )
 
 
@@ -333,6 +338,19 @@ def _decode_controller(path: str, data: bytes) -> ControllerInfo:
 
 def _decode_epoch(path: str, data: bytes) -> ControllerEpoch:
     return _build(path, ControllerEpoch, epoch=_int_node(path, data, "controller epoch"))
+
+
+def _encode_cluster_id(c: ClusterId) -> bytes:
+    # Kafka writes the version as a string here (ClusterIdZNode), unlike every other node.
+    return _dump({"version": str(c.version), "id": c.id})
+
+
+def _decode_cluster_id(path: str, data: bytes) -> ClusterId:
+    obj = _load_object(path, data)
+    version = _field(path, obj, "version", str)
+    if not version.isdigit():
+        raise LayoutError(path, f"version {version!r} is not a number", field="version")
+    return _build(path, ClusterId, id=_field(path, obj, "id", str), version=int(version))
 
 
 def _encode_registration(r: ConsumerRegistration) -> bytes:
@@ -396,6 +414,7 @@ CONTROLLER_INFO = Codec[ControllerInfo]("controller", _encode_controller, _decod
 CONTROLLER_EPOCH_VALUE = Codec[ControllerEpoch](
     "controller epoch", lambda e: str(e.epoch).encode(), _decode_epoch
 )
+CLUSTER_ID_VALUE = Codec[ClusterId]("cluster id", _encode_cluster_id, _decode_cluster_id)
 CONSUMER_REGISTRATION = Codec[ConsumerRegistration](
     "consumer registration", _encode_registration, _decode_registration
 )

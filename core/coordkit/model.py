@@ -120,6 +120,7 @@ class BrokerInfo:
 class TopicAssignment:
     """``/brokers/topics/T``: the replica list of every partition (first replica is preferred).
 
+    Kafka 2.8+ writes version 3 with the topic's id; every write keeps the id it found.
     While a partition is reassigned (Kafka's KIP-455, node version 2+), its list holds the target
     replicas followed by the original ones, and ``adding`` / ``removing`` name the replicas being
     added and removed; both are empty otherwise.
@@ -129,6 +130,13 @@ class TopicAssignment:
     version: int = field(default=1, validator=_at_least(1))
     adding: Mapping[int, tuple[int, ...]] = field(factory=dict, converter=_replica_map)
     removing: Mapping[int, tuple[int, ...]] = field(factory=dict, converter=_replica_map)
+    #: The topic's id (Kafka 2.8+, node version 3): Kafka's UUID in URL-safe base64.
+    topic_id: str | None = field(
+        default=None,
+        validator=validators.optional(
+            validators.and_(validators.instance_of(str), validators.min_len(1))
+        ),
+    )
 
     def original_replicas(self, partition: int) -> tuple[int, ...]:
         """The replicas before a reassignment in progress (all of them when none runs)."""
@@ -191,6 +199,15 @@ class ControllerEpoch:
     """``/controller_epoch``: how many times a controller has been elected (a bare integer)."""
 
     epoch: int = field(validator=_non_negative)
+
+
+@frozen
+class ClusterId:
+    """``/cluster/id``: the cluster's id, made by the first broker that finds none (Kafka: a
+    random UUID in URL-safe base64, 22 characters); Metadata and DescribeCluster return it."""
+
+    id: str = field(validator=validators.and_(validators.instance_of(str), validators.min_len(1)))
+    version: int = 1
 
 
 @frozen

@@ -200,9 +200,13 @@ def test_create_writes_what_kafkas_admin_zk_client_writes(
     assert kafka_tree.get("/config/topics/payments")[0] == (
         b'{"version":1,"config":{"cleanup.policy":"compact","retention.ms":"1000"}}'
     )
-    assert kafka_tree.get("/brokers/topics/payments")[0] == (
-        b'{"version":1,"partitions":{"0":[1,2],"1":[2,4]}}'
-    )
+    # Kafka 2.8+'s AdminZkClient: version 3, a new topic id, no reassignment in progress.
+    written = json.loads(kafka_tree.get("/brokers/topics/payments")[0])
+    assert written == {
+        "version": 3, "partitions": {"0": [1, 2], "1": [2, 4]},
+        "adding_replicas": {}, "removing_replicas": {}, "topic_id": written["topic_id"],
+    }  # fmt: skip
+    assert len(written["topic_id"]) == 22
     # No controller runs: the partition states are the controller's to create.
     assert kafka_tree.children("/brokers/topics/payments") == []
 
@@ -241,8 +245,9 @@ def test_alter_adds_partitions_and_config_in_kafkas_json(
         "or ordering of the messages will be affected",
         "Adding partitions succeeded!",
     ]
+    # Kafka's addPartitions writes version 3 and keeps the topic's id (this tree's has none).
     assert kafka_tree.get("/brokers/topics/orders")[0] == (
-        b'{"version":2,"partitions":{"0":[1,2],"1":[2,3],"2":[3,1],"3":[4,1],"4":[2,4]},'
+        b'{"version":3,"partitions":{"0":[1,2],"1":[2,3],"2":[3,1],"3":[4,1],"4":[2,4]},'
         b'"adding_replicas":{},"removing_replicas":{}}'
     )
     assert kafka_tree.get("/config/topics/orders")[0] == (
@@ -764,6 +769,17 @@ def test_reassign_and_elect_on_a_running_cluster(
     wait_for(preferred_lead, what="the preferred replicas to lead")
     assert cluster.history is not None
     assert cluster.history.violations() == []
+
+
+def test_adding_partitions_keeps_the_topics_id(store_url: str, kafka_tree: MetadataStore) -> None:
+    ok("topics", "create", "--store", store_url, "--topic", "kept", "--partitions", "1",
+       "--replication-factor", "1")  # fmt: skip
+    before = layout.TOPIC.decode(kafka_tree.get("/brokers/topics/kept")[0])
+    ok("topics", "alter", "--store", store_url, "--topic", "kept", "--partitions", "3")
+    after = layout.TOPIC.decode(kafka_tree.get("/brokers/topics/kept")[0])
+    assert before.topic_id is not None
+    assert after.topic_id == before.topic_id
+    assert (after.version, after.partition_count) == (3, 3)
 
 
 def test_delete_node_deletes_one_node_and_refuses_a_parent(

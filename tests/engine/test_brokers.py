@@ -9,6 +9,7 @@ import pytest
 
 from coordkit import layout
 from coordkit.engine import Broker, BrokerIdInUseError, EngineConfig, InstrumentedStore
+from coordkit.errors import LayoutError
 from coordkit.store import MetadataStore, SessionListener, SessionState
 from harness.backends import Backend
 from harness.waiting import wait_for
@@ -154,3 +155,33 @@ def test_broker_loss_and_return(
         assert victim in state.isr
     assert cluster.history is not None
     assert cluster.history.violations() == []
+
+
+def test_the_first_broker_makes_the_cluster_id_and_every_broker_reads_it(
+    make_cluster: Callable[..., Any], open_session: Callable[[], MetadataStore]
+) -> None:
+    cluster = make_cluster([1, 2, 3])
+    data, stat = cluster.admin_store.get(layout.CLUSTER_ID)
+    found = layout.CLUSTER_ID_VALUE.decode(data, layout.CLUSTER_ID)
+    # Kafka's ClusterIdZNode: {"version":"1","id":"<22 characters of URL-safe base64>"}.
+    assert data == b'{"version":"1","id":"%s"}' % found.id.encode()
+    assert len(found.id) == 22
+    assert not found.id.startswith("-")
+    assert not stat.ephemeral
+    assert {cluster.broker(b).cluster_id for b in (1, 2, 3)} == {found.id}
+    late = Broker(4, open_session()).start()
+    try:
+        assert late.cluster_id == found.id
+    finally:
+        late.stop(controlled=False)
+
+
+def test_a_cluster_id_node_holding_garbage_stops_a_broker_naming_it(
+    open_session: Callable[[], MetadataStore],
+) -> None:
+    store = open_session()
+    store.create(layout.CLUSTER_ID, b"not json", make_parents=True)
+    broker = Broker(1, open_session())
+    with pytest.raises(LayoutError, match="/cluster/id"):
+        broker.start()
+    assert store.get(layout.CLUSTER_ID)[0] == b"not json"  # left for the user to mend

@@ -15,7 +15,7 @@ from coordkit.store import MetadataStore
 BROKER_FIELDS = {"jmx_port", "timestamp", "host", "version", "port"}
 STATE_FIELDS = {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
 CONTROLLER_FIELDS = {"version", "brokerid", "timestamp"}
-TOPIC_FIELDS = {"version", "partitions"}
+TOPIC_FIELDS = {"version", "partitions", "adding_replicas", "removing_replicas", "topic_id"}
 CONFIG_FIELDS = {"version", "config"}
 
 
@@ -77,7 +77,9 @@ def test_layout_read_back_node_by_node(
 
     value, data = _json(store, "/brokers/topics/orders")
     assert set(value) == TOPIC_FIELDS
-    assert value["version"] == 1
+    assert value["version"] == 3  # Kafka 2.8+: with the topic's id
+    assert len(value["topic_id"]) == 22
+    assert value["adding_replicas"] == value["removing_replicas"] == {}
     assert sorted(value["partitions"]) == ["0", "1", "2", "3"]
     assignment = layout.TOPIC.decode(data, "/brokers/topics/orders")
     assert all(len(r) == 2 for r in assignment.partitions.values())

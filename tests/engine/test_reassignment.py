@@ -53,6 +53,7 @@ def test_kafkas_example_moves_replicas_1_2_3_to_4_5_6(make_cluster: Callable[...
     assert cluster.produce(20, [("t", 0)]) == 20
     wait_for(lambda: cluster.replication.totals().acked == 20, what="records acknowledged")
     before = cluster.view().partition("t", 0)
+    topic_id = cluster.view().topic_ids["t"]
 
     cluster.admin.reassign_partitions({("t", 0): [4, 5, 6]})
     wait_for(lambda: _done(cluster), what="the reassignment to complete")
@@ -64,6 +65,7 @@ def test_kafkas_example_moves_replicas_1_2_3_to_4_5_6(make_cluster: Callable[...
     assert after.leader_epoch > before.leader_epoch
     node = layout.TOPIC.decode(cluster.admin_store.get("/brokers/topics/t")[0], "/brokers/topics/t")
     assert node.version == 3
+    assert node.topic_id == topic_id  # kept through both of the controller's writes
     assert node.adding == {}
     assert node.removing == {}
     # What the store accepted, in order: RS written with the maps, the ISR grown to all six,

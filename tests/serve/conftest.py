@@ -26,11 +26,19 @@ class PortTakenError(AssertionError):
     """``coordkit serve`` could not listen: a port found free was taken before it bound it."""
 
 
+#: The serve tests' consumers keep sessions of a few seconds so that a crash is noticed quickly;
+#: their servers lower Kafka's 6 s floor for it (a test of the floor itself passes
+#: ``short_sessions=False``).
+SHORT_SESSIONS = ("--config", "group.min.session.timeout.ms=100")
+
+
 class ServeProcess:
     """A running ``coordkit serve``: its process and the broker addresses it printed."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], *, short_sessions: bool = True) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if short_sessions:
+            args = [*SHORT_SESSIONS, *args]
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from coordkit.cli import main; main()", "serve", *args],
             stdout=subprocess.PIPE,
@@ -93,7 +101,7 @@ def serve(backend: Backend) -> Iterator[ServeFactory]:
     """Starts ``coordkit serve --store <the backend's URL> --port <free ports> ARGS...``."""
     started: list[ServeProcess] = []
 
-    def start(*args: str, brokers: int = 3) -> ServeProcess:
+    def start(*args: str, brokers: int = 3, short_sessions: bool = True) -> ServeProcess:
         # Ports found free may be taken before the server binds them (another lane's servers,
         # an outgoing connection's ephemeral port): then new ones, a few times.
         attempts = 0
@@ -102,7 +110,7 @@ def serve(backend: Backend) -> Iterator[ServeFactory]:
             port = str(consecutive_free_ports(brokers))
             command = ["--store", backend.new_url(), "--brokers", str(brokers), "--port", port]
             try:
-                server = ServeProcess([*command, *args])
+                server = ServeProcess([*command, *args], short_sessions=short_sessions)
             except PortTakenError:
                 if attempts < 5:
                     continue

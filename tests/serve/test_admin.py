@@ -206,3 +206,15 @@ def test_confluent_kafka_admin(serve: ServeFactory) -> None:
     assert _partitions(server, "ck") == {}
     with pytest.raises(KafkaException, match="UNKNOWN_TOPIC_OR_PART"):
         wait(admin.delete_topics(["ck"], operation_timeout=WAIT_SECONDS))
+
+
+def test_a_validate_only_creation_creates_nothing_and_says_so(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient]
+) -> None:
+    server = serve(brokers=1)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("dry", 2, 1)], validate_only=True)
+    assert _partitions(server, "dry") == {}
+    _status, _out, err = server.stop()
+    assert "would create topic 'dry'" in err
+    assert "created topic 'dry'" not in err

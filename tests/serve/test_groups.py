@@ -559,3 +559,65 @@ def test_a_member_id_handed_out_and_never_used_expires(
     assert [m.member_id for m in joined.members] == [joined.member_id]
     late = forgetful.call(_join(group, unused.member_id), 5)
     assert late.error_code == UNKNOWN_MEMBER_ID
+
+
+INVALID_SESSION_TIMEOUT = 26
+
+
+def _join_with_session(client: RawClient, group: str, session_ms: int) -> int:
+    """The error of a v5 JoinGroup (a new dynamic member) asking for ``session_ms``."""
+    request = _join(group)
+    request.session_timeout_ms = session_ms
+    request.rebalance_timeout_ms = max(session_ms, REBALANCE_MS)
+    return int(client.call(request, 5).error_code)
+
+
+def test_session_timeouts_outside_kafkas_default_bounds_are_refused(
+    serve: ServeFactory, raw_client: Connect
+) -> None:
+    """Kafka's group.min.session.timeout.ms (6 s) and group.max.session.timeout.ms (30 min)."""
+    server = serve(brokers=1, short_sessions=False)
+    group = "bounded"
+    _, address = _coordinator(raw_client(server.addresses[0]), group, server)
+    client = raw_client(address)
+    assert _join_with_session(client, group, 100) == INVALID_SESSION_TIMEOUT
+    assert _join_with_session(client, group, 5_999) == INVALID_SESSION_TIMEOUT
+    assert _join_with_session(client, group, 1_800_001) == INVALID_SESSION_TIMEOUT
+    assert _join_with_session(client, group, 6_000) == MEMBER_ID_REQUIRED
+    assert _join_with_session(client, group, 1_800_000) == MEMBER_ID_REQUIRED
+
+
+def test_session_bounds_are_broker_configs(serve: ServeFactory, raw_client: Connect) -> None:
+    server = serve(
+        "--config", "group.min.session.timeout.ms=500",
+        "--config", "group.max.session.timeout.ms=10000",
+        brokers=1, short_sessions=False,
+    )  # fmt: skip
+    group = "configured"
+    _, address = _coordinator(raw_client(server.addresses[0]), group, server)
+    client = raw_client(address)
+    assert _join_with_session(client, group, 499) == INVALID_SESSION_TIMEOUT
+    assert _join_with_session(client, group, 10_001) == INVALID_SESSION_TIMEOUT
+    assert _join_with_session(client, group, 500) == MEMBER_ID_REQUIRED
+
+
+def test_kafka_pythons_100_ms_session_gets_the_error_kafka_gives(serve: ServeFactory) -> None:
+    from kafka import KafkaConsumer
+    from kafka.errors import InvalidSessionTimeoutError
+
+    server = serve(brokers=1, short_sessions=False)
+    consumer = KafkaConsumer(
+        "orders", bootstrap_servers=server.bootstrap, group_id="hasty",
+        session_timeout_ms=100, heartbeat_interval_ms=30, request_timeout_ms=30_000,
+    )  # fmt: skip
+    try:
+        with pytest.raises(InvalidSessionTimeoutError):
+            _poll_for(consumer, seconds=60)
+    finally:
+        consumer.close()
+
+
+def _poll_for(consumer: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        consumer.poll(timeout_ms=500)

@@ -25,7 +25,8 @@ from coordkit.cli.errors import CommandError
 from coordkit.cli.filenames import LocalPath
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import EngineConfig
-from coordkit.serve import SUPPORTED, KafkaServer, ServeSettings
+from coordkit.serve import SUPPORTED, KafkaServer
+from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
 from coordkit.terminal import visible
 from coordkit.urls import StoreURL
 
@@ -47,6 +48,14 @@ class _OneLineCommand(click.Command):
 
 def _apis() -> str:
     return ", ".join(f"{name} v{lo}-{hi}" for name, (lo, hi, _) in SUPPORTED.items())
+
+
+def _print_configs(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    for key in CONFIGS.values():
+        click.echo(f"{key.name} ({key.type}, default {str(key.default).lower()}): {key.doc}")
+    ctx.exit()
 
 
 @click.command("serve", cls=_OneLineCommand)
@@ -73,7 +82,12 @@ def _apis() -> str:
               "as this machine's name).")  # fmt: skip
 @click.option("--auto-create-topics", is_flag=True,
               help="Create a topic a Metadata request names (1 partition, replication factor "
-              "1), as Kafka's auto.create.topics.enable.")  # fmt: skip
+              "1): --config auto.create.topics.enable=true.")  # fmt: skip
+@click.option("--config", "config_words", multiple=True, metavar="KEY=VALUE",
+              help="A Kafka broker config by Kafka's name, e.g. group.min.session.timeout.ms="
+              "6000 (repeatable; --help-configs lists the ones honoured).")  # fmt: skip
+@click.option("--help-configs", is_flag=True, is_eager=True, expose_value=False,
+              callback=_print_configs, help="List the broker configs --config takes, and exit.")  # fmt: skip
 @click.option("--data-dir", type=LocalPath(file_okay=False, path_type=Path), default=None,
               metavar="DIR",
               help="Keep every broker's record logs on disk, broker N's in DIR/broker-N (Kafka's "
@@ -86,6 +100,7 @@ def serve_command(
     port: int,
     host: str,
     auto_create_topics: bool,
+    config_words: tuple[str, ...],
     data_dir: Path | None,
     placement: str,
 ) -> None:
@@ -108,6 +123,12 @@ def serve_command(
             f"--port {port}: brokers would listen up to port {port + len(ids) - 1}, "
             f"beyond {MAX_PORT}"
         )
+    if auto_create_topics:
+        config_words = ("auto.create.topics.enable=true", *config_words)
+    try:
+        configs = parse_broker_configs(config_words)
+    except BrokerConfigError as exc:
+        raise CommandError(str(exc)) from None
     placement_strategy(placement)
     url = shared_store(store_url)
     shown = StoreURL.parse(url).redacted()
@@ -117,8 +138,8 @@ def serve_command(
         ids,
         host=host,
         port=port,
-        settings=ServeSettings(auto_create_topics=auto_create_topics),
-        config=EngineConfig(placement=placement),
+        settings=configs.serve_settings(),
+        config=configs.engine_config(EngineConfig(placement=placement)),
         data_dir=data_dir,
     )
 

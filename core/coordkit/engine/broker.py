@@ -20,6 +20,7 @@ from coordkit import layout
 from coordkit.clock import Clock, SystemClock
 from coordkit.elections import ControllerCandidate, ControllerElection, ControllerTerm, ElectionKind
 from coordkit.engine import isr_notifications, states
+from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller import Controller
 from coordkit.engine.controllership import UnreadableControllerNodeError, read_controller
@@ -102,6 +103,8 @@ class Broker:
         self._closed = False
         self._lost = False
         self.registrations = 0
+        #: ``/cluster/id``, read (or made) when the broker starts, as Kafka's broker does.
+        self.cluster_id: str | None = None
         #: The group coordinator for the offsets-topic partitions this broker leads.
         self.group_coordinator = GroupCoordinator(
             broker_id,
@@ -117,6 +120,7 @@ class Broker:
         """Register and enter the controller election.
 
         :raises BrokerIdInUseError: another live session holds this broker id.
+        :raises LayoutError: ``/cluster/id`` holds something else than a cluster id.
         """
         with self._lock:
             if self._started:
@@ -124,6 +128,7 @@ class Broker:
             self._started = True
         for root in (*layout.PERSISTENT_ROOTS, isr_notifications.ISR_CHANGE_NOTIFICATION):
             self.store.ensure_path(root)
+        self.cluster_id = get_or_create_cluster_id(self.store)
         self.store.add_listener(self._on_session)
         self._register()
         # Before the candidacy, so that no offsets-partition leadership event is missed.

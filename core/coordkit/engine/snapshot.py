@@ -49,6 +49,8 @@ class ClusterView:
     uninitialised: tuple[TP, ...] = ()
     #: Nodes whose values could not be decoded (left out of ``partitions``).
     unreadable: tuple[str, ...] = ()
+    #: Topic → its id, for the topics whose node has one (Kafka 2.8+'s version 3).
+    topic_ids: dict[str, str] = attrs.field(factory=dict)
 
     def leaders_per_broker(self) -> dict[int, int]:
         counts = dict.fromkeys(self.brokers, 0)
@@ -136,4 +138,5 @@ def read_view(store: MetadataStore) -> ClusterView:
         partitions=tuple(views),
         uninitialised=tuple(missing),
         unreadable=tuple(unreadable),
+        topic_ids={t: a.topic_id for t, a in assignments.items() if a.topic_id is not None},
     )

@@ -14,7 +14,10 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from coordkit import layout
+from coordkit.engine.cluster_id import new_kafka_uuid
 from coordkit.engine.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -134,7 +137,8 @@ class TopicAdmin:
         else:
             placed = {int(p): list(r) for p, r in assignment.items()}
             self._check_manual(topic, placed)
-        topic_assignment = TopicAssignment(partitions=placed)
+        # Kafka 2.8+'s AdminZkClient: version 3, with a new topic id.
+        topic_assignment = TopicAssignment(partitions=placed, version=3, topic_id=new_kafka_uuid())
         ops = [
             Create(
                 layout.topic_config_path(topic),
@@ -216,7 +220,7 @@ class TopicAdmin:
                         f"factor {len(first_replicas)}"
                     )
             merged = {**existing.partitions, **{p: tuple(r) for p, r in added.items()}}
-            updated = TopicAssignment(partitions=merged, version=existing.version)
+            updated = attrs.evolve(existing, partitions=merged, version=max(existing.version, 3))
             try:
                 self.store.commit([SetData(path, layout.TOPIC.encode(updated), stat.version)])
             except BadVersionError:

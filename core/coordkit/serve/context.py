@@ -14,6 +14,7 @@ from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
 from coordkit.model import NO_LEADER
+from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
 from coordkit.serve.log import BrokerLogs
 
@@ -33,6 +34,8 @@ class ServeSettings:
     auto_create_topics: bool = False
     default_partitions: int = DEFAULT_PARTITIONS
     default_replication_factor: int = DEFAULT_REPLICATION_FACTOR
+    #: Kafka's ``socket.request.max.bytes``: a larger request frame closes the connection.
+    max_request_bytes: int = DEFAULT_MAX_FRAME_BYTES
 
 
 @attrs.define(eq=False)

@@ -8,9 +8,11 @@ so the answer is what the cluster's store holds, not what this process happens t
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from coordkit import layout
+from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.engine.snapshot import ClusterView, children, read_view
 from coordkit.errors import CoordkitError, LayoutError, StoreError
 from coordkit.model import NO_LEADER, BrokerInfo
@@ -29,6 +31,8 @@ Topic_ = nested(Response, "MetadataResponseTopic")
 Partition_ = nested(Response, "MetadataResponsePartition")
 #: The topics Kafka marks internal in metadata.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Kafka's ``Uuid.ZERO_UUID``: what a response carries for a topic with no id.
+NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
@@ -88,6 +92,18 @@ def _gather(
     return read_brokers(store), read_view(store), created
 
 
+def _topic_id(view: ClusterView, name: str) -> uuid.UUID:
+    """The topic's id from its node; Kafka's zero id (none known) for a topic without one."""
+    text = view.topic_ids.get(name)
+    if text is None:
+        return NO_TOPIC_ID
+    try:
+        return kafka_uuid(text)
+    except ValueError as exc:
+        log.warning("metadata without the id of topic %r: %s", name, exc)
+        return NO_TOPIC_ID
+
+
 async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
     brokers, view, created = await ctx.blocking(lambda: _gather(ctx, request))
     live = {broker_id for broker_id, _ in brokers}
@@ -129,6 +145,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
             Topic_(
                 error_code=code,
                 name=name,
+                topic_id=_topic_id(view, name),
                 is_internal=name in INTERNAL_TOPICS,
                 partitions=partitions if code != errors.UNKNOWN_TOPIC_OR_PARTITION else [],
             )
@@ -139,7 +156,7 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
             Broker_(node_id=b, host=info.host, port=info.port, rack=info.rack)
             for b, info in brokers
         ],
-        cluster_id=None,
+        cluster_id=ctx.broker.cluster_id,
         controller_id=NO_LEADER if view.controller is None else view.controller,
         topics=topics,
     )

@@ -158,7 +158,7 @@ class KafkaServer:
         data_dir: Path | None = None,
     ) -> None:
         self.settings = settings or ServeSettings()
-        self.codec = KafkaCodec()
+        self.codec = KafkaCodec(max_frame_bytes=self.settings.max_request_bytes)
         ports = [0 if port == 0 else port + i for i, _ in enumerate(broker_ids)]
         # Log directories before sockets and store: a directory in use is refused first.
         self._log_dirs: dict[int, LogDirectory] = {}

@@ -115,10 +115,11 @@ def _create_all(ctx: BrokerContext, request: Request) -> list[Any]:
 
 async def handle_create_topics(ctx: BrokerContext, request: Request) -> Any:
     results = await ctx.blocking(lambda: _create_all(ctx, request))
+    done = "would create" if request.body.validate_only else "created"
     for result in results:
         if result.error_code == errors.NONE:
-            log.info("broker %s: created topic %r (%s partitions, replication factor %s)",
-                     ctx.broker_id, result.name, result.num_partitions, result.replication_factor)  # fmt: skip
+            log.info("broker %s: %s topic %r (%s partitions, replication factor %s)", ctx.broker_id,
+                     done, result.name, result.num_partitions, result.replication_factor)  # fmt: skip
     return Response(throttle_time_ms=0, topics=results)
 
 

@@ -143,10 +143,9 @@ def librdkafka(bootstrap: str, recorder: Recorder) -> dict[str, str]:
 
 
 def kafka_python(bootstrap: str, recorder: Recorder) -> dict[str, str]:
-    from kafka.admin import NewPartitions, NewTopic
-
     import kafka
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import NewPartitions, NewTopic
 
     def step(name: str, action: Callable[[], object]) -> None:
         recorder.scenario = name

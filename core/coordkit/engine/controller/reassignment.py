@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import logging
 
+import attrs
+
 from coordkit import layout
 from coordkit.elections import ElectionKind, ElectionReason, PartitionElectionInput
 from coordkit.engine.config import EngineConfig
@@ -155,7 +157,8 @@ class ReassignmentManager:
             assignment = updated.get(topic, nodes[topic][0])
             original = assignment.partitions[partition]
             rs = (*target, *(r for r in original if r not in target))
-            updated[topic] = TopicAssignment(
+            updated[topic] = attrs.evolve(
+                assignment,
                 partitions={**assignment.partitions, partition: rs},
                 version=3,
                 adding={
@@ -194,7 +197,8 @@ class ReassignmentManager:
         updated: dict[str, TopicAssignment] = {}
         for (topic, partition), target in finish.items():
             assignment = updated.get(topic, nodes[topic][0])
-            updated[topic] = TopicAssignment(
+            updated[topic] = attrs.evolve(
+                assignment,
                 partitions={**assignment.partitions, partition: target},
                 version=3,
                 adding={p: r for p, r in assignment.adding.items() if p != partition},

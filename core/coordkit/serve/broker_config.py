@@ -1,0 +1,186 @@
+"""Kafka's broker configs that ``coordkit serve`` honours, by Kafka's names, types and defaults.
+
+``coordkit serve --config KEY=VALUE`` (repeatable) sets them; :func:`parse_broker_configs` reads
+those words and refuses an unknown name or a bad value in one line naming the option. Each
+config says where it goes: a field of :class:`~coordkit.engine.EngineConfig` (the engine's
+brokers, controller and group coordinators) or of :class:`ServeSettings` (the wire side), with
+Kafka's unit turned into the field's (milliseconds into seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from coordkit.engine.config import EngineConfig
+from coordkit.serve.context import ServeSettings
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+class BrokerConfigError(ValueError):
+    """A ``--config`` word names no config this broker honours, or gives it a bad value."""
+
+
+@attrs.frozen
+class ConfigKey:
+    """One broker config, as Kafka's ``ConfigDef.ConfigKey`` describes it.
+
+    :param type: Kafka's type name (``int``, ``long``, ``short``, ``boolean``).
+    :param at_least: the smallest value allowed (Kafka's ``atLeast`` validator), if any.
+    :param target: ``engine`` or ``serve``: which settings object the value goes to.
+    :param field: that object's attribute.
+    :param convert: Kafka's value into the attribute's (e.g. milliseconds into seconds).
+    """
+
+    name: str
+    type: str
+    default: Any
+    doc: str
+    target: str
+    field: str
+    at_least: int | None = None
+    convert: Callable[[Any], Any] = lambda value: value
+
+    def parse(self, text: str) -> Any:
+        """The value of ``text``, checked; :class:`BrokerConfigError` says what is wrong."""
+        if self.type == "boolean":
+            lowered = text.strip().lower()
+            if lowered not in ("true", "false"):
+                raise BrokerConfigError(f"{text!r} is not a boolean (true or false)")
+            return lowered == "true"
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise BrokerConfigError(f"{text!r} is not an integer ({self.type})") from None
+        highest = {"short": 2**15 - 1, "int": INT32_MAX, "long": INT64_MAX}[self.type]
+        if not -highest - 1 <= value <= highest:
+            raise BrokerConfigError(f"{value} is out of range for a {self.type}")
+        if self.at_least is not None and value < self.at_least:
+            raise BrokerConfigError(f"{value} is below the minimum of {self.at_least}")
+        return value
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000
+
+
+def _offline_election(unclean: bool) -> str:
+    return "offline-unclean" if unclean else "offline"
+
+
+#: Every config ``coordkit serve`` honours, with Kafka's default (but where noted).
+CONFIGS: Mapping[str, ConfigKey] = {
+    key.name: key
+    for key in (
+        ConfigKey("group.min.session.timeout.ms", "int", 6_000,
+                  "The shortest session a classic group member may ask for (JoinGroup).",
+                  "engine", "group_min_session_timeout", 1, _seconds),
+        ConfigKey("group.max.session.timeout.ms", "int", 1_800_000,
+                  "The longest session a classic group member may ask for (JoinGroup).",
+                  "engine", "group_max_session_timeout", 1, _seconds),
+        ConfigKey("group.initial.rebalance.delay.ms", "int", 3_000,
+                  "How long a new classic group waits for more members before its first "
+                  "rebalance.", "engine", "group_initial_rebalance_delay", 0, _seconds),
+        ConfigKey("offsets.topic.num.partitions", "int", 50,
+                  "Partitions of __consumer_offsets (fixed once the topic exists).",
+                  "engine", "offsets_topic_num_partitions", 1),
+        ConfigKey("offsets.topic.replication.factor", "short", 3,
+                  "Replication factor of __consumer_offsets (capped by the live brokers).",
+                  "engine", "offsets_topic_replication_factor", 1),
+        ConfigKey("auto.leader.rebalance.enable", "boolean", True,
+                  "Move leadership back to preferred replicas in the background.",
+                  "engine", "auto_leader_rebalance"),
+        ConfigKey("leader.imbalance.check.interval.seconds", "long", 300,
+                  "How often the controller checks leader imbalance.",
+                  "engine", "leader_imbalance_check_interval", 1, float),
+        ConfigKey("leader.imbalance.per.broker.percentage", "int", 10,
+                  "Imbalance allowed per broker before a preferred election.",
+                  "engine", "leader_imbalance_per_broker_percentage", 0, float),
+        ConfigKey("delete.topic.enable", "boolean", True,
+                  "Whether topics can be deleted.", "engine", "delete_topic_enable"),
+        ConfigKey("unclean.leader.election.enable", "boolean", False,
+                  "Elect a replica outside the ISR when no ISR member is alive (loses records).",
+                  "engine", "offline_election", convert=_offline_election),
+        ConfigKey("replica.lag.time.max.ms", "long", 30_000,
+                  "How long a follower may lag before its leader drops it from the ISR.",
+                  "engine", "replica_lag_time_max", 1, _seconds),
+        ConfigKey("replica.fetch.wait.max.ms", "int", 500,
+                  "How long a follower's fetch waits for new records.",
+                  "engine", "replica_fetch_wait_max", 1, _seconds),
+        # Kafka's default is true; coordkit serve creates no topic unasked unless told to.
+        ConfigKey("auto.create.topics.enable", "boolean", False,
+                  "Create a topic that a Metadata request names (coordkit's default: false).",
+                  "serve", "auto_create_topics"),
+        ConfigKey("num.partitions", "int", 1,
+                  "Partitions of an auto-created topic, and of CreateTopics leaving it to the "
+                  "broker.", "serve", "default_partitions", 1),
+        ConfigKey("default.replication.factor", "int", 1,
+                  "Replication factor of an auto-created topic, and of CreateTopics leaving it "
+                  "to the broker.", "serve", "default_replication_factor", 1),
+        ConfigKey("socket.request.max.bytes", "int", 104_857_600,
+                  "The largest request frame accepted.", "serve", "max_request_bytes", 8),
+    )
+}  # fmt: skip
+
+
+@attrs.frozen
+class BrokerConfigs:
+    """The broker configs set on the command line (the rest take their defaults)."""
+
+    values: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def value(self, name: str) -> Any:
+        return self.values.get(name, CONFIGS[name].default)
+
+    def engine_config(self, base: EngineConfig | None = None) -> EngineConfig:
+        """``base`` (default settings if none) with every engine config applied: the ones set
+        and the defaults of the others, since Kafka's defaults are not always the engine's."""
+        return attrs.evolve(base or EngineConfig(), **self._fields("engine"))
+
+    def serve_settings(self, base: ServeSettings | None = None) -> ServeSettings:
+        return attrs.evolve(base or ServeSettings(), **self._fields("serve"))
+
+    def _fields(self, target: str) -> dict[str, Any]:
+        return {
+            key.field: key.convert(self.value(key.name))
+            for key in CONFIGS.values()
+            if key.target == target
+        }
+
+
+def parse_broker_configs(words: Iterable[str], option: str = "--config") -> BrokerConfigs:
+    """``KEY=VALUE`` words into configs; the last word for a key wins, as in Kafka's files.
+
+    :raises BrokerConfigError: one line naming the word and what is wrong with it.
+    """
+    values: dict[str, Any] = {}
+    for word in words:
+        name, sep, text = word.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise BrokerConfigError(
+                f"{option} {word!r}: expected KEY=VALUE (a Kafka broker config)"
+            )
+        key = CONFIGS.get(name)
+        if key is None:
+            raise BrokerConfigError(
+                f"{option} {name}: not a broker config coordkit serve honours "
+                f"(see `coordkit serve --help-configs`)"
+            )
+        try:
+            values[name] = key.parse(text)
+        except BrokerConfigError as exc:
+            raise BrokerConfigError(f"{option} {name}={text}: {exc}") from None
+    configs = BrokerConfigs(values)
+    low = configs.value("group.min.session.timeout.ms")
+    high = configs.value("group.max.session.timeout.ms")
+    if low > high:
+        raise BrokerConfigError(
+            f"{option} group.min.session.timeout.ms={low} is above "
+            f"group.max.session.timeout.ms={high}: no session could be accepted"
+        )
+    return configs
