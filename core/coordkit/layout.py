@@ -47,11 +47,29 @@ REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_CHANGES = "/config/changes"
 CONSUMERS = "/consumers"
 CLUSTER_ID = "/cluster/id"
 
-#: Persistent nodes a cluster creates at start-up.
-PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, DELETE_TOPICS, CONFIG_TOPICS, CONSUMERS)
+#: Persistent nodes a cluster creates at start-up: Kafka's (``ZkData.PersistentZkPaths``, which
+#: its brokers create at start), those of what coordkit does not do yet included — generated
+#: broker ids, dynamic configs of clients, users, brokers and IPs, producer id blocks, failed log
+#: directories — so that the tree reads as Kafka's. (The engine adds its ISR notifications.)
+PERSISTENT_ROOTS = (
+    CONSUMERS,
+    BROKER_IDS,
+    BROKER_TOPICS,
+    CONFIG_CHANGES,
+    DELETE_TOPICS,
+    "/brokers/seqid",
+    "/latest_producer_id_block",
+    "/log_dir_event_notification",
+    CONFIG_TOPICS,
+    "/config/clients",
+    "/config/users",
+    "/config/brokers",
+    "/config/ips",
+)
 
 
 def _check_topic(topic: str, parent: str = BROKER_TOPICS) -> str:
@@ -67,6 +85,11 @@ def _check_id(label: str, value: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{label} must be a non-negative integer, got {value!r}")
     return value
+
+
+def plaintext_endpoint(host: str, port: int) -> str:
+    """A broker registration's ``PLAINTEXT`` endpoint (an IPv6 literal in brackets, as Kafka's)."""
+    return f"PLAINTEXT://[{host}]:{port}" if ":" in host else f"PLAINTEXT://{host}:{port}"
 
 
 def broker_path(broker_id: int) -> str:
@@ -224,6 +247,12 @@ class Codec(Generic[T]):
 
 def _encode_broker(b: BrokerInfo) -> bytes:
     obj: dict[str, Any] = {}
+    if b.version >= 5:  # KIP-584: the features a broker supports; coordkit versions none
+        obj["features"] = {}
+    if b.version >= 4:
+        # Listener name → security protocol: coordkit's listeners are named after theirs.
+        listeners = (endpoint.split("://", 1)[0] for endpoint in b.endpoints)
+        obj["listener_security_protocol_map"] = {name: name for name in listeners}
     if b.endpoints:
         obj["endpoints"] = list(b.endpoints)
     if b.rack is not None:
@@ -322,7 +351,10 @@ def _decode_state(path: str, data: bytes) -> PartitionState:
 
 
 def _encode_controller(c: ControllerInfo) -> bytes:
-    return _dump({"version": c.version, "brokerid": c.broker_id, "timestamp": c.timestamp})
+    obj: dict[str, Any] = {"version": c.version, "brokerid": c.broker_id, "timestamp": c.timestamp}
+    if c.version >= 2:  # KIP-866
+        obj["kraftControllerEpoch"] = c.kraft_controller_epoch
+    return _dump(obj)
 
 
 def _decode_controller(path: str, data: bytes) -> ControllerInfo:
@@ -333,6 +365,7 @@ def _decode_controller(path: str, data: bytes) -> ControllerInfo:
         broker_id=_field(path, obj, "brokerid", int),
         timestamp=_timestamp(path, obj),
         version=_field(path, obj, "version", int),
+        kraft_controller_epoch=_field(path, obj, "kraftControllerEpoch", int, -1),
     )
 
 
@@ -473,6 +506,15 @@ def decode_reassignment(
             raise LayoutError(path, f"{topic}-{partition} is listed twice", field=where)
         plan[(topic, partition)] = tuple(replicas)
     return plan
+
+
+#: Each config change is a sequential node under ``/config/changes`` named from this prefix.
+CONFIG_CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    """Kafka's config change notification (version 2) for ``entity_path``, e.g. ``topics/T``."""
+    return _dump({"version": 2, "entity_path": entity_path})
 
 
 def encode_preferred_election(partitions: Sequence[tuple[str, int]]) -> bytes:

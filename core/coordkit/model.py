@@ -187,11 +187,17 @@ class PartitionState:
 
 @frozen
 class ControllerInfo:
-    """``/controller``: which broker is the controller (ephemeral)."""
+    """``/controller``: which broker is the controller (ephemeral).
+
+    Kafka 3.9 writes version 2, which adds ``kraftControllerEpoch`` (KIP-866): -1 for a
+    ZooKeeper-mode controller, a KRaft controller's epoch while it migrates a cluster to KRaft
+    (a version 1 node is read as -1).
+    """
 
     broker_id: int = field(validator=_non_negative)
     timestamp: str = field(validator=_ms_timestamp)
-    version: int = field(default=1, validator=_at_least(1))
+    version: int = field(default=2, validator=_at_least(1))
+    kraft_controller_epoch: int = field(default=-1, validator=_at_least(-1))
 
 
 @frozen

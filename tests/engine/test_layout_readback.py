@@ -11,10 +11,20 @@ from coordkit.engine import states
 from coordkit.model import PartitionState
 from coordkit.store import MetadataStore
 
-# Field sets of seeds 001/003 (exact: no more, no fewer).
-BROKER_FIELDS = {"jmx_port", "timestamp", "host", "version", "port"}
+# Field sets of seeds 001/003 and, where Kafka 3.9 writes more, of Kafka 3.9 (exact: no more, no
+# fewer): broker registrations of version 5, /controller of version 2.
+BROKER_FIELDS = {
+    "jmx_port",
+    "timestamp",
+    "host",
+    "version",
+    "port",
+    "endpoints",
+    "listener_security_protocol_map",
+    "features",
+}
 STATE_FIELDS = {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
-CONTROLLER_FIELDS = {"version", "brokerid", "timestamp"}
+CONTROLLER_FIELDS = {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
 TOPIC_FIELDS = {"version", "partitions", "adding_replicas", "removing_replicas", "topic_id"}
 CONFIG_FIELDS = {"version", "config"}
 
@@ -54,7 +64,8 @@ def test_layout_read_back_node_by_node(
         value, data = _json(store, path)
         assert set(value) == BROKER_FIELDS, path
         info = layout.BROKER.decode(data, path)
-        assert (info.host, info.port, info.version) == ("localhost", 9092 + broker, 1)
+        assert (info.host, info.port, info.version) == ("localhost", 9092 + broker, 5)
+        assert info.endpoints == (f"PLAINTEXT://localhost:{9092 + broker}",)
         assert isinstance(value["timestamp"], str)
         assert value["timestamp"].isdigit()
         stat = store.exists(path)
@@ -64,7 +75,7 @@ def test_layout_read_back_node_by_node(
     value, data = _json(store, "/controller")
     assert set(value) == CONTROLLER_FIELDS
     assert value["brokerid"] == view.controller
-    assert value["version"] == 1
+    assert (value["version"], value["kraftControllerEpoch"]) == (2, -1)
     assert isinstance(value["timestamp"], str)
     assert value["timestamp"].isdigit()
     stat = store.exists("/controller")

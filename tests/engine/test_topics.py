@@ -160,6 +160,11 @@ def test_topic_config(make_cluster: Callable[..., Any], settled: Callable[..., A
     cluster.admin.set_config("t", {"retention.ms": "2000", "cleanup.policy": "delete"})
     data, _ = cluster.admin_store.get("/config/topics/t")
     assert data == b'{"version":1,"config":{"cleanup.policy":"delete","retention.ms":"2000"}}'
+    # Announced as Kafka's AdminZkClient announces it, for Kafka's brokers on the same tree.
+    (change,) = cluster.admin_store.children("/config/changes")
+    assert change == "config_change_0000000000"
+    data, _ = cluster.admin_store.get(f"/config/changes/{change}")
+    assert data == b'{"version":2,"entity_path":"topics/t"}'
     with pytest.raises(UnknownTopicError):
         cluster.admin.set_config("nope", {})
 

@@ -56,11 +56,19 @@ def test_partition_state_round_trips_byte_for_byte() -> None:
 
 def test_controller_decodes_seed_and_encodes_compact_in_kafka_order() -> None:
     info = layout.CONTROLLER_INFO.decode(SEED_CONTROLLER, "/controller")
-    assert info == ControllerInfo(broker_id=0, timestamp="1533452008692")
+    assert info == ControllerInfo(broker_id=0, timestamp="1533452008692", version=1)
     assert (
         layout.CONTROLLER_INFO.encode(info)
         == b'{"version":1,"brokerid":0,"timestamp":"1533452008692"}'
     )
+
+
+def test_controller_is_written_as_kafka_3_9_writes_it() -> None:
+    # Kafka 3.9's /controller (KIP-866: -1 is a ZooKeeper-mode controller's KRaft epoch).
+    kafka = b'{"version":2,"brokerid":1,"timestamp":"1795930280345","kraftControllerEpoch":-1}'
+    info = layout.CONTROLLER_INFO.decode(kafka, "/controller")
+    assert info == ControllerInfo(broker_id=1, timestamp="1795930280345")
+    assert layout.CONTROLLER_INFO.encode(info) == kafka
 
 
 def test_broker_registration_round_trip_keeps_seed_fields() -> None:
@@ -72,6 +80,30 @@ def test_broker_registration_round_trip_keeps_seed_fields() -> None:
     assert json.loads(encoded) == json.loads(SEED_BROKER)
     assert list(json.loads(encoded)) == ["jmx_port", "timestamp", "host", "version", "port"]
     assert isinstance(json.loads(encoded)["timestamp"], str)
+
+
+def test_broker_registration_version_5_as_kafka_3_9_writes_it() -> None:
+    kafka = {
+        "features": {},
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": ["PLAINTEXT://127.0.0.1:52375"],
+        "rack": "a",
+        "jmx_port": -1,
+        "port": 52375,
+        "host": "127.0.0.1",
+        "version": 5,
+        "timestamp": "1795930218451",
+    }
+    info = layout.BROKER.decode(json.dumps(kafka).encode(), "/brokers/ids/1")
+    assert info == BrokerInfo(
+        host="127.0.0.1",
+        port=52375,
+        timestamp="1795930218451",
+        rack="a",
+        version=5,
+        endpoints=("PLAINTEXT://127.0.0.1:52375",),
+    )
+    assert json.loads(layout.BROKER.encode(info)) == kafka
 
 
 def test_broker_with_rack_and_endpoints() -> None:

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coordkit import layout
 from coordkit.clock import Clock, SystemClock
@@ -51,6 +51,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("coordkit.engine.broker")
 
 DEFAULT_PORT = 9092
+#: The broker registration Kafka 3.9 writes: endpoints (2), rack (3), the listeners' security
+#: protocols (4), supported features (5).
+REGISTRATION_VERSION = 5
 #: ISR changes per multi a leader writes (each multi adds one notification node).
 ISR_WRITE_BATCH = 500
 
@@ -151,12 +154,17 @@ class Broker:
 
     @property
     def info(self) -> BrokerInfo:
+        """The registration, as Kafka 3.9's brokers write it (version 5)."""
+        # ``endpoints`` goes through attrs' ``tuple`` converter, whose type mypy cannot infer.
+        endpoints: Any = (layout.plaintext_endpoint(self.host, self.port),)
         return BrokerInfo(
             host=self.host,
             port=self.port,
             timestamp=str(self.clock.wall_ms()),
             jmx_port=self.jmx_port,
+            version=REGISTRATION_VERSION,
             rack=self.rack,
+            endpoints=endpoints,
         )
 
     def stop(self, *, controlled: bool = True) -> list[TP]:

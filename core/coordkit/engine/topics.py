@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Mapping, Sequence
 
 import attrs
@@ -37,12 +38,14 @@ from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.paths import numeric_name
 from coordkit.placement import BrokerMetadata, ReplicaPlacement
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import Create, MetadataStore, SetData
+from coordkit.store import Create, Delete, MetadataStore, SetData
 
 log = logging.getLogger("coordkit.engine.topics")
 
 #: Kafka's own placement: rack-aware when every broker has a rack, else rack-unaware.
 DEFAULT_PLACEMENT = "kafka-rack-aware"
+#: How long Kafka's brokers keep a config change notification (``changeExpirationMs``).
+CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 
 
 class TopicAdmin:
@@ -316,7 +319,9 @@ class TopicAdmin:
             ) from None
 
     def set_config(self, topic: str, config: Mapping[str, str]) -> None:
-        """Replace ``topic``'s config overrides in ``/config/topics/T``."""
+        """Replace ``topic``'s config overrides in ``/config/topics/T``, then announce the change
+        as Kafka's ``AdminZkClient`` does: a sequential ``/config/changes/config_change_N``
+        naming ``topics/T``, from which Kafka's brokers learn that a config changed."""
         if self.store.exists(layout.topic_path(topic)) is None:
             raise UnknownTopicError(f"topic {topic!r} does not exist ({layout.topic_path(topic)})")
         data = layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config)))
@@ -325,3 +330,28 @@ class TopicAdmin:
             self.store.set(path, data)
         except NoNodeError:
             self.store.create(path, data, make_parents=True)
+        self._purge_config_changes()
+        self.store.create(
+            layout.CONFIG_CHANGE_PREFIX,
+            layout.encode_config_change(f"topics/{topic}"),
+            sequential=True,
+            make_parents=True,
+        )
+
+    def _purge_config_changes(self) -> None:
+        """Delete the change notifications older than Kafka's brokers keep them (15 minutes):
+        they purge them as they apply them, which coordkit's brokers need not do."""
+        try:
+            names = self.store.children(layout.CONFIG_CHANGES)
+        except NoNodeError:
+            return
+        paths = [f"{layout.CONFIG_CHANGES}/{name}" for name in names]
+        cutoff = time.time() * 1000 - CONFIG_CHANGE_EXPIRATION_MS
+        expired = [
+            Delete(path, result[1].version)
+            for path, result in zip(paths, self.store.get_many(paths), strict=True)
+            if not isinstance(result, StoreError) and result[1].ctime < cutoff
+        ]
+        for outcome in self.store.apply(expired) if expired else ():
+            if isinstance(outcome, StoreError) and not isinstance(outcome, NoNodeError):
+                log.info("config change notification left in place: %s", outcome)

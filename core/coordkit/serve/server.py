@@ -41,9 +41,6 @@ from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.serve")
 
-#: Kafka's registration format with ``endpoints`` (version 4 adds the listener map, which
-#: coordkit's layout does not write: every listener here is PLAINTEXT).
-REGISTRATION_VERSION = 4
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
 
 
@@ -73,7 +70,7 @@ class ServingBroker(Broker):
             port=plain.port,
             timestamp=plain.timestamp,
             jmx_port=plain.jmx_port,
-            version=REGISTRATION_VERSION,
+            version=plain.version,
             rack=plain.rack,
             endpoints=endpoints,
         )
