@@ -57,7 +57,9 @@ PLACED = "placed"
 #: Placed by hand, the same on both sides: compared exactly.
 PINNED = "pinned"
 PINNED_ASSIGNMENT = {0: [1, 2], 1: [2, 3], 2: [3, 1]}
-PINNED_ADDED = {3: [1, 3], 4: [2, 1]}
+#: Each broker is the preferred leader of two partitions: whichever is the first controller still
+#: leads one when it fails, after the reassignment has moved the other.
+PINNED_ADDED = {3: [1, 3], 4: [2, 1], 5: [3, 2]}
 PINNED_CONFIG = {"retention.ms": "86400000"}
 PINNED_CONFIG_CHANGED = {"retention.ms": "3600000", "cleanup.policy": "compact"}
 #: Written straight into each tree as seed 003's example is (a version 1 node, no topic id), as

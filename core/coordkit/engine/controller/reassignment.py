@@ -9,7 +9,8 @@ RR = ORS − TRS (removing), each partition goes through:
   ``adding_replicas`` / ``removing_replicas`` maps, and the leader epoch is bumped, which starts
   the AR replicas (followers fetch; the leader adds them to the ISR once caught up).
 * **Phase B** (TRS ⊆ ISR): a leader outside TRS (or dead) is replaced by the ``reassign``
-  election over TRS (else the epoch is bumped); the ISR shrinks to drop RR; then RS = TRS with
+  election over TRS (else the epoch is bumped), the ISR as it is; then each replica of RR
+  leaves the ISR, one state write and one epoch each (Kafka's B3 and B4); then RS = TRS with
   empty maps is written to ``/brokers/topics/T`` — last, so a controller that fails over midway
   resumes from what the store holds — and the partition leaves ``/admin/reassign_partitions``
   (deleted when empty).
@@ -24,6 +25,7 @@ admin tool (:meth:`TopicAdmin.reassign_partitions`) refuses such plans before wr
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import attrs
@@ -193,7 +195,17 @@ class ReassignmentManager:
     ) -> None:
         for tp, target in finish.items():
             self.context.parts[tp].replicas = target
-        self.partitions.persist(self._finish(tp, target, live) for tp, target in finish.items())
+        # As Kafka's B3 and B4: first the leader, with the ISR as it is (a new one from the target
+        # if it is outside it or dead, else the same one) and a new epoch; then each removed
+        # replica out of the ISR, one state write and one epoch each.
+        self.partitions.persist(self._lead(tp, target, live) for tp, target in finish.items())
+        for removed in itertools.zip_longest(
+            *(
+                [(tp, r) for r in nodes[tp[0]][0].partitions[tp[1]] if r not in target]
+                for tp, target in finish.items()
+            )
+        ):
+            self.partitions.persist(self._drop(tp, r) for tp, r in filter(None, removed))
         updated: dict[str, TopicAssignment] = {}
         for (topic, partition), target in finish.items():
             assignment = updated.get(topic, nodes[topic][0])
@@ -219,27 +231,30 @@ class ReassignmentManager:
             return None
         return Plan(tp, state.leader, state.isr, None, self._bump)
 
-    def _finish(self, tp: TP, target: tuple[int, ...], live: frozenset[int]) -> Plan | None:
+    def _lead(self, tp: TP, target: tuple[int, ...], live: frozenset[int]) -> Plan | None:
         state = self.context.parts[tp].state
         if state is None:
             return None
 
         def again(t: TP) -> Plan | None:
-            return self._finish(t, target, live)
+            return self._lead(t, target, live)
 
-        isr = tuple(r for r in state.isr if r in target)
         if state.leader in target and state.leader in live:
-            return Plan(tp, state.leader, isr, None, again)
-        result = self._election.elect(PartitionElectionInput(target, isr, live, target=target))
+            return Plan(tp, state.leader, state.isr, None, again)
+        result = self._election.elect(
+            PartitionElectionInput(target, state.isr, live, target=target)
+        )
         if result is None:
             return None  # no live replica of the target in the ISR: waits for one
-        return Plan(
-            tp,
-            result.leader,
-            tuple(r for r in result.isr if r in target) or isr,
-            ElectionReason.REASSIGN,
-            again,
-        )
+        return Plan(tp, result.leader, state.isr, ElectionReason.REASSIGN, again)
+
+    def _drop(self, tp: TP, replica: int) -> Plan | None:
+        """``replica`` out of the ISR (Kafka's OfflineReplica transition), if it is in it."""
+        state = self.context.parts[tp].state
+        if state is None or replica not in state.isr or state.leader == replica:
+            return None
+        isr = tuple(r for r in state.isr if r != replica)
+        return Plan(tp, state.leader, isr, None, lambda t: self._drop(t, replica))
 
     # -- store access ----------------------------------------------------------------------------
 
