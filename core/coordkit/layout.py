@@ -50,6 +50,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
 CONSUMERS = "/consumers"
 CLUSTER_ID = "/cluster/id"
+FEATURE = "/feature"
 
 #: Persistent nodes a cluster creates at start-up: Kafka's (``ZkData.PersistentZkPaths``, which
 #: its brokers create at start), those of what coordkit does not do yet included — generated
@@ -507,6 +508,10 @@ def decode_reassignment(
         plan[(topic, partition)] = tuple(replicas)
     return plan
 
+
+#: ``/feature`` as Kafka's controller writes it when elected (KIP-584's version 2, status 1:
+#: feature versioning enabled) with no feature finalized: coordkit versions none.
+NO_FINALIZED_FEATURES = _dump({"features": {}, "version": 2, "status": 1})
 
 #: Each config change is a sequential node under ``/config/changes`` named from this prefix.
 CONFIG_CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"

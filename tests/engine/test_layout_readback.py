@@ -86,6 +86,10 @@ def test_layout_read_back_node_by_node(
     assert int(epoch_data) == view.epoch >= 1
     assert not epoch_stat.ephemeral
 
+    # What Kafka's controller writes when elected: feature versioning on, nothing finalized.
+    value, _ = _json(store, "/feature")
+    assert value == {"features": {}, "version": 2, "status": 1}
+
     value, data = _json(store, "/brokers/topics/orders")
     assert set(value) == TOPIC_FIELDS
     assert value["version"] == 3  # Kafka 2.8+: with the topic's id

@@ -50,6 +50,7 @@ from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.errors import NodeExistsError
 from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, Watch
 
 log = logging.getLogger("coordkit.engine.controller")
@@ -257,6 +258,14 @@ class Controller:
 
     # -- the pass (event thread) --------------------------------------------------------------
 
+    def _enable_feature_versioning(self) -> None:
+        """``/feature`` as Kafka's controller leaves it when elected: versioning enabled, no
+        feature finalized. A node another writer made is left as it is."""
+        try:
+            self.store.create(layout.FEATURE, layout.NO_FINALIZED_FEATURES)
+        except NodeExistsError:
+            pass
+
     @bulk
     def _reconcile(self, marks: Marks) -> None:
         context = self.context
@@ -264,6 +273,7 @@ class Controller:
         touched: set[TP] = set()
         brokers_changed = False
         if marks.everything:
+            self._enable_feature_versioning()
             # Brokers are compared with the previous read, so a bounce is seen here too.
             _dead, _born, bounced = context.load()
             self._bounced |= bounced
