@@ -187,3 +187,18 @@ def test_brokers_claim_distinct_blocks_and_a_foreign_node_is_refused() -> None:
         assert store.get(PRODUCER_ID_BLOCK)[0].endswith(b'"x"}')  # left as it was
     finally:
         store.close()
+
+
+def test_the_empty_node_kafkas_brokers_create_at_start_yields_the_first_block() -> None:
+    """Kafka's brokers (and coordkit's) create /latest_producer_id_block empty at start; the
+    first claim writes block 0 into it, at the version read."""
+    store = get_plugin_manager().store_for("memory://producer-id-empty-root")
+    try:
+        store.create(PRODUCER_ID_BLOCK, b"")
+        assert claim_block(store, 3) == ProducerIdBlock(broker=3, first=0, last=BLOCK_SIZE - 1)
+        data, stat = store.get(PRODUCER_ID_BLOCK)
+        assert ProducerIdBlock.decode(PRODUCER_ID_BLOCK, data).broker == 3
+        assert stat.version == 1
+        assert claim_block(store, 4).first == BLOCK_SIZE
+    finally:
+        store.close()

@@ -116,8 +116,13 @@ def claim_block(store: MetadataStore, broker_id: int) -> ProducerIdBlock:
             except NodeExistsError:
                 continue  # another broker claimed the first block meanwhile
             return block
-        previous = ProducerIdBlock.decode(PRODUCER_ID_BLOCK, data)
-        block = ProducerIdBlock(broker_id, previous.last + 1, previous.last + BLOCK_SIZE)
+        if data:
+            previous = ProducerIdBlock.decode(PRODUCER_ID_BLOCK, data)
+            block = ProducerIdBlock(broker_id, previous.last + 1, previous.last + BLOCK_SIZE)
+        else:
+            # Kafka's brokers create the node empty at start (a persistent root); no block has
+            # been handed out yet, so this is the first (Kafka's ZkProducerIdManager).
+            block = ProducerIdBlock(broker_id, 0, BLOCK_SIZE - 1)
         try:
             store.set(PRODUCER_ID_BLOCK, block.encode(), version=stat.version)
         except BadVersionError:
