@@ -67,10 +67,16 @@ PINNED_CONFIG_CHANGED = {"retention.ms": "3600000", "cleanup.policy": "compact"}
 LEGACY = "legacy"
 LEGACY_TOPIC_NODE = b'{"version":1,"partitions":{"0":[1,2],"1":[2,1],"2":[1,2]}}'
 #: Kafka's automatic preferred-leader rebalance runs 5 s after a controller takes over: off on
-#: both sides, so that leadership moves only when a step moves it.
-KAFKA_PROPERTIES = {"auto.leader.rebalance.enable": "false"}
+#: both sides, so that leadership moves only when a step moves it. A frozen broker's ZooKeeper
+#: session may have been silent a third of its timeout already (its client pings when idle): 10 s
+#: keeps a broker frozen up to REASSIGNMENT_START_TIMEOUT well alive.
+KAFKA_PROPERTIES = {
+    "auto.leader.rebalance.enable": "false",
+    "zookeeper.session.timeout.ms": "10000",
+}
+REASSIGNMENT_START_TIMEOUT = 4.0
 ENGINE_CONFIG = EngineConfig(auto_leader_rebalance=False)
-#: A step settles within this; Kafka notices a SIGKILLed broker when its 6 s session expires.
+#: A step settles within this; Kafka notices a SIGKILLed broker when its session expires.
 SETTLE_TIMEOUT = 60.0
 
 #: The table of known differences: its rows are what this test holds coordkit to.
@@ -238,7 +244,7 @@ class KafkaSide(Side):
 
     @contextlib.contextmanager
     def fetching_paused(self, broker: int) -> Iterator[None]:
-        # SIGSTOP: it fetches nothing, and its ZooKeeper session outlives the pause (6 s).
+        # SIGSTOP: it fetches nothing, and its ZooKeeper session outlives the pause.
         pid = self.cluster.node(broker).pid
         assert pid is not None
         os.kill(pid, signal.SIGSTOP)
@@ -499,9 +505,10 @@ def reassignment_started(side: Side, partition: int) -> dict[str, Node]:
         second = side.dump()
         return first if first == second else None
 
-    # Well within the 6 s a frozen Kafka broker's session lasts.
     tree = wait_for(
-        check, timeout=4.0, what=f"{side.name} to start reassigning {PINNED}-{partition}"
+        check,
+        timeout=REASSIGNMENT_START_TIMEOUT,
+        what=f"{side.name} to start reassigning {PINNED}-{partition}",
     )
     assert tree is not None  # wait_for returns only what is true
     return tree
