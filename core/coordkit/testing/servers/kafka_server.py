@@ -78,7 +78,9 @@ class KafkaNode:
     """One Kafka JVM: a ZooKeeper-mode broker, or a combined broker+controller KRaft node. Its
     ports and ``server.properties`` come from its :class:`KafkaCluster`."""
 
-    def __init__(self, version: str, node_id: int, workdir: Path, heap: str):
+    def __init__(
+        self, version: str, node_id: int, workdir: Path, heap: str, log_dir: Path | None = None
+    ):
         self.version = version
         self.node_id = node_id
         self.workdir = workdir
@@ -86,7 +88,9 @@ class KafkaNode:
         self.host = "127.0.0.1"
         self.port = 0
         self.controller_port: int | None = None
-        self.data_dir = workdir / "data"
+        #: ``log.dirs``: the node's own (emptied at each cluster start) unless given.
+        self.data_dir = log_dir or workdir / "data"
+        self.owns_data_dir = log_dir is None
         self.config_path = workdir / "server.properties"
         self.log_path = workdir / "server.log"
         self.console_path = workdir / "console.log"
@@ -218,6 +222,9 @@ class KafkaCluster:
     :param broker_ids: the nodes' ``broker.id`` / ``node.id``.
     :param racks: ``broker.rack`` of some nodes, by id.
     :param properties: broker properties over the fixture's (all nodes).
+    :param log_dirs: ``log.dirs`` of some nodes, by id: directories the caller owns, used as
+        they are (a log directory another broker wrote, coordkit's included) and left in place
+        by :meth:`start` and :meth:`close`; the other nodes get empty ones of their own.
     :param heap: each node's ``-Xmx``.
     :param seed: seeds the KRaft cluster id.
     """
@@ -231,6 +238,7 @@ class KafkaCluster:
         broker_ids: Sequence[int] = (1, 2, 3),
         racks: Mapping[int, str] | None = None,
         properties: Mapping[str, str] | None = None,
+        log_dirs: Mapping[int, Path] | None = None,
         heap: str = DEFAULT_HEAP,
         seed: int = 0,
     ):
@@ -247,6 +255,8 @@ class KafkaCluster:
             raise ValueError(f"zookeeper {zookeeper!r}: give host:port,... and the chroot apart")
         if chroot is not None and (zookeeper is None or not chroot.startswith("/")):
             raise ValueError(f"chroot {chroot!r}: a path from /, for a cluster on a zookeeper")
+        if log_dirs is not None and set(log_dirs) - set(broker_ids):
+            raise ValueError(f"log_dirs {sorted(log_dirs)}: not every id is a broker's")
         if not _HEAP.fullmatch(heap):
             raise ValueError(f"Kafka heap {heap!r}: give a JVM size such as 320m or 1g")
         number = next(_cluster_numbers)
@@ -259,8 +269,11 @@ class KafkaCluster:
         classpath(self.version)  # a missing jar cache fails here, naming `bash kafka-dist/fetch.sh`
         self.root = Path(tempfile.mkdtemp(prefix=f"coordkit-kafka-{number}-"))
         _cleanups.append(self)
+        given = dict(log_dirs or {})
         self.nodes = {
-            node_id: KafkaNode(self.version, node_id, self.root / f"node{node_id}", heap)
+            node_id: KafkaNode(
+                self.version, node_id, self.root / f"node{node_id}", heap, given.get(node_id)
+            )
             for node_id in broker_ids
         }
 
@@ -347,7 +360,8 @@ class KafkaCluster:
     def _prepare(self) -> None:
         """Write every node's configuration; format the KRaft nodes' storage."""
         for node in self.nodes.values():
-            shutil.rmtree(node.data_dir, ignore_errors=True)
+            if node.owns_data_dir:
+                shutil.rmtree(node.data_dir, ignore_errors=True)
             node.write_config(self._node_properties(node))
             if self.kraft:
                 formatted = kafka_tool(
