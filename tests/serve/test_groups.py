@@ -118,6 +118,15 @@ def _heartbeat(client: RawClient, group: str, generation: int, member: str, **kw
     return int(answer.error_code)
 
 
+def _create_topic(client: RawClient, name: str, partitions: int) -> None:
+    """A topic to commit offsets for (a commit for a topic that does not exist is
+    UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers)."""
+    CreateTopics = messages.CreateTopicsRequest
+    topic = CreateTopics.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
+    answer = client.call(CreateTopics(topics=[topic], timeout_ms=30_000), 7)
+    assert answer.topics[0].error_code == 0
+
+
 def _tp(topic: str, partition: int) -> TopicPartition:
     return TopicPartition(topic, partition)
 
@@ -139,7 +148,10 @@ GROUP_RANGES = {
 
 def test_api_versions_advertises_the_group_apis(serve: ServeFactory, raw_client: Connect) -> None:
     server = serve(brokers=1)
-    response = raw_client(server.addresses[0]).call(messages.ApiVersionsRequest(), 3)
+    request = messages.ApiVersionsRequest(
+        client_software_name="coordkit-tests", client_software_version="1.0"
+    )  # v3+ needs both (Kafka refuses the request without them)
+    response = raw_client(server.addresses[0]).call(request, 3)
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert {key: ranges.get(key) for key in GROUP_RANGES} == GROUP_RANGES
 
@@ -158,6 +170,7 @@ def test_a_broker_that_does_not_coordinate_the_group_says_so(
     ]
     other = next(b for b in server.addresses if b != coordinator)
     client = raw_client(server.addresses[other])
+    _create_topic(client, "orders", 1)
     assert client.call(_join("g"), 5).error_code == NOT_COORDINATOR
     assert _heartbeat(client, "g", 1, "m") == NOT_COORDINATOR
     commit = client.call(
@@ -346,6 +359,7 @@ def test_offsets_committed_are_fetched_back(serve: ServeFactory, raw_client: Con
     group = "offsets"
     _, address = _coordinator(raw_client(server.addresses[0]), group, server)
     client = raw_client(address)
+    _create_topic(client, "orders", 3)
     committed = client.call(
         _commit_request(
             group,

@@ -11,6 +11,7 @@ DeleteTopics 5.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -35,7 +36,21 @@ ApiVersionsResponse = messages.ApiVersionsResponse
 ApiVersion = nested(ApiVersionsResponse, "ApiVersion")
 
 
+#: Kafka's ``ApiVersionsRequest.isValid``: from v3 on, the client software name and version
+#: each match this pattern (so an empty one does not).
+CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+CLIENT_SOFTWARE_VERSION = 3
+
+
 async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
+    body = request.body
+    if request.version >= CLIENT_SOFTWARE_VERSION and not (
+        CLIENT_SOFTWARE.fullmatch(body.client_software_name or "")
+        and CLIENT_SOFTWARE.fullmatch(body.client_software_version or "")
+    ):
+        # Kafka's answer: INVALID_REQUEST and no ranges.
+        return ApiVersionsResponse(error_code=errors.INVALID_REQUEST, api_keys=[],
+                                   throttle_time_ms=0)  # fmt: skip
     return ApiVersionsResponse(error_code=errors.NONE, api_keys=advertised(), throttle_time_ms=0)
 
 

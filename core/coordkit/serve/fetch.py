@@ -31,10 +31,25 @@ ListOffsetsResponse = messages.ListOffsetsResponse
 OffsetsTopic = nested(ListOffsetsResponse, "ListOffsetsTopicResponse")
 OffsetsPartition = nested(ListOffsetsResponse, "ListOffsetsPartitionResponse")
 LeaderIdAndEpoch = nested(FetchResponse, "LeaderIdAndEpoch")
-#: The first Fetch version that tells a client the current leader (a tagged field).
-CURRENT_LEADER_VERSION = 12
+#: The first Fetch version whose refusals name the current leader (KIP-951, Kafka 3.7+): the
+#: tagged field exists from v12, but Kafka fills it in from v16 only, so below that a client
+#: refreshes its metadata.
+CURRENT_LEADER_VERSION = 16
 #: The first ListOffsets version with the leader epoch.
 LEADER_EPOCH_VERSION = 4
+#: Fetch's isolation levels.
+READ_COMMITTED = 1
+#: A request's current leader epoch when the client knows none (nothing to check).
+NO_EPOCH = -1
+
+
+def leader_epoch_error(requested: int, current: int) -> int:
+    """Kafka's ``Partition.checkCurrentLeaderEpoch``: a client naming the leader epoch it
+    knows is told when it is behind (FENCED_LEADER_EPOCH) or ahead of the leader
+    (UNKNOWN_LEADER_EPOCH: this broker has not heard of the new epoch yet)."""
+    if requested in (NO_EPOCH, current):
+        return errors.NONE
+    return errors.FENCED_LEADER_EPOCH if requested < current else errors.UNKNOWN_LEADER_EPOCH
 
 
 def high_watermark(ctx: BrokerContext, tp: TP, partition_log: PartitionLog) -> int:
@@ -47,17 +62,32 @@ def high_watermark(ctx: BrokerContext, tp: TP, partition_log: PartitionLog) -> i
 
 
 def _read(
-    ctx: BrokerContext, version: int, topic: str, partition: Any, budget: int, first: bool
+    ctx: BrokerContext, request: Request, topic: str, partition: Any, budget: int, first: bool
 ) -> Any:
+    """One partition's answer. Aborted transactions are listed (empty: there are none) for
+    read_committed only, and null otherwise or with an error, as Kafka answers."""
+    version = request.version
     tp = (topic, partition.partition)
     answer = PartitionData(partition_index=partition.partition, high_watermark=-1,
-                           last_stable_offset=-1, log_start_offset=-1, records=b"")  # fmt: skip
+                           last_stable_offset=-1, log_start_offset=-1, records=b"",
+                           aborted_transactions=None)  # fmt: skip
     error, leadership = ctx.leader_error(tp)
+    if error == errors.UNKNOWN_TOPIC_OR_PARTITION:
+        # Kafka's broker refuses a partition it has no metadata for before reading any log,
+        # with an answer whose aborted transactions are an empty list rather than null.
+        answer.error_code = error
+        answer.aborted_transactions = []
+        return answer
     if error:
         answer.error_code = error
         if leadership is not None and version >= CURRENT_LEADER_VERSION:
             leader, epoch = leadership
             answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+        return answer
+    assert leadership is not None
+    fenced = leader_epoch_error(partition.current_leader_epoch, leadership[1])
+    if fenced:
+        answer.error_code = fenced
         return answer
     partition_log = ctx.logs.get(tp)
     hw = high_watermark(ctx, tp, partition_log)
@@ -71,7 +101,13 @@ def _read(
             upto=hw,
         )
     except IndexError:
+        # Kafka answers an offset out of range with no offsets at all.
         answer.error_code = errors.OFFSET_OUT_OF_RANGE
+        answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
+        answer.records = b""
+        return answer
+    if request.version >= 4 and request.body.isolation_level == READ_COMMITTED:
+        answer.aborted_transactions = []
     return answer
 
 
@@ -85,9 +121,7 @@ def _read_all(ctx: BrokerContext, request: Request) -> tuple[list[Any], int, boo
     for topic in body.topics:
         answers = []
         for partition in topic.partitions:
-            answer = _read(
-                ctx, request.version, topic.topic, partition, max(budget - found, 0), found == 0
-            )
+            answer = _read(ctx, request, topic.topic, partition, max(budget - found, 0), found == 0)
             found += len(answer.records)
             failed = failed or answer.error_code != errors.NONE
             answers.append(answer)
@@ -121,12 +155,17 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any
         answer.error_code = error
         return answer
     epoch = leadership[1]
+    if version >= LEADER_EPOCH_VERSION:
+        fenced = leader_epoch_error(partition.current_leader_epoch, epoch)
+        if fenced:
+            answer.error_code = fenced
+            return answer
     partition_log = ctx.logs.get(tp)
     answer.offset, answer.timestamp = partition_log.offset_for(
         partition.timestamp, upto=high_watermark(ctx, tp, partition_log)
     )
-    if version >= LEADER_EPOCH_VERSION:
-        answer.leader_epoch = epoch
+    if version >= LEADER_EPOCH_VERSION and answer.offset >= 0:
+        answer.leader_epoch = epoch  # no record found: no epoch either
     return answer
 
 

@@ -7,7 +7,9 @@ connection requests are answered one at a time and in order, as Kafka's brokers 
 matches answers to requests by order and correlation id).
 
 A malformed frame (a size over the limit, bytes the codec refuses) or a request for an api or
-version this server does not advertise closes that connection and nothing else, as Kafka does.
+version this server does not advertise closes that connection and nothing else, as Kafka does; so
+does a handler that answers by closing (:class:`~coordkit.serve.connection.CloseConnectionError`:
+a failed acks=0 produce).
 
 Stopping (the server, or one broker in-process) cancels every connection's task, idle or with a
 request in flight (a long-polling fetch, an acks=all produce): each closes its connection and
@@ -24,6 +26,7 @@ import logging
 import socket
 
 from coordkit.protocol import FrameReader, KafkaCodec, ProtocolError
+from coordkit.serve.connection import CloseConnectionError, client_host, kafka_host
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dispatch import Dispatcher, UnservedRequestError
 from coordkit.terminal import visible
@@ -84,6 +87,7 @@ class BrokerListener:
             return
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        client_host.set(kafka_host(peer))  # this task's: the connection's handlers see it
         frames = FrameReader(self.codec)
         try:
             while not self.closing() and (data := await reader.read(READ_CHUNK)):
@@ -101,6 +105,9 @@ class BrokerListener:
                 _address(peer),
                 visible(str(exc)),
             )
+        except CloseConnectionError as exc:
+            log.info("broker %s: closing the connection from %s: %s", self.ctx.broker_id,
+                     _address(peer), exc)  # fmt: skip
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
         except asyncio.CancelledError:

@@ -57,6 +57,10 @@ class Appended:
     base_offset: int = -1
     records: int = 0
     end_offset: int = -1
+    #: What Kafka answers as the append time: -1 for an append (create-time topics), the
+    #: original batch's max timestamp for a duplicate (Kafka's ``UnifiedLog`` answers a
+    #: duplicate with the metadata kept for it).
+    log_append_time: int = -1
 
 
 class PartitionLog:
@@ -92,15 +96,16 @@ class PartitionLog:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, data: bytes, leader_epoch: int) -> Appended:
+    def append(self, data: bytes, leader_epoch: int, *, verify_crc: bool = True) -> Appended:
         """Append every batch of a Produce request's records field as the leader.
 
-        All batches are checked (magic 2, CRC-32C, lengths, record counts, codec, producer
-        sequences) before any is kept, so a refused request appends nothing.
+        All batches are checked (magic 2, CRC-32C unless the caller checked it, lengths, record
+        counts, codec, producer sequences) before any is kept, so a refused request appends
+        nothing.
 
         :raises ProtocolError: a batch is malformed.
         """
-        checked = _checked(data)
+        checked = _checked(data, verify_crc)
         pending: dict[int, tuple[int, int]] = {}
         verdicts: list[int | BatchMetadata] = []
         for header, _raw in checked:
@@ -114,7 +119,8 @@ class PartitionLog:
             assert isinstance(first, BatchMetadata)
             last = verdicts[-1]
             assert isinstance(last, BatchMetadata)
-            return Appended(errors.NONE, first.first_offset, 0, last.last_offset + 1)
+            return Appended(errors.NONE, first.first_offset, 0, last.last_offset + 1,
+                            log_append_time=first.timestamp)  # fmt: skip
         first_offset = self.log_end
         appended = 0
         self._new_epoch(leader_epoch)
@@ -279,10 +285,10 @@ class PartitionLog:
         return batch.base_offset, batch.max_timestamp
 
 
-def _checked(data: bytes) -> list[tuple[BatchHeader, memoryview]]:
+def _checked(data: bytes, verify_crc: bool = True) -> list[tuple[BatchHeader, memoryview]]:
     """The batches of a produce request's records, each checked; at least one."""
     checked = []
-    for header, raw in records.iter_batches(data):
+    for header, raw in records.iter_batches(data, verify_crc=verify_crc):
         if header.record_count != header.last_offset_delta + 1:
             raise ProtocolError(
                 f"record count {header.record_count} does not match last offset delta "

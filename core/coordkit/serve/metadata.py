@@ -3,6 +3,13 @@ with leader, leader epoch, replicas and ISR from the partition states the engine
 
 Everything is read from the store through the serving broker's own session (off the event loop),
 so the answer is what the cluster's store holds, not what this process happens to know.
+
+As Kafka answers: a topic named by id alone (v10+) is answered by name, or UNKNOWN_TOPIC_ID; a
+missing topic whose name Kafka refuses is INVALID_TOPIC_EXCEPTION, auto-creation or not; a topic
+created by this request is LEADER_NOT_AVAILABLE without partitions (a ZooKeeper-mode broker's
+answer: it wrote the topic at once; a KRaft broker answers UNKNOWN_TOPIC_OR_PARTITION until it
+learns of the topic); asked for (v8+), a topic's authorized operations are every operation, as
+Kafka's without an authorizer.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from coordkit import layout
 from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.engine.snapshot import ClusterView, children, read_view
 from coordkit.errors import CoordkitError, LayoutError, StoreError
-from coordkit.model import NO_LEADER, BrokerInfo
+from coordkit.model import NO_LEADER, BrokerInfo, validate_topic_name
 from coordkit.paths import numeric_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
@@ -33,6 +40,13 @@ Partition_ = nested(Response, "MetadataResponsePartition")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: Kafka's ``Uuid.ZERO_UUID``: what a response carries for a topic with no id.
 NO_TOPIC_ID = uuid.UUID(int=0)
+#: Metadata v10+ may name a topic by id; v8+ may ask for its authorized operations.
+TOPIC_ID_VERSION = 10
+AUTHORIZED_OPERATIONS_VERSION = 8
+#: What Kafka without an authorizer allows on a topic, as a bit field of AclOperation codes:
+#: READ (3), WRITE (4), CREATE (5), DELETE (6), ALTER (7), DESCRIBE (8), DESCRIBE_CONFIGS (10)
+#: and ALTER_CONFIGS (11).
+TOPIC_OPERATIONS = sum(1 << operation for operation in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
@@ -60,6 +74,22 @@ def requested_topics(request: Request) -> list[str] | None:
     return [t.name for t in topics if t.name is not None]
 
 
+def requested_topic_ids(request: Request) -> list[uuid.UUID]:
+    """The topic ids asked for (v10+: a topic named by its id, its name null)."""
+    topics = request.body.topics
+    if request.version < TOPIC_ID_VERSION or topics is None:
+        return []
+    return [t.topic_id for t in topics if t.topic_id is not None and t.topic_id.int]
+
+
+def valid_name(name: str) -> bool:
+    try:
+        validate_topic_name(name)
+    except ValueError:
+        return False
+    return True
+
+
 def _auto_create_allowed(ctx: BrokerContext, request: Request) -> bool:
     if not ctx.settings.auto_create_topics:
         return False
@@ -76,7 +106,7 @@ def _gather(
     if names and _auto_create_allowed(ctx, request):
         existing = set(children(store, layout.BROKER_TOPICS))
         for name in names:
-            if name in existing:
+            if name in existing or not valid_name(name):
                 continue
             try:
                 ctx.admin.create_topic(
@@ -102,6 +132,24 @@ def _topic_id(view: ClusterView, name: str) -> uuid.UUID:
     except ValueError as exc:
         log.warning("metadata without the id of topic %r: %s", name, exc)
         return NO_TOPIC_ID
+
+
+def _ids_asked(view: ClusterView, request: Request) -> tuple[list[str], list[Any]]:
+    """The topics asked for by id: the names of those that exist, and the answers of those
+    that do not (UNKNOWN_TOPIC_ID)."""
+    by_id = {}
+    for name in view.topic_ids:
+        topic_id = _topic_id(view, name)
+        if topic_id.int:
+            by_id[topic_id] = name
+    asked = requested_topic_ids(request)
+    unknown = [
+        Topic_(error_code=errors.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id,
+               is_internal=False, partitions=[])
+        for topic_id in asked
+        if topic_id not in by_id
+    ]  # fmt: skip
+    return [by_id[topic_id] for topic_id in asked if topic_id in by_id], unknown
 
 
 async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
@@ -132,13 +180,22 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
             )
         )
     names = requested_topics(request)
+    unknown_ids: list[Any] = []
+    if requested_topic_ids(request):
+        # Kafka answers the topics named by id, and only them.
+        names, unknown_ids = _ids_asked(view, request)
     topics = []
     for name in sorted(by_topic) if names is None else names:
         partitions = sorted(by_topic.get(name, []), key=lambda p: p.partition_index)
         if name in created:
             code = errors.LEADER_NOT_AVAILABLE  # Kafka's answer while a new topic gets leaders
+            partitions = []
         elif not partitions:
-            code = errors.UNKNOWN_TOPIC_OR_PARTITION
+            code = (
+                errors.UNKNOWN_TOPIC_OR_PARTITION
+                if valid_name(name)
+                else errors.INVALID_TOPIC_EXCEPTION
+            )
         else:
             code = errors.NONE
         topics.append(
@@ -147,9 +204,15 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
                 name=name,
                 topic_id=_topic_id(view, name),
                 is_internal=name in INTERNAL_TOPICS,
-                partitions=partitions if code != errors.UNKNOWN_TOPIC_OR_PARTITION else [],
+                partitions=partitions,
             )
         )
+    topics += unknown_ids
+    if request.version >= AUTHORIZED_OPERATIONS_VERSION and (
+        request.body.include_topic_authorized_operations
+    ):
+        for topic in topics:
+            topic.topic_authorized_operations = TOPIC_OPERATIONS
     return Response(
         throttle_time_ms=0,
         brokers=[

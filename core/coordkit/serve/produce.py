@@ -1,7 +1,8 @@
 """Produce: record batches appended to the leader's log, offsets assigned by the leader, copied
 by the followers (:mod:`coordkit.serve.replicas`).
 
-* acks=0 gets no response (Kafka's rule: the producer reads none);
+* acks=0 gets no response (Kafka's rule: the producer reads none), and a failure closes the
+  connection (the one sign such a producer gets);
 * acks=1 is answered once the leader appended;
 * acks=-1 (all) once every ISR member has the records, i.e. the high watermark passed them, or
   REQUEST_TIMED_OUT at the request's ``timeout_ms`` (the records stay in the leader's log and
@@ -11,22 +12,37 @@ Idempotent producers (a producer id in the batch) are checked per partition as K
 :mod:`coordkit.serve.producers`): a retried batch is answered with its original offset and not
 appended again.
 
+A partition's records are checked in Kafka's order, each failure its error: a transactional batch
+in a request without a transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, for the whole
+request), an unknown partition, anything but exactly one record batch of format v2
+(INVALID_RECORD), an internal topic (INVALID_TOPIC_EXCEPTION: only coordinators write there),
+another leader (NOT_LEADER_OR_FOLLOWER), a batch over ``message.max.bytes`` (MESSAGE_TOO_LARGE),
+a CRC-32C that does not match (CORRUPT_MESSAGE), then what the log refuses (INVALID_RECORD for
+a batch that does not decode, the idempotent producer checks) — those last answered with the
+log start offset, as Kafka's leader answers what it refuses while appending.
+
 Limits: ``min.insync.replicas`` is not enforced (the engine has no such setting; Kafka's default,
-1, never refuses), so NOT_ENOUGH_REPLICAS is never answered.
+1, never refuses), so NOT_ENOUGH_REPLICAS is never answered; the topic-level
+``max.message.bytes`` is not read (the broker's default, ``message.max.bytes``, applies to
+every topic).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import Any
 
 from coordkit.engine.states import TP
-from coordkit.protocol import Request, messages
+from coordkit.protocol import Request, messages, records
+from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
+from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.metadata import INTERNAL_TOPICS
 
 log = logging.getLogger("coordkit.serve")
 
@@ -34,44 +50,141 @@ Response = messages.ProduceResponse
 TopicResponse = nested(Response, "TopicProduceResponse")
 PartitionResponse = nested(Response, "PartitionProduceResponse")
 ACKS_ALL = -1
+#: Kafka's ``message.max.bytes`` default: the largest record batch a leader appends.
+MESSAGE_MAX_BYTES = 1_048_588
+#: A batch's base offset and length, before what its length counts.
+_LOG_OVERHEAD = 12
+_MAGIC_OFFSET = 16
+#: Kafka's ``LegacyRecord.RECORD_OVERHEAD_V0``: a batch length below any format's smallest
+#: record is corrupt.
+_SMALLEST_BATCH_LENGTH = 14
+_CRC = struct.Struct(">I")
+_CRC_OFFSET = 17
+_CRC_START = 21
+#: Record batch attributes: the transactional bit.
+_TRANSACTIONAL = 0x10
+
+
+class _CorruptBatchError(Exception):
+    """A batch length no record format allows."""
+
+
+def _batch_size(data: bytes, pos: int) -> int | None:
+    """The size of the whole batch at ``pos``; ``None`` when no whole batch is there (Kafka's
+    ``ByteBufferLogInputStream.nextBatch``)."""
+    left = len(data) - pos
+    if left < _LOG_OVERHEAD:
+        return None
+    length = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+    if length < _SMALLEST_BATCH_LENGTH:
+        raise _CorruptBatchError(length)
+    if left < _MAGIC_OFFSET + 1 or left < _LOG_OVERHEAD + length:
+        return None
+    return _LOG_OVERHEAD + length
+
+
+def single_batch(data: bytes) -> tuple[int, bytes]:
+    """Kafka's ``ProduceRequest.validateRecords`` for v3+: the records field must hold exactly
+    one whole record batch of format v2. ``(NONE, the batch)``, or the error code and ``b""``
+    (bytes after the batch too few for another one are passed over, as Kafka passes them)."""
+    try:
+        size = _batch_size(data, 0)
+        if size is None or data[_MAGIC_OFFSET] != records.MAGIC:
+            return errors.INVALID_RECORD, b""
+        if _batch_size(data, size) is not None:
+            return errors.INVALID_RECORD, b""
+    except _CorruptBatchError:
+        return errors.CORRUPT_MESSAGE, b""
+    return errors.NONE, data[:size]
+
+
+def _transactional(data: bytes) -> bool:
+    """Whether the records field's first batch is transactional (Kafka's
+    ``ProduceRequest.hasTransactionalRecords`` looks at each partition's first batch)."""
+    return len(data) > _MAGIC_OFFSET + 6 and bool(data[_MAGIC_OFFSET + 6] & _TRANSACTIONAL)
 
 
 def _append(ctx: BrokerContext, topic: str, partition: Any, acks: int) -> tuple[Any, int]:
     """Append one partition's records; its answer and the offset acks=all waits for (-1: none)."""
     tp = (topic, partition.index)
     answer = PartitionResponse(index=partition.index, base_offset=-1, log_append_time_ms=-1)
+    error, leadership = ctx.leader_error(tp)
+    if error == errors.UNKNOWN_TOPIC_OR_PARTITION:
+        answer.error_code = error
+        return answer, -1
+    shape, batch = single_batch(bytes(partition.records or b""))
+    if shape:
+        answer.error_code = shape
+        return answer, -1
     if acks not in (0, 1, ACKS_ALL):
         answer.error_code = errors.INVALID_REQUIRED_ACKS
         return answer, -1
-    error, leadership = ctx.leader_error(tp)
+    if topic in INTERNAL_TOPICS:
+        answer.error_code = errors.INVALID_TOPIC_EXCEPTION
+        return answer, -1
     if error or leadership is None:
         # NOT_LEADER_OR_FOLLOWER: the new leader itself (``current_leader``) goes back from v10
         # on, which is not served; the client refreshes its metadata.
         answer.error_code = error
         return answer, -1
+    if len(batch) > MESSAGE_MAX_BYTES:
+        answer.error_code = errors.MESSAGE_TOO_LARGE
+        return answer, -1
+    if _CRC.unpack_from(batch, _CRC_OFFSET)[0] != crc32c(memoryview(batch)[_CRC_START:]):
+        answer.error_code = errors.CORRUPT_MESSAGE
+        return answer, -1
     epoch = leadership[1]
     partition_log = ctx.logs.get(tp)
     try:
-        appended = partition_log.append(bytes(partition.records or b""), epoch)
+        appended = partition_log.append(batch, epoch, verify_crc=False)
     except ProtocolError as exc:
         log.info("broker %s: refused a produce to %s-%s: %s", ctx.broker_id, *tp, exc)
-        answer.error_code = errors.CORRUPT_MESSAGE
+        answer.error_code = errors.INVALID_RECORD
         answer.error_message = str(exc)
+        answer.log_start_offset = partition_log.log_start
         return answer, -1
     answer.error_code = appended.error
+    answer.log_start_offset = partition_log.log_start
     if appended.error:
         return answer, -1
     answer.base_offset = appended.base_offset
-    answer.log_start_offset = partition_log.log_start
+    answer.log_append_time_ms = appended.log_append_time
     replicas = ctx.logs.replicas
     if replicas is not None and appended.records:
         replicas.appended(ctx, tp, partition_log, appended.records)
     return answer, appended.end_offset
 
 
+def _refused(body: Any, code: int) -> Any:
+    """Every partition of the request answered ``code`` (an error of the whole request)."""
+    return Response(
+        throttle_time_ms=0,
+        responses=[
+            TopicResponse(
+                name=topic.name,
+                partition_responses=[
+                    PartitionResponse(
+                        index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1
+                    )
+                    for p in topic.partition_data
+                ],
+            )
+            for topic in body.topic_data
+        ],
+    )
+
+
 async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     acks = int(body.acks)
+    if body.transactional_id is None and any(
+        _transactional(bytes(p.records or b"")) for t in body.topic_data for p in t.partition_data
+    ):
+        # Kafka authorizes transactional records against the request's transactional id, and
+        # without one refuses the whole request.
+        if acks == 0:
+            raise CloseConnectionError("acks=0 transactional records without a transactional id")
+        return _refused(body, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     responses = []
     waits: list[tuple[Any, TP, int]] = []
     for topic in body.topic_data:
@@ -84,7 +197,12 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         responses.append(TopicResponse(name=topic.name, partition_responses=answers))
     ctx.logs.appended()
     if acks == 0:
-        return None  # the producer reads no answer
+        failed = [(t.name, a.index, a.error_code) for t in responses
+                  for a in t.partition_responses if a.error_code]  # fmt: skip
+        if failed:
+            # The producer reads no answer: Kafka closes the connection to tell it.
+            raise CloseConnectionError(f"acks=0 produce failed: {failed}")
+        return None
     replicas = ctx.logs.replicas
     if waits and replicas is not None:
         timeout = max(int(body.timeout_ms), 0) / 1000

@@ -9,16 +9,30 @@ DeleteTopics queues each topic in ``/admin/delete_topics`` and waits, up to the 
 timeout, until the controller has removed it; a topic still there then is REQUEST_TIMED_OUT
 (its deletion goes on), as Kafka answers. The brokers drop a deleted topic's served logs when
 they see it gone (see :mod:`coordkit.serve.follower`).
+
+As Kafka 4's controller answers: a name given twice in one request is refused once
+(INVALID_REQUEST) and neither created nor deleted; a refused topic's result has no topic id
+and -1 partitions and replication factor; a created one (or, validating only, one that would
+be) its topic id.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from coordkit import layout
-from coordkit.engine.errors import TopicExistsError, UnknownTopicError
+from coordkit.engine.cluster_id import kafka_uuid, new_kafka_uuid
+from coordkit.engine.errors import (
+    InvalidReplicaAssignmentError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from coordkit.engine.snapshot import children
 from coordkit.engine.states import TP, state_path
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
@@ -36,10 +50,40 @@ DeleteResponse = messages.DeleteTopicsResponse
 DeleteResult = nested(DeleteResponse, "DeletableTopicResult")
 #: How often an answer that waits for the controller looks at the store.
 POLL_SECONDS = 0.02
+#: Kafka's ``Uuid.ZERO_UUID``: a result without a topic.
+NO_TOPIC_ID = uuid.UUID(int=0)
 
 
-def _create(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
-    """Create (or, validating only, place) one topic; its result entry."""
+def twice_named(names: Iterable[str]) -> set[str]:
+    """The names a request gives more than once."""
+    return {name for name, count in Counter(names).items() if count > 1}
+
+
+def _check_brokers(assignment: Mapping[int, Sequence[int]], registered: set[int]) -> None:
+    """An explicit assignment may name registered brokers only (Kafka's controller)."""
+    unknown = sorted({b for replicas in assignment.values() for b in replicas} - registered)
+    if unknown:
+        raise InvalidReplicaAssignmentError(
+            f"the assignment names brokers {unknown}, which are not registered "
+            f"(registered: {sorted(registered)})"
+        )
+
+
+def _check_collision(name: str, existing: Iterable[str]) -> None:
+    """Kafka's ``Topic.hasCollision``: two names equal but for ``.`` against ``_`` would share
+    their metric names, so the second is refused."""
+    folded = name.replace(".", "_")
+    for other in existing:
+        if other != name and other.replace(".", "_") == folded:
+            raise LayoutError(
+                f"{layout.BROKER_TOPICS}/{name}",
+                f"topic {name!r} collides with existing topic {other!r}",
+                field="topic",
+            )
+
+
+def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[str]) -> Any:
+    """Create (or, validating only, place) one topic of the ``existing``; its result entry."""
     partitions = (
         ctx.settings.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     )
@@ -52,35 +96,48 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool) -> Any:
     result = Result(name=topic.name, num_partitions=partitions, replication_factor=factor)
     if assignment:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
-            result.error_code = errors.INVALID_REQUEST
-            result.error_message = (
-                "both an assignment and a partition count or replication factor were given"
+            return _refused(
+                topic.name,
+                errors.INVALID_REQUEST,
+                "both an assignment and a partition count or replication factor were given",
             )
-            return result
         result.num_partitions = len(assignment)
         result.replication_factor = len(next(iter(assignment.values())))
     config = {c.name: c.value for c in topic.configs or [] if c.value is not None}
+    admin: TopicAdmin = ctx.admin
     try:
+        if assignment:
+            _check_brokers(assignment, {b.id for b in admin.brokers()})
+        if topic.name not in existing:
+            _check_collision(topic.name, existing)
         if validate_only:
-            admin: TopicAdmin = ctx.admin
             if admin.store.exists(layout.topic_path(topic.name)) is not None:
                 raise TopicExistsError(f"topic {topic.name!r} already exists")
             if not assignment:
                 admin.placement.place(
                     admin.brokers(), partitions, factor, rng=admin.rng, topic=topic.name
                 )
+            # Kafka's controller answers the id the topic would get.
+            result.topic_id = kafka_uuid(new_kafka_uuid())
         else:
-            ctx.admin.create_topic(
+            created = admin.create_topic(
                 topic.name,
                 partitions,
                 factor,
                 config=config,
                 assignment=assignment or None,
             )
+            if created.topic_id is not None:
+                result.topic_id = kafka_uuid(created.topic_id)
     except (CoordkitError, ValueError) as exc:
-        result.error_code = errors.topic_creation_error(exc)
-        result.error_message = str(exc)
+        return _refused(topic.name, errors.topic_creation_error(exc), str(exc))
     return result
+
+
+def _refused(name: str, code: int, message: str) -> Any:
+    """A refused topic's result: no topic id, no partition count or replication factor."""
+    return Result(name=name, topic_id=NO_TOPIC_ID, error_code=code, error_message=message,
+                  num_partitions=-1, replication_factor=-1)  # fmt: skip
 
 
 def wait_for_states(store: MetadataStore, tps: list[TP], timeout: float) -> None:
@@ -97,15 +154,17 @@ def wait_for_states(store: MetadataStore, tps: list[TP], timeout: float) -> None
 
 def _create_all(ctx: BrokerContext, request: Request) -> list[Any]:
     body = request.body
-    results = []
-    seen: set[str] = set()
-    for topic in body.topics:
-        if topic.name in seen:
-            results.append(Result(name=topic.name, error_code=errors.INVALID_REQUEST,
-                                  error_message="topic named twice in one request"))  # fmt: skip
-            continue
-        seen.add(topic.name)
-        results.append(_create(ctx, topic, bool(body.validate_only)))
+    twice = twice_named(topic.name for topic in body.topics)
+    existing = set(children(ctx.broker.store, layout.BROKER_TOPICS))
+    results = [
+        _create(ctx, topic, bool(body.validate_only), existing)
+        for topic in body.topics
+        if topic.name not in twice
+    ]
+    results += [
+        _refused(name, errors.INVALID_REQUEST, "topic named twice in one request")
+        for name in sorted(twice)
+    ]
     if not body.validate_only:
         done = [(r.name, p) for r in results if r.error_code == errors.NONE
                 for p in range(r.num_partitions)]  # fmt: skip
@@ -158,15 +217,14 @@ def _wait_until_deleted(store: MetadataStore, names: list[str], timeout: float) 
 
 def _delete_all(ctx: BrokerContext, request: Request) -> list[Any]:
     body = request.body
-    results: list[Any] = []
-    seen: set[str] = set()
-    for name in body.topic_names or []:
-        if name in seen:
-            results.append(DeleteResult(name=name, error_code=errors.INVALID_REQUEST,
-                                        error_message="topic named twice in one request"))  # fmt: skip
-            continue
-        seen.add(name)
-        results.append(_queue_deletion(ctx, name))
+    names = list(body.topic_names or [])
+    twice = twice_named(names)
+    results = [_queue_deletion(ctx, name) for name in names if name not in twice]
+    results += [
+        DeleteResult(name=name, error_code=errors.INVALID_REQUEST,
+                     error_message="topic named twice in one request")
+        for name in sorted(twice)
+    ]  # fmt: skip
     queued = [r for r in results if r.error_code == errors.NONE]
     if queued:
         timeout = max(body.timeout_ms, 0) / 1000

@@ -24,6 +24,7 @@ from coordkit.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
+from coordkit.serve.connection import client_host
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.groups.consumer_protocol import CONSUMER, read_assignment, read_subscription
 from coordkit.serve.groups.waiting import answer_of, coordinator
@@ -91,6 +92,7 @@ def _join_request(request: Request) -> JoinGroupRequest | int:
         protocols=tuple(protocols),
         subscription=subscription,
         client_id=request.client_id or "",
+        client_host=client_host.get(),
         protocol_type=body.protocol_type,
         metadata=protocols,
         require_known_member_id=request.version >= MEMBER_ID_REQUIRED_VERSION,

@@ -52,7 +52,12 @@ FETCH_GROUPS_VERSION = 8
 
 
 def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
-    """Commit what can be committed; each partition's error code (store work, off the loop)."""
+    """Commit what can be committed; each partition's error code (store work, off the loop).
+
+    A partition of a topic that does not exist, or beyond its partition count, is
+    UNKNOWN_TOPIC_OR_PARTITION and goes no further (Kafka's broker checks its metadata before
+    the coordinator sees the commit); a request left with nothing to commit does not reach the
+    coordinator either."""
     body = request.body
     version = request.version
     now = int(time.time() * 1000)
@@ -60,9 +65,13 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     stamped = version == 1
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    counts = coordinator(ctx).topic_partitions([topic.name for topic in body.topics])
     for topic in body.topics:
         for p in topic.partitions:
             key = (topic.name, p.partition_index)
+            if not 0 <= p.partition_index < counts.get(topic.name, 0):
+                codes[key] = errors.UNKNOWN_TOPIC_OR_PARTITION
+                continue
             metadata = p.committed_metadata or ""
             if len(metadata.encode()) > MAX_METADATA:
                 codes[key] = errors.OFFSET_METADATA_TOO_LARGE
@@ -80,6 +89,8 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
                 continue
             offsets[tp] = value
             codes[key] = errors.NONE
+    if not offsets:
+        return codes
     commit = OffsetCommitRequest(
         group_id=body.group_id,
         generation=body.generation_id_or_member_epoch if version >= 1 else NO_GENERATION,
