@@ -124,14 +124,18 @@ def test_a_damaged_tail_is_cut_at_the_last_whole_batch(tmp_path: Path, damage: s
     directory.close()
 
 
-def test_valid_prefix_stops_where_offsets_do_not_follow_on() -> None:
+def test_valid_prefix_stops_where_offsets_go_back() -> None:
+    """Offsets grow from the segment's base offset; they may skip (Kafka's log cleaner leaves
+    gaps in a compacted topic's log)."""
     log = PartitionLog()
     log.append(_batch(b"a"), leader_epoch=0)
     log.append(_batch(b"b"), leader_epoch=0)
     first, second = log._batches
     assert valid_prefix(first + second) == len(first) + len(second)
-    assert valid_prefix(second + first) == 0  # starts at offset 1
+    assert valid_prefix(second + first) == len(second)  # offset 1, then 0
     assert valid_prefix(first + first) == len(first)  # offset 0 twice
+    assert valid_prefix(second) == len(second)  # from offset 1: a gap, as after compaction
+    assert valid_prefix(first, first_offset=1) == 0  # below the segment's base offset
     assert valid_prefix(b"") == 0
 
 

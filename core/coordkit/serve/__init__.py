@@ -12,7 +12,8 @@
 * :mod:`~coordkit.serve.produce` — Produce; :mod:`~coordkit.serve.fetch` — Fetch, ListOffsets;
   :mod:`~coordkit.serve.leader_epochs` — OffsetForLeaderEpoch;
 * :mod:`~coordkit.serve.log` — a partition replica's log of record batches;
-  :mod:`~coordkit.serve.logdir` — the logs on disk (``--data-dir``);
+  :mod:`~coordkit.serve.logdir` — the logs on disk (``--data-dir``), a Kafka broker's log
+  directory; :mod:`~coordkit.serve.kafka_files` — its small files as Kafka writes them;
 * :mod:`~coordkit.serve.replicas` — followers copying their leaders' logs, the high watermark;
 * :mod:`~coordkit.serve.producers` — InitProducerId and idempotent producers' sequence checks;
 * :mod:`~coordkit.serve.groups` — the consumer-group apis on the engine's group coordinator.

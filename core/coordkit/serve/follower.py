@@ -47,6 +47,8 @@ class LeadershipFollower(EngineObserver):
     :param own: the broker ids this process runs (while they are every registered broker, the
         engine's own events already tell the model everything, and states are not read).
     :param deleted: called with each topic found deleted (from the follower's thread).
+    :param topic_ids: called with every topic's id (of the topics that have one) when they
+        changed since the last read (from the follower's thread).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class LeadershipFollower(EngineObserver):
         own: Collection[int],
         deleted: Callable[[str], None],
         *,
+        topic_ids: Callable[[dict[str, str]], None] | None = None,
         interval: float = DEFAULT_INTERVAL,
     ) -> None:
         self.store = store
@@ -63,6 +66,8 @@ class LeadershipFollower(EngineObserver):
         self.own = frozenset(own)
         self.deleted = deleted
         self.interval = interval
+        self.topic_ids = topic_ids
+        self._known_ids: dict[str, str] = {}
         #: Each topic seen, with the ``czxid`` of its assignment node (its incarnation).
         self._topics: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -120,6 +125,10 @@ class LeadershipFollower(EngineObserver):
                 self.replication.topic_deleted(name)
                 self.deleted(name)
         self._topics = incarnations
+        ids = {name: a.topic_id for name, a in assignments.items() if a.topic_id is not None}
+        if self.topic_ids is not None and ids != self._known_ids:
+            self._known_ids = ids
+            self.topic_ids(ids)
         if set(registered_brokers(self.store)) <= self.own:
             return
         tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]

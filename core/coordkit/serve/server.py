@@ -26,9 +26,12 @@ from typing import Any
 import attrs
 
 from coordkit.engine import Broker, Cluster, EngineConfig
+from coordkit.engine.cluster_id import get_or_create_cluster_id
+from coordkit.engine.errors import EngineError
+from coordkit.engine.snapshot import children
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import CoordkitError, NoNodeError
-from coordkit.layout import BROKER_TOPICS
+from coordkit.errors import CoordkitError, LayoutError, StoreError
+from coordkit.layout import BROKER_TOPICS, TOPIC
 from coordkit.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
@@ -185,8 +188,12 @@ class KafkaServer:
         self._stop_requested = threading.Event()
 
     def start_brokers(self) -> None:
-        """Start the engine brokers (they register; one becomes the controller)."""
+        """Start the engine brokers (they register; one becomes the controller).
+
+        :raises LogDirError: a log directory is another broker's or cluster's.
+        """
         try:
+            self._claim_log_dirs()
             self.cluster.start()
         except BaseException:
             self.close()
@@ -210,24 +217,110 @@ class KafkaServer:
         contexts = [listener.ctx for listener in self.listeners]
         self.replicas = Replicas(self.cluster.replication, contexts, self.cluster.config)
         self.follower = LeadershipFollower(
-            self.cluster.admin_store, self.cluster.replication, self.addresses, self._drop_topic
+            self.cluster.admin_store,
+            self.cluster.replication,
+            self.addresses,
+            self._drop_topic,
+            topic_ids=self._note_topic_ids,
         )
         self.cluster.observers.add(self.follower)
         self.follower.start()
 
+    def _claim_log_dirs(self) -> None:
+        """Make each log directory its broker's, of the store's cluster (its ``meta.properties``,
+        checked or written), before the brokers register, as Kafka checks at its start."""
+        if not self._log_dirs:
+            return
+        session = self.cluster.open_session()
+        try:
+            cluster_id = get_or_create_cluster_id(session)
+        finally:
+            session.close()
+        for broker_id, log_dir in self._log_dirs.items():
+            log_dir.claim(broker_id, cluster_id)
+
     def _drop_logs_of_deleted_topics(self) -> None:
-        """Logs loaded from disk whose topic the store no longer has were deleted while the
-        broker was down: drop them (Kafka deletes such stray logs too)."""
+        """Logs loaded from disk whose topic the store no longer has, or has under another topic
+        id (their ``partition.metadata``), belong to topics deleted while the broker was down:
+        drop them (Kafka deletes such stray logs too). Logs without a ``partition.metadata``
+        get one."""
         stored = set().union(*(lsn.ctx.logs.stored_topics() for lsn in self.listeners))
         if not stored:
             return
-        try:
-            existing = set(self.cluster.admin_store.children(BROKER_TOPICS))
-        except NoNodeError:
-            existing = set()
+        topic_ids = self._read_topic_ids()
+        existing = set(children(self.cluster.admin_store, BROKER_TOPICS))
         for topic in sorted(stored - existing):
             log.info("dropping the logs of topic %r: the store no longer has it", topic)
             self._drop_logs(topic)
+        for topic in sorted(stored & existing):
+            stale = {
+                found
+                for log_dir in self._log_dirs.values()
+                for (name, _), found in log_dir.stored_topic_ids.items()
+                if name == topic and found != topic_ids.get(topic, found)
+            }
+            if stale:
+                log.info("dropping the logs of topic %r: they are of topic id %s, the store's "
+                         "topic is %s (created again)", topic, ", ".join(sorted(stale)),
+                         topic_ids[topic])  # fmt: skip
+                self._drop_logs(topic)
+        self._note_topic_ids(topic_ids)
+
+    def _read_topic_ids(self) -> dict[str, str]:
+        """The id of every topic in the store that has one."""
+        store = self.cluster.admin_store
+        names = children(store, BROKER_TOPICS)
+        paths = [f"{BROKER_TOPICS}/{name}" for name in names]
+        found: dict[str, str] = {}
+        for name, path, result in zip(names, paths, store.get_many(paths), strict=True):
+            if isinstance(result, StoreError):
+                continue
+            try:
+                topic_id = TOPIC.decode(result[0], path).topic_id
+            except LayoutError:
+                continue
+            if topic_id is not None:
+                found[name] = topic_id
+        return found
+
+    def _note_topic_ids(self, topic_ids: dict[str, str]) -> None:
+        """Hand the store's topic ids to the log directories (their partitions'
+        ``partition.metadata``), on the event loop that owns them."""
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
+                loop.call_soon_threadsafe(self._give_topic_ids, topic_ids)
+            return
+        self._give_topic_ids(topic_ids)
+
+    def _give_topic_ids(self, topic_ids: dict[str, str]) -> None:
+        for log_dir in self._log_dirs.values():
+            log_dir.topic_ids_known(topic_ids)
+
+    def _complete_partition_metadata(self) -> None:
+        """Partitions created since the follower last read the topics get their
+        ``partition.metadata`` before the directories close."""
+        if not any(log_dir.waiting_for_topic_ids() for log_dir in self._log_dirs.values()):
+            return
+        try:
+            self._give_topic_ids(self._read_topic_ids())
+        except (StoreError, EngineError) as exc:
+            log.warning("partition.metadata not written for every partition: %s", exc)
+
+    def _write_high_watermarks(self) -> None:
+        """Each log directory's ``replication-offset-checkpoint``, as a Kafka broker writes it
+        when it stops."""
+        for log_dir in self._log_dirs.values():
+            marks = {}
+            for tp in log_dir.partitions():
+                state = self.cluster.replication.log(tp)
+                if state is not None:
+                    marks[tp] = state.hw
+            try:
+                log_dir.write_high_watermarks(marks)
+            except OSError as exc:
+                log.warning("log directory %s: high watermarks not written: %s", log_dir.path,
+                            exc.strerror)  # fmt: skip
 
     def _close_log_dirs(self) -> None:
         for log_dir in self._log_dirs.values():
@@ -311,5 +404,7 @@ class KafkaServer:
             self.cluster.observers.remove(self.follower)
         for sock in self._sockets:
             sock.close()
+        self._complete_partition_metadata()
         self.cluster.close()
+        self._write_high_watermarks()
         self._close_log_dirs()
