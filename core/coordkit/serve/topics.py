@@ -50,6 +50,8 @@ DeleteResponse = messages.DeleteTopicsResponse
 DeleteResult = nested(DeleteResponse, "DeletableTopicResult")
 #: How often an answer that waits for the controller looks at the store.
 POLL_SECONDS = 0.02
+#: Kafka's message for a name given twice in one request (its controller's words).
+DUPLICATE_NAME = "Duplicate topic name."
 #: Kafka's ``Uuid.ZERO_UUID``: a result without a topic.
 NO_TOPIC_ID = uuid.UUID(int=0)
 
@@ -161,10 +163,7 @@ def _create_all(ctx: BrokerContext, request: Request) -> list[Any]:
         for topic in body.topics
         if topic.name not in twice
     ]
-    results += [
-        _refused(name, errors.INVALID_REQUEST, "topic named twice in one request")
-        for name in sorted(twice)
-    ]
+    results += [_refused(name, errors.INVALID_REQUEST, DUPLICATE_NAME) for name in sorted(twice)]
     if not body.validate_only:
         done = [(r.name, p) for r in results if r.error_code == errors.NONE
                 for p in range(r.num_partitions)]  # fmt: skip
@@ -222,7 +221,7 @@ def _delete_all(ctx: BrokerContext, request: Request) -> list[Any]:
     results = [_queue_deletion(ctx, name) for name in names if name not in twice]
     results += [
         DeleteResult(name=name, error_code=errors.INVALID_REQUEST,
-                     error_message="topic named twice in one request")
+                     error_message=DUPLICATE_NAME)
         for name in sorted(twice)
     ]  # fmt: skip
     queued = [r for r in results if r.error_code == errors.NONE]

@@ -1,0 +1,92 @@
+"""The scenario differential (issue #31): every scenario played against Kafka 4.4 (KRaft) and
+``coordkit serve``, three brokers each, the normalised responses compared field by field.
+
+A difference fails its scenario unless a row of the README's table "Where `coordkit serve`
+differs from Kafka 4.x" covers it (the scenario and the field path match the row's patterns);
+a row that no longer covers any difference fails :func:`test_no_row_of_the_table_is_stale`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from differential import harness
+from differential.clusters import Clusters
+from differential.harness import (
+    SCENARIOS,
+    Difference,
+    KnownDifference,
+    differences,
+    highest_common_versions,
+    known_differences,
+    record,
+)
+from differential.scenarios import frames, groups, metadata, records
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+#: The scenario modules, by API family (imported for their registrations).
+FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
+            "frames": frames}  # fmt: skip
+#: Each scenario's differences, as the module's tests find them (for the stale-row check).
+FOUND: dict[str, list[Difference]] = {}
+
+
+@pytest.fixture(scope="module")
+def table() -> list[KnownDifference]:
+    return known_differences(README)
+
+
+def test_every_scenario_belongs_to_a_family() -> None:
+    assert len(SCENARIOS) >= 80
+    assert {run.family for run in SCENARIOS.values()} == set(FAMILIES)
+    for run in SCENARIOS.values():
+        assert run.doc, f"scenario {run.name} says what it does"
+
+
+def test_scenarios_use_the_highest_versions_both_sides_serve(clusters: Clusters) -> None:
+    """Each scenario's declared versions are the highest both clusters advertise, unless it
+    says why not (an unknown version, a removed one, a malformed frame)."""
+    common = highest_common_versions(clusters.kafka.api_versions, clusters.coordkit.api_versions)
+    wrong = {
+        run.name: {
+            api: (version, common.get(api))
+            for api, version in run.versions.items()
+            if common.get(api) != version
+        }
+        for run in SCENARIOS.values()
+        if run.older_versions is None
+    }
+    assert {name: found for name, found in wrong.items() if found} == {}
+    assert set(harness.HELPER_VERSIONS.items()) <= set(common.items())
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_scenario(name: str, clusters: Clusters, table: list[KnownDifference]) -> None:
+    run = SCENARIOS[name]
+    kafka = record(run, clusters.kafka.side(run))
+    coordkit = record(run, clusters.coordkit.side(run))
+    found = differences(name, kafka.as_data(), coordkit.as_data())
+    FOUND[name] = found
+    unexplained = [d for d in found if not any(row.covers(d) for row in table)]
+    raised = [f"{side}: {r.detail}" for side, r in (("kafka", kafka), ("coordkit", coordkit))
+              if r.raised]  # fmt: skip
+    assert not unexplained, "\n".join(
+        ["differences the README's table does not list:", *map(str, unexplained), *raised]
+    )
+
+
+def test_no_row_of_the_table_is_stale(table: list[KnownDifference]) -> None:
+    """Every row covers a difference found, among the scenarios it names that ran (a run of
+    a few scenarios judges only the rows all of whose scenarios ran)."""
+    stale = []
+    for row in table:
+        covered = [name for name in SCENARIOS if row.covers_scenario(name)]
+        if not covered:
+            stale.append(f"{row} (names no scenario)")
+        elif all(name in FOUND for name in covered) and not any(
+            row.covers(d) for name in covered for d in FOUND[name]
+        ):
+            stale.append(str(row))
+    assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
