@@ -21,6 +21,7 @@ from serve.test_groups import (
     FindCoordinator,
     OffsetCommit,
     OffsetFetch,
+    _create_topic,
     _heartbeat,
     _join_new,
     _sync,
@@ -69,6 +70,7 @@ def test_a_new_coordinator_resumes_the_group(in_process: InProcessFactory, raw_c
     server = in_process(brokers=3)
     group = "moving"
     lookup = raw_client(server.address(0))
+    _create_topic(lookup, "orders", 2)  # commits are for topics that exist
     old, address = _lookup(lookup, group)
     member = raw_client(address)
     joined = _join_new(member, group)
