@@ -100,7 +100,7 @@ def produce_v2(side: Side) -> list[Any]:
 @scenario("frames.offset_commit_v1", versions=NO_VERSIONS,
           older_versions="OffsetCommit v1: removed in Kafka 4 (KIP-896)")  # fmt: skip
 def offset_commit_v1(side: Side) -> list[Any]:
-    """OffsetCommit v1, which Kafka 4 no longer serves (KIP-896)."""
+    """OffsetCommit v1, which Kafka 4 no longer serves (KIP-896): it closes the connection."""
     body = messages.OffsetCommitRequest(group_id=side.group(), generation_id_or_member_epoch=-1,
                                         member_id="", topics=[])  # fmt: skip
     return outcome(side, request_frame(body, 1), "OffsetCommit", 1)

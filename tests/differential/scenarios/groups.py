@@ -446,7 +446,7 @@ def heartbeat_illegal_generation(side: Side) -> list[Any]:
 
 @scenario("groups.heartbeat_unknown_group", versions=GROUPS)
 def heartbeat_unknown_group(side: Side) -> list[Any]:
-    """A heartbeat for a group that does not exist."""
+    """A heartbeat for a group that does not exist: UNKNOWN_MEMBER_ID."""
     group = side.group()
     return [coordinator_call(side, group, rq.heartbeat(group, 1, "stranger-member"),
                              rq.HEARTBEAT)]  # fmt: skip
@@ -476,7 +476,8 @@ def leave_unknown_member(side: Side) -> list[Any]:
 
 @scenario("groups.leave_unknown_group", versions=GROUPS)
 def leave_unknown_group(side: Side) -> list[Any]:
-    """LeaveGroup for a group that does not exist."""
+    """LeaveGroup for a group that does not exist: NONE for the request, UNKNOWN_MEMBER_ID
+    for the member."""
     group = side.group()
     request = rq.leave_group(group, ("stranger-member", None))
     return [coordinator_call(side, group, request, rq.LEAVE_GROUP)]
@@ -577,8 +578,9 @@ def offset_commit_unknown_member(side: Side) -> list[Any]:
 
 @scenario("groups.offset_commit_during_rebalance", versions=GROUPS)
 def offset_commit_during_rebalance(side: Side) -> list[Any]:
-    """The first member commits with its generation while the group rebalances for a second
-    member: REBALANCE_IN_PROGRESS."""
+    """The first member commits with its generation while the group prepares a rebalance for
+    a second member: NONE (a member's generation stays valid until the join phase ends; only a
+    CompletingRebalance group refuses commits)."""
     name = side.topic()
     side.create_topic(name)
     leader = stable_member(side, side.group())
@@ -592,7 +594,8 @@ def offset_commit_during_rebalance(side: Side) -> list[Any]:
 
 @scenario("groups.offset_commit_to_empty_group_with_generation", versions=GROUPS)
 def offset_commit_to_empty_group_with_generation(side: Side) -> list[Any]:
-    """A commit naming a member and generation 1 for a group that does not exist."""
+    """A commit naming a member and generation 1 for a group that does not exist: Kafka 4
+    answers GROUP_ID_NOT_FOUND."""
     name = side.topic()
     side.create_topic(name)
     return [commit(side, side.group(), {(name, 0): 1}, generation=1, member_id="stranger")]
@@ -600,7 +603,8 @@ def offset_commit_to_empty_group_with_generation(side: Side) -> list[Any]:
 
 @scenario("groups.offset_commit_unknown_topic", versions=GROUPS)
 def offset_commit_unknown_topic(side: Side) -> list[Any]:
-    """A commit for a topic that does not exist."""
+    """A commit for a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (the broker
+    checks its metadata before the coordinator sees the commit)."""
     group = side.group()
     return [commit(side, group, {(side.topic("missing"), 0): 1})]
 
@@ -688,7 +692,8 @@ def offset_fetch_require_stable(side: Side) -> list[Any]:
 
 @scenario("groups.describe_unknown", versions=GROUPS)
 def describe_unknown(side: Side) -> list[Any]:
-    """DescribeGroups v5 of a group that does not exist."""
+    """DescribeGroups v5 of a group that does not exist: Dead, no error (v6 answers
+    GROUP_ID_NOT_FOUND)."""
     return [describe(side, side.group())]
 
 
@@ -795,6 +800,6 @@ def list_groups_by_type(side: Side) -> list[Any]:
 
 @scenario("groups.list_groups_unknown_state", versions=GROUPS)
 def list_groups_unknown_state(side: Side) -> list[Any]:
-    """ListGroups filtered by a state that does not exist."""
+    """ListGroups filtered by a state that does not exist: no group, no error."""
     stable_member(side, side.group())
     return [listed(side, states=["NoSuchState"])]

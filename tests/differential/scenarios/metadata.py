@@ -170,7 +170,8 @@ def internal_topic(side: Side) -> list[Any]:
 
 @scenario("metadata.unknown_topic_id", versions=METADATA)
 def unknown_topic_id(side: Side) -> list[Any]:
-    """Metadata v12 asking for a topic by an id no topic has (name null)."""
+    """Metadata v12 asking for a topic by an id no topic has (name null): UNKNOWN_TOPIC_ID,
+    with the id and a null name."""
     Request: Any = messages.MetadataRequest
     request = Request(
         topics=[Request.MetadataRequestTopic(topic_id=UNKNOWN_TOPIC_ID, name=None)],
@@ -182,7 +183,9 @@ def unknown_topic_id(side: Side) -> list[Any]:
 
 @scenario("metadata.topic_authorized_operations", versions=METADATA)
 def topic_authorized_operations(side: Side) -> list[Any]:
-    """Metadata asking for each topic's authorized operations (no authorizer configured)."""
+    """Metadata asking for each topic's authorized operations: with no authorizer configured,
+    every topic operation (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
+    ALTER_CONFIGS: 3576)."""
     name = side.topic()
     side.create_topic(name)
     request = rq.metadata([name])
@@ -399,7 +402,8 @@ def create_assignment_and_count(side: Side) -> list[Any]:
 
 @scenario("topics.create_twice_in_one_request", versions=CREATE, compare_messages=True)
 def create_twice_in_one_request(side: Side) -> list[Any]:
-    """One name twice in one request: INVALID_REQUEST, and no topic."""
+    """One name twice in one request: refused once, INVALID_REQUEST with Kafka's message, and
+    no topic."""
     name = side.topic()
     results = created(side, rq.creatable(name), rq.creatable(name))
     return [results, topics_only(side.call(0, rq.metadata([name]), rq.METADATA))]
@@ -452,7 +456,8 @@ def delete_missing(side: Side) -> list[Any]:
 
 @scenario("topics.delete_twice_in_one_request", versions=DELETE, compare_messages=True)
 def delete_twice_in_one_request(side: Side) -> list[Any]:
-    """One name twice in one DeleteTopics request."""
+    """One name twice in one DeleteTopics request: refused once, INVALID_REQUEST with
+    Kafka's message, and not deleted."""
     name = side.topic()
     side.create_topic(name)
     return [side.call(0, rq.delete_topics(name, name), rq.DELETE_TOPICS).responses]

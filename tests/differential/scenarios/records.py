@@ -164,8 +164,8 @@ def produce_corrupt_crc(side: Side) -> list[Any]:
 
 @scenario("records.produce_truncated_batch", versions=PRODUCE)
 def produce_truncated_batch(side: Side) -> list[Any]:
-    """A batch cut short (its length says more than the records field holds):
-    CORRUPT_MESSAGE."""
+    """A batch cut short (its length says more than the records field holds): no whole batch,
+    INVALID_RECORD."""
     name = side.topic()
     side.create_topic(name)
     data = encode_batch(rq.batch(2))[:-5]
@@ -174,8 +174,8 @@ def produce_truncated_batch(side: Side) -> list[Any]:
 
 @scenario("records.produce_wrong_record_count", versions=PRODUCE)
 def produce_wrong_record_count(side: Side) -> list[Any]:
-    """A batch whose header counts three records but holds two (CRC recomputed): Kafka's
-    validation refuses it (INVALID_RECORD or CORRUPT_MESSAGE)."""
+    """A batch whose header counts three records but holds two (CRC recomputed): refused by
+    the leader's validation, INVALID_RECORD with the log start offset."""
     name = side.topic()
     side.create_topic(name)
     data = bytearray(encode_batch(rq.batch(2)))
@@ -186,7 +186,8 @@ def produce_wrong_record_count(side: Side) -> list[Any]:
 
 @scenario("records.produce_magic_1", versions=PRODUCE)
 def produce_magic_1(side: Side) -> list[Any]:
-    """A message set in the old format v1 (magic 1): Produce v3+ takes only v2 batches."""
+    """A message set in the old format v1 (magic 1): Produce v3+ takes only v2 batches,
+    INVALID_RECORD."""
     name = side.topic()
     side.create_topic(name)
     # offset, size, then crc, magic 1, attributes, timestamp, key (-1), value "v".
@@ -198,7 +199,7 @@ def produce_magic_1(side: Side) -> list[Any]:
 
 @scenario("records.produce_empty_records", versions=PRODUCE)
 def produce_empty_records(side: Side) -> list[Any]:
-    """A Produce whose records field is empty (no batch at all)."""
+    """A Produce whose records field is empty (no batch at all): INVALID_RECORD."""
     name = side.topic()
     side.create_topic(name)
     return [produce_to_leader(side, name, b"")]
@@ -224,7 +225,8 @@ def produce_too_large_for_topic(side: Side) -> list[Any]:
 
 @scenario("records.produce_two_batches", versions=PRODUCE)
 def produce_two_batches(side: Side) -> list[Any]:
-    """Two batches in one records field: one answer, the first batch's base offset."""
+    """Two batches in one records field: Produce v3+ takes exactly one per partition,
+    INVALID_RECORD, nothing appended."""
     name = side.topic()
     side.create_topic(name)
     data = encode_batch(rq.batch(2)) + encode_batch(rq.batch(3))
@@ -249,8 +251,8 @@ def produce_two_partitions(side: Side) -> list[Any]:
 
 @scenario("records.produce_to_internal_topic", versions=PRODUCE)
 def produce_to_internal_topic(side: Side) -> list[Any]:
-    """A client's produce to ``__consumer_offsets``: refused (internal topics take only their
-    coordinator's writes)."""
+    """A client's produce to ``__consumer_offsets``: INVALID_TOPIC_EXCEPTION (internal topics
+    take only their coordinator's writes)."""
     leader = side.leader("__consumer_offsets", 0)
     return [produced(side, leader, rq.produce("__consumer_offsets", 0, rq.batch(1)))]
 
@@ -266,7 +268,9 @@ def produce_gzip(side: Side) -> list[Any]:
 
 @scenario("records.produce_transactional_batch", versions=IDEMPOTENT)
 def produce_transactional_batch(side: Side) -> list[Any]:
-    """A transactional batch from an idempotent producer that began no transaction."""
+    """A transactional batch in a Produce without a transactional id:
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED (Kafka authorizes transactional records against the
+    request's transactional id)."""
     name = side.topic()
     side.create_topic(name)
     pid, epoch = init_producer(side)
