@@ -1,13 +1,15 @@
 """``coordkit serve --broker-id N``: one broker per process, several processes on one store forming
-one cluster (its controller elected among them through the store), and the refusals of the
-option."""
+one cluster (its controller elected among them through the store), followers copying their
+leaders' records across processes, and the refusals of the option."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +29,8 @@ SESSION_TIMEOUT = 6
 WAIT_SECONDS = 60
 BROKERS = (0, 1, 2)
 
-StartBroker = Callable[[str, int], ServeProcess]
+#: ``start(url, broker_id, *more_args)``.
+StartBroker = Callable[..., ServeProcess]
 
 
 @pytest.fixture
@@ -36,8 +39,8 @@ def start_broker() -> Iterator[StartBroker]:
     itself and prints it: no port found free can be taken before it binds)."""
     started: list[ServeProcess] = []
 
-    def start(url: str, broker_id: int) -> ServeProcess:
-        server = ServeProcess(["--store", url, "--broker-id", str(broker_id), "--port", "0"])
+    def start(url: str, broker_id: int, *more: str) -> ServeProcess:
+        server = ServeProcess(["--store", url, "--broker-id", str(broker_id), "--port", "0", *more])
         started.append(server)
         return server
 
@@ -172,6 +175,77 @@ def test_three_processes_serve_one_cluster(backend: Backend, start_broker: Start
     metadata = producer.send("spread", value=b"after", partition=controller).get(WAIT_SECONDS)
     producer.close(timeout=WAIT_SECONDS)
     assert metadata.partition == controller
+
+
+def _isrs(address: str, topic: str) -> dict[int, list[int]]:
+    (found,) = _metadata(address, topic).topics
+    return {p.partition_index: sorted(p.isr_nodes) for p in found.partitions}
+
+
+def _logs_alike(data_dir: Path, partition_dir: str, brokers: tuple[int, ...]) -> bool:
+    """Whether ``brokers`` hold the same non-empty log of ``partition_dir`` (their segments)."""
+    logs = {
+        b"".join(
+            p.read_bytes() for p in sorted((data_dir / f"broker-{b}" / partition_dir).glob("*.log"))
+        )
+        for b in brokers
+    }
+    return len(logs) == 1 and logs != {b""}
+
+
+def test_followers_in_other_processes_copy_the_leaders_records(
+    backend: Backend, start_broker: StartBroker, tmp_path: Path
+) -> None:
+    """Each broker in a process of its own, each leading one partition of a topic on all
+    three: acks=all is answered once the other processes' followers have fetched the records,
+    their logs end byte for byte as the leader's, a kill -9 of a leader's process loses no
+    acknowledged record, and the broker started again catches up and rejoins the ISR."""
+    if Capability.SHARED_ACROSS_PROCESSES not in capabilities_of(backend):
+        pytest.skip(f"{NOT_APPLICABLE}: {backend.name} is not shared across processes")
+    url = _with_session_timeout(backend.new_url())
+    data = ("--data-dir", str(tmp_path))
+    servers = {broker_id: start_broker(url, broker_id, *data) for broker_id in BROKERS}
+    address = {b: s.addresses[b] for b, s in servers.items()}
+    bootstrap = ",".join(address.values())
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30_000)
+    try:
+        admin.create_topics(
+            [NewTopic("copied", replica_assignments={0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]})]
+        )
+    finally:
+        admin.close()
+    for broker_id in BROKERS:
+        _wait_for(
+            f"broker {broker_id} sees every leader of 'copied'",
+            lambda b=broker_id: _leaders(address[b], "copied") == {0: 0, 1: 1, 2: 2},  # type: ignore[misc]
+        )
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    sent = [producer.send("copied", value=b"p%d-%d" % (p, i), partition=p)
+            for p in range(3) for i in range(10)]  # fmt: skip
+    for future in sent:
+        future.get(timeout=WAIT_SECONDS)
+    producer.close(timeout=WAIT_SECONDS)
+    for p in range(3):
+        alike = functools.partial(_logs_alike, tmp_path, f"copied-{p}", BROKERS)
+        _wait_for(f"every replica of copied-{p} alike", alike)
+    assert _isrs(address[1], "copied") == {p: [0, 1, 2] for p in range(3)}
+
+    # kill -9 the leader of partition 0: a follower that copied everything takes over.
+    servers[0].process.kill()
+    servers[0].process.communicate(timeout=STOP_SECONDS)
+    _wait_for("partition 0 led elsewhere", lambda: _leaders(address[1], "copied")[0] in (1, 2))
+    consumer = KafkaConsumer(bootstrap_servers=address[1], group_id=None,
+                             auto_offset_reset="earliest", consumer_timeout_ms=5_000)  # fmt: skip
+    consumer.assign([TopicPartition("copied", 0)])
+    assert [r.value for r in consumer] == [b"p0-%d" % i for i in range(10)]
+    consumer.close()
+
+    # Broker 0 again, on its log directory: it follows the new leader and rejoins the ISR.
+    servers[0] = start_broker(url, 0, *data)
+    full = {p: [0, 1, 2] for p in range(3)}
+    _wait_for("broker 0 back in every ISR", lambda: _isrs(address[1], "copied") == full)
+    alike = functools.partial(_logs_alike, tmp_path, "copied-0", BROKERS)
+    _wait_for("broker 0's log of partition 0 the new leader's", alike)
 
 
 def test_a_private_store_makes_a_cluster_per_process(

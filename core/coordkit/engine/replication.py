@@ -51,6 +51,7 @@ class PartitionLog:
         "isr",
         "leader",
         "leader_epoch",
+        "leader_since",
         "leo",
         "lost",
         "replicas",
@@ -61,6 +62,9 @@ class PartitionLog:
     def __init__(self) -> None:
         self.leader = NO_LEADER
         self.leader_epoch = -1
+        #: When the model saw the current leader take over (Kafka resets every follower's
+        #: ``lastCaughtUpTimeMs`` to that moment in ``Partition.makeLeader``).
+        self.leader_since = 0.0
         self.zk_version = -1
         self.isr: tuple[int, ...] = ()
         self.replicas: tuple[int, ...] = ()
@@ -185,6 +189,7 @@ class ReplicationModel(EngineObserver):
                         self.unclean_elections += 1
                 leader_moved = current.leader != log.leader
                 if leader_moved:
+                    log.leader_since = self.clock.monotonic()
                     self._led.get(log.leader, set()).discard(change.tp)
                     if current.leader != NO_LEADER:
                         self._led.setdefault(current.leader, set()).add(change.tp)
@@ -388,6 +393,8 @@ class ReplicationModel(EngineObserver):
             now = self.clock.monotonic()
             removals: dict[TP, list[int]] = {}
             additions: dict[TP, list[int]] = {}
+            if self.external_fetch:
+                self._unheard_followers(leader, now, lag_time_max, removals)
             for follower, last in self._last_fetch.items():
                 if follower == leader:
                     continue
@@ -429,6 +436,34 @@ class ReplicationModel(EngineObserver):
                 log.adding = tuple(sorted({*log.adding, *add}))
                 out.append(IsrProposal(tp, leader, log.leader_epoch, add, remove))
             return out
+
+    def _unheard_followers(
+        self, leader: int, now: float, lag_time_max: float, removals: dict[TP, list[int]]
+    ) -> None:
+        """Adds to ``removals`` the followers never heard fetching (a broker of another
+        ``coordkit serve`` process whose fetches have not come) that lack records of a partition
+        ``leader`` has led for longer than ``lag_time_max``: Kafka's leader drops a follower
+        whose last caught-up time — at the latest, when the leader took over — is older than
+        the lag time and whose log ends before the leader's (``Replica.isCaughtUp``). Without
+        this, such a follower would hold the high watermark, and acks=all, for ever.
+
+        Only with :attr:`external_fetch`: an engine-only model of one process among several
+        stands for the other processes' fetches itself. The partitions looked at are those the
+        follower is behind on (records appended since), not every partition it holds."""
+        for follower, behind in self._behind.items():
+            if follower == leader or follower in self._last_fetch:
+                continue
+            for tp in behind:
+                log = self._logs.get(tp)
+                if (
+                    log is not None
+                    and log.leader == leader
+                    and follower in log.isr
+                    and len(log.isr) > 1
+                    and log.leo.get(follower, 0) < log.leo.get(leader, 0)
+                    and now - log.leader_since > lag_time_max
+                ):
+                    removals.setdefault(tp, []).append(follower)
 
     def settled(self, proposals: Iterable[IsrProposal]) -> None:
         """The ISR changes ``proposals`` were written or given up: stop counting their added

@@ -8,7 +8,14 @@ the high watermark too.
 A fetch answers at once when it has ``min_bytes`` or an error to report; otherwise it waits for
 appends to this broker's logs and high watermark moves until it has, or ``max_wait_ms`` passed
 (Kafka's delayed fetch). Only the leader serves a partition: any other broker answers
-NOT_LEADER_OR_FOLLOWER (followers fetch in-process, see :mod:`coordkit.serve.replicas`).
+NOT_LEADER_OR_FOLLOWER.
+
+Followers on brokers of this process copy in memory (:mod:`coordkit.serve.replicas`); a follower
+in another process fetches as Kafka's followers do (:mod:`coordkit.serve.remote_replicas`), with
+its broker id as the replica id: it reads up to the log end, not the high watermark, and its
+fetch offset is its log end for the high watermark and the ISR (Kafka's
+``Partition.updateFollowerFetchState``). A replica id that is not one of the partition's replicas
+is read as a consumer's.
 """
 
 from __future__ import annotations
@@ -61,6 +68,16 @@ def high_watermark(ctx: BrokerContext, tp: TP, partition_log: PartitionLog) -> i
     return replicas.high_watermark(tp, partition_log)
 
 
+def _follower(ctx: BrokerContext, request: Request, tp: TP) -> int | None:
+    """The broker id of a follower of ``tp`` fetching from its leader, ``None`` for a
+    consumer."""
+    replica_id = request.body.replica_id
+    if replica_id < 0 or replica_id == ctx.broker_id:
+        return None
+    state = ctx.replication.log(tp)
+    return replica_id if state is not None and replica_id in state.replicas else None
+
+
 def _read(
     ctx: BrokerContext, request: Request, topic: str, partition: Any, budget: int, first: bool
 ) -> Any:
@@ -93,12 +110,13 @@ def _read(
     hw = high_watermark(ctx, tp, partition_log)
     answer.high_watermark = answer.last_stable_offset = hw
     answer.log_start_offset = partition_log.log_start
+    follower = _follower(ctx, request, tp)
     try:
         answer.records = partition_log.read(
             partition.fetch_offset,
             min(budget, partition.partition_max_bytes),
             at_least_one=first,
-            upto=hw,
+            upto=hw if follower is None else None,
         )
     except IndexError:
         # Kafka answers an offset out of range with no offsets at all.
@@ -106,6 +124,8 @@ def _read(
         answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
         answer.records = b""
         return answer
+    if follower is not None and ctx.logs.replicas is not None:
+        ctx.logs.replicas.follower_fetched(ctx, follower, tp, partition.fetch_offset)
     if request.version >= 4 and request.body.isolation_level == READ_COMMITTED:
         answer.aborted_transactions = []
     return answer

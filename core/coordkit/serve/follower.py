@@ -68,6 +68,9 @@ class LeadershipFollower(EngineObserver):
         self.interval = interval
         self.topic_ids = topic_ids
         self._known_ids: dict[str, str] = {}
+        #: Where each registered broker of another process listens (its followers here fetch
+        #: from it), replaced whole at each read.
+        self.broker_addresses: dict[int, tuple[str, int]] = {}
         #: Each topic seen, with the ``czxid`` of its assignment node (its incarnation).
         self._topics: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -102,6 +105,28 @@ class LeadershipFollower(EngineObserver):
             self.replication.topic_deleted(topic)
             self.deleted(topic)
 
+    def _addresses(self, broker_ids: list[int]) -> dict[int, tuple[str, int]]:
+        """Where brokers ``broker_ids`` listen: their registration's PLAINTEXT endpoint, or its
+        host and port."""
+        paths = [layout.broker_path(b) for b in broker_ids]
+        found: dict[int, tuple[str, int]] = {}
+        for broker_id, path, result in zip(broker_ids, paths, self.store.get_many(paths),
+                                           strict=True):  # fmt: skip
+            if isinstance(result, StoreError):
+                continue  # gone meanwhile
+            try:
+                info = layout.BROKER.decode(result[0], path)
+            except LayoutError as exc:
+                log.debug("no address for broker %s: %s", broker_id, exc)
+                continue
+            found[broker_id] = (info.host, info.port)
+            for endpoint in info.endpoints:
+                scheme, _, address = endpoint.partition("://")
+                host, _, port = address.rpartition(":")
+                if scheme == "PLAINTEXT" and port.isdigit():
+                    found[broker_id] = (host.strip("[]"), int(port))
+        return found
+
     def poll(self) -> None:
         """One read of the store: deleted topics, then (when needed) every partition state."""
         with self._lock:
@@ -125,11 +150,13 @@ class LeadershipFollower(EngineObserver):
                 self.replication.topic_deleted(name)
                 self.deleted(name)
         self._topics = incarnations
+        registered = registered_brokers(self.store)
+        self.broker_addresses = self._addresses([b for b in registered if b not in self.own])
         ids = {name: a.topic_id for name, a in assignments.items() if a.topic_id is not None}
         if self.topic_ids is not None and ids != self._known_ids:
             self._known_ids = ids
             self.topic_ids(ids)
-        if set(registered_brokers(self.store)) <= self.own:
+        if set(registered) <= self.own:
             return
         tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
         changes = []

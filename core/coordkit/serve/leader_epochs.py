@@ -2,8 +2,9 @@
 
 Consumers ask after a partition's leader moved (KIP-320): "the last record I read was written in
 epoch E — where does E end in your log?". An end below the consumer's position means the new
-leader's log was truncated under it, and the consumer seeks back to that end. Followers here
-truncate in-process (:mod:`coordkit.serve.replicas`), so only clients send this request.
+leader's log was truncated under it, and the consumer seeks back to that end. Followers in this
+process truncate in memory (:mod:`coordkit.serve.replicas`); followers in other processes ask
+too (:mod:`coordkit.serve.remote_replicas`).
 
 Kafka's rules (``ReplicaManager.lastOffsetForLeaderEpoch``, ``Partition.lastOffsetForLeaderEpoch``):
 a broker that holds no replica answers NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION when

@@ -20,9 +20,12 @@ Consumers read only below the high watermark and ListOffsets' latest is the high
 (read_committed = read_uncommitted here: no transactions, so the last stable offset is the high
 watermark). A produce with acks=all is answered once the high watermark passed its records.
 
-Limits: the brokers replicate in one process (no replication between ``coordkit serve``
-processes sharing a store: a partition's replicas must be brokers of the same process to copy
-records); records live in memory unless the server has a data directory (then a whole server
+A partition's replicas on brokers of other ``coordkit serve`` processes copy from its leader
+over Kafka's protocol (:mod:`coordkit.serve.remote_replicas`); their fetches report their log
+ends here (:meth:`Replicas.follower_fetched`), so they count for the high watermark and the ISR
+as the followers of this process do.
+
+Limits: records live in memory unless the server has a data directory (then a whole server
 that starts again loads its logs, and its leaders report their log ends at their first full
 round, so that the high watermark moves from there); a broker stopped in-process does not come
 back.
@@ -111,25 +114,26 @@ class Replicas:
     # -- leaders --------------------------------------------------------------------------------
 
     def appended(self, ctx: BrokerContext, tp: TP, partition_log: PartitionLog, count: int) -> None:
-        """Leader ``ctx`` appended ``count`` records to ``tp``: tell the model, wake followers.
-
-        A replica on a broker of another process cannot copy from here: it is counted as caught
-        up (the leader's log is then the only copy of those records)."""
+        """Leader ``ctx`` appended ``count`` records to ``tp``: tell the model, wake followers
+        (those of other processes are waiting in a fetch, on the broker's logs)."""
         state = self.model.log(tp)
         for replica in () if state is None else state.replicas:
-            if replica == ctx.broker_id:
-                continue
             pending = self._pending.get(replica)
-            if pending is not None:
+            if replica != ctx.broker_id and pending is not None:
                 pending.add(tp)
-            else:
-                self.model.report_log_ends(replica, {tp: partition_log.log_end}, fetched=False)
         moved = self.model.report_log_ends(
             ctx.broker_id, {tp: partition_log.log_end}, fetched=False, appended=count
         )
         if moved:
             ctx.logs.appended()
         self._notify()
+
+    def follower_fetched(self, ctx: BrokerContext, follower: int, tp: TP, offset: int) -> None:
+        """Broker ``follower`` of another process fetched ``tp`` from leader ``ctx`` at
+        ``offset``: its log ends there (Kafka's follower fetch state), which may move the high
+        watermark."""
+        if self.model.report_log_ends(follower, {tp: offset}, fetched=True):
+            ctx.logs.appended()  # wakes consumers and acks=all waits
 
     def high_watermark(self, tp: TP, partition_log: PartitionLog) -> int:
         """The leader's high watermark of ``tp`` (never past its own log end)."""

@@ -39,6 +39,7 @@ from coordkit.serve.follower import LeadershipFollower
 from coordkit.serve.listener import BrokerListener
 from coordkit.serve.log import BrokerLogs
 from coordkit.serve.logdir import LogDirectory, broker_log_dir
+from coordkit.serve.remote_replicas import RemoteFollower
 from coordkit.serve.replicas import Replicas
 from coordkit.store import MetadataStore
 
@@ -183,6 +184,7 @@ class KafkaServer:
         self.listeners: list[BrokerListener] = []
         self.follower: LeadershipFollower | None = None
         self.replicas: Replicas | None = None
+        self.remote_followers: list[RemoteFollower] = []
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()
@@ -225,6 +227,17 @@ class KafkaServer:
         )
         self.cluster.observers.add(self.follower)
         self.follower.start()
+        follower = self.follower
+        self.remote_followers = [
+            RemoteFollower(
+                ctx,
+                self.cluster.replication,
+                list(self.addresses),
+                lambda: follower.broker_addresses,
+                self.cluster.config.replica_fetch_wait_max,
+            )
+            for ctx in contexts
+        ]
 
     def _claim_log_dirs(self) -> None:
         """Make each log directory its broker's, of the store's cluster (its ``meta.properties``,
@@ -357,6 +370,8 @@ class KafkaServer:
                 await listener.start()
             if self.replicas is not None:
                 self.replicas.start()
+            for remote in self.remote_followers:
+                remote.start()
             if ready is not None:
                 ready()
             try:
@@ -366,6 +381,8 @@ class KafkaServer:
                     await listener.close()
                 if self.replicas is not None:
                     await self.replicas.close()
+                for remote in self.remote_followers:
+                    await remote.close()
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its

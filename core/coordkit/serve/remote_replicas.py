@@ -1,0 +1,329 @@
+"""Followers of leaders in other ``coordkit serve`` processes: each broker of this process copies
+the batches of the partitions it follows from a leader elsewhere over Kafka's protocol, as Kafka's
+``ReplicaFetcherThread`` does.
+
+Brokers of one process copy in memory (:mod:`coordkit.serve.replicas`); a leader in another
+process (``coordkit serve --broker-id``: one broker per process) is reached at the address its
+registration names (read by :mod:`coordkit.serve.follower`). For each leader, one connection and
+one request at a time, in rounds:
+
+* after each leader change (a new leader epoch) the follower asks OffsetForLeaderEpoch where its
+  latest epoch ends in the leader's log, and truncates there (Kafka's truncation by leader
+  epoch; a log that knows no epoch the leader knows is copied again from the start);
+* then a Fetch from its log end, waiting up to ``replica.fetch.wait.max.ms`` at the leader for
+  records (long polling), and the batches are appended as they are (CRC-32C checked).
+
+The fetch names this broker as the replica (Kafka's follower fetch): the leader reads up to its
+log end and takes the fetch offset as this replica's log end, for its high watermark and ISR
+(:mod:`coordkit.serve.fetch`), so acks=all waits for the copies here as for those of the
+leader's own process. The copies make the followers' logs the leader's, byte for byte, so that
+any replica can take over — a Kafka broker started on the log directory included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from coordkit.engine.replication import PartitionLog as PartitionState
+from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.states import TP
+from coordkit.model import NO_LEADER
+from coordkit.protocol import KafkaCodec, messages, records
+from coordkit.protocol.errors import ProtocolError
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+
+log = logging.getLogger("coordkit.serve")
+
+FetchRequest = messages.FetchRequest
+FetchTopic = nested(FetchRequest, "FetchTopic")
+FetchPartition = nested(FetchRequest, "FetchPartition")
+EpochRequest = messages.OffsetForLeaderEpochRequest
+EpochTopic = nested(EpochRequest, "OffsetForLeaderTopic")
+EpochPartition = nested(EpochRequest, "OffsetForLeaderPartition")
+#: Versions every ``coordkit serve`` answers (and Kafka 3.9): Fetch by topic names, the last
+#: before topic ids; OffsetForLeaderEpoch with a replica id.
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+#: Bytes a follower copies per partition and fetch (Kafka's ``replica.fetch.max.bytes``) and
+#: per fetch (``replica.fetch.response.max.bytes``).
+PARTITION_MAX_BYTES = 1024 * 1024
+RESPONSE_MAX_BYTES = 10 * 1024 * 1024
+#: An epoch answer that names no epoch (the leader knows none as old as the follower's).
+UNDEFINED = -1
+_SIZE = struct.Struct(">i")
+
+Addresses = Callable[[], Mapping[int, tuple[str, int]]]
+
+
+class LeaderConnection:
+    """One connection to another process's broker, one request at a time."""
+
+    def __init__(self, address: tuple[str, int], client_id: str, codec: KafkaCodec) -> None:
+        self.address = address
+        self.client_id = client_id
+        self.codec = codec
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._correlation = 0
+
+    async def call(self, body: Any, version: int, timeout: float) -> Any:
+        """Send ``body`` and wait for its answer.
+
+        :raises OSError: the connection failed (it is closed, the next call reconnects).
+        :raises ProtocolError: the answer is malformed.
+        """
+        try:
+            return await asyncio.wait_for(self._call(body, version), timeout)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ProtocolError):
+            self.close()
+            raise
+
+    async def _call(self, body: Any, version: int) -> Any:
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(*self.address)
+        reader, writer = self._streams
+        self._correlation += 1
+        writer.write(self.codec.encode_request(body, version=version,
+                                               correlation_id=self._correlation,
+                                               client_id=self.client_id))  # fmt: skip
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+        frame = await reader.readexactly(size)
+        correlation, answer = self.codec.decode_response(
+            type(body).KAFKA_NAME.removesuffix("Request"), version, frame
+        )
+        if correlation != self._correlation:
+            raise ProtocolError(f"answer {correlation} to request {self._correlation}")
+        return answer
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None
+
+
+class RemoteFollower:
+    """Broker ``ctx``'s replicas of partitions whose leader runs in another process (none of
+    ``local``), kept up with their leaders until :meth:`close`: one fetching task per leader
+    (Kafka's fetcher thread per source broker), so that a leader with nothing new does not hold
+    up the others.
+
+    :param addresses: where each registered broker listens (read from the store elsewhere).
+    :param fetch_wait: Kafka's ``replica.fetch.wait.max.ms``, in seconds: how long a leader
+        holds a fetch that finds nothing new, the pause after a failed round, and how often the
+        leaders followed are looked at again.
+    """
+
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        model: ReplicationModel,
+        local: Sequence[int],
+        addresses: Addresses,
+        fetch_wait: float,
+    ) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.local = frozenset(local)
+        self.addresses = addresses
+        self.fetch_wait = fetch_wait
+        self.codec = KafkaCodec()
+        self._fetchers: dict[int, asyncio.Task[None]] = {}
+        #: The leader epoch each partition was last truncated for.
+        self._checked_epoch: dict[TP, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(),
+                                         name=f"coordkit-serve-remote-{self.ctx.broker_id}")  # fmt: skip
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        """A fetching task for each leader followed, started and stopped as leaderships move."""
+        try:
+            while self.ctx.broker.alive:
+                followed = set(self._followed())
+                for leader in set(self._fetchers) - followed:
+                    self._fetchers.pop(leader).cancel()
+                for leader in followed - set(self._fetchers):
+                    self._fetchers[leader] = asyncio.create_task(
+                        self._follow(leader),
+                        name=f"coordkit-serve-remote-{self.ctx.broker_id}-from-{leader}",
+                    )
+                await asyncio.sleep(self.fetch_wait)
+        finally:
+            for task in self._fetchers.values():
+                task.cancel()
+            await asyncio.gather(*self._fetchers.values(), return_exceptions=True)
+            self._fetchers.clear()
+
+    def _followed(self) -> dict[int, list[tuple[TP, PartitionState]]]:
+        """The partitions this broker follows, by leader (in another process)."""
+        by_leader: dict[int, list[tuple[TP, PartitionState]]] = {}
+        me = self.ctx.broker_id
+        for tp, state in self.model.partitions():
+            leader = state.leader
+            if leader in (NO_LEADER, me) or leader in self.local or me not in state.replicas:
+                continue
+            by_leader.setdefault(leader, []).append((tp, state))
+        return by_leader
+
+    async def _follow(self, leader: int) -> None:
+        """Rounds against ``leader``: a fetch waits there, so the next round may follow at
+        once; a round that could not fetch waits ``fetch_wait``."""
+        connection: LeaderConnection | None = None
+        try:
+            while True:
+                partitions = self._followed().get(leader, [])
+                address = self.addresses().get(leader)
+                fetched = False
+                if partitions and address is not None:
+                    if connection is None or connection.address != address:
+                        if connection is not None:
+                            connection.close()
+                        connection = LeaderConnection(
+                            address, f"coordkit-replica-{self.ctx.broker_id}", self.codec
+                        )
+                    try:
+                        fetched = await self._round(connection, leader, partitions)
+                    except Exception:
+                        log.exception("broker %s: fetching from broker %s failed",
+                                      self.ctx.broker_id, leader)  # fmt: skip
+                if not fetched:
+                    await asyncio.sleep(self.fetch_wait)
+        finally:
+            if connection is not None:
+                connection.close()
+
+    async def _round(
+        self,
+        connection: LeaderConnection,
+        leader: int,
+        partitions: list[tuple[TP, PartitionState]],
+    ) -> bool:
+        """Truncate where a leader epoch is new, then fetch; whether a fetch was made."""
+        try:
+            unchecked = [(tp, s) for tp, s in partitions
+                         if self._checked_epoch.get(tp) != s.leader_epoch]  # fmt: skip
+            if unchecked:
+                await self._truncate(connection, unchecked)
+            checked = [(tp, s) for tp, s in partitions
+                       if self._checked_epoch.get(tp) == s.leader_epoch]  # fmt: skip
+            if not checked:
+                return False  # the leader has not heard of its epoch yet: again after a pause
+            await self._fetch(connection, checked)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ProtocolError) as exc:
+            log.debug("broker %s: leader %s at %s:%s not reached: %s", self.ctx.broker_id,
+                      leader, *connection.address, exc)  # fmt: skip
+            return False
+        return True
+
+    async def _truncate(
+        self, connection: LeaderConnection, partitions: list[tuple[TP, PartitionState]]
+    ) -> None:
+        """Cut each log where it stops agreeing with the leader's (by leader epoch)."""
+        asked = {tp: state for tp, state in partitions}
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), state in partitions:
+            own = self.ctx.logs.get((topic, partition))
+            by_topic.setdefault(topic, []).append(EpochPartition(
+                partition=partition, current_leader_epoch=state.leader_epoch,
+                leader_epoch=own.latest_epoch))  # fmt: skip
+        request = EpochRequest(replica_id=self.ctx.broker_id, topics=[
+            EpochTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()
+        ])  # fmt: skip
+        answer = await connection.call(request, OFFSET_FOR_LEADER_EPOCH_VERSION, self._timeout)
+        for topic in answer.topics:
+            for result in topic.partitions:
+                tp = (topic.topic, result.partition)
+                asked_for = asked.get(tp)
+                if asked_for is None or result.error_code != errors.NONE:
+                    continue  # not the leader's yet, or fenced: again next round
+                own = self.ctx.logs.get(tp)
+                if own.latest_epoch == UNDEFINED:
+                    offset = own.log_end  # nothing of an epoch to disagree about
+                elif result.leader_epoch == UNDEFINED:
+                    offset = 0  # the leader knows none of our epochs: copy it all again
+                else:
+                    _, own_end = own.end_offset_for(result.leader_epoch)
+                    offset = min(own.log_end, result.end_offset, own_end)
+                cut = own.truncate_to(offset)
+                if cut:
+                    log.info("broker %s: %s-%s truncated by %s records to offset %s (leader %s, "
+                             "epoch %s)", self.ctx.broker_id, *tp, cut, own.log_end,
+                             asked_for.leader, asked_for.leader_epoch)  # fmt: skip
+                self._checked_epoch[tp] = asked_for.leader_epoch
+
+    async def _fetch(
+        self, connection: LeaderConnection, partitions: list[tuple[TP, PartitionState]]
+    ) -> None:
+        """Copy what the leader has past each log's end."""
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), state in partitions:
+            own = self.ctx.logs.get((topic, partition))
+            by_topic.setdefault(topic, []).append(FetchPartition(
+                partition=partition, current_leader_epoch=state.leader_epoch,
+                fetch_offset=own.log_end, last_fetched_epoch=own.latest_epoch,
+                log_start_offset=own.log_start, partition_max_bytes=PARTITION_MAX_BYTES))  # fmt: skip
+        request = FetchRequest(
+            replica_id=self.ctx.broker_id,
+            max_wait_ms=int(self.fetch_wait * 1000),
+            min_bytes=1,
+            max_bytes=RESPONSE_MAX_BYTES,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        answer = await connection.call(request, FETCH_VERSION, self._timeout)
+        ends: dict[TP, int] = {}
+        for topic in answer.responses:
+            for result in topic.partitions:
+                tp = (topic.topic, result.partition_index)
+                if result.error_code in (errors.OFFSET_OUT_OF_RANGE, errors.FENCED_LEADER_EPOCH):
+                    self._checked_epoch.pop(tp, None)  # compare epochs again first
+                    continue
+                if result.error_code != errors.NONE:
+                    continue
+                own = self.ctx.logs.get(tp)
+                data = _whole_batches(result.records or b"")
+                if data:
+                    try:
+                        own.append_copied(data)
+                    except ProtocolError as exc:
+                        log.info("broker %s: %s-%s diverged from leader (%s)",
+                                 self.ctx.broker_id, *tp, exc)  # fmt: skip
+                        self._checked_epoch.pop(tp, None)
+                        continue
+                ends[tp] = own.log_end
+        if ends:
+            self.model.report_log_ends(self.ctx.broker_id, ends, fetched=True)
+
+    @property
+    def _timeout(self) -> float:
+        """How long an answer may take: the leader's wait and then some."""
+        return self.fetch_wait + 30.0
+
+
+def _whole_batches(data: bytes) -> bytes:
+    """The whole, CRC-checked batches at the start of ``data`` (a leader may end a fetch
+    answer with part of a batch).
+
+    :raises ProtocolError: a batch's checksum does not match.
+    """
+    size = sum(len(raw) for _, raw in records.iter_batches(data, allow_partial_tail=True))
+    return data[:size]
