@@ -16,7 +16,7 @@ from coordkit.plugins import open_store
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve import kafka_files
 from coordkit.serve.kafka_files import KafkaFileError
-from coordkit.serve.log import BrokerLogs
+from coordkit.serve.log import EARLIEST_TIMESTAMP, BrokerLogs
 from coordkit.serve.logdir import LogDirectory, LogDirError, segment_name
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
 from serve.test_replication import _topic
@@ -141,6 +141,37 @@ def test_a_log_rolls_into_segments_and_loads_them_all(tmp_path: Path) -> None:
     logs = BrokerLogs(directory)
     assert _values(logs) == [(0, b"v-00"), (1, b"v-01"), (2, b"again")]
     assert logs.get(TP).end_offset_for(5) == (5, 3)
+    directory.close()
+
+
+def test_a_log_whose_first_segments_retention_deleted_starts_past_zero(tmp_path: Path) -> None:
+    """Kafka's retention deletes whole segments: the log starts at the first one left, and an
+    empty last segment (rolled at the log end) names where the log ends."""
+    partition = tmp_path / "orders-0"
+    partition.mkdir()
+    (partition / segment_name(100)).write_bytes(
+        _with_offset(_batch(b"a"), 100) + _with_offset(_batch(b"b"), 101)
+    )
+    (partition / segment_name(102)).write_bytes(b"")
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory)
+    log = logs.get(TP)
+    assert (log.log_start, log.log_end) == (100, 102)
+    assert log.offset_for(EARLIEST_TIMESTAMP) == (100, -1)
+    assert _values(logs) == [(100, b"a"), (101, b"b")]
+    log.append(_batch(b"c"), leader_epoch=0)
+    directory.close()
+    assert (partition / segment_name(102)).stat().st_size == len(_batch(b"c"))
+    directory = LogDirectory(tmp_path)
+    assert _values(BrokerLogs(directory)) == [(100, b"a"), (101, b"b"), (102, b"c")]
+    directory.close()
+
+    empty = tmp_path / "audit-0"
+    empty.mkdir()
+    (empty / segment_name(40)).write_bytes(b"")
+    directory = LogDirectory(tmp_path)
+    log = BrokerLogs(directory).get(("audit", 0))
+    assert (log.log_start, log.log_end) == (40, 40)
     directory.close()
 
 

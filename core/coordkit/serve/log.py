@@ -12,8 +12,10 @@ of a new leader cuts exactly the records the new leader does not have
 Compression: batches are kept as sent, so any codec passes through (none, gzip, snappy, lz4,
 zstd; the consumer decompresses); an unknown codec id is refused.
 
-Limits: memory only (the store holds metadata, not records; a broker's logs live as long as the
-``coordkit serve`` process); no retention, so the log start stays 0; nothing is written to disk.
+Logs live in memory; with a log directory (``coordkit serve --data-dir``) they are written
+through to it and loaded from it (:mod:`coordkit.serve.logdir`). Limits: no retention: a log
+coordkit began starts at offset 0 for good (one loaded from Kafka's segments starts where its
+first segment does).
 
 Every log lives on the event loop's thread (see :mod:`coordkit.serve.listener`), so nothing here
 takes a lock. Fetches that found too little wait on :meth:`BrokerLogs.changed` (long polling):
@@ -37,7 +39,7 @@ from coordkit.serve import errors
 from coordkit.serve.producers import BatchMetadata, ProducerIds, ProducerStates
 
 if TYPE_CHECKING:
-    from coordkit.serve.logdir import LogDirectory, SegmentFile
+    from coordkit.serve.logdir import LogDirectory, PartitionSegments
     from coordkit.serve.replicas import Replicas
 
 #: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest.LATEST_TIMESTAMP`` and so on).
@@ -66,7 +68,7 @@ class Appended:
 class PartitionLog:
     """One replica's batches in offset order; ``log_end`` is the next offset to assign."""
 
-    def __init__(self, segment: SegmentFile | None = None) -> None:
+    def __init__(self, segment: PartitionSegments | None = None) -> None:
         self._batches: list[bytes] = []
         self._headers: list[BatchHeader] = []
         #: Each batch's last offset, for bisecting a fetch position.
@@ -80,14 +82,19 @@ class PartitionLog:
         self.segment = segment
 
     @classmethod
-    def loaded(cls, data: bytes, segment: SegmentFile) -> PartitionLog:
-        """The log whose batches ``data`` holds (a segment's checked contents, see
+    def loaded(cls, data: bytes, segment: PartitionSegments) -> PartitionLog:
+        """The log whose batches ``data`` holds (its segments' checked contents, see
         :func:`coordkit.serve.logdir.valid_prefix`), writing on to ``segment``: the leader
-        epoch cache and the producers' state rebuilt from the batches' headers."""
+        epoch cache and the producers' state rebuilt from the batches' headers. It starts where
+        its first segment does and ends where its last batch or segment does (a Kafka log whose
+        old segments retention deleted starts past 0, and an empty active segment's name is
+        the log end)."""
         partition_log = cls()
+        partition_log.log_start = partition_log.log_end = segment.log_start
         for header, raw in records.iter_batches(data, verify_crc=False):
             partition_log._new_epoch(header.partition_leader_epoch)
             partition_log._keep(bytes(raw), header)
+        partition_log.log_end = max(partition_log.log_end, segment.end_offset)
         partition_log.segment = segment
         return partition_log
 

@@ -169,8 +169,11 @@ class PartitionSegments:
                 self._delete_snapshots_after(self.end_offset)
                 self._write_epochs()
                 break
-        if self._segments and not (self.directory / kafka_files.LEADER_EPOCHS).exists():
-            self._write_epochs()
+        if self._segments:
+            # An empty last segment (Kafka rolls a new one at its log end) names the log end.
+            self.end_offset = max(self.end_offset, self._segments[-1].base_offset)
+            if not (self.directory / kafka_files.LEADER_EPOCHS).exists():
+                self._write_epochs()
         return bytes(data)
 
     def _note(self, header: BatchHeader, position: int) -> bool:
@@ -287,10 +290,6 @@ class PartitionSegments:
     def log_start(self) -> int:
         """Where the log starts: its first segment's base offset."""
         return self._segments[0].base_offset if self._segments else 0
-
-
-#: The name :mod:`coordkit.serve.log` knows a partition's files by.
-SegmentFile = PartitionSegments
 
 
 class LogDirectory:
