@@ -213,7 +213,7 @@ class RemoteFollower:
         leader: int,
         partitions: list[tuple[TP, PartitionState]],
     ) -> bool:
-        """Truncate where a leader epoch is new, then fetch; whether a fetch was made."""
+        """Truncate where a leader epoch is new, then fetch; whether a fetch was served."""
         try:
             unchecked = [(tp, s) for tp, s in partitions
                          if self._checked_epoch.get(tp) != s.leader_epoch]  # fmt: skip
@@ -223,12 +223,12 @@ class RemoteFollower:
                        if self._checked_epoch.get(tp) == s.leader_epoch]  # fmt: skip
             if not checked:
                 return False  # the leader has not heard of its epoch yet: again after a pause
-            await self._fetch(connection, checked)
+            served = await self._fetch(connection, checked)
         except (OSError, TimeoutError, asyncio.IncompleteReadError, ProtocolError) as exc:
             log.debug("broker %s: leader %s at %s:%s not reached: %s", self.ctx.broker_id,
                       leader, *connection.address, exc)  # fmt: skip
             return False
-        return True
+        return served
 
     async def _truncate(
         self, connection: LeaderConnection, partitions: list[tuple[TP, PartitionState]]
@@ -268,8 +268,9 @@ class RemoteFollower:
 
     async def _fetch(
         self, connection: LeaderConnection, partitions: list[tuple[TP, PartitionState]]
-    ) -> None:
-        """Copy what the leader has past each log's end."""
+    ) -> bool:
+        """Copy what the leader has past each log's end; whether any partition was served
+        (a fetch that only met errors is not repeated at once)."""
         by_topic: dict[str, list[Any]] = {}
         for (topic, partition), state in partitions:
             own = self.ctx.logs.get((topic, partition))
@@ -312,6 +313,7 @@ class RemoteFollower:
                 ends[tp] = own.log_end
         if ends:
             self.model.report_log_ends(self.ctx.broker_id, ends, fetched=True)
+        return bool(ends)
 
     @property
     def _timeout(self) -> float:
