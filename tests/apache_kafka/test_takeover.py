@@ -343,6 +343,40 @@ def test_coordkit_leaves_leaders_isrs_and_its_controller_epoch(coordkit_stopped:
     assert len(coordkit_stopped.coordkit_records) == 2 * COORDKIT_RECORDS
 
 
+def test_coordkit_leaves_a_kafka_log_directory_per_broker(coordkit_stopped: Scenario) -> None:
+    """What Kafka reads besides the segments, as coordkit wrote it: whose directory it is, each
+    partition's topic id, the high watermarks (every record was acknowledged: each log's end,
+    on followers too) and recovery points (0: coordkit writes no index files)."""
+    ends: dict[tuple[str, int], int] = {}
+    for topic, partition, offset, *_ in coordkit_stopped.coordkit_records:
+        ends[(topic, partition)] = max(ends.get((topic, partition), 0), offset + 1)
+    store = open_store(coordkit_stopped.url)
+    try:
+        cluster_id = json.loads(store.get("/cluster/id")[0])["id"]
+        topic_ids = {t: json.loads(store.get(f"/brokers/topics/{t}")[0])["topic_id"]
+                     for t in COORDKIT_TOPICS}  # fmt: skip
+    finally:
+        store.close()
+    for broker in BROKERS:
+        directory = coordkit_stopped.data_dir / f"broker-{broker}"
+        if broker != 3:  # broker 3's is gone already, for Kafka to write its own
+            meta = (directory / kafka_files.META_PROPERTIES).read_bytes()
+            fields = kafka_files.read_properties(meta, "meta.properties")
+            assert fields == {"broker.id": str(broker), "version": "0", "cluster.id": cluster_id}
+        held = {tp for tp in ends if (directory / f"{tp[0]}-{tp[1]}").is_dir()}
+        for topic, partition in held:
+            metadata = directory / f"{topic}-{partition}" / kafka_files.PARTITION_METADATA
+            assert (
+                kafka_files.read_partition_metadata(metadata.read_bytes(), "p") == topic_ids[topic]
+            )
+        checkpoint = (directory / kafka_files.HIGH_WATERMARKS).read_bytes()
+        assert kafka_files.read_offsets_checkpoint(checkpoint, "hw") == {
+            tp: ends[tp] for tp in held
+        }
+        checkpoint = (directory / kafka_files.RECOVERY_POINTS).read_bytes()
+        assert kafka_files.read_offsets_checkpoint(checkpoint, "rp") == dict.fromkeys(held, 0)
+
+
 def test_kafka_brings_every_partition_of_coordkit_online(
     kafka_on_coordkit: KafkaCluster, coordkit_stopped: Scenario
 ) -> None:

@@ -137,6 +137,8 @@ class RemoteFollower:
         self._fetchers: dict[int, asyncio.Task[None]] = {}
         #: The leader epoch each partition was last truncated for.
         self._checked_epoch: dict[TP, int] = {}
+        #: The high watermark each leader last told (what a Kafka follower checkpoints).
+        self.high_watermarks: dict[TP, int] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -311,6 +313,7 @@ class RemoteFollower:
                         self._checked_epoch.pop(tp, None)
                         continue
                 ends[tp] = own.log_end
+                self.high_watermarks[tp] = result.high_watermark
         if ends:
             self.model.report_log_ends(self.ctx.broker_id, ends, fetched=True)
         return bool(ends)

@@ -322,13 +322,15 @@ class KafkaServer:
 
     def _write_high_watermarks(self) -> None:
         """Each log directory's ``replication-offset-checkpoint``, as a Kafka broker writes it
-        when it stops."""
-        for log_dir in self._log_dirs.values():
-            marks = {}
+        when it stops: the high watermarks this process knows, or, for a partition led in
+        another process, the one its leader last told."""
+        told = {remote.ctx.broker_id: remote.high_watermarks for remote in self.remote_followers}
+        for broker_id, log_dir in self._log_dirs.items():
+            marks = dict(told.get(broker_id, {}))
             for tp in log_dir.partitions():
                 state = self.cluster.replication.log(tp)
                 if state is not None:
-                    marks[tp] = state.hw
+                    marks[tp] = max(state.hw, marks.get(tp, 0))
             try:
                 log_dir.write_high_watermarks(marks)
             except OSError as exc:
