@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,7 @@ def coordkit_stopped(scenario: Scenario) -> Scenario:
             _produce(bootstrap, topic, COORDKIT_RECORDS, topic)
         partitions = {name: count for name, (count, _) in COORDKIT_TOPICS.items()}
         scenario.coordkit_records = _read_all(bootstrap, partitions, 2 * COORDKIT_RECORDS)
-        wait_for(lambda: _replicas_alike(scenario.data_dir), WAIT_SECONDS,
+        wait_for(lambda: _replicas_alike(scenario.data_dir, COORDKIT_TOPICS), WAIT_SECONDS,
                  "every replica's log alike, byte for byte")  # fmt: skip
     finally:
         _stop_coordkit(servers)
@@ -242,13 +242,14 @@ def coordkit_stopped(scenario: Scenario) -> Scenario:
     return scenario
 
 
-def _replicas_alike(data_dir: Path) -> bool:
-    """Whether every replica of every coordkit topic's partitions holds the same bytes."""
+def _replicas_alike(data_dir: Path, topics: Mapping[str, tuple[int, int]]) -> bool:
+    """Whether every replica of every partition of ``topics`` (name → partitions, replication
+    factor) holds the same bytes."""
     replicas: dict[str, set[bytes]] = {}
     for broker in BROKERS:
         for log in (data_dir / f"broker-{broker}").glob("*/*.log"):
             replicas.setdefault(log.parent.name, set()).add(log.read_bytes())
-    expected = {f"{t}-{p}": f for t, (n, f) in COORDKIT_TOPICS.items() for p in range(n)}
+    expected = {f"{t}-{p}": f for t, (n, f) in topics.items() for p in range(n)}
     return all(
         len(replicas.get(name, set())) == 1 and _holders(data_dir, name) == factor
         for name, factor in expected.items()
