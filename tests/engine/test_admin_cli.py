@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit import layout, paths
+from coordkit import layout
 from coordkit.cli import cli
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.errors import NoNodeError
 from coordkit.placement import BrokerMetadata, ClusterLayout
 from coordkit.plugins import get_plugin_manager, open_store
 from coordkit.store import MetadataStore
+from harness.cli import one_error_line, snapshot
 from harness.waiting import wait_for
 
 FAST = EngineConfig(
@@ -37,8 +38,6 @@ FAST = EngineConfig(
     auto_leader_rebalance=False,
 )
 
-Snapshot = dict[str, tuple[bytes, int, int]]
-
 
 def invoke(*args: str, columns: int = 200) -> Result:
     return CliRunner().invoke(cli, list(args), env={"COLUMNS": str(columns)})
@@ -48,27 +47,6 @@ def ok(*args: str, columns: int = 200) -> Result:
     result = invoke(*args, columns=columns)
     assert result.exit_code == 0, result.output
     return result
-
-
-def snapshot(store: MetadataStore) -> Snapshot:
-    """Every node with its data, version and owner: what "nothing written" compares."""
-    out: Snapshot = {}
-    stack = ["/"]
-    while stack:
-        path = stack.pop()
-        data, stat = store.get(path)
-        out[path] = (data, stat.version, stat.ephemeral_owner)
-        stack.extend(paths.join(path, name) for name in store.children(path))
-    return out
-
-
-def one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0]
 
 
 def proposal(output: str) -> str:

@@ -16,13 +16,14 @@ from collections.abc import Callable
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit import layout, paths
+from coordkit import layout
 from coordkit.cli import cli
 from coordkit.engine import Cluster, ClusterView, EngineConfig
 from coordkit.engine.controllership import UnreadableControllerNodeError
 from coordkit.serve import KafkaServer
 from coordkit.store import MetadataStore
 from coordkit.urls import StoreURL
+from harness.cli import one_error_line, snapshot
 from harness.waiting import wait_for
 
 STRATEGIES = ["kafka", "latch", "warm-standby"]
@@ -43,8 +44,6 @@ UNREADABLE = {
     ),
 }
 REPORT = re.compile(r"election: broker (\d+): (/controller(?:_epoch)?) holds (.+?), not ")
-
-Snapshot = dict[str, tuple[bytes, int, int]]
 
 
 def _config(strategy: str) -> EngineConfig:
@@ -106,26 +105,6 @@ def _clear(store: MetadataStore, problem: UnreadableControllerNodeError) -> None
     result = CliRunner().invoke(cli, shlex.split(named[1]))
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"deleted {problem.path} "), result.output
-
-
-def _snapshot(store: MetadataStore) -> Snapshot:
-    out: Snapshot = {}
-    stack = ["/"]
-    while stack:
-        path = stack.pop()
-        data, stat = store.get(path)
-        out[path] = (data, stat.version, stat.ephemeral_owner)
-        stack.extend(paths.join(path, name) for name in store.children(path))
-    return out
-
-
-def _one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    return lines[0].removeprefix("error: ")
 
 
 def _settles_again(cluster: Cluster, settled: Callable[..., ClusterView]) -> ClusterView:
@@ -243,16 +222,16 @@ def _refused(store: MetadataStore, case: str, command: str, store_url: str, *arg
     line about the node, exit status 2, the store unchanged."""
     path, value, expected = UNREADABLE[case]
     store.create(path, value)
-    before = _snapshot(store)
+    before = snapshot(store)
     argv = [*command.split(), "--store", store_url, *args]
     result = CliRunner().invoke(cli, argv, env={"COLUMNS": "200"})
-    line = _one_error_line(result)
+    line = one_error_line(result).removeprefix("error: ")
     assert line.startswith(f"{path} holds {value!r}, {expected}"), line
     assert "no controller can be elected until it is deleted" in line
     if store.characteristics.shared_across_processes:
         url = StoreURL.parse(store_url).redacted()
         assert line.endswith(f"`coordkit delete-node --store {url} {path}`"), line
-    assert _snapshot(store) == before
+    assert snapshot(store) == before
     return result
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit import paths
 from coordkit.assignment import load_balance
 from coordkit.assignment_io import DEFAULT_MAX_PARTITIONS, AssignmentTooLargeError, loads_group
 from coordkit.cli import cli
@@ -27,24 +26,11 @@ from coordkit.errors import NoNodeError, StoreError
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
 from coordkit_memory import MemoryServer
-
-Snapshot = dict[str, tuple[bytes, int, int]]
+from harness.cli import snapshot
 
 
 def invoke(*args: str, input: bytes | str | None = None, columns: int = 120) -> Result:
     return CliRunner().invoke(cli, list(args), input=input, env={"COLUMNS": str(columns)})
-
-
-def snapshot(store: MetadataStore) -> Snapshot:
-    """Every node with its data, version and owner: what "nothing written" compares."""
-    out: Snapshot = {}
-    stack = ["/"]
-    while stack:
-        path = stack.pop()
-        data, stat = store.get(path)
-        out[path] = (data, stat.version, stat.ephemeral_owner)
-        stack.extend(paths.join(path, name) for name in store.children(path))
-    return out
 
 
 def refused(result: Result, *names: str) -> str:
