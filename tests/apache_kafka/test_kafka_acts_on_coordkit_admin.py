@@ -27,7 +27,12 @@ RACKS = {1: "a", 2: "b", 3: "a", 4: "b"}
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: StandaloneZooKeeper) -> Iterator[KafkaCluster]:
-    with KafkaCluster(zookeeper=zookeeper.hosts, broker_ids=(1, 2, 3, 4), racks=RACKS) as kafka:
+    # Kafka's controller holds a preferred election of its own 5 s after every controller failover
+    # (auto.leader.rebalance.enable): off, so that the only elections are the ones coordkit asks.
+    with KafkaCluster(
+        zookeeper=zookeeper.hosts, broker_ids=(1, 2, 3, 4), racks=RACKS,
+        properties={"auto.leader.rebalance.enable": "false"},
+    ) as kafka:  # fmt: skip
         yield kafka
 
 
