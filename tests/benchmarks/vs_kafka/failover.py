@@ -1,0 +1,168 @@
+"""Failover, on three broker processes a side (see :mod:`vs_kafka.clusters`):
+
+* ``leader killed`` — a topic of 6 partitions (replication factor 3) takes records from a
+  librdkafka producer (acks=all) on the partitions one broker leads, every 10 ms each; that broker
+  (never the controller, so that this case is only a leader's failover) is SIGKILLed. Seconds from
+  the kill until the first record produced after it is acknowledged (``first ack s``) and until one
+  is on every partition it led (``all acked s``). The broker is started again afterwards.
+* ``controller killed`` — the controller's broker (coordkit: the one its Metadata names, elected
+  through the store; Kafka: the leader of the KRaft metadata quorum, the active controller, whose
+  node is also a broker) is SIGKILLed while an admin client asks the live brokers to create a new
+  topic (1 partition, replication factor 2: the live brokers) every 0.2 s, each attempt from an
+  admin client of its own. Seconds from the kill
+  until the first creation is acknowledged (``created s``) and until that topic has a leader
+  (``online s``).
+
+Both include noticing the death: the store session on coordkit, on Kafka the broker session and the
+quorum's fetch timeout, all set to ``--failure-timeout`` (printed with the figures).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from vs_kafka.clusters import BrokerProcesses, bootstrap_of, create_topic, leaders
+
+FAILOVER_PARTITIONS = 6
+#: Seconds a failover may take before its figure is reported as nan.
+FAILOVER_TIMEOUT = 120.0
+PRODUCE_EVERY = 0.01
+CREATE_EVERY = 0.2
+#: Seconds one creation attempt may take (attempts overlap: one starts every CREATE_EVERY).
+CREATE_TIMEOUT = 3.0
+Figures = dict[str, float]
+#: librdkafka logs nothing below critical: a killed broker refusing connections is expected.
+QUIET = {"log_level": 2}
+
+
+class PartitionProducer:
+    """Records to ``partitions`` of ``topic`` every PRODUCE_EVERY each, in a thread of its own;
+    for each partition, when the first record produced at or after a moment was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int]) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                                  "message.timeout.ms": int(FAILOVER_TIMEOUT * 1000), **QUIET})  # fmt: skip
+        self.topic = topic
+        self.partitions = partitions
+        self.acked: list[tuple[int, float, float]] = []  # (partition, produced, acknowledged)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        def delivered(error: Any, message: Any, produced: float) -> None:
+            if error is None:
+                self.acked.append((message.partition(), produced, time.perf_counter()))
+
+        while not self.stop.is_set():
+            for partition in self.partitions:
+                produced = time.perf_counter()
+                self.producer.produce(self.topic, value=b"x" * 100, partition=partition,
+                                      on_delivery=lambda e, m, p=produced: delivered(e, m, p))  # type: ignore[misc]  # fmt: skip
+            self.producer.poll(PRODUCE_EVERY)
+        self.producer.flush(5)
+
+    def first_acks(self, since: float) -> dict[int, float]:
+        """Partition → when its first record produced at or after ``since`` was acknowledged."""
+        first: dict[int, float] = {}
+        for partition, produced, acknowledged in list(self.acked):
+            if produced >= since:
+                first[partition] = min(first.get(partition, acknowledged), acknowledged)
+        return first
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def _until(check: Callable[[], bool], started: float) -> float:
+    """Seconds from ``started`` until ``check()`` holds (nan after FAILOVER_TIMEOUT)."""
+    while time.perf_counter() - started < FAILOVER_TIMEOUT:
+        if check():
+            return time.perf_counter() - started
+        time.sleep(0.01)
+    return float("nan")
+
+
+def leader_killed(cluster: BrokerProcesses) -> Figures:
+    bootstrap = bootstrap_of(cluster)
+    create_topic(bootstrap, "failover", FAILOVER_PARTITIONS)
+    controller = cluster.controller()
+    led = leaders(bootstrap, "failover")
+    candidates = [b for b in cluster.live() if b != controller and b in led.values()]
+    if not candidates:
+        raise SystemExit(f"no broker but the controller {controller} leads a partition: {led}")
+    victim = max(candidates, key=lambda b: sum(leader == b for leader in led.values()))
+    its = sorted(p for p, leader in led.items() if leader == victim)
+    producer = PartitionProducer(bootstrap, "failover", its)
+    try:
+        warm = time.perf_counter()  # every partition takes records before the kill
+        _until(lambda: len(producer.first_acks(warm)) == len(its), warm)
+        killed = time.perf_counter()
+        cluster.kill(victim)
+        first = _until(lambda: bool(producer.first_acks(killed)), killed)
+        every = _until(lambda: len(producer.first_acks(killed)) == len(its), killed)
+        acks = producer.first_acks(killed)
+        if acks:
+            first = min(acks.values()) - killed
+        if len(acks) == len(its):
+            every = max(acks.values()) - killed
+    finally:
+        producer.close()
+    cluster.start(victim)
+    return {"first ack s": first, "all acked s": every, "partitions": float(len(its))}
+
+
+def controller_killed(cluster: BrokerProcesses) -> Figures:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    controller = cluster.controller()
+    killed = time.perf_counter()
+    cluster.kill(controller)
+    bootstrap = bootstrap_of(cluster)
+    created: list[tuple[float, str]] = []
+    clients: list[Any] = []
+
+    def done(name: str) -> Callable[[Any], None]:
+        def record(future: Any) -> None:
+            if future.exception() is None:
+                created.append((time.perf_counter(), name))
+
+        return record
+
+    attempt = 0
+    while not created and time.perf_counter() - killed < FAILOVER_TIMEOUT:
+        # A client of its own each time: librdkafka's admin client waits for the controller it
+        # knows to come back up, never asking the brokers again who controls the cluster now.
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        clients.append(admin)
+        name = f"after-controller-{attempt}"
+        futures = admin.create_topics([NewTopic(name, 1, 2)], request_timeout=CREATE_TIMEOUT)
+        futures[name].add_done_callback(done(name))
+        attempt += 1
+        time.sleep(CREATE_EVERY)
+        del clients[: -int(CREATE_TIMEOUT / CREATE_EVERY) - 1]  # those whose attempt is over
+    if not created:
+        return {"created s": float("nan"), "online s": float("nan")}
+    at, name = min(created)
+
+    def online() -> bool:
+        try:
+            return all(leader >= 0 for leader in leaders(bootstrap, name).values())
+        except Exception:  # not in the metadata yet
+            return False
+
+    return {"created s": at - killed, "online s": _until(online, killed)}
+
+
+CASES = ("failover",)
+
+
+def run(cluster: BrokerProcesses, case: Callable[[str, Callable[[], Figures]], None]) -> None:
+    case("leader killed", lambda: leader_killed(cluster))
+    case("controller killed", lambda: controller_killed(cluster))
