@@ -7,6 +7,8 @@ Reading never raises on what the store holds: partitions without a state are lis
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from coordkit import layout
@@ -86,8 +88,28 @@ def registered_brokers(store: MetadataStore) -> list[int]:
     )
 
 
-def read_view(store: MetadataStore) -> ClusterView:
-    """Controller, epoch, brokers and every partition state, read from ``store``."""
+#: Partition-state node → (version, value, decoded state) last decoded in this process: a node
+#: read again unchanged (every Metadata request reads its topics' states) is not decoded again.
+_DECODED: dict[str, tuple[int, bytes, states.LeaderIsr]] = {}
+#: Nodes remembered before the memo starts over (a bound on its memory, not a working set).
+_DECODED_LIMIT = 1_000_000
+
+
+def _decoded_state(path: str, data: bytes, version: int) -> states.LeaderIsr:
+    known = _DECODED.get(path)
+    if known is not None and known[0] == version and known[1] == data:
+        return known[2]
+    state = states.decode_state(path, data, version)  # raises LayoutError: nothing remembered
+    if len(_DECODED) >= _DECODED_LIMIT:
+        _DECODED.clear()
+    _DECODED[path] = (version, data, state)
+    return state
+
+
+def read_view(store: MetadataStore, topics: Iterable[str] | None = None) -> ClusterView:
+    """Controller, epoch, brokers and the partition states of ``topics`` (those that exist;
+    ``None``: every topic), read from ``store``. Naming the topics keeps a read of one topic
+    from decoding every partition of the cluster (a Metadata request names its topics)."""
     try:
         current = read_controller(store)
     except UnreadableControllerNodeError:
@@ -97,11 +119,15 @@ def read_view(store: MetadataStore) -> ClusterView:
     except UnreadableControllerNodeError:
         stored_epoch = None
     epoch = 0 if stored_epoch is None else stored_epoch[0]
-    topics = sorted(children(store, layout.BROKER_TOPICS))
-    topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in topics]
+    existing = children(store, layout.BROKER_TOPICS)
+    if topics is not None:
+        wanted = set(topics)
+        existing = [t for t in existing if t in wanted]
+    names = sorted(existing)
+    topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in names]
     assignments: dict[str, TopicAssignment] = {}
     unreadable: list[str] = []
-    for topic, path, result in zip(topics, topic_paths, store.get_many(topic_paths), strict=True):
+    for topic, path, result in zip(names, topic_paths, store.get_many(topic_paths), strict=True):
         if not isinstance(result, StoreError):
             try:
                 assignments[topic] = layout.TOPIC.decode(result[0], path)
@@ -116,7 +142,7 @@ def read_view(store: MetadataStore) -> ClusterView:
             missing.append(tp)
             continue
         try:
-            state = states.decode_state(path, result[0], result[1].version)
+            state = _decoded_state(path, result[0], result[1].version)
         except LayoutError:
             unreadable.append(path)
             continue

@@ -2,7 +2,8 @@
 with leader, leader epoch, replicas and ISR from the partition states the engine wrote.
 
 Everything is read from the store through the serving broker's own session (off the event loop),
-so the answer is what the cluster's store holds, not what this process happens to know.
+so the answer is what the cluster's store holds, not what this process happens to know; only the
+requested topics' partitions are read.
 
 As Kafka answers: a topic named by id alone (v10+) is answered by name, or UNKNOWN_TOPIC_ID; a
 missing topic whose name Kafka refuses is INVALID_TOPIC_EXCEPTION, auto-creation or not; a topic
@@ -119,7 +120,11 @@ def _gather(
                 log.info("broker %s: created topic %r on a metadata request", ctx.broker_id, name)
             except (CoordkitError, ValueError) as exc:
                 log.info("broker %s: topic %r not auto-created: %s", ctx.broker_id, name, exc)
-    return read_brokers(store), read_view(store), created
+    # Only the topics asked for are read (all of them when the request names them by id: the
+    # ids are in the topics' nodes): Kafka answers from its metadata cache, and reading every
+    # partition state for each client's refresh made Metadata most of a busy broker's work.
+    wanted = None if names is None or requested_topic_ids(request) else names
+    return read_brokers(store), read_view(store, wanted), created
 
 
 def _topic_id(view: ClusterView, name: str) -> uuid.UUID:
