@@ -33,7 +33,12 @@ def describe(admin: KafkaAdminClient, topic: str) -> Any:
         }
         for p in sorted(found["partitions"], key=lambda p: p["partition_index"])
     ]
-    return {"internal": found["is_internal"], "partitions": partitions}
+    operations = sorted(found["authorized_operations"] or ())
+    return {
+        "internal": found["is_internal"],
+        "partitions": partitions,
+        "authorized_operations": operations,
+    }
 
 
 def topics(admin: KafkaAdminClient) -> None:
@@ -145,7 +150,10 @@ def describe_group(admin: KafkaAdminClient, group: str) -> Any:
                  for p in t["partitions"]]  # fmt: skip
         members.append({"client_id": member["client_id"], "assignment": sorted(owned)})
     return {"state": found["group_state"], "protocol_type": found["protocol_type"],
-            "assignor": found["protocol_data"], "members": members}  # fmt: skip
+            "assignor": found["protocol_data"], "members": members,
+            # kafka-python asks for them (DescribeGroups v3+): Kafka without an authorizer
+            # allows every operation a group has.
+            "authorized_operations": sorted(found["authorized_operations"] or ())}  # fmt: skip
 
 
 def committed(admin: KafkaAdminClient, group: str) -> dict[str, int]:

@@ -29,9 +29,11 @@ DESCRIBE_VERSIONS = (0, 5)
 LIST_VERSIONS = (0, 5)
 #: Kafka's value for "authorized operations not asked for / not known".
 NO_AUTHORIZED_OPERATIONS = -(2**31)
-#: What Kafka without an authorizer allows on a group: READ (3), DELETE (6) and DESCRIBE (8), as
-#: a bit field of AclOperation codes (DescribeGroups v3+ with include_authorized_operations).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+#: What Kafka 4 without an authorizer allows on a group: READ (3), DELETE (6), DESCRIBE (8),
+#: DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11) — a group's supported operations since group
+#: configs (KIP-848) — as a bit field of AclOperation codes (DescribeGroups v3+ with
+#: include_authorized_operations).
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 #: Every group here runs the classic protocol (ListGroups v5's group type).
 CLASSIC = "classic"
 
