@@ -13,7 +13,9 @@ object, a key per step (the value it observed, or ``{"error": <the client's name
 * records: ``produced`` (partition and offset of 5, 3, 0 and 2 keyed records sent to partitions
   0-3 with acks=all), ``produce_unknown_topic`` (kafka-python and librdkafka with auto-creation off
   on the client's side: the error; aiokafka and Java, whose metadata requests allow it: the
-  brokers create it), ``watermarks`` (low and high of each partition);
+  brokers create it), ``watermarks`` (low and high of each partition); Java's records carry
+  fixed create times, and it records ``offsets_for_times`` (ListOffsets by timestamp) and
+  ``max_timestamps`` (ListOffsets for the max timestamp);
 * a classic group of two members (``-m1`` then ``-m2``, range assignor but aiokafka's round robin):
   ``group_first_member``, ``group_two_members`` and ``group_after_leave`` (the member's generation
   and partitions), ``group_read`` (what each member read of its partitions), ``group_committed``,
@@ -21,7 +23,8 @@ object, a key per step (the value it observed, or ``{"error": <the client's name
   id and assignment), ``commit_by_non_member`` (a consumer of the group that assigned itself a
   partition commits while the group has members), ``group_offsets_altered`` (the admin client's,
   or a commit of no member for aiokafka, whose admin cannot), ``groups_listed``,
-  ``describe_missing_group``, ``committed_missing_group``.
+  ``describe_missing_group``, ``committed_missing_group``; kafka-python's descriptions of topics
+  and groups carry the authorized operations it asks for.
 
 The programs name things by a per-client prefix, the same on both clusters, and record counts
 rather than node ids, and client ids rather than member ids: what differs between two clusters

@@ -27,6 +27,7 @@ import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -58,6 +59,7 @@ public class JavaClients {
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             topics(admin, topic);
             produce(topic);
+            RECORDING.put("max_timestamps", outcome(() -> maxTimestamps(admin, topic)));
             groups(admin, topic);
             // At the end, when every broker has long known the topic.
             RECORDING.put("list", outcome(() -> admin.listTopics().names().get().stream()
@@ -153,10 +155,12 @@ public class JavaClients {
             for (int partition = 0; partition < counts.length; partition++) {
                 for (int i = 0; i < counts[partition]; i++) {
                     String key = "k" + i;
+                    long at = timestamp(partition, i);
                     String value = "v" + partition + "-" + i;
                     int p = partition;
                     offsets.add(outcome(() -> {
-                        RecordMetadata sent = producer.send(new ProducerRecord<>(topic, p, key, value)).get();
+                        RecordMetadata sent = producer.send(
+                                new ProducerRecord<>(topic, p, at, key, value)).get();
                         return List.of(sent.partition(), sent.offset());
                     }));
                 }
@@ -178,7 +182,34 @@ public class JavaClients {
                 watermarks.put(String.valueOf(tp.partition()), List.of(low.get(tp), high.get(tp)));
             }
             RECORDING.put("watermarks", watermarks);
+            // ListOffsets by timestamp: the first record at or after the third one's (none in
+            // the empty partition, nor past the last of partition 3).
+            Map<TopicPartition, Long> times = new LinkedHashMap<>();
+            for (TopicPartition tp : partitions) {
+                times.put(tp, timestamp(tp.partition(), 2));
+            }
+            Map<String, Object> found = new TreeMap<>();
+            consumer.offsetsForTimes(times).forEach((tp, at) -> found.put(String.valueOf(tp.partition()),
+                    at == null ? null : List.of(at.offset(), at.timestamp())));
+            RECORDING.put("offsets_for_times", found);
         }
+    }
+
+    /** ListOffsets for the max timestamp (KIP-734): each partition's latest record by time. */
+    static Object maxTimestamps(Admin admin, String topic) throws Exception {
+        Map<TopicPartition, OffsetSpec> asked = new LinkedHashMap<>();
+        for (TopicPartition tp : partitions(topic, 4)) {
+            asked.put(tp, OffsetSpec.maxTimestamp());
+        }
+        Map<String, Object> found = new TreeMap<>();
+        admin.listOffsets(asked).all().get().forEach((tp, info) -> found.put(
+                String.valueOf(tp.partition()), List.of(info.offset(), info.timestamp())));
+        return found;
+    }
+
+    /** The create time the producer gives the record: fixed, so that both clusters store it. */
+    static long timestamp(int partition, int index) {
+        return 1_700_000_000_000L + partition * 1000L + index;
     }
 
     static List<TopicPartition> partitions(String topic, int count) {
