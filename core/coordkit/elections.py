@@ -6,6 +6,11 @@ decides (``PartitionLeaderElectionAlgorithms`` and the ISR rules of ``PartitionS
 of them behind :class:`PartitionLeaderElection`, registered through
 ``coordkit_register_elections`` and found with ``get_plugin_manager().election(kind, name)``.
 
+Group leader selections (:class:`GroupLeaderSelection`) choose which member of a classic group
+computes its assignment, at the end of every join round, over the members that rejoined in the
+order they first joined the group (a static member that restarts keeps its place). Kafka's rule
+(strategy ``kafka``): the first member to join leads; when the leader leaves, another takes over.
+
 Controller elections are strategies too (:class:`ControllerElection`): each gives every broker a
 :class:`ControllerCandidate` that wins or loses controllership of the cluster. Whatever the
 strategy, the winner holds Kafka's ephemeral ``/controller`` and has bumped ``/controller_epoch``
@@ -17,22 +22,24 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
 if TYPE_CHECKING:
     from coordkit.clock import Clock
-    from coordkit.engine.controller.image import MetadataImage
     from coordkit.store import MetadataStore
 
 __all__ = [
     "ControllerCandidate",
     "ControllerElection",
+    "ControllerImage",
     "ControllerTerm",
     "ElectionKind",
     "ElectionReason",
+    "GroupLeaderSelection",
     "LeaderAndIsr",
+    "LeaderCandidate",
     "PartitionElectionInput",
     "PartitionLeaderElection",
     "controlled_shutdown_election",
@@ -222,21 +229,42 @@ class PartitionLeaderElection(Protocol):
         ...
 
 
+class ControllerImage(Protocol):
+    """What a warm election hands the controller with its term: the cluster's metadata, caught up
+    past the claim (the engine's :class:`~coordkit.engine.controller.image.MetadataImage` is one).
+    The term's first load asks it to fill the controller's context."""
+
+    def fill(self, context: Any) -> bool:
+        """Fill ``context`` (the controller's) from the image; ``False`` when the image is not
+        current (the context then reads the store)."""
+        ...
+
+    def topic_names(self) -> list[str]:
+        """The topics the image holds."""
+        ...
+
+    def follow_assignments(
+        self, listener: Callable[[str | None, int | None], None]
+    ) -> Callable[[], None]:
+        """Call ``listener(topic, mzxid)`` after a topic's assignment changed (``mzxid`` None:
+        deleted; ``(None, None)``: any may have); returns the function that stops the calls."""
+        ...
+
+
 @attrs.frozen
 class ControllerTerm:
     """A won controller election: who, which epoch, and the ``/controller_epoch`` version that
     every write of this term checks.
 
-    :param image: what a warm election hands the controller: the candidate's
-        :class:`~coordkit.engine.controller.image.MetadataImage`, caught up past the claim, from
-        which the term's first load fills the controller's context (a cold election hands none;
-        not part of the term's identity).
+    :param image: what a warm election hands the controller (:class:`ControllerImage`): the
+        candidate's image, caught up past the claim, from which the term's first load fills the
+        controller's context (a cold election hands none; not part of the term's identity).
     """
 
     broker_id: int
     epoch: int
     epoch_version: int
-    image: MetadataImage | None = attrs.field(default=None, eq=False, repr=False)
+    image: ControllerImage | None = attrs.field(default=None, eq=False, repr=False)
 
 
 #: Called with the term won (on the candidate's own thread).
@@ -283,4 +311,32 @@ class ControllerElection(Protocol):
         on_deposed: DeposedCallback,
     ) -> ControllerCandidate:
         """A candidate for ``broker_id`` on ``store`` (the broker's own session)."""
+        ...
+
+
+@attrs.frozen
+class LeaderCandidate:
+    """A member that completed the join round.
+
+    :param join_order: when it first joined the group (smaller is earlier).
+    """
+
+    member_id: str = attrs.field(validator=attrs.validators.min_len(1))
+    group_instance_id: str | None
+    join_order: int
+
+
+@runtime_checkable
+class GroupLeaderSelection(Protocol):
+    """A group-leader strategy."""
+
+    kind: ElectionKind
+    name: str
+    description: str
+
+    def choose_leader(self, current: str | None, members: Sequence[LeaderCandidate]) -> str:
+        """The leader's member id among ``members`` (non-empty, earliest joined first).
+
+        :param current: the leader of the previous generation if it rejoined, else ``None``.
+        """
         ...

@@ -15,12 +15,32 @@ Hooks come in two groups:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pluggy
 
 if TYPE_CHECKING:
-    from coordkit.store import SessionState
+    import click
+
+    from coordkit.assignment import Assignor
+    from coordkit.coordinators import GroupCoordinatorSelection
+    from coordkit.elections import (
+        ControllerElection,
+        GroupLeaderSelection,
+        PartitionLeaderElection,
+    )
+    from coordkit.offsets import OffsetStorageFactory
+    from coordkit.partitioning import PartitionerFactory
+    from coordkit.placement import ReplicaPlacement
+    from coordkit.store import MetadataStore, SessionState
+
+    #: Opens a store session on a parsed URL (``read_only=True`` only when asked for).
+    StoreFactory: TypeAlias = Callable[..., MetadataStore]
+    #: What ``coordkit_register_elections`` registers: one of the four election contracts.
+    ElectionStrategy: TypeAlias = (
+        ControllerElection | PartitionLeaderElection | GroupCoordinatorSelection
+        | GroupLeaderSelection
+    )  # fmt: skip
 
 #: The project name: hook markers, plugin manager and entry point group all use it.
 NAME = "coordkit"
@@ -34,7 +54,7 @@ hookimpl = pluggy.HookimplMarker(NAME)
 
 
 @_hookspec
-def coordkit_register_stores(register: Callable[[str, Callable[..., Any]], None]) -> None:
+def coordkit_register_stores(register: Callable[[str, StoreFactory], None]) -> None:
     """Register metadata store backends.
 
     :param register: call ``register(scheme, factory)`` for each URL scheme served; ``factory(url,
@@ -54,7 +74,7 @@ def coordkit_register_stores(register: Callable[[str, Callable[..., Any]], None]
 
 
 @_hookspec
-def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
+def coordkit_register_assignors(register: Callable[[Assignor], None]) -> None:
     """Register consumer partition assignors.
 
     :param register: call ``register(assignor)`` with an object implementing
@@ -63,7 +83,7 @@ def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
 
 
 @_hookspec
-def coordkit_register_elections(register: Callable[[Any], None]) -> None:
+def coordkit_register_elections(register: Callable[[ElectionStrategy], None]) -> None:
     """Register election strategies (controller, partition leader, group coordinator, group leader).
 
     :param register: call ``register(strategy)``; the strategy's ``kind`` and ``name`` together are
@@ -73,7 +93,7 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
 
 
 @_hookspec
-def coordkit_register_placements(register: Callable[[Any], None]) -> None:
+def coordkit_register_placements(register: Callable[[ReplicaPlacement], None]) -> None:
     """Register replica placement strategies.
 
     :param register: call ``register(strategy)`` with an object implementing
@@ -82,7 +102,7 @@ def coordkit_register_placements(register: Callable[[Any], None]) -> None:
 
 
 @_hookspec
-def coordkit_register_partitioners(register: Callable[[Any], None]) -> None:
+def coordkit_register_partitioners(register: Callable[[PartitionerFactory], None]) -> None:
     """Register producer partitioners.
 
     :param register: call ``register(partitioner_factory)``; the factory's ``name`` is the lookup
@@ -91,7 +111,7 @@ def coordkit_register_partitioners(register: Callable[[Any], None]) -> None:
 
 
 @_hookspec
-def coordkit_register_offset_stores(register: Callable[[Any], None]) -> None:
+def coordkit_register_offset_stores(register: Callable[[OffsetStorageFactory], None]) -> None:
     """Register consumer offset storage strategies.
 
     :param register: call ``register(factory)``; the factory's ``name`` (e.g. ``"zookeeper"``,
@@ -104,7 +124,9 @@ def coordkit_register_offset_stores(register: Callable[[Any], None]) -> None:
 def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
     """Register lab workload generators.
 
-    :param register: call ``register(workload)``; ``workload.name`` is the lookup key.
+    :param register: call ``register(workload)`` with a :class:`coordkit.lab.Workload`;
+        ``workload.name`` is the lookup key. (Typed ``Any``: the lab's contracts take the plugin
+        manager, which reads these hooks.)
     """
 
 
@@ -112,12 +134,13 @@ def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
 def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
     """Register lab metrics.
 
-    :param register: call ``register(metric)``; ``metric.name`` is the lookup key.
+    :param register: call ``register(metric)`` with a :class:`coordkit.lab.Metric`;
+        ``metric.name`` is the lookup key (typed ``Any`` as above).
     """
 
 
 @_hookspec
-def coordkit_register_commands(register: Callable[[Any], None]) -> None:
+def coordkit_register_commands(register: Callable[[click.Command], None]) -> None:
     """Register subcommands of the ``coordkit`` command line.
 
     :param register: call ``register(command)`` with a :class:`click.Command` (or group); its

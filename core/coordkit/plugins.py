@@ -14,7 +14,7 @@ import importlib.metadata
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import attrs
 import pluggy
@@ -24,7 +24,19 @@ from coordkit.errors import DuplicateNameError, PluginError, UnknownNameError, U
 from coordkit.hookspecs import NAME
 
 if TYPE_CHECKING:
+    import click
+
     from coordkit.assignment import Assignor
+    from coordkit.coordinators import GroupCoordinatorSelection
+    from coordkit.elections import (
+        ControllerElection,
+        GroupLeaderSelection,
+        PartitionLeaderElection,
+    )
+    from coordkit.hookspecs import ElectionStrategy, StoreFactory
+    from coordkit.offsets import OffsetStorageFactory
+    from coordkit.partitioning import PartitionerFactory
+    from coordkit.placement import ReplicaPlacement
     from coordkit.store import MetadataStore, SessionState
 
 ENV_DISABLE = "COORDKIT_DISABLE_PLUGINS"
@@ -183,22 +195,22 @@ class PluginManager:
             if not self.pm.has_plugin(name) and not self.pm.is_blocked(name):
                 self.pm.register(importlib.import_module(module), name=name)
         self.pm.check_pending()
-        self.stores: Registry[Callable[..., MetadataStore]] = Registry(
+        self.stores: Registry[StoreFactory] = Registry(
             self, "store scheme", "coordkit_register_stores", lambda scheme, _f: scheme
         )
         self.assignors: Registry[Assignor] = Registry(
             self, "assignor", "coordkit_register_assignors", _name_of
         )
-        self.elections: Registry[Any] = Registry(
+        self.elections: Registry[ElectionStrategy] = Registry(
             self, "election strategy", "coordkit_register_elections", _election_key
         )
-        self.partitioners: Registry[Any] = Registry(
+        self.partitioners: Registry[PartitionerFactory] = Registry(
             self, "partitioner", "coordkit_register_partitioners", _name_of
         )
-        self.placements: Registry[Any] = Registry(
+        self.placements: Registry[ReplicaPlacement] = Registry(
             self, "placement strategy", "coordkit_register_placements", _name_of
         )
-        self.offset_stores: Registry[Any] = Registry(
+        self.offset_stores: Registry[OffsetStorageFactory] = Registry(
             self, "offset storage", "coordkit_register_offset_stores", _name_of
         )
         self.workloads: Registry[Any] = Registry(
@@ -207,7 +219,7 @@ class PluginManager:
         self.metrics: Registry[Any] = Registry(
             self, "metric", "coordkit_register_metrics", _name_of
         )
-        self.commands: Registry[Any] = Registry(
+        self.commands: Registry[click.Command] = Registry(
             self, "command", "coordkit_register_commands", _name_of
         )
 
@@ -331,9 +343,12 @@ class PluginManager:
         return store
 
     def assignor(self, name: str) -> Assignor:
+        """The assignor registered as ``name``."""
         return self.assignors.get(name)
 
-    def election(self, kind: str, name: str) -> Any:
+    def election(self, kind: str, name: str) -> ElectionStrategy:
+        """The election strategy of ``kind`` (an :class:`~coordkit.elections.ElectionKind` value)
+        registered as ``name``; the typed lookups below say which contract it keeps."""
         try:
             return self.elections.get(f"{kind}/{name}")
         except UnknownNameError:
@@ -342,22 +357,46 @@ class PluginManager:
             ]
             raise UnknownNameError(f"{kind} election strategy", name, names) from None
 
-    def partitioner(self, name: str) -> Any:
+    def controller_election(self, name: str) -> ControllerElection:
+        """The controller election strategy ``name``."""
+        return cast("ControllerElection", self.election("controller", name))
+
+    def partition_election(self, name: str) -> PartitionLeaderElection:
+        """The partition leader election strategy ``name``."""
+        return cast("PartitionLeaderElection", self.election("partition-leader", name))
+
+    def group_coordinator_selection(self, name: str) -> GroupCoordinatorSelection:
+        """The group-coordinator strategy ``name`` (group → offsets-topic partition)."""
+        return cast("GroupCoordinatorSelection", self.election("group-coordinator", name))
+
+    def group_leader_selection(self, name: str) -> GroupLeaderSelection:
+        """The group-leader strategy ``name`` (which member computes the assignment)."""
+        return cast("GroupLeaderSelection", self.election("group-leader", name))
+
+    def partitioner(self, name: str) -> PartitionerFactory:
+        """The partitioner factory registered as ``name``."""
         return self.partitioners.get(name)
 
-    def placement(self, name: str) -> Any:
+    def placement(self, name: str) -> ReplicaPlacement:
         """The replica placement strategy registered as ``name``."""
         return self.placements.get(name)
 
-    def offset_store(self, name: str) -> Any:
+    def offset_store(self, name: str) -> OffsetStorageFactory:
         """The offset storage factory registered as ``name``."""
         return self.offset_stores.get(name)
 
     def workload(self, name: str) -> Any:
+        """The lab workload registered as ``name``."""
         return self.workloads.get(name)
 
     def metric(self, name: str) -> Any:
+        """The lab metric registered as ``name``."""
         return self.metrics.get(name)
+
+    def wants_leader_elections(self) -> bool:
+        """Whether a plugin listens to leader elections (the engine skips building the calls
+        for 100,000s of partitions when none does)."""
+        return bool(self.pm.hook.coordkit_leader_elected.get_hookimpls())
 
     # -- event forwarding
     @property

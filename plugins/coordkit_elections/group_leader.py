@@ -16,8 +16,7 @@ from typing import ClassVar
 import attrs
 
 from coordkit.assignment import java_string_key
-from coordkit.elections import ElectionKind
-from coordkit.engine.groups.leadership import LeaderCandidate
+from coordkit.elections import ElectionKind, LeaderCandidate
 
 
 def _require(members: Sequence[LeaderCandidate], strategy: str) -> None:

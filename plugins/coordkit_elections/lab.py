@@ -228,8 +228,6 @@ class _ReadyTimes(EngineObserver):
 
 
 def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionStep]:
-    from coordkit_memory.server import MemoryServer
-
     name = f"lab-elections-{uuid.uuid4().hex[:12]}"
     config = EngineConfig(
         controller_election=strategy,
@@ -238,7 +236,14 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
         controlled_shutdown_timeout=SETTLE_TIMEOUT,
     )
     ready = _ReadyTimes()
-    cluster = Cluster(f"memory://{name}", case.brokers, config=config, seed=seed, observers=[ready])
+    # Its own tree, forgotten once the cluster's last session closes.
+    cluster = Cluster(
+        f"memory://{name}?lifetime=sessions",
+        case.brokers,
+        config=config,
+        seed=seed,
+        observers=[ready],
+    )
     ready.cluster = cluster
     try:
         cluster.start()
@@ -290,7 +295,6 @@ def _simulate(case: FailureCase, strategy: str, seed: int) -> Iterator[ElectionS
             )
     finally:
         cluster.close()
-        MemoryServer.discard(name)
 
 
 def _apply(cluster: Cluster, event: FailureEvent, controller: int | None) -> str:

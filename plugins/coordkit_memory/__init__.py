@@ -2,7 +2,10 @@
 
 ``memory://`` opens a private server; ``memory://NAME`` joins the server called NAME in this
 process, so several sessions (brokers, consumers, tests) share one tree. Query parameters:
-``session_timeout`` (seconds, default 10).
+``session_timeout`` (seconds, default 10); ``lifetime``: ``process`` (the default: a named tree
+lives as long as the process) or ``sessions`` (it is forgotten once its last session ends, and
+the next ``memory://NAME`` starts empty: for a run that must leave nothing behind, as the labs'
+simulations).
 
 Opened with ``read_only=True``, a NAME no session in this process has opened reads as an empty
 tree and is *not* registered (nothing is created); writes raise :class:`~coordkit.store.ReadOnlyError`.
@@ -17,12 +20,14 @@ import attrs
 from coordkit import hookimpl
 from coordkit.errors import InvalidURLError
 from coordkit.urls import StoreURL, parse_seconds
-from coordkit_memory.server import DEFAULT_SESSION_TIMEOUT, MemoryServer
+from coordkit_memory.client import DEFAULT_SESSION_TIMEOUT
+from coordkit_memory.server import MemoryServer
 from coordkit_memory.store import MemoryStore
 
 __all__ = ["MemoryConfig", "MemoryServer", "MemoryStore", "open_memory_store"]
 
-KNOWN_PARAMS = frozenset({"session_timeout"})
+KNOWN_PARAMS = frozenset({"session_timeout", "lifetime"})
+LIFETIMES = ("process", "sessions")
 
 
 @attrs.frozen
@@ -31,6 +36,7 @@ class MemoryConfig:
 
     name: str
     session_timeout: float = DEFAULT_SESSION_TIMEOUT
+    lifetime: str = "process"
 
     @classmethod
     def from_url(cls, url: StoreURL, *, session_timeout: object = None) -> MemoryConfig:
@@ -46,7 +52,13 @@ class MemoryConfig:
                 f"known: {', '.join(sorted(KNOWN_PARAMS))}"
             )
         raw = url.params.get("session_timeout") if session_timeout is None else session_timeout
+        lifetime = url.params.get("lifetime", "process")
+        if lifetime not in LIFETIMES:
+            raise InvalidURLError(
+                f"{url.where}: lifetime={lifetime!r} is not one of {', '.join(LIFETIMES)}"
+            )
         return cls(
+            lifetime=lifetime,
             name=url.host_string or url.path.strip("/"),
             session_timeout=(
                 DEFAULT_SESSION_TIMEOUT
@@ -67,11 +79,13 @@ def open_memory_store(url: StoreURL, *, read_only: bool = False, **options: Any)
         server = (
             MemoryServer.existing(config.name)
             if read_only
-            else MemoryServer.named(config.name, clock=clock)
+            else MemoryServer.named(
+                config.name, clock=clock, forget_when_unused=config.lifetime == "sessions"
+            )
         )
     if server is None:  # private, or (read-only) a name nobody opened: a detached empty tree
         server = MemoryServer(config.name, clock=clock)
-    store = server.connect(session_timeout=config.session_timeout, read_only=read_only)
+    store = MemoryStore.connect(server, session_timeout=config.session_timeout, read_only=read_only)
     store.url = url
     return store
 

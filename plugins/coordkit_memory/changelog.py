@@ -24,7 +24,7 @@ from coordkit.store import SessionState, Stat, TreeCallback, TreeEvent, TreeEven
 from coordkit.watches import EventThread
 
 if TYPE_CHECKING:
-    from coordkit_memory.store import MemoryStore
+    from coordkit_memory.client import MemoryClient
 
 #: Changes kept for resuming feeds (about 300 bytes each plus the values they wrote).
 DEFAULT_HISTORY = 10_000
@@ -42,7 +42,7 @@ class _Node(Protocol):
 class _Subscription:
     __slots__ = ("behind", "client", "feed", "pushed", "root")
 
-    def __init__(self, feed: TreeFeed[Change], root: str, client: MemoryStore, pushed: int):
+    def __init__(self, feed: TreeFeed[Change], root: str, client: MemoryClient, pushed: int):
         self.feed = feed
         self.root = root
         self.client = client
@@ -121,7 +121,7 @@ class ChangeLog:
     # -- feeds
     def subscribe(
         self,
-        client: MemoryStore,
+        client: MemoryClient,
         root: str,
         callback: TreeCallback,
         since: int | None,
@@ -138,7 +138,7 @@ class ChangeLog:
             self._subscriptions.append(sub)
             return feed
 
-    def catch_up(self, client: MemoryStore) -> None:
+    def catch_up(self, client: MemoryClient) -> None:
         """``client`` is connected again: give its feeds what they missed (or RESYNC)."""
         with self._lock:
             self.publish()
@@ -148,7 +148,7 @@ class ChangeLog:
                     sub.behind = False
                     self._start(sub, sub.pushed, now)
 
-    def forget(self, client: MemoryStore) -> None:
+    def forget(self, client: MemoryClient) -> None:
         """``client`` closed: end its feeds."""
         with self._lock:
             feeds = [sub.feed for sub in self._subscriptions if sub.client is client]

@@ -1,5 +1,5 @@
 """The in-process "server": one node tree, its sessions and its clock, shared by every
-:class:`~coordkit_memory.store.MemoryStore` client connected to it.
+:class:`~coordkit_memory.store.MemoryStore` client connected to it (``MemoryStore.connect(server)``).
 
 All state changes happen under one lock; every committed change is announced to connected clients,
 which re-read on their own event threads (see :mod:`coordkit.watches`).
@@ -37,9 +37,7 @@ from coordkit.store import (
 from coordkit_memory.changelog import DEFAULT_HISTORY, ChangeLog
 
 if TYPE_CHECKING:
-    from coordkit_memory.store import MemoryStore
-
-DEFAULT_SESSION_TIMEOUT = 10.0
+    from coordkit_memory.client import MemoryClient
 
 
 class _Node:
@@ -92,7 +90,7 @@ def _check_version(node: _Node, version: int, path: str) -> None:
 class _Session:
     __slots__ = ("client", "connected", "ephemerals", "id", "last_seen", "timeout")
 
-    def __init__(self, session_id: int, client: MemoryStore, timeout: float, now: float):
+    def __init__(self, session_id: int, client: MemoryClient, timeout: float, now: float):
         self.id = session_id
         self.client = client
         self.timeout = timeout
@@ -133,20 +131,26 @@ class MemoryServer:
         self._events: list[tuple[str, str]] = []
         # (kind, path) → clients watching it: a change goes only to the clients that watch it, so
         # a commit costs the same with 3 sessions or 300.
-        self._interest: dict[tuple[str, str], set[MemoryStore]] = {}
+        self._interest: dict[tuple[str, str], set[MemoryClient]] = {}
         self._reaper: threading.Timer | None = None
+        #: Leave the registry once no session is left (``memory://NAME?lifetime=sessions``).
+        self.forget_when_unused = False
         self.changes = ChangeLog(self._lock, lambda: self._zxid, feed_history)
         if isinstance(self.clock, ManualClock):
             self.clock.on_advance(self.reap)
 
     # -- the process-wide registry behind memory://NAME
     @classmethod
-    def named(cls, name: str, *, clock: Clock | None = None) -> MemoryServer:
-        """The shared server called ``name`` in this process, created on first use."""
+    def named(
+        cls, name: str, *, clock: Clock | None = None, forget_when_unused: bool = False
+    ) -> MemoryServer:
+        """The shared server called ``name`` in this process, created on first use;
+        ``forget_when_unused``: the registry forgets it when its last session ends."""
         with cls._registry_lock:
             server = cls._registry.get(name)
             if server is None:
                 server = cls._registry[name] = cls(name, clock=clock)
+            server.forget_when_unused |= forget_when_unused
             return server
 
     @classmethod
@@ -161,22 +165,8 @@ class MemoryServer:
         with cls._registry_lock:
             return cls._registry.get(name)
 
-    def connect(
-        self, *, session_timeout: float = DEFAULT_SESSION_TIMEOUT, read_only: bool = False
-    ) -> MemoryStore:
-        """Open a new client session on this server (``read_only``: one that cannot write)."""
-        from coordkit.urls import StoreURL
-        from coordkit_memory.store import MemoryStore
-
-        return MemoryStore(
-            self,
-            StoreURL("memory", path=f"/{self.name}" if self.name else ""),
-            session_timeout,
-            read_only=read_only,
-        )
-
     # -- sessions
-    def open_session(self, client: MemoryStore, timeout: float) -> int:
+    def open_session(self, client: MemoryClient, timeout: float) -> int:
         with self._lock:
             session_id = next(self._session_ids)
             self._sessions[session_id] = _Session(
@@ -195,6 +185,15 @@ class MemoryServer:
             if session is not None:
                 self._drop_ephemerals(session)
         self._flush()
+        self._forget_if_unused()
+
+    def _forget_if_unused(self) -> None:
+        with self._lock:
+            unused = self.forget_when_unused and not self._sessions
+        if unused:
+            with MemoryServer._registry_lock:
+                if MemoryServer._registry.get(self.name) is self:
+                    del MemoryServer._registry[self.name]
 
     def expire_session(self, session_id: int) -> None:
         """End a session as the server would on timeout; its owner sees LOST."""
@@ -207,6 +206,7 @@ class MemoryServer:
         self._flush()
         if connected:
             session.client._session_expired(session_id)
+        self._forget_if_unused()
 
     def client_disconnected(self, session_id: int) -> None:
         with self._lock:
@@ -240,6 +240,8 @@ class MemoryServer:
             for session_id in overdue:
                 self._drop_ephemerals(self._sessions.pop(session_id))
         self._flush()
+        if overdue:
+            self._forget_if_unused()
 
     def _schedule_reaper(self, delay: float) -> None:
         if self._reaper is not None and self._reaper.is_alive():
@@ -553,7 +555,7 @@ class MemoryServer:
                 return
             connected = {s.client for s in self._sessions.values() if s.connected}
             interest = self._interest
-            due: dict[MemoryStore, list[tuple[str, str]]] = {}
+            due: dict[MemoryClient, list[tuple[str, str]]] = {}
             for event in events:
                 kind, path = event
                 keys = (event, ("children", path)) if kind == "data" else (event,)
@@ -565,7 +567,7 @@ class MemoryServer:
             client._changed(changes)
 
     # -- watch interest (from the clients' watch hubs)
-    def interest_changed(self, client: MemoryStore, key: tuple[str, str]) -> None:
+    def interest_changed(self, client: MemoryClient, key: tuple[str, str]) -> None:
         """``client`` gained its first or lost its last watch on ``key``; its hub is the truth
         (read under the lock, so racing calls settle on the latest state)."""
         with self._lock:
@@ -578,7 +580,7 @@ class MemoryServer:
                     if not holders:
                         del self._interest[key]
 
-    def forget_client(self, client: MemoryStore) -> None:
+    def forget_client(self, client: MemoryClient) -> None:
         """A closed client watches nothing any more."""
         with self._lock:
             for key in [k for k, holders in self._interest.items() if client in holders]:

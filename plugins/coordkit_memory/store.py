@@ -32,6 +32,7 @@ from coordkit.store import (
     Watch,
 )
 from coordkit.watches import EventThread, SessionListeners, WatchHub
+from coordkit_memory.client import DEFAULT_SESSION_TIMEOUT
 
 if TYPE_CHECKING:
     from coordkit.urls import StoreURL
@@ -82,6 +83,20 @@ class MemoryStore(MetadataStore):
         )
         self._state = SessionState.CONNECTED
         self._session_id = server.open_session(self, session_timeout)
+
+    @classmethod
+    def connect(
+        cls,
+        server: MemoryServer,
+        *,
+        session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+        read_only: bool = False,
+    ) -> MemoryStore:
+        """A new client session on ``server`` (``read_only``: one that cannot write)."""
+        from coordkit.urls import StoreURL
+
+        path = f"/{server.name}" if server.name else ""
+        return cls(server, StoreURL("memory", path=path), session_timeout, read_only=read_only)
 
     # -- session
     @property

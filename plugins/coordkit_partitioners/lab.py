@@ -285,7 +285,9 @@ def _simulate(
         drain_on_send=False,
         seed=seed,
     )
-    producer = Producer(metadata, brokers, config, clock=clock, manager=manager)
+    # Without a manager, the producer takes the registered partitioner its config names.
+    partitioner = manager.partitioner(strategy) if manager is not None else None
+    producer = Producer(metadata, brokers, config, clock=clock, partitioner=partitioner)
     capacity = {0: case.slow_capacity} if case.slow_capacity else None
     value = b"v" * case.value_bytes
     topics = [topic_name(t) for t in range(case.topics)]

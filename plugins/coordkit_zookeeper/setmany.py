@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from kazoo.protocol import serialization as proto
 
-from coordkit.store import StatColumns
+from coordkit.store import Check, StatColumns, set_many_ops
+from coordkit_zookeeper.errors import translate
+from coordkit_zookeeper.requests import (
+    MAX_REQUEST_BYTES,
+    OP_OVERHEAD,
+    check_transaction_size,
+    to_stat,
+)
+
+if TYPE_CHECKING:
+    from coordkit_zookeeper.session import ZooKeeperSession
 
 _MULTI = proto.Transaction.type
 _CHECK = proto.CheckVersion.type
@@ -132,3 +142,36 @@ class SetManyRequest:
 
     def __repr__(self) -> str:
         return f"SetManyRequest({self.checks} checks, {self.sets} sets, {len(self.body):,} bytes)"
+
+
+def send_set_many(
+    session: ZooKeeperSession,
+    paths_: Sequence[str],
+    data: Sequence[bytes],
+    versions: Sequence[int],
+    checks: Sequence[Check],
+) -> StatColumns:
+    """Send a checked :meth:`~coordkit.store.MetadataStore.set_many` as one SetMany request:
+    the stats of the sets, or the error of the op that failed the multi."""
+    # As check_transaction_size counts.
+    size = sum(len(c.path) + OP_OVERHEAD for c in checks)
+    size += sum(map(len, paths_)) + sum(map(len, data)) + OP_OVERHEAD * len(paths_)
+    if not paths_ and not checks:
+        return StatColumns.of(())
+    if size > MAX_REQUEST_BYTES:
+        check_transaction_size(set_many_ops(paths_, data, versions, checks))
+    full = session._full
+    request = SetManyRequest(
+        [full(c.path) for c in checks],
+        [c.version for c in checks],
+        [full(p) for p in paths_] if session._chroot else paths_,
+        data,
+        versions,
+    )
+    (reply,) = session._run([request], "commit")
+    if isinstance(reply, BaseException):
+        raise translate(reply, path=None, action="commit", closing=session._closing)
+    if len(reply) == 1 and isinstance(reply[0], StatColumns):
+        return reply[0]
+    session._raise_failed_op(reply, set_many_ops(paths_, data, versions, checks), tag=True)
+    return StatColumns.of(to_stat(stat) for stat in reply[len(checks) :])

@@ -64,16 +64,14 @@ from coordkit.store import (
     check_data,
     check_set_columns,
     describe_op,
-    set_many_ops,
 )
 from coordkit.urls import StoreURL
 from coordkit.watches import EventThread, SessionListeners, WatchHub
-from coordkit_zookeeper import multiread, wire
+from coordkit_zookeeper import wire
+from coordkit_zookeeper.bulk_reads import BulkReads
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
 from coordkit_zookeeper.requests import (
-    MAX_REQUEST_BYTES,
-    OP_OVERHEAD,
     check_transaction_size,
     op_result,
     to_stat,
@@ -81,21 +79,12 @@ from coordkit_zookeeper.requests import (
     wire_op,
 )
 from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
-from coordkit_zookeeper.setmany import SetManyRequest
+from coordkit_zookeeper.setmany import send_set_many
 from coordkit_zookeeper.subtrees import create_with_parents, delete_tree
 from coordkit_zookeeper.treewatch import TreeWatches
 
 log = logging.getLogger("coordkit.zookeeper")
 
-#: Failures that say nothing about what the server supports.
-_TRANSIENT = (
-    kz.ConnectionLoss,
-    kz.ConnectionClosedError,
-    kz.ConnectionDropped,
-    kz.SessionExpiredError,
-    ConnectionLossError,
-    SessionExpiredError,
-)
 kazoo_log = logging.getLogger("coordkit.zookeeper.kazoo")
 
 CHARACTERISTICS = StoreCharacteristics(
@@ -149,7 +138,7 @@ class ZooKeeperStore(MetadataStore):
             check_hostname=tls.check_hostname if tls else False,
         )
         self.batched_io = config.batched_io and wire.install_batching(self._client)
-        self._multi_read_ok: bool | None = config.multi_read
+        self._bulk_reads = BulkReads(self, config.multi_read)
         # Threads start only from here on: nothing above can leave one behind.
         self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
         self._listeners = SessionListeners(self._events)
@@ -463,28 +452,7 @@ class ZooKeeperStore(MetadataStore):
                 except StoreError as exc:
                     exc.op_index = len(checks) + index
                     raise
-        # As check_transaction_size counts.
-        size = sum(len(c.path) + OP_OVERHEAD for c in checks)
-        size += sum(map(len, paths_)) + sum(map(len, data)) + OP_OVERHEAD * len(paths_)
-        if not paths_ and not checks:
-            return StatColumns.of(())
-        if size > MAX_REQUEST_BYTES:
-            check_transaction_size(set_many_ops(paths_, data, versions, checks))
-        full = self._full
-        request = SetManyRequest(
-            [full(c.path) for c in checks],
-            [c.version for c in checks],
-            [full(p) for p in paths_] if self._chroot else paths_,
-            data,
-            versions,
-        )
-        (reply,) = self._run([request], "commit")
-        if isinstance(reply, BaseException):
-            raise translate(reply, path=None, action="commit", closing=self._closing)
-        if len(reply) == 1 and isinstance(reply[0], StatColumns):
-            return reply[0]
-        self._raise_failed_op(reply, set_many_ops(paths_, data, versions, checks), tag=True)
-        return StatColumns.of(to_stat(stat) for stat in reply[len(checks) :])
+        return send_set_many(self, paths_, data, versions, checks)
 
     def _raise_failed_op(self, reply: list[Any], ops: Sequence[Op], *, tag: bool) -> None:
         """Raise the error of the op that failed a multi, if one did (``op_index`` set; ``tag``:
@@ -510,50 +478,7 @@ class ZooKeeperStore(MetadataStore):
 
     # -- bulk
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
-        paths_ = list(paths_)
-        self._check_usable(None)
-        out: list[tuple[bytes, Stat] | StoreError | None] = [None] * len(paths_)
-        sent: list[int] = []
-        for index, path in enumerate(paths_):
-            try:
-                paths.validate(path)
-                sent.append(index)
-            except StoreError as exc:
-                exc.op_index = index
-                out[index] = exc
-        full = [self._full(paths_[i]) for i in sent]
-        if len(full) > 1 and self._multi_read_supported():
-            replies = multiread.read_all(self._run, full)
-        else:
-            replies = self._run([proto.GetData(path, None) for path in full], "get")
-        for index, reply in zip(sent, replies, strict=True):
-            if isinstance(reply, BaseException):
-                error = translate(reply, path=paths_[index], action="get", closing=self._closing)
-                error.op_index = index
-                out[index] = error
-            else:
-                data, stat = reply
-                out[index] = (data, to_stat(stat))
-        return out  # type: ignore[return-value]
-
-    def _multi_read_supported(self) -> bool:
-        """Whether to use multiRead: as configured, or probed once (ZooKeeper 3.6+ has it)."""
-        if self._multi_read_ok is not None:
-            return self._multi_read_ok
-        probe = multiread.MultiRead([self._full("/")])
-        reply = self._run([probe], "get")[0]
-        if isinstance(reply, list) and len(reply) == 1:
-            self._multi_read_ok = True
-        elif isinstance(reply, _TRANSIENT):
-            return False  # no answer either way: read the old way and probe again next time
-        else:
-            log.info(
-                "%s: the server does not answer multiRead (%r); bulk reads use pipelined getData",
-                self.url.redacted(),
-                reply,
-            )
-            self._multi_read_ok = False
-        return self._multi_read_ok
+        return self._bulk_reads.get_many(paths_)
 
     def apply(self, ops: Sequence[Op]) -> list[Any]:
         self.check_writable("apply operations")

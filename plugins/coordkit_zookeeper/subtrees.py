@@ -14,10 +14,10 @@ from coordkit.store import ANY_VERSION, Create, Op
 from coordkit_zookeeper.errors import translate
 
 if TYPE_CHECKING:
-    from coordkit_zookeeper.store import ZooKeeperStore
+    from coordkit_zookeeper.session import ZooKeeperSession
 
 
-def create_with_parents(store: ZooKeeperStore, op: Create) -> str:
+def create_with_parents(store: ZooKeeperSession, op: Create) -> str:
     """Create ``op``'s node and every missing ancestor in one multi: a failure leaves no parents
     behind; an ancestor another client creates meanwhile means trying again."""
     leaf = op.path.rstrip("/") + "/x" if op.path.endswith("/") else op.path
@@ -47,7 +47,7 @@ def create_with_parents(store: ZooKeeperStore, op: Create) -> str:
     raise NodeExistsError("ancestors keep changing under a concurrent writer", path=op.path)
 
 
-def delete_tree(store: ZooKeeperStore, path: str, version: int) -> None:
+def delete_tree(store: ZooKeeperSession, path: str, version: int) -> None:
     """Delete ``path`` and everything below it (``version`` checks ``path`` itself)."""
     stat = store.exists(path)
     if stat is None:

@@ -51,7 +51,7 @@ from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.errors import translate
 
 if TYPE_CHECKING:
-    from coordkit_zookeeper.store import ZooKeeperStore
+    from coordkit_zookeeper.session import ZooKeeperSession
 
 log = logging.getLogger("coordkit.zookeeper")
 
@@ -149,7 +149,7 @@ class _Subscription:
 class TreeWatches:
     """The change feeds of one :class:`~coordkit_zookeeper.store.ZooKeeperStore`."""
 
-    def __init__(self, store: ZooKeeperStore):
+    def __init__(self, store: ZooKeeperSession):
         self._store = store
         self._subs: tuple[_Subscription, ...] = ()  # replaced whole: read without a lock
         self._lock = threading.Lock()

@@ -239,6 +239,7 @@ def _zombie(
         clock=cluster.clock,
         observers=Observers(),
         on_fenced=on_fenced,
+        strategies=cluster.strategies,
     )
     zombie.start()
     wait_for(zombie.ready.is_set, what="the zombie to load")

@@ -313,7 +313,7 @@ def test_an_existing_offsets_topic_is_used_at_the_size_it_has(
     assert (
         cluster.group_coordinator(group) == cluster.view().partition(OFFSETS_TOPIC, expected).leader
     )
-    assert offsets_partition_for(group, cluster.config, 7) == expected
+    assert offsets_partition_for(group, cluster.strategies.group_coordinator, 7) == expected
     assert cluster.admin.assignment(OFFSETS_TOPIC).partition_count == 7
     assert any("has 7 partitions" in r.getMessage() for r in caplog.records)
 

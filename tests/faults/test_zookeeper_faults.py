@@ -667,7 +667,7 @@ def test_bulk_reads_by_multiread_equal_pipelined_getdata(stores: Stores) -> None
     single = stores.open(root, multi_read="false")
     probed = stores.open(root)  # auto: probes the server once
     by_multi, by_single, by_probe = (s.get_many(paths) for s in (multi, single, probed))
-    assert probed._multi_read_ok is True  # type: ignore[attr-defined]  # Debian's 3.8 has it
+    assert probed._bulk_reads.multi_read_ok is True  # type: ignore[attr-defined]  # Debian's 3.8 has it
     for got in (by_multi, by_probe):
         assert got[:count] == by_single[:count]
         assert [type(r).__name__ for r in got[count:]] == [

@@ -198,7 +198,7 @@ def test_cancel_releases_a_waiting_flush() -> None:
 
 def test_memory_resumes_exactly_within_its_history_and_resyncs_beyond_it() -> None:
     server = MemoryServer(feed_history=4)
-    store = server.connect()
+    store = MemoryStore.connect(server)
     try:
         first: list[TreeEvent] = []
         watch = store.watch_tree("/", first.append)
@@ -228,7 +228,7 @@ def test_memory_resumes_exactly_within_its_history_and_resyncs_beyond_it() -> No
 
 def test_a_server_nobody_follows_records_nothing() -> None:
     server = MemoryServer()
-    store = server.connect()
+    store = MemoryStore.connect(server)
     try:
         for i in range(20):
             store.create(f"/n{i}", b"")
@@ -239,7 +239,7 @@ def test_a_server_nobody_follows_records_nothing() -> None:
 
 def test_closing_a_client_ends_its_feeds() -> None:
     server = MemoryServer()
-    store, writer = server.connect(), server.connect()
+    store, writer = MemoryStore.connect(server), MemoryStore.connect(server)
     try:
         seen: list[TreeEvent] = []
         watch = store.watch_tree("/", seen.append)

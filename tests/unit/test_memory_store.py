@@ -8,7 +8,7 @@ from coordkit.clock import ManualClock
 from coordkit.errors import InvalidURLError, SessionExpiredError
 from coordkit.plugins import open_store
 from coordkit.store import SessionState
-from coordkit_memory import MemoryServer
+from coordkit_memory import MemoryServer, MemoryStore
 from harness.waiting import wait_for
 
 
@@ -29,11 +29,44 @@ def test_named_servers_are_shared_and_private_ones_are_not() -> None:
     fresh.close()
 
 
+def test_a_tree_that_lives_for_its_sessions_is_forgotten_when_the_last_one_ends() -> None:
+    url = "memory://sessions-lifetime?lifetime=sessions"
+    first, second = open_store(url), open_store(url)
+    first.create("/kept", b"1")
+    first.close()
+    assert second.get("/kept")[0] == b"1"  # one session is left: the tree stays
+    second.close()
+    fresh = open_store(url)
+    try:
+        assert fresh.exists("/kept") is None
+    finally:
+        fresh.close()
+
+
+def test_a_tree_that_lives_for_the_process_outlives_its_sessions() -> None:
+    store = open_store("memory://process-lifetime?lifetime=process")
+    store.create("/kept", b"1")
+    store.close()
+    again = open_store("memory://process-lifetime")
+    try:
+        assert again.get("/kept")[0] == b"1"
+    finally:
+        again.close()
+        MemoryServer.discard("process-lifetime")
+
+
+def test_an_unknown_lifetime_is_refused_naming_the_url_and_the_choices() -> None:
+    with pytest.raises(
+        InvalidURLError, match=r"lifetime='forever' is not one of process, sessions"
+    ):
+        open_store("memory://x?lifetime=forever")
+
+
 def test_disconnected_session_expires_when_the_clock_passes_its_timeout() -> None:
     clock = ManualClock()
     server = MemoryServer(clock=clock)
-    owner = server.connect(session_timeout=5.0)
-    watcher = server.connect()
+    owner = MemoryStore.connect(server, session_timeout=5.0)
+    watcher = MemoryStore.connect(server)
     owner.create("/lease", b"", ephemeral=True)
     states: list[SessionState] = []
     owner.add_listener(states.append)
@@ -54,7 +87,7 @@ def test_disconnected_session_expires_when_the_clock_passes_its_timeout() -> Non
 def test_connected_sessions_never_expire_by_time() -> None:
     clock = ManualClock()
     server = MemoryServer(clock=clock)
-    store = server.connect(session_timeout=1.0)
+    store = MemoryStore.connect(server, session_timeout=1.0)
     store.create("/e", b"", ephemeral=True)
     clock.advance(3600)
     assert store.exists("/e") is not None
@@ -64,7 +97,7 @@ def test_connected_sessions_never_expire_by_time() -> None:
 
 def test_timestamps_follow_the_servers_clock() -> None:
     clock = ManualClock(wall_ms=1_000)
-    store = MemoryServer(clock=clock).connect()
+    store = MemoryStore.connect(MemoryServer(clock=clock))
     store.create("/t", b"")
     clock.advance(2.5)
     stat = store.set("/t", b"x")
@@ -93,7 +126,7 @@ def test_changes_go_only_to_clients_watching_them(monkeypatch: pytest.MonkeyPatc
     """The server sends a change only to the clients that watch its path (a data change also to a
     children watch on the same path), so many idle sessions cost a commit nothing."""
     server = MemoryServer()
-    watcher, idle = server.connect(), server.connect()
+    watcher, idle = MemoryStore.connect(server), MemoryStore.connect(server)
     delivered: dict[str, list[tuple[str, str]]] = {"watcher": [], "idle": []}
     for name, client in (("watcher", watcher), ("idle", idle)):
         original = client._changed

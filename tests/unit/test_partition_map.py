@@ -11,15 +11,13 @@ from typing import Any, TypeVar
 import numpy as np
 import pytest
 
+from coordkit.engine.controller.assignment_map import AssignmentMap, AssignmentVersions, TopicSet
 from coordkit.engine.controller.partition_map import (
     READABLE,
     STATE_DTYPE,
-    AssignmentMap,
-    AssignmentVersions,
     PartitionInfo,
     PartitionMap,
     TopicColumns,
-    TopicSet,
 )
 from coordkit.engine.states import LeaderIsr
 

@@ -17,7 +17,7 @@ from coordkit import hookimpl, layout
 from coordkit.errors import InvalidURLError, UnsupportedError
 from coordkit.plugins import PluginManager, open_store
 from coordkit.store import Check, Create, Delete, MetadataStore, ReadOnlyError, SetData
-from coordkit_memory import MemoryServer
+from coordkit_memory import MemoryServer, MemoryStore
 from harness.kafka_tree import populate, run
 
 READ_ONLY_COMMANDS = [
@@ -189,13 +189,13 @@ def test_read_only_commands_leave_a_memory_store_unchanged(
     assert server is not None
     before = server_state(server)
     sessions: list[bool] = []
-    connect = MemoryServer.connect
+    connect = MemoryStore.connect
 
-    def recording(self: MemoryServer, **options: Any) -> Any:
+    def recording(server_: MemoryServer, **options: Any) -> Any:
         sessions.append(options.get("read_only", False))
-        return connect(self, **options)
+        return connect(server_, **options)
 
-    monkeypatch.setattr(MemoryServer, "connect", recording)
+    monkeypatch.setattr(MemoryStore, "connect", recording)
     code, out, err = run(capsys, *(a.format(url=url) for a in argv))
     assert code in (0, 1), err  # check reports violations with 1
     assert out

@@ -25,6 +25,7 @@ from coordkit.cli.errors import CommandError
 from coordkit.cli.filenames import LocalPath
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import EngineConfig
+from coordkit.engine.strategies import Strategies
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
 from coordkit.terminal import visible
@@ -133,14 +134,17 @@ def serve_command(
     url = shared_store(store_url)
     shown = StoreURL.parse(url).redacted()
     _configure_logging()
+    config = configs.engine_config(EngineConfig(placement=placement))
     server = KafkaServer(
         url,
         ids,
         host=host,
         port=port,
         settings=configs.serve_settings(),
-        config=configs.engine_config(EngineConfig(placement=placement)),
+        config=config,
         data_dir=data_dir,
+        # Resolved once here, the edge: the brokers and their coordinators are handed them.
+        strategies=Strategies.from_plugins(config),
     )
 
     def ready() -> None:

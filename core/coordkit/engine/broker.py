@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordkit import layout
 from coordkit.clock import Clock, SystemClock
-from coordkit.elections import ControllerCandidate, ControllerElection, ControllerTerm, ElectionKind
+from coordkit.elections import ControllerCandidate, ControllerTerm
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.config import EngineConfig
@@ -30,6 +30,7 @@ from coordkit.engine.groups.coordinator import GroupCoordinator
 from coordkit.engine.groups.events import GroupObserver, GroupObservers
 from coordkit.engine.replication import IsrProposal
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import (
     BadVersionError,
     ConnectionLossError,
@@ -41,7 +42,6 @@ from coordkit.errors import (
     StoreError,
 )
 from coordkit.model import BrokerInfo
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, Delete, MetadataStore, Op, SessionState, SetData
 from coordkit.watches import EventThread
 
@@ -67,6 +67,8 @@ class Broker:
     :param network: the in-process registry through which brokers reach the controller (for
         controlled shutdown); ``None`` for a broker on its own.
     :param group_observers: told about the consumer groups this broker coordinates.
+    :param strategies: the strategies it runs with (by default the ones ``config`` names, from the
+        registered plugins).
     """
 
     def __init__(
@@ -81,8 +83,9 @@ class Broker:
         config: EngineConfig | None = None,
         clock: Clock | None = None,
         observers: Observers | None = None,
-        network: Network | None = None,
+        network: Network[Broker] | None = None,
         group_observers: GroupObserver | None = None,
+        strategies: Strategies | None = None,
     ):
         if not isinstance(broker_id, int) or isinstance(broker_id, bool) or broker_id < 0:
             raise ValueError(f"broker id must be a non-negative integer, got {broker_id!r}")
@@ -93,8 +96,9 @@ class Broker:
         self.rack = rack
         self.jmx_port = jmx_port
         self.config = config or EngineConfig()
+        self.strategies = strategies or Strategies.from_plugins(self.config)
         self.clock: Clock = clock or SystemClock()
-        self.observers = observers or Observers()
+        self.observers = observers or Observers(events=self.strategies.events)
         self.network = network
         self.controller: Controller | None = None
         self._lock = threading.RLock()
@@ -114,7 +118,8 @@ class Broker:
             store,
             config=self.config,
             clock=self.clock,
-            observers=group_observers or GroupObservers(),
+            observers=group_observers or GroupObservers(events=self.strategies.events),
+            strategies=self.strategies,
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -137,10 +142,7 @@ class Broker:
         # Before the candidacy, so that no offsets-partition leadership event is missed.
         self.observers.add(self.group_coordinator)
         self.group_coordinator.start()
-        election: ControllerElection = get_plugin_manager().election(
-            ElectionKind.CONTROLLER.value, self.config.controller_election
-        )
-        self._candidate = election.candidate(
+        self._candidate = self.strategies.controller_election.candidate(
             self.store, self.broker_id, self.clock, self._elected, self._deposed
         )
         if self.network is not None:
@@ -296,6 +298,7 @@ class Broker:
                 clock=self.clock,
                 observers=self.observers,
                 on_fenced=self._fenced,
+                strategies=self.strategies,
             )
             self.controller = controller
         if previous is not None:

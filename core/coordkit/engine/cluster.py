@@ -26,8 +26,6 @@ from coordkit.engine.config import EngineConfig
 from coordkit.engine.controllership import (
     UnreadableControllerNodeError,
     check_controller_nodes,
-    read_controller,
-    stored_controller_epoch,
 )
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
@@ -43,37 +41,19 @@ from coordkit.engine.invariants import Convergence, Violation, check_cluster
 from coordkit.engine.network import Network
 from coordkit.engine.replica_fetcher import ReplicaFetcher
 from coordkit.engine.replication import IsrProposal, ReplicationModel
-from coordkit.engine.snapshot import ClusterView, children, read_view, registered_brokers
+from coordkit.engine.settlement import Settlement, settlement
+from coordkit.engine.snapshot import ClusterView, read_view, registered_brokers
 from coordkit.engine.states import TP
+from coordkit.engine.strategies import Strategies, open_store_session
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import ConnectionLossError, LayoutError, NoNodeError, StoreError
 from coordkit.model import TopicAssignment
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 from coordkit.urls import StoreURL
 
 log = logging.getLogger("coordkit.engine.cluster")
 
 StoreOpener = Callable[[], MetadataStore]
-
-
-@attrs.frozen
-class Settlement:
-    """What :meth:`Cluster.settled` found: truthy when settled.
-
-    :param waiting_for: why it is not settled yet (empty when it is).
-    :param ignored: unreadable nodes the controller is leaving alone.
-    :param blocked_by: the unreadable controller node that stops every election: the cluster
-        cannot settle until someone clears it (``waiting_for`` is its explanation).
-    """
-
-    settled: bool
-    waiting_for: str = ""
-    ignored: tuple[Violation, ...] = ()
-    blocked_by: UnreadableControllerNodeError | None = None
-
-    def __bool__(self) -> bool:
-        return self.settled
 
 
 def store_opener(url: str, **options: object) -> StoreOpener:
@@ -83,8 +63,7 @@ def store_opener(url: str, **options: object) -> StoreOpener:
         raise EngineError(
             f"{parsed.redacted()}: brokers need one shared tree; name it, e.g. memory://cluster"
         )
-    manager = get_plugin_manager()
-    return lambda: manager.store_for(url, **options)
+    return lambda: open_store_session(url, **options)
 
 
 class Cluster:
@@ -97,6 +76,8 @@ class Cluster:
         groups (:attr:`group_history`), for the checks.
     :param group_observers: in-process observers of consumer groups.
     :param seed: seeds topic placement so runs repeat.
+    :param strategies: the strategies every broker and consumer runs with (by default the ones
+        ``config`` names, from the registered plugins).
     """
 
     def __init__(
@@ -111,21 +92,25 @@ class Cluster:
         record_history: bool = True,
         seed: int | None = None,
         group_observers: Iterable[GroupObserver] = (),
+        strategies: Strategies | None = None,
     ):
         self._open = store_opener(open_store) if isinstance(open_store, str) else open_store
         ids = range(broker_ids) if isinstance(broker_ids, int) else broker_ids
         self.broker_ids: list[int] = sorted(set(ids))
         self.racks = dict(racks or {})
         self.config = config or EngineConfig()
+        self.strategies = strategies or Strategies.from_plugins(self.config)
         self.clock: Clock = clock or SystemClock()
         self.replication = ReplicationModel(self.clock)
-        self.observers = Observers(self.replication, *observers)
+        self.observers = Observers(self.replication, *observers, events=self.strategies.events)
         self.history = HistoryRecorder() if record_history else None
         self.group_history = GroupHistory() if record_history else None
         recorders = [self.group_history] if self.group_history is not None else []
-        self.group_observers = GroupObservers(*recorders, *group_observers)
+        self.group_observers = GroupObservers(
+            *recorders, *group_observers, events=self.strategies.events
+        )
         self.consumers: list[Consumer] = []
-        self.network = Network()
+        self.network: Network[Broker] = Network()
         self.brokers: dict[int, Broker] = {}
         #: Each running broker's replica fetcher (when ``config.replication`` is on).
         self.fetchers: dict[int, ReplicaFetcher] = {}
@@ -151,7 +136,9 @@ class Cluster:
             raise
         for root in layout.PERSISTENT_ROOTS:
             self._admin_store.ensure_path(root)
-        self._admin = TopicAdmin(self._admin_store, rng=self._rng, placement=self.config.placement)
+        self._admin = TopicAdmin(
+            self._admin_store, rng=self._rng, placement=self.strategies.placement
+        )
         for broker_id in self.broker_ids:
             self.start_broker(broker_id)
         return self
@@ -235,6 +222,7 @@ class Cluster:
             observers=self.observers,
             network=self.network,
             group_observers=self.group_observers,
+            strategies=self.strategies,
         )
 
     def _stop_fetcher(self, broker_id: int) -> None:
@@ -299,53 +287,9 @@ class Cluster:
         operator clears it: :attr:`Settlement.blocked_by`), and lists the unreadable nodes the
         controller is ignoring.
         """
-        store = self.admin_store
-        # An unreadable node comes first, and a missing epoch before the controller's own state:
-        # they stay until an operator acts, while a controller they leave retrying flips between
-        # busy and idle.
-        try:
-            current = read_controller(store)
-            stored_epoch = stored_controller_epoch(store)
-        except UnreadableControllerNodeError as exc:
-            return Settlement(False, str(exc), blocked_by=exc)
-        if current is None:
-            return Settlement(False, "no controller is elected")
-        info = current[0]
-        holder = self.brokers.get(info.broker_id)
-        controller = holder.controller if holder is not None and holder.alive else None
-        if controller is None:
-            return Settlement(False, f"controller {info.broker_id} is not running here")
-        ignored = controller.ignored()
-        if stored_epoch is None:
-            return Settlement(False, f"{layout.CONTROLLER_EPOCH} is missing", ignored)
-        epoch = stored_epoch[0]
-        if not controller.idle():
-            reason = "is retrying after a failed pass" if controller.retrying() else "is busy"
-            return Settlement(False, f"controller {info.broker_id} {reason}", ignored)
-        if epoch != controller.epoch:
-            return Settlement(
-                False,
-                f"controller epoch {controller.epoch} is not the stored epoch {epoch}",
-                ignored,
-            )
-        ignored_brokers, ignored_topics = controller.ignored_names()
-        names = set(children(self.admin_store, layout.BROKER_IDS))
-        if {str(b) for b in controller.known_brokers} | ignored_brokers != names:
-            return Settlement(False, "the controller has not seen every broker change", ignored)
-        if controller.known_topics | ignored_topics != set(
-            children(self.admin_store, layout.BROKER_TOPICS)
-        ):
-            return Settlement(False, "the controller has not seen every topic change", ignored)
-        registered = set(self._registered_brokers())
-        missing = [b for b in self.live_brokers() if b not in registered]
-        if missing:
-            return Settlement(False, f"live brokers {missing} are not registered", ignored)
-        # Read again after every check: a pass that ran since the first read (one that found a
-        # garbage topic, say) may have added to it, and a settled answer must list it.
-        ignored = controller.ignored()
-        if not controller.idle():
-            return Settlement(False, f"controller {info.broker_id} is busy", ignored)
-        return Settlement(True, "", ignored)
+        return settlement(
+            self.admin_store, self.brokers, self.live_brokers(), self._registered_brokers
+        )
 
     def converged(self) -> Convergence:
         """Check every invariant of a converged cluster against the store (truthy when none is
@@ -476,6 +420,7 @@ class Cluster:
             replication=self.replication,
             clock=self.clock,
             observers=self.group_observers,
+            strategies=self.strategies,
         )
         with self._lock:
             self.consumers.append(consumer)
@@ -492,7 +437,10 @@ class Cluster:
         count, _ = offsets_topic_partitions(
             self.admin_store, self.config.offsets_topic_num_partitions
         )
-        tp = (OFFSETS_TOPIC, offsets_partition_for(group_id, self.config, count))
+        tp = (
+            OFFSETS_TOPIC,
+            offsets_partition_for(group_id, self.strategies.group_coordinator, count),
+        )
         path = states.state_path(tp)
         try:
             data, stat = self.admin_store.get(path)

@@ -16,8 +16,8 @@ import attrs
 
 from coordkit.elections import ElectionReason
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.engine.strategies import NO_PLUGIN_EVENTS, PluginEvents
 from coordkit.model import BrokerInfo
-from coordkit.plugins import get_plugin_manager
 
 log = logging.getLogger("coordkit.engine")
 
@@ -76,10 +76,11 @@ class EngineObserver:
 
 
 class Observers(EngineObserver):
-    """Fans events out to registered observers and the plugin manager's hooks."""
+    """Fans events out to registered observers and to ``events`` (the plugins' event hooks)."""
 
-    def __init__(self, *observers: EngineObserver):
+    def __init__(self, *observers: EngineObserver, events: PluginEvents = NO_PLUGIN_EVENTS):
         self._observers: list[EngineObserver] = list(observers)
+        self.events = events
         self._lock = threading.Lock()
 
     def add(self, observer: EngineObserver) -> None:
@@ -96,7 +97,7 @@ class Observers(EngineObserver):
             return list(self._observers)
 
     def broker_registered(self, broker_id: int, info: BrokerInfo, session_id: int) -> None:
-        _safely(get_plugin_manager().notify_broker_registered, broker_id, info.host, info.port)
+        _safely(self.events.notify_broker_registered, broker_id, info.host, info.port)
         for observer in self._each():
             _safely(observer.broker_registered, broker_id, info, session_id)
 
@@ -105,7 +106,7 @@ class Observers(EngineObserver):
             _safely(observer.broker_stopped, broker_id, controlled)
 
     def controller_changed(self, broker_id: int | None, epoch: int) -> None:
-        _safely(get_plugin_manager().notify_controller_changed, broker_id, epoch)
+        _safely(self.events.notify_controller_changed, broker_id, epoch)
         for observer in self._each():
             _safely(observer.controller_changed, broker_id, epoch)
 
@@ -116,13 +117,13 @@ class Observers(EngineObserver):
     def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
         if not changes:
             return
-        manager = get_plugin_manager()
+        events = self.events
         # Skip building hook arguments for 100,000s of partitions when no plugin listens.
-        if manager.hook.coordkit_leader_elected.get_hookimpls():
+        if events.wants_leader_elections():
             for change in changes:
                 if change.reason is not None and change.current.has_leader:
                     _safely(
-                        manager.notify_leader_elected,
+                        events.notify_leader_elected,
                         change.tp[0],
                         change.tp[1],
                         change.current.leader,

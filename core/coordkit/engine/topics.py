@@ -26,6 +26,7 @@ from coordkit.engine.errors import (
     UnknownTopicError,
 )
 from coordkit.engine.states import TP
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.layout import (
     PREFERRED_REPLICA_ELECTION,
@@ -37,7 +38,6 @@ from coordkit.layout import (
 from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.paths import numeric_name
 from coordkit.placement import BrokerMetadata, ReplicaPlacement
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, Delete, MetadataStore, SetData
 
 log = logging.getLogger("coordkit.engine.topics")
@@ -60,11 +60,19 @@ class TopicAdmin:
         store: MetadataStore,
         *,
         rng: random.Random | None = None,
-        placement: str = DEFAULT_PLACEMENT,
+        placement: ReplicaPlacement | None = None,
     ):
         self.store = store
         self.rng = rng or random.Random()
-        self.placement: ReplicaPlacement = get_plugin_manager().placement(placement)
+        self._placement = placement
+
+    @property
+    def placement(self) -> ReplicaPlacement:
+        """The placement given, else Kafka's own (``kafka-rack-aware``) from the plugins,
+        looked up when first needed (deleting or reassigning places nothing)."""
+        if self._placement is None:
+            self._placement = Strategies.from_plugins(placement=DEFAULT_PLACEMENT).placement
+        return self._placement
 
     # -- reading -------------------------------------------------------------------------------
 

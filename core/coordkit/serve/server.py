@@ -29,6 +29,7 @@ from coordkit.engine import Broker, Cluster, EngineConfig
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.errors import EngineError
 from coordkit.engine.snapshot import children
+from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
 from coordkit.layout import BROKER_TOPICS, TOPIC
@@ -100,6 +101,7 @@ class ServingCluster(Cluster):
             observers=self.observers,
             network=self.network,
             group_observers=self.group_observers,
+            strategies=self.strategies,
         )
 
 
@@ -145,7 +147,8 @@ class KafkaServer:
     """Brokers ``broker_ids`` on ``store_url``, listening on ``host`` from ``port`` on (broker
     ``i`` of the list on ``port + i``; ``port`` 0: any free port for each); with ``data_dir``,
     broker N keeps its record logs in ``data_dir/broker-N`` (Kafka's ``log.dirs``) and loads
-    them at the start."""
+    them at the start; ``strategies``, what the brokers run with (by default the ones ``config``
+    names, from the registered plugins)."""
 
     def __init__(
         self,
@@ -157,6 +160,7 @@ class KafkaServer:
         settings: ServeSettings | None = None,
         config: EngineConfig | None = None,
         data_dir: Path | None = None,
+        strategies: Strategies | None = None,
     ) -> None:
         self.settings = settings or ServeSettings()
         self.codec = KafkaCodec(max_frame_bytes=self.settings.max_request_bytes)
@@ -180,7 +184,9 @@ class KafkaServer:
             broker_id: Address(advertised, int(sock.getsockname()[1]))
             for broker_id, sock in zip(broker_ids, self._sockets, strict=True)
         }
-        self.cluster = ServingCluster(store_url, self.addresses, config=config)
+        self.cluster = ServingCluster(
+            store_url, self.addresses, config=config, strategies=strategies
+        )
         self.listeners: list[BrokerListener] = []
         self.follower: LeadershipFollower | None = None
         self.replicas: Replicas | None = None
@@ -208,7 +214,7 @@ class KafkaServer:
                 host=address.host,
                 port=address.port,
                 replication=self.cluster.replication,
-                admin=TopicAdmin(broker.store, placement=self.cluster.config.placement),
+                admin=TopicAdmin(broker.store, placement=self.cluster.strategies.placement),
                 settings=self.settings,
             )
             log_dir = self._log_dirs.get(broker_id)

@@ -201,8 +201,6 @@ class _Run:
 
     # -- the run
     def steps(self) -> Iterator[GroupStep]:
-        from coordkit_memory.server import MemoryServer
-
         name = f"lab-groups-{uuid.uuid4().hex[:12]}"
         config = EngineConfig(
             auto_leader_rebalance=False,
@@ -210,7 +208,11 @@ class _Run:
             offsets_topic_num_partitions=min(50, 4 * self.case.brokers),
         )
         cluster = self.cluster = Cluster(
-            f"memory://{name}", self.case.brokers, config=config, seed=self.seed
+            # Its own tree, forgotten once the cluster's last session closes.
+            f"memory://{name}?lifetime=sessions",
+            self.case.brokers,
+            config=config,
+            seed=self.seed,
         )
         try:
             cluster.start()
@@ -232,7 +234,6 @@ class _Run:
                 yield self._observe(index, group, label, event.action, started, before)
         finally:
             cluster.close()
-            MemoryServer.discard(name)
 
     @property
     def history(self) -> GroupHistory:

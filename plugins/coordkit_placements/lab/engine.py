@@ -21,7 +21,7 @@ from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.errors import EngineError
 from coordkit.placement import TP
-from coordkit_placements.lab.workload import Assignment, ScalingCase
+from coordkit_placements.lab.cases import Assignment, ScalingCase
 
 #: Seconds a cluster may take to settle after a change, or a plan to complete.
 SETTLE_TIMEOUT = 60.0
@@ -54,7 +54,7 @@ class EngineRun:
         self._records = case.records
         racks = {b: r for b, r in case.racks.items() if r is not None}
         self._cluster = Cluster(
-            f"memory://{self.name}",
+            f"memory://{self.name}?lifetime=sessions",  # forgotten once the cluster closes
             case.initial,
             racks=racks,
             config=config,
@@ -105,11 +105,8 @@ class EngineRun:
         return max(0.0, self.cluster.replication.unavailability()[1] - before)
 
     def close(self) -> None:
-        from coordkit_memory.server import MemoryServer
-
         if self._cluster is not None:
             self._cluster.close()
-        MemoryServer.discard(self.name)
 
     # -- waiting -------------------------------------------------------------------------------
 

@@ -38,7 +38,9 @@ def test_coordinator_is_the_leader_of_the_groups_offsets_partition(
     assignment = cluster.admin.assignment(OFFSETS_TOPIC)  # created on first need
     assert assignment.partition_count == GROUP_CONFIG.offsets_topic_num_partitions
     assert assignment.replication_factor == 2  # min(3, live brokers)
-    partition = offsets_partition_for("g", GROUP_CONFIG)
+    partition = offsets_partition_for(
+        "g", cluster.strategies.group_coordinator, GROUP_CONFIG.offsets_topic_num_partitions
+    )
     leader = cluster.view().partition(OFFSETS_TOPIC, partition).leader
     assert cluster.group_coordinator("g") == leader
     assert cluster.describe_group("g").coordinator == leader

@@ -77,7 +77,16 @@ def test_a_coordinator_that_lost_its_partition_cannot_store_offsets(
     old = cluster.group_coordinator("g")
     assert old is not None
     successor = next(b for b in cluster.live_brokers() if b != old)
-    path = states.state_path((OFFSETS_TOPIC, offsets_partition_for("g", cluster.config)))
+    path = states.state_path(
+        (
+            OFFSETS_TOPIC,
+            offsets_partition_for(
+                "g",
+                cluster.strategies.group_coordinator,
+                cluster.config.offsets_topic_num_partitions,
+            ),
+        )
+    )
     data, stat = cluster.admin_store.get(path)
     moved = states.decode_state(path, data, stat.version)
     cluster.admin_store.set(
@@ -95,7 +104,9 @@ def test_a_coordinator_that_lost_its_partition_cannot_store_offsets(
     )
     assert response.error is ErrorCode.NOT_COORDINATOR
     assert coordinator.offset_storage.fetch("g", [ALL[0]]).get(ALL[0]) != OffsetAndMetadata(99)
-    partition = offsets_partition_for("g", cluster.config)
+    partition = offsets_partition_for(
+        "g", cluster.strategies.group_coordinator, cluster.config.offsets_topic_num_partitions
+    )
     wait_for(
         lambda: partition not in coordinator.hosted_partitions(),
         what="the old coordinator to unload the partition",

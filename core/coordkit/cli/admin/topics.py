@@ -214,7 +214,7 @@ def create_command(
                 f"--replication-factor {replication_factor}",
             )
     with open_store(store_url) as store:
-        TopicAdmin(store, placement=placement).create_topic(
+        TopicAdmin(store, placement=strategy).create_topic(
             name,
             partitions,
             replication_factor,
@@ -457,7 +457,7 @@ def alter_command(
                 )
         config = {k: v for k, v in info.config.items() if k not in removed} | added_configs
     with open_store(store_url) as store:
-        admin = TopicAdmin(store, placement=placement)
+        admin = TopicAdmin(store, placement=strategy)
         if configs or deleted:
             admin.set_config(name, config)
             click.echo(f"Updated config for topic {name}.")

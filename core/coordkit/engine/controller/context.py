@@ -15,16 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import TYPE_CHECKING
 
 from coordkit import layout
+from coordkit.elections import ControllerImage
 from coordkit.engine import states
+from coordkit.engine.controller.assignment_map import AssignmentMap, AssignmentVersions, TopicSet
 from coordkit.engine.controller.partition_map import (
-    AssignmentMap,
-    AssignmentVersions,
     PartitionInfo,
     PartitionMap,
-    TopicSet,
 )
 from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP
@@ -32,9 +30,6 @@ from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import BrokerInfo
 from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore, Stat
-
-if TYPE_CHECKING:
-    from coordkit.engine.controller.image import MetadataImage
 
 log = logging.getLogger("coordkit.engine.controller")
 
@@ -73,7 +68,8 @@ class ControllerContext:
     """Brokers, topics and partition states of one controller term.
 
     :param read_batch: paths per bulk read.
-    :param image: a standby's :class:`~.image.MetadataImage`, handed over by a warm election:
+    :param image: a standby's image (a :class:`~.image.MetadataImage`), handed over by a warm
+        election:
         the term's first :meth:`load` fills the context from it instead of reading every node
         (later loads, after a failed pass or a reconnect, read the store). Filled from an image,
         :attr:`parts` and :attr:`topics` hold the image's columns and build a partition's object
@@ -86,7 +82,7 @@ class ControllerContext:
         *,
         read_batch: int,
         owner: str,
-        image: MetadataImage | None = None,
+        image: ControllerImage | None = None,
     ):
         self.store = store
         self.read_batch = read_batch

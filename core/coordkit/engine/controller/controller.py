@@ -50,6 +50,7 @@ from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import NodeExistsError
 from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, Watch
 
@@ -72,6 +73,7 @@ class Controller:
         clock: Clock,
         observers: Observers,
         on_fenced: Callable[[ControllerTerm], None],
+        strategies: Strategies,
     ):
         self.store = store
         self.term = term
@@ -95,6 +97,7 @@ class Controller:
             broker_id=term.broker_id,
             epoch=term.epoch,
             write_concurrency=config.write_concurrency if networked else 1,
+            strategies=strategies,
         )
         self.replicas = ReplicaStateMachine(
             self.context, self.partitions, writer, write_batch_ops=config.write_batch_ops
@@ -108,14 +111,18 @@ class Controller:
             broker_id=term.broker_id,
         )
         self.shutdown = ControlledShutdown(
-            self.context, self.partitions, config.controlled_shutdown_election
+            self.context,
+            self.partitions,
+            strategies.partition_election(config.controlled_shutdown_election),
         )
         self.preferred = PreferredLeaders(
-            self.context, self.partitions, writer, config=config, broker_id=term.broker_id
-        )
+            self.context, self.partitions, writer, config=config, broker_id=term.broker_id,
+            strategies=strategies,
+        )  # fmt: skip
         self.reassignment = ReassignmentManager(
-            self.context, self.partitions, writer, config=config, broker_id=term.broker_id
-        )
+            self.context, self.partitions, writer, config=config, broker_id=term.broker_id,
+            strategies=strategies,
+        )  # fmt: skip
         self._events = ControllerEventManager(
             f"coordkit-controller-{term.broker_id}-e{term.epoch}",
             clock=clock,

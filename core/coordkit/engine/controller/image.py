@@ -35,17 +35,22 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from coordkit import layout
 from coordkit.engine import states
+from coordkit.engine.controller.image_topics import (
+    BrokerIndex,
+    ImageTopic,
+    LentImageTopics,
+    TupleTable,
+)
 from coordkit.engine.controller.partition_map import (
     ABSENT,
     READABLE,
-    STATE_DTYPE,
     UNKNOWN,
     UNREADABLE,
     PartitionInfo,
@@ -65,347 +70,8 @@ ROOT = "/brokers"
 
 _BROKER_PREFIX = layout.BROKER_IDS + "/"
 _TOPIC_PREFIX = layout.BROKER_TOPICS + "/"
-_EMPTY = np.zeros(0, dtype=STATE_DTYPE)
 #: ``(topic, mzxid)`` of a changed assignment node (mzxid None: deleted); ``(None, None)``: any.
 AssignmentListener = Callable[[str | None, int | None], None]
-#: Positions of fields in a row read with ``.item()``.
-_FIELDS: tuple[str, ...] = STATE_DTYPE.names or ()
-_LEADER, _MZXID, _ISR, _STATUS = (_FIELDS.index(n) for n in ("leader", "mzxid", "isr", "status"))
-
-
-class _Tuples:
-    """Interned replica and ISR tuples, each with an index (the ``isr`` column holds it);
-    append-only, so a context holding the table may read it while the image grows it."""
-
-    __slots__ = ("ids", "table")
-
-    def __init__(self) -> None:
-        self.table: list[tuple[int, ...]] = [()]
-        self.ids: dict[tuple[int, ...], int] = {(): 0}
-
-    def index(self, value: tuple[int, ...]) -> int:
-        found = self.ids.get(value)
-        if found is None:
-            found = self.ids[value] = len(self.table)
-            self.table.append(value)
-        return found
-
-    def intern(self, value: tuple[int, ...]) -> tuple[int, ...]:
-        return self.table[self.index(value)]
-
-
-class _Loose:
-    """A partition state kept outside the columns."""
-
-    __slots__ = ("mzxid", "reason", "state", "status")
-
-    def __init__(self, status: int, mzxid: int, state: LeaderIsr | None, reason: str | None):
-        self.status = status
-        self.mzxid = mzxid
-        self.state = state
-        self.reason = reason
-
-
-class _Index:
-    """By broker (-1: no leader), the topics whose census names it; lent to a hand-over as it is
-    and copied before its next change (so a hand-over copies nothing)."""
-
-    __slots__ = ("by_broker", "lent")
-
-    def __init__(self) -> None:
-        self.by_broker: dict[int, set[str]] = {}
-        self.lent = False
-
-    def lend(self) -> dict[int, set[str]]:
-        self.lent = True
-        return self.by_broker
-
-    def _own(self) -> dict[int, set[str]]:
-        if self.lent:
-            self.by_broker = {broker: set(names) for broker, names in self.by_broker.items()}
-            self.lent = False
-        return self.by_broker
-
-    def add(self, broker: int, topic: str) -> None:
-        self._own().setdefault(broker, set()).add(topic)
-
-    def discard(self, broker: int, topic: str) -> None:
-        named = self.by_broker.get(broker)
-        if named is None or topic not in named:
-            return
-        by_broker = self._own()
-        named = by_broker[broker]
-        named.discard(topic)
-        if not named:
-            del by_broker[broker]
-
-
-class _Topic:
-    """One topic: its assignment node and its partition states, columnar.
-
-    Beside the rows it keeps their census, exact at every write: how many times each broker is
-    named as a READABLE row's leader or ISR member (``census``), and how many rows are not
-    READABLE (``irregular``). A hand-over gives the census to the controller, which skips the
-    topic in a liveness scan when every broker it names is live and every row is readable — so a
-    failover that concerns no broker of a topic costs nothing per partition of it (issue 16: a
-    2,000,000-partition failover must not scale with the cluster).
-    """
-
-    __slots__ = (
-        "census",
-        "error",
-        "generation",
-        "irregular",
-        "loose",
-        "mzxid",
-        "name",
-        "naming",
-        "reasons",
-        "replicas",
-        "shared",
-        "sparse",
-        "states",
-    )
-
-    def __init__(self, name: str, mzxid: int, generation: int, naming: _Index):
-        self.name = name
-        #: The image's index, by broker, of the topics whose census names it (kept by
-        #: :meth:`_count` as keys appear and go).
-        self.naming = naming
-        self.mzxid = mzxid
-        #: The image's lending generation this object was made in (see ``MetadataImage._writable``).
-        self.generation = generation
-        #: Replicas of partitions 0..n-1 (interned tuples), or None (unreadable or not dense).
-        #: A tuple, not a list: a tuple of interned tuples of ints leaves the garbage collector's
-        #: view after one collection, so a 2,000,000-partition image adds nothing to the full
-        #: collections of its process (as lists it added 14 ms to each, at any moment).
-        self.replicas: tuple[tuple[int, ...], ...] | None = None
-        #: A readable assignment whose partitions are not 0..n-1 (rare; its states are loose).
-        self.sparse: dict[int, tuple[int, ...]] | None = None
-        #: Why the assignment is unreadable (None: readable).
-        self.error: str | None = None
-        self.states: np.ndarray = _EMPTY
-        #: ``states`` is shared with a lent copy of this topic: copy the array before writing.
-        self.shared = False
-        self.loose: dict[int, _Loose] = {}
-        #: Why an UNREADABLE column state is unreadable, by partition.
-        self.reasons: dict[int, str] = {}
-        #: Broker id (-1: no leader) → times a READABLE row names it as leader or ISR member.
-        self.census: dict[int, int] = {}
-        #: Rows whose status is not READABLE.
-        self.irregular = 0
-
-    def copy(self, generation: int) -> _Topic:
-        """A writable copy, sharing the (copy-on-write) array and the interned tuples."""
-        twin = _Topic(self.name, self.mzxid, generation, self.naming)
-        twin.replicas = self.replicas  # replaced, never changed in place
-        twin.sparse = None if self.sparse is None else dict(self.sparse)
-        twin.error = self.error
-        twin.states = self.states
-        twin.shared = True
-        twin.loose = dict(self.loose)
-        twin.reasons = dict(self.reasons)
-        twin.census = dict(self.census)
-        twin.irregular = self.irregular
-        return twin
-
-    @property
-    def regular(self) -> bool:
-        """Readable, dense, and every partition's state READABLE in the columns (a hand-over can
-        lend it as it is)."""
-        replicas = self.replicas
-        return (
-            self.error is None
-            and replicas is not None
-            and len(replicas) > 0
-            and not self.irregular
-            and not self.loose
-            and len(self.states) == len(replicas)
-        )
-
-    def create_columns(self, count: int) -> None:
-        """Columns for partitions 0..count-1 of a new topic: no state node yet (ABSENT)."""
-        self.states = np.zeros(count, dtype=STATE_DTYPE)
-        self.shared = False
-        self.forget_census()
-        self.irregular = count
-
-    def forget_census(self) -> None:
-        """Empty the census (and take the topic out of the image's index)."""
-        self.leave_index()
-        self.census = {}
-
-    def leave_index(self) -> None:
-        """Take the topic out of the image's index, its census kept (a lent topic going)."""
-        for broker in self.census:
-            self._unname(broker)
-
-    def _unname(self, broker: int) -> None:
-        self.naming.discard(broker, self.name)
-
-    def _count(self, leader: int, isr: tuple[int, ...], step: int) -> None:
-        census = self.census
-        for broker in (leader, *isr):
-            held = census.get(broker, 0)
-            left = held + step
-            if left:
-                census[broker] = left
-                if not held:
-                    self.naming.add(broker, self.name)
-            else:
-                del census[broker]
-                self._unname(broker)
-
-    def _uncount_row(self, partition: int, table: Sequence[tuple[int, ...]]) -> None:
-        row = self.states[partition].item()
-        if row[_STATUS] == READABLE:
-            self._count(row[_LEADER], table[row[_ISR]], -1)
-        else:
-            self.irregular -= 1
-
-    def assignment(self) -> dict[int, tuple[int, ...]] | None:
-        if self.replicas is not None:
-            return dict(enumerate(self.replicas))
-        return None if self.sparse is None else dict(self.sparse)
-
-    def resize(self, count: int, tuples: _Tuples) -> None:
-        """Columns for partitions 0..count-1: new ones are UNKNOWN (their state node may predate
-        the assignment naming them) unless the feed brought their state already."""
-        have = len(self.states)
-        if count <= have:
-            return
-        grown = np.zeros(count, dtype=STATE_DTYPE)
-        grown[:have] = self.states
-        grown["status"][have:] = UNKNOWN
-        self.states = grown
-        self.shared = False
-        self.irregular += count - have
-        for partition in [p for p in self.loose if have <= p < count]:
-            held = self.loose.pop(partition)
-            self.put(partition, held.status, held.mzxid, held.state, held.reason, tuples)
-
-    def status_and_mzxid(self, partition: int) -> tuple[int, int | None]:
-        """``(status, mzxid of the state held)`` of one partition, the row read once (the feed
-        asks this of every state event); the mzxid is None without a state held."""
-        loose = self.loose.get(partition)
-        if loose is not None:
-            if loose.status in (ABSENT, UNKNOWN):
-                return loose.status, None
-            return loose.status, loose.mzxid
-        if 0 <= partition < len(self.states):
-            row = self.states[partition].item()  # one conversion, not one per field
-            status = row[_STATUS]
-            return status, None if status in (ABSENT, UNKNOWN) else row[_MZXID]
-        return ABSENT, None
-
-    def put(
-        self,
-        partition: int,
-        status: int,
-        mzxid: int,
-        state: LeaderIsr | None,
-        reason: str | None,
-        tuples: _Tuples,
-    ) -> None:
-        self.reasons.pop(partition, None)
-        if 0 <= partition < len(self.states):
-            self.loose.pop(partition, None)
-            if self.shared:
-                # Copy on write: the context filled from this array keeps the rows it was given.
-                self.states = self.states.copy()
-                self.shared = False
-            self._uncount_row(partition, tuples.table)
-            try:
-                if state is not None:
-                    self.states[partition] = (
-                        state.leader,
-                        state.leader_epoch,
-                        state.controller_epoch,
-                        state.zk_version,
-                        mzxid,
-                        tuples.index(state.isr),
-                        status,
-                    )
-                else:
-                    self.states[partition] = (0, 0, 0, 0, mzxid, 0, status)
-                    if reason is not None:
-                        self.reasons[partition] = reason
-            except OverflowError:
-                self.states[partition] = (0, 0, 0, 0, 0, 0, UNKNOWN)  # held loose below
-                self.irregular += 1
-            else:
-                if status != READABLE:
-                    self.irregular += 1
-                elif state is not None:
-                    self._count(state.leader, state.isr, +1)
-                else:
-                    self._count(0, (), +1)  # as the row reads back
-                return
-        if status == ABSENT:
-            self.loose.pop(partition, None)
-        else:
-            self.loose[partition] = _Loose(status, mzxid, state, reason)
-
-    def get(
-        self, partition: int, table: Sequence[tuple[int, ...]]
-    ) -> tuple[int, LeaderIsr | None, str | None]:
-        """``(status, state, reason)`` of one partition."""
-        loose = self.loose.get(partition)
-        if loose is not None:
-            return loose.status, loose.state, loose.reason
-        if not 0 <= partition < len(self.states):
-            return ABSENT, None, None
-        row = self.states[partition]
-        status = int(row["status"])
-        if status != READABLE:
-            return status, None, self.reasons.get(partition)
-        state = LeaderIsr(
-            int(row["leader"]),
-            int(row["leader_epoch"]),
-            table[int(row["isr"])],
-            int(row["controller_epoch"]),
-            int(row["zk_version"]),
-        )
-        return status, state, None
-
-
-class _Lent:
-    """Regular topics a hand-over lent, as the context's partition map takes them
-    (:class:`~.partition_map.LentTopics`); the image never changes these objects again."""
-
-    __slots__ = ("_naming", "_table", "_topics")
-
-    def __init__(
-        self,
-        topics: dict[str, _Topic],
-        table: Sequence[tuple[int, ...]],
-        naming: dict[int, set[str]],
-    ):
-        self._topics = topics
-        self._table = table
-        self._naming = naming
-
-    def naming(self) -> Mapping[int, Collection[str]]:
-        return self._naming
-
-    def names(self) -> Collection[str]:
-        return self._topics.keys()
-
-    def replicas(self, topic: str) -> Sequence[tuple[int, ...]]:
-        replicas = self._topics[topic].replicas
-        assert replicas is not None
-        return replicas
-
-    def mzxid(self, topic: str) -> int:
-        return self._topics[topic].mzxid
-
-    def rows(self, topic: str) -> int:
-        return len(self._topics[topic].states)
-
-    def columns(self, topic: str) -> TopicColumns:
-        lent = self._topics[topic]
-        assert lent.replicas is not None
-        return TopicColumns(lent.replicas, lent.states, self._table, frozenset(lent.census))
 
 
 class MetadataImage:
@@ -421,16 +87,16 @@ class MetadataImage:
         self.read_batch = read_batch
         self._lock = threading.Lock()
         self._brokers: dict[str, tuple[bytes, int, int]] = {}  # name → (data, czxid, mzxid)
-        self._topics: dict[str, _Topic] = {}
-        self._tuples = _Tuples()
+        self._topics: dict[str, ImageTopic] = {}
+        self._tuples = TupleTable()
         #: Bumped by each hand-over: a topic made in an earlier generation may be lent to a
         #: context and is copied before the image changes it (:meth:`_writable`).
         self._generation = 0
-        #: Topics not :attr:`_Topic.regular` (kept at every change: a hand-over lends the rest
+        #: Topics not :attr:`ImageTopic.regular` (kept at every change: a hand-over lends the rest
         #: without looking at each).
         self._irregular: set[str] = set()
         #: By broker (-1: no leader), the topics whose census names it.
-        self._naming = _Index()
+        self._naming = BrokerIndex()
         #: ``_topics`` is lent to a hand-over as it is: copy it before changing it.
         self._topics_lent = False
         #: Position of the last change applied (None before the first read).
@@ -594,7 +260,7 @@ class MetadataImage:
             # A new node: no partition state can predate it (states are its descendants).
             if topic is not None:
                 topic.leave_index()  # the node was deleted and created again
-            topic = self._own_topics()[name] = _Topic(
+            topic = self._own_topics()[name] = ImageTopic(
                 name, event.stat.mzxid, self._generation, self._naming
             )
             self._set_assignment(name, topic, event.data, self._tuples, created=True)
@@ -604,20 +270,20 @@ class MetadataImage:
             self._set_assignment(name, topic, event.data, self._tuples, created=False)
         self._classify(name, topic)
 
-    def _classify(self, name: str, topic: _Topic) -> None:
+    def _classify(self, name: str, topic: ImageTopic) -> None:
         if topic.regular:
             self._irregular.discard(name)
         else:
             self._irregular.add(name)
 
-    def _writable(self, name: str, topic: _Topic) -> _Topic:
+    def _writable(self, name: str, topic: ImageTopic) -> ImageTopic:
         """``topic`` (held as ``name``), copied first if a hand-over may have lent it."""
         if topic.generation == self._generation:
             return topic
         twin = self._own_topics()[name] = topic.copy(self._generation)
         return twin
 
-    def _own_topics(self) -> dict[str, _Topic]:
+    def _own_topics(self) -> dict[str, ImageTopic]:
         """The topic dict, copied first if a hand-over was lent it (a C-speed copy, once)."""
         if self._topics_lent:
             self._topics = dict(self._topics)
@@ -628,7 +294,7 @@ class MetadataImage:
 
     @staticmethod
     def _set_assignment(
-        name: str, topic: _Topic, data: bytes, tuples: _Tuples, *, created: bool
+        name: str, topic: ImageTopic, data: bytes, tuples: TupleTable, *, created: bool
     ) -> None:
         path = _TOPIC_PREFIX + name
         try:
@@ -650,7 +316,7 @@ class MetadataImage:
             topic.sparse = {p: intern(r) for p, r in assignment.items()}
 
     @staticmethod
-    def _put_state(topic: _Topic, tp: TP, data: bytes, stat: Stat, tuples: _Tuples) -> None:
+    def _put_state(topic: ImageTopic, tp: TP, data: bytes, stat: Stat, tuples: TupleTable) -> None:
         try:
             state = states.decode_state(states.state_path(tp), data, stat.version)
         except LayoutError as exc:
@@ -715,15 +381,15 @@ class MetadataImage:
 
     def _read(
         self, store: MetadataStore
-    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, _Topic], _Tuples, _Index]:
+    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, ImageTopic], TupleTable, BrokerIndex]:
         def children(path: str) -> list[str]:
             try:
                 return store.children(path)
             except NoNodeError:
                 return []
 
-        tuples = _Tuples()  # a fresh table: contexts filled earlier keep the old one
-        naming = _Index()
+        tuples = TupleTable()  # a fresh table: contexts filled earlier keep the old one
+        naming = BrokerIndex()
         brokers: dict[str, tuple[bytes, int, int]] = {}
         names = children(layout.BROKER_IDS)
         for name, result in zip(
@@ -734,7 +400,7 @@ class MetadataImage:
             if isinstance(result, StoreError):
                 raise result
             brokers[name] = (result[0], result[1].czxid, result[1].mzxid)
-        topics: dict[str, _Topic] = {}
+        topics: dict[str, ImageTopic] = {}
         names = children(layout.BROKER_TOPICS)
         wanted: list[TP] = []
         for name, result in zip(
@@ -745,7 +411,7 @@ class MetadataImage:
             if isinstance(result, StoreError):
                 raise result
             # Its generation is set when the read is installed.
-            topic = topics[name] = _Topic(name, result[1].mzxid, -1, naming)
+            topic = topics[name] = ImageTopic(name, result[1].mzxid, -1, naming)
             self._set_assignment(name, topic, result[0], tuples, created=True)
             if topic.replicas is not None:
                 wanted.extend((name, p) for p in range(len(topic.replicas)))
@@ -772,7 +438,8 @@ class MetadataImage:
         Regular topics (every partition's state READABLE in the columns) are lent as they are:
         the image copies a topic before it next changes it, and the context's
         :class:`~.partition_map.PartitionMap` builds a topic's columns only when it needs them,
-        so the hand-over copies nothing and does no Python work per lent topic (:class:`_Lent`).
+        so the hand-over copies nothing and does no Python work per lent topic
+        (:class:`LentImageTopics`).
         The other topics are handed over one by one (few, as a rule)."""
         unknown: list[TP] = []
         with self._lock:
@@ -795,7 +462,7 @@ class MetadataImage:
                 lent = dict(topics)
                 for name in self._irregular:
                     del lent[name]
-            lender = _Lent(lent, table, self._naming.lend())
+            lender = LentImageTopics(lent, table, self._naming.lend())
             context.topics.add_lent(lender)
             context.assignment_mzxid.add_lent(lender)
             context.partitions_nodes.add_lent(lent.keys())

@@ -24,7 +24,6 @@ from typing import Any, TypeVar, cast
 
 from coordkit import layout
 from coordkit.elections import (
-    ElectionKind,
     ElectionReason,
     PartitionElectionInput,
     PartitionLeaderElection,
@@ -38,9 +37,9 @@ from coordkit.engine.errors import ControllerFencedError, StateConflictError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, Op
 
 #: Rounds of conflicting state writes retried before a pass gives up (and is tried again later).
@@ -144,6 +143,7 @@ class PartitionStateMachine:
         broker_id: int,
         epoch: int,
         write_concurrency: int,
+        strategies: Strategies,
     ):
         self.context = context
         self.writer = writer
@@ -153,13 +153,9 @@ class PartitionStateMachine:
         self.epoch = epoch
         self._write_concurrency = write_concurrency
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        manager = get_plugin_manager()
-        kind = ElectionKind.PARTITION_LEADER.value
-        self._offline_default: PartitionLeaderElection = manager.election(
-            kind, config.offline_election
-        )
-        self._offline_clean: PartitionLeaderElection = manager.election(kind, "offline")
-        self._offline_unclean: PartitionLeaderElection = manager.election(kind, "offline-unclean")
+        self._offline_default = strategies.partition_election(config.offline_election)
+        self._offline_clean = strategies.partition_election("offline")
+        self._offline_unclean = strategies.partition_election("offline-unclean")
         self._unclean_override: dict[str, bool | None] = {}
 
     def close(self) -> None:

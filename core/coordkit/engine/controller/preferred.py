@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from coordkit.elections import ElectionKind, PartitionElectionInput, PartitionLeaderElection
+from coordkit.elections import PartitionElectionInput
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NoNodeError
 from coordkit.layout import PREFERRED_REPLICA_ELECTION, decode_preferred_election
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import Delete
 
 log = logging.getLogger("coordkit.engine.controller")
@@ -36,15 +36,14 @@ class PreferredLeaders:
         *,
         config: EngineConfig,
         broker_id: int,
+        strategies: Strategies,
     ):
         self.context = context
         self.partitions = partitions
         self.writer = writer
         self.config = config
         self.broker_id = broker_id
-        self._election: PartitionLeaderElection = get_plugin_manager().election(
-            ElectionKind.PARTITION_LEADER.value, config.preferred_election
-        )
+        self._election = strategies.partition_election(config.preferred_election)
 
     def elect(self, partitions: Sequence[TP] | None) -> list[TP]:
         """A preferred election for ``partitions`` (all by default); returns those whose leader

@@ -31,16 +31,16 @@ import logging
 import attrs
 
 from coordkit import layout
-from coordkit.elections import ElectionKind, ElectionReason, PartitionElectionInput
+from coordkit.elections import ElectionReason, PartitionElectionInput
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import LayoutError, NoNodeError
 from coordkit.layout import REASSIGN_PARTITIONS, decode_reassignment, encode_reassignment
 from coordkit.model import TopicAssignment
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import Delete, Op, SetData
 
 log = logging.getLogger("coordkit.engine.controller")
@@ -55,15 +55,14 @@ class ReassignmentManager:
         *,
         config: EngineConfig,
         broker_id: int,
+        strategies: Strategies,
     ):
         self.context = context
         self.partitions = partitions
         self.writer = writer
         self.config = config
         self.broker_id = broker_id
-        self._election = get_plugin_manager().election(
-            ElectionKind.PARTITION_LEADER.value, "reassign"
-        )
+        self._election = strategies.partition_election("reassign")
         #: Partitions the last pass found in the request (other parts skip nothing for them).
         self.pending: frozenset[TP] = frozenset()
         #: Partitions in phase A whose replicas this term has announced with a new leader epoch.

@@ -12,7 +12,6 @@ import itertools
 
 from coordkit import layout
 from coordkit.elections import (
-    ElectionKind,
     LeaderAndIsr,
     PartitionElectionInput,
     PartitionLeaderElection,
@@ -22,18 +21,18 @@ from coordkit.engine.controller.partition_map import PartitionInfo
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan, bulk
 from coordkit.engine.errors import EngineError
 from coordkit.engine.states import TP
-from coordkit.plugins import get_plugin_manager
 
 
 class ControlledShutdown:
     def __init__(
-        self, context: ControllerContext, partitions: PartitionStateMachine, election: str
+        self,
+        context: ControllerContext,
+        partitions: PartitionStateMachine,
+        election: PartitionLeaderElection,
     ):
         self.context = context
         self.partitions = partitions
-        self._election: PartitionLeaderElection = get_plugin_manager().election(
-            ElectionKind.PARTITION_LEADER.value, election
-        )
+        self._election = election
 
     @bulk
     def shut_down(self, broker_id: int) -> list[TP]:

@@ -5,7 +5,6 @@
 * :mod:`~coordkit.engine.groups.coordinator` — the coordinator each broker hosts for the
   offsets-topic partitions it leads;
 * :mod:`~coordkit.engine.groups.metadata` — persisted group metadata (``/coordkit/groups/G``);
-* :mod:`~coordkit.engine.groups.leadership` — the group-leader strategy contract;
 * :mod:`~coordkit.engine.groups.planning` — the leader's assignment, eager versus cooperative;
 * :mod:`~coordkit.engine.groups.topic_metadata` — the metadata an assignment was computed from,
   and the watches that tell the leader when it changed;
@@ -14,6 +13,7 @@
   the recorder that checks the protocol's invariants.
 """
 
+from coordkit.elections import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.groups.config import ConsumerConfig
 from coordkit.engine.groups.consumer import (
     CommitFailedError,
@@ -36,7 +36,6 @@ from coordkit.engine.groups.history import (
     Unavailability,
 )
 from coordkit.engine.groups.hosting import offsets_partition_for
-from coordkit.engine.groups.leadership import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.groups.metadata import GROUPS_ROOT, GroupMetadata, group_path
 from coordkit.engine.groups.protocol import (
     ErrorCode,

@@ -7,7 +7,6 @@ from collections.abc import Iterable
 from attrs import field, frozen, validators
 
 from coordkit.model import validate_topic_name
-from coordkit.plugins import get_plugin_manager
 
 
 def _names(value: Iterable[str]) -> tuple[str, ...]:
@@ -29,12 +28,10 @@ def _topic_names(value: Iterable[str]) -> tuple[str, ...]:
     return topics
 
 
-def _known_assignors(_: object, attribute: object, value: tuple[str, ...]) -> None:
+def _some_assignors(_: object, attribute: object, value: tuple[str, ...]) -> None:
+    # Whether each is known is checked where the strategies are: the consumer's constructor.
     if not value:
         raise ValueError("assignors: give at least one assignor name")
-    manager = get_plugin_manager()
-    for name in value:
-        manager.assignor(name)  # raises UnknownNameError listing the registered ones
 
 
 @frozen
@@ -54,7 +51,7 @@ class ConsumerConfig:
     group_id: str = field(validator=validators.min_len(1))
     topics: tuple[str, ...] = field(converter=_topic_names, validator=validators.min_len(1))
     assignors: tuple[str, ...] = field(
-        default=("range",), converter=_names, validator=_known_assignors
+        default=("range",), converter=_names, validator=_some_assignors
     )
     group_instance_id: str | None = None
     session_timeout: float = field(default=10.0, validator=validators.gt(0.0))

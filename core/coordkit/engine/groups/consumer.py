@@ -65,10 +65,12 @@ from coordkit.engine.groups.protocol import (
 from coordkit.engine.groups.timing import wait_on_clock
 from coordkit.engine.groups.topic_metadata import LeaderMetadata
 from coordkit.engine.replication import ReplicationModel
+from coordkit.engine.strategies import Strategies
 from coordkit.model import TopicPartition
 from coordkit.offsets import OffsetAndMetadata
 
 if TYPE_CHECKING:
+    from coordkit.engine.broker import Broker
     from coordkit.engine.groups.coordinator import GroupCoordinator
     from coordkit.engine.network import Network
 
@@ -114,15 +116,20 @@ class Consumer:
         self,
         config: ConsumerConfig,
         *,
-        network: Network,
+        network: Network[Broker],
         replication: ReplicationModel,
         clock: Clock,
         observers: GroupObserver,
+        strategies: Strategies,
     ):
+        strategies.check_assignors(config.assignors)
         self.config = config
         self.group_id = config.group_id
         self.client_id = config.client_id or f"consumer-{next(_client_ids)}"
-        self.protocol: RebalanceProtocol = rebalance_protocol(config.assignors)
+        self._strategies = strategies
+        self.protocol: RebalanceProtocol = rebalance_protocol(
+            config.assignors, strategies.assignors
+        )
         self._network = network
         self._replication = replication
         self._clock = clock
@@ -442,8 +449,9 @@ class Consumer:
         # assignors, and the coordinator refuses members that share no protocol.
         cooperative = self.protocol is RebalanceProtocol.COOPERATIVE
         assignments = compute_assignment(
-            joined.protocol, joined.members, counts, cooperative=cooperative
-        )
+            self._strategies.assignor(joined.protocol), joined.members, counts,
+            cooperative=cooperative,
+        )  # fmt: skip
         return assignments, counts
 
     # -- rejoin triggers: subscription and metadata changes -------------------------------------

@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterable, Sequence
 from coordkit import layout
 from coordkit.clock import Clock
 from coordkit.coordinators import OFFSETS_TOPIC
-from coordkit.elections import ElectionKind
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.errors import TopicExistsError
@@ -32,7 +31,6 @@ from coordkit.engine.groups import metadata
 from coordkit.engine.groups.events import GroupObserver
 from coordkit.engine.groups.hosting import PartitionHosting
 from coordkit.engine.groups.join import JoinHandler
-from coordkit.engine.groups.leadership import GroupLeaderSelection
 from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.persistence import GroupPersistence
 from coordkit.engine.groups.protocol import (
@@ -63,10 +61,10 @@ from coordkit.engine.groups.protocol import (
 )
 from coordkit.engine.groups.rebalance import Rebalancer
 from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
+from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.offsets import OffsetStorage
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
@@ -89,20 +87,30 @@ class GroupCoordinator(EngineObserver):
         config: EngineConfig,
         clock: Clock,
         observers: GroupObserver,
+        strategies: Strategies,
     ):
         self.broker_id = broker_id
         self.store = store
         self.config = config
         self.clock = clock
         self.observers = observers
+        self.strategies = strategies
         self._closed = threading.Event()
         self._ticker: threading.Thread | None = None
-        self.hosting = PartitionHosting(broker_id, store, config, is_closed=self._closed.is_set)
-        self.persistence = GroupPersistence(broker_id, store, config, clock, self.hosting)
-        leader_strategy: GroupLeaderSelection = get_plugin_manager().election(
-            ElectionKind.GROUP_LEADER.value, config.group_leader
+        self.hosting = PartitionHosting(
+            broker_id, store, config, strategies.group_coordinator, is_closed=self._closed.is_set
         )
-        self.rebalancer = Rebalancer(config, clock, observers, leader_strategy, self.persistence)
+        self.persistence = GroupPersistence(
+            broker_id, store, config, clock, self.hosting, strategies.offset_storage
+        )
+        self.rebalancer = Rebalancer(
+            config,
+            clock,
+            observers,
+            strategies.group_leader,
+            self.persistence,
+            strategies.assignors,
+        )
         self.joins = JoinHandler(config, clock, self.rebalancer)
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -236,7 +244,7 @@ class GroupCoordinator(EngineObserver):
         """
         if self.store.exists(layout.topic_path(OFFSETS_TOPIC)) is not None:
             return False
-        admin = TopicAdmin(self.store, placement=self.config.placement)
+        admin = TopicAdmin(self.store, placement=self.strategies.placement)
         live = len(admin.brokers())
         factor = max(1, min(self.config.offsets_topic_replication_factor, live))
         try:

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 from attrs import field, frozen
 
+from coordkit.engine.strategies import NO_PLUGIN_EVENTS, PluginEvents
 from coordkit.model import TopicPartition
-from coordkit.plugins import get_plugin_manager
 
 log = logging.getLogger("coordkit.engine.groups")
 
@@ -129,11 +129,12 @@ class GroupObserver:
 
 
 class GroupObservers(GroupObserver):
-    """Fans group events out to registered observers; completed rebalances also go to the
-    plugin manager's ``coordkit_rebalance_completed`` hook."""
+    """Fans group events out to registered observers; completed rebalances also go to
+    ``events`` (the plugins' ``coordkit_rebalance_completed`` hook)."""
 
-    def __init__(self, *observers: GroupObserver):
+    def __init__(self, *observers: GroupObserver, events: PluginEvents = NO_PLUGIN_EVENTS):
         self._observers: list[GroupObserver] = list(observers)
+        self.events = events
         self._lock = threading.Lock()
 
     def add(self, observer: GroupObserver) -> None:
@@ -197,7 +198,7 @@ class GroupObservers(GroupObserver):
 
     def rebalance_completed(self, record: RebalanceCompleted) -> None:
         _safely(
-            get_plugin_manager().notify_rebalance_completed,
+            self.events.notify_rebalance_completed,
             record.group_id,
             record.generation,
             {m: sorted(str(tp) for tp in parts) for m, parts in record.assignment.items()},

@@ -18,30 +18,28 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
-from coordkit.elections import ElectionKind
+from coordkit.coordinators import (
+    OFFSETS_TOPIC,
+    GroupCoordinatorSelection,
+    offsets_topic_partitions,
+)
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import StateChange
 from coordkit.engine.groups.membership import Group
 from coordkit.errors import LayoutError, StoreError
-from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
 
 
 def offsets_partition_for(
-    group_id: str, config: EngineConfig, num_partitions: int | None = None
+    group_id: str, selection: GroupCoordinatorSelection, num_partitions: int
 ) -> int:
-    """The offsets-topic partition of ``group_id`` under the configured coordinator strategy,
-    over ``num_partitions`` (by default ``offsets.topic.num.partitions``; pass the count the
-    existing topic has, see :func:`~coordkit.coordinators.offsets_topic_partitions`)."""
-    strategy = get_plugin_manager().election(
-        ElectionKind.GROUP_COORDINATOR.value, config.group_coordinator
-    )
-    count = config.offsets_topic_num_partitions if num_partitions is None else num_partitions
-    return int(strategy.partition_for(group_id, count))
+    """The offsets-topic partition of ``group_id`` under the coordinator strategy ``selection``,
+    over ``num_partitions`` (the count the existing topic has, see
+    :func:`~coordkit.coordinators.offsets_topic_partitions`, else ``offsets.topic.num.partitions``)."""
+    return int(selection.partition_for(group_id, num_partitions))
 
 
 class PartitionHosting:
@@ -56,12 +54,14 @@ class PartitionHosting:
         broker_id: int,
         store: MetadataStore,
         config: EngineConfig,
+        selection: GroupCoordinatorSelection,
         *,
         is_closed: Callable[[], bool],
     ):
         self.broker_id = broker_id
         self.store = store
         self.config = config
+        self.selection = selection
         self._is_closed = is_closed
         self._lock = threading.Lock()
         self._hosted: dict[int, int] = {}
@@ -88,7 +88,7 @@ class PartitionHosting:
         return count
 
     def partition_for(self, group_id: str) -> int:
-        return offsets_partition_for(group_id, self.config, self.offsets_partitions())
+        return offsets_partition_for(group_id, self.selection, self.offsets_partitions())
 
     # -- leadership ------------------------------------------------------------------------------
 

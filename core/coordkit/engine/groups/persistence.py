@@ -26,8 +26,7 @@ from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata, OffsetStorage
-from coordkit.plugins import get_plugin_manager
+from coordkit.offsets import OffsetAndMetadata, OffsetStorage, OffsetStorageFactory
 from coordkit.store import Check, Create, MetadataStore, Op, SetData
 
 log = logging.getLogger("coordkit.engine.groups")
@@ -41,12 +40,14 @@ class GroupPersistence:
         config: EngineConfig,
         clock: Clock,
         hosting: PartitionHosting,
+        offset_storage: OffsetStorageFactory,
     ):
         self.broker_id = broker_id
         self.store = store
         self.config = config
         self.clock = clock
         self.hosting = hosting
+        self._offset_storage = offset_storage
         self._offsets: OffsetStorage | None = None
 
     # -- group metadata --------------------------------------------------------------------------
@@ -103,7 +104,7 @@ class GroupPersistence:
     def offset_storage(self) -> OffsetStorage:
         """The configured offset storage on this broker's session (created on first use)."""
         if self._offsets is None:
-            factory = get_plugin_manager().offset_store(self.config.offset_storage)
+            factory = self._offset_storage
             if getattr(factory, "name", None) == "offsets-topic":
                 # Records go to the group's coordinator partition: the same count it uses.
                 partitions = self.hosting.offsets_partitions()

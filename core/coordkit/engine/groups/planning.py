@@ -1,45 +1,42 @@
-"""The group leader's work: turning members' subscriptions into an assignment with a registered
-assignor, and deciding whether a consumer rebalances eagerly or cooperatively."""
+"""The group leader's work: turning members' subscriptions into an assignment with an assignor,
+and deciding whether a consumer rebalances eagerly or cooperatively."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from coordkit.assignment import (
+    Assignor,
     GroupSubscription,
     MemberSubscription,
     RebalanceProtocol,
     TopicMetadata,
 )
 from coordkit.engine.groups.protocol import JoinedMember
-from coordkit.errors import UnknownNameError
 from coordkit.model import TopicPartition
-from coordkit.plugins import get_plugin_manager
 
 
-def rebalance_protocol(assignors: Sequence[str]) -> RebalanceProtocol:
-    """Kafka's consumer rule: cooperative only when every configured assignor supports it (a
-    consumer must be able to follow whichever of them the group chooses); unknown names count as
-    eager."""
-    manager = get_plugin_manager()
-    for name in assignors:
-        try:
-            protocols = manager.assignor(name).protocols
-        except UnknownNameError:
+def rebalance_protocol(
+    names: Sequence[str], assignors: Mapping[str, Assignor]
+) -> RebalanceProtocol:
+    """Kafka's consumer rule: cooperative only when every configured assignor (``names``, found in
+    ``assignors``) supports it (a consumer must be able to follow whichever of them the group
+    chooses); unknown names count as eager."""
+    for name in names:
+        assignor = assignors.get(name)
+        if assignor is None or RebalanceProtocol.COOPERATIVE not in assignor.protocols:
             return RebalanceProtocol.EAGER
-        if RebalanceProtocol.COOPERATIVE not in protocols:
-            return RebalanceProtocol.EAGER
-    return RebalanceProtocol.COOPERATIVE if assignors else RebalanceProtocol.EAGER
+    return RebalanceProtocol.COOPERATIVE if names else RebalanceProtocol.EAGER
 
 
 def compute_assignment(
-    protocol: str,
+    assignor: Assignor,
     members: Sequence[JoinedMember],
     topic_partitions: Mapping[str, int],
     *,
     cooperative: bool,
 ) -> dict[str, frozenset[TopicPartition]]:
-    """Every member's partitions under assignor ``protocol``.
+    """Every member's partitions under ``assignor`` (the group's chosen protocol).
 
     Owned partitions of topics that no longer exist (or partitions beyond a topic's count), or
     that their member no longer subscribes to, are dropped from the input. Cooperatively, a
@@ -47,7 +44,6 @@ def compute_assignment(
     leader-side check after the assignor): its owner revokes it first and the next round assigns
     it.
     """
-    assignor = get_plugin_manager().assignor(protocol)
 
     def exists(tp: TopicPartition) -> bool:
         return tp.partition < topic_partitions.get(tp.topic, 0)

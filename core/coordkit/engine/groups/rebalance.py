@@ -12,12 +12,13 @@ deadline. Every method is called with the group's lock held.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
-from coordkit.assignment import RebalanceProtocol
+from coordkit.assignment import Assignor, RebalanceProtocol
 from coordkit.clock import Clock
+from coordkit.elections import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.groups.events import AssignmentRound, GroupObserver, RebalanceCompleted
-from coordkit.engine.groups.leadership import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.groups.membership import Group, Member, RebalanceEpisode
 from coordkit.engine.groups.persistence import GroupPersistence
 from coordkit.engine.groups.planning import rebalance_protocol
@@ -41,12 +42,14 @@ class Rebalancer:
         observers: GroupObserver,
         leader_strategy: GroupLeaderSelection,
         persistence: GroupPersistence,
+        assignors: Mapping[str, Assignor],
     ):
         self.config = config
         self.clock = clock
         self.observers = observers
         self._leader_strategy = leader_strategy
         self.persistence = persistence
+        self._assignors = assignors
 
     @staticmethod
     def joined_members(group: Group) -> tuple[JoinedMember, ...]:
@@ -213,7 +216,8 @@ class Rebalancer:
                 member.sync_future = None
         members = group.by_join_order()
         cooperative = all(
-            rebalance_protocol(m.protocols) is RebalanceProtocol.COOPERATIVE for m in members
+            rebalance_protocol(m.protocols, self._assignors) is RebalanceProtocol.COOPERATIVE
+            for m in members
         )
         round_ = AssignmentRound(
             group_id=group.group_id,

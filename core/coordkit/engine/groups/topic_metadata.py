@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from attrs import field, frozen
 
@@ -27,9 +27,26 @@ from coordkit.store import DataEvent, MetadataStore, Watch
 
 if TYPE_CHECKING:
     from coordkit.clock import Clock
-    from coordkit.engine.groups.coordinator import GroupCoordinator
 
 log = logging.getLogger("coordkit.engine.groups")
+
+
+class TopicMetadataSource(Protocol):
+    """Where a group leader reads partition counts: its group coordinator (the engine's
+    :class:`~coordkit.engine.groups.coordinator.GroupCoordinator`)."""
+
+    #: The session its watches are on (a watch on another session is the old coordinator's).
+    store: MetadataStore
+
+    def topic_partitions(self, topics: Sequence[str]) -> dict[str, int]:
+        """Partition counts of the ``topics`` that exist."""
+        ...
+
+    def watch_topic_metadata(
+        self, topics: Iterable[str], on_change: Callable[[], object]
+    ) -> TopicMetadataWatch:
+        """The counts of ``topics`` kept current by watches; ``on_change`` runs when they move."""
+        ...
 
 
 def _topic_set(value: Iterable[str]) -> frozenset[str]:
@@ -162,7 +179,7 @@ class LeaderMetadata:
         self._next_refresh = 0.0
 
     def remember(
-        self, coordinator: GroupCoordinator, topics: list[str], counts: dict[str, int] | None
+        self, coordinator: TopicMetadataSource, topics: list[str], counts: dict[str, int] | None
     ) -> None:
         """The metadata an assignment is computed from (read now when ``counts`` is None)."""
         if counts is None:
@@ -187,7 +204,7 @@ class LeaderMetadata:
         current = watch.current()
         return current is not None and self._changed(snapshot, current)
 
-    def track(self, coordinator: GroupCoordinator | None) -> bool:
+    def track(self, coordinator: TopicMetadataSource | None) -> bool:
         """Keep watching through ``coordinator`` and re-read every ``max_age``; ``True`` when the
         re-read found the metadata changed (the leader must rejoin)."""
         snapshot = self.snapshot

@@ -60,10 +60,10 @@ from coordkit.engine.legacy.registration import (
     registration_for,
     thread_ids_per_topic,
 )
+from coordkit.engine.strategies import Strategies
 from coordkit.errors import CoordkitError
 from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetStorage
-from coordkit.plugins import get_plugin_manager
+from coordkit.offsets import OffsetStorage, OffsetStorageFactory
 from coordkit.store import DataEvent, MetadataStore, SessionState, Watch
 
 log = logging.getLogger("coordkit.engine.legacy")
@@ -82,6 +82,8 @@ class LegacyConsumer:
     :param store: the consumer's own store session (the consumer closes it).
     :param assignor: a registered assignor name (``range``, ``roundrobin``, ``range-ceil``, ...)
         or an :class:`~coordkit.assignment.Assignor`.
+    :param offset_storage: the offset storage factory (by default the registered one that
+        ``config.offset_storage`` names).
     :param history: where ownership changes are recorded (share one across a group's consumers).
     """
 
@@ -95,6 +97,7 @@ class LegacyConsumer:
         config: LegacyConsumerConfig | None = None,
         clock: Clock | None = None,
         history: OwnershipHistory | None = None,
+        offset_storage: OffsetStorageFactory | None = None,
     ):
         self.config = config or LegacyConsumerConfig()
         self.clock: Clock = clock or SystemClock()
@@ -106,18 +109,20 @@ class LegacyConsumer:
         self.thread_ids: dict[str, tuple[ConsumerThreadId, ...]] = thread_ids_per_topic(
             self.consumer_id, self.topic_count
         )
-        self.assignor: Assignor = (
-            get_plugin_manager().assignor(assignor) if isinstance(assignor, str) else assignor
-        )
+        if isinstance(assignor, str) or offset_storage is None:
+            registered = Strategies.from_plugins(offset_storage=self.config.offset_storage)
+            assignor = registered.assignor(assignor) if isinstance(assignor, str) else assignor
+            offset_storage = offset_storage or registered.offset_storage
+        self.assignor: Assignor = assignor
         self.store = (
             store
             if isinstance(store, InstrumentedStore)
             else InstrumentedStore(store, self.consumer_id)
         )
         self.history = history or OwnershipHistory()
-        self.offset_storage: OffsetStorage = get_plugin_manager().offset_store(
-            self.config.offset_storage
-        )(self.store, **self.config.offset_storage_options)
+        self.offset_storage: OffsetStorage = offset_storage(
+            self.store, **self.config.offset_storage_options
+        )
         self.fetcher = Fetcher()
         self.claims = OwnershipClaims(
             self.store, group_id, self.consumer_id, self.history, self.clock

@@ -9,6 +9,7 @@ named in the store's partition states, broker discovery decides which brokers a 
 * :mod:`~coordkit.engine.producer.stats` — per-partition / per-broker counts and skew.
 """
 
+from coordkit.engine.producer.accumulator import RecordMetadata
 from coordkit.engine.producer.discovery import (
     DISCOVERY_NAMES,
     BrokerDiscovery,
@@ -26,7 +27,7 @@ from coordkit.engine.producer.errors import (
     UnknownTopicOrPartitionError,
 )
 from coordkit.engine.producer.metadata import FixedMetadata, MetadataSource, StoreMetadata
-from coordkit.engine.producer.producer import Producer, ProducerConfig, RecordMetadata
+from coordkit.engine.producer.producer import Producer, ProducerConfig
 from coordkit.engine.producer.stats import ProducerStats, ProducerTotals, skew
 from coordkit.engine.producer.transport import ProduceTransport, ReplicationTransport
 

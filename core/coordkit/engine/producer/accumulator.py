@@ -11,13 +11,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+
+import attrs
 
 from coordkit.engine.states import TP
 from coordkit.partitioning import BATCH_HEADER_BYTES
 
-if TYPE_CHECKING:
-    from coordkit.engine.producer.producer import RecordMetadata
+
+@attrs.frozen
+class RecordMetadata:
+    """Where a record landed: its partition's leader appended it at ``offset``."""
+
+    topic: str
+    partition: int
+    offset: int
+    broker: int
 
 
 class Batch:

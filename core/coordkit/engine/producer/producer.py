@@ -25,7 +25,7 @@ import attrs
 from attrs import validators
 
 from coordkit.clock import Clock, SystemClock
-from coordkit.engine.producer.accumulator import Batch, RecordAccumulator
+from coordkit.engine.producer.accumulator import Batch, RecordAccumulator, RecordMetadata
 from coordkit.engine.producer.discovery import BrokerDiscovery, open_discovery
 from coordkit.engine.producer.errors import (
     BrokerUnavailableError,
@@ -39,31 +39,22 @@ from coordkit.engine.producer.metadata import MetadataSource, StoreMetadata
 from coordkit.engine.producer.stats import ProducerStats, ProducerTotals
 from coordkit.engine.producer.transport import ProduceTransport, ReplicationTransport
 from coordkit.engine.states import TP
+from coordkit.engine.strategies import Strategies
 from coordkit.model import NO_LEADER
 from coordkit.partitioning import (
     DEFAULT_BATCH_SIZE,
     ClusterMetadata,
     Partitioner,
+    PartitionerFactory,
     PartitionerOptions,
     PartitionLoad,
     ProducerRecord,
     UnknownTopicMetadataError,
 )
-from coordkit.plugins import PluginManager, get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 
 if TYPE_CHECKING:
     from coordkit.engine.cluster import Cluster
-
-
-@attrs.frozen
-class RecordMetadata:
-    """Where a record landed: its partition's leader appended it at ``offset``."""
-
-    topic: str
-    partition: int
-    offset: int
-    broker: int
 
 
 @attrs.frozen
@@ -114,6 +105,8 @@ class Producer:
     :param transport: how batches reach brokers (:class:`ReplicationTransport` on an engine).
     :param discovery: the broker discovery deciding which brokers are reachable (static mapping
         or ``/brokers/ids``); ``None``: reachability comes from ``metadata`` alone.
+    :param partitioner: the partitioner factory (by default the one ``config.partitioner`` names,
+        from the registered plugins).
     :param owned_store: a store session the producer closes with itself.
     """
 
@@ -125,7 +118,7 @@ class Producer:
         *,
         discovery: BrokerDiscovery | None = None,
         clock: Clock | None = None,
-        manager: PluginManager | None = None,
+        partitioner: PartitionerFactory | None = None,
         owned_store: MetadataStore | None = None,
     ):
         self.config = config or ProducerConfig()
@@ -133,8 +126,9 @@ class Producer:
         self.transport = transport
         self.discovery = discovery
         self.clock: Clock = clock or SystemClock()
-        factory = (manager or get_plugin_manager()).partitioner(self.config.partitioner)
-        self.partitioner: Partitioner = factory(self.config.partitioner_options())
+        if partitioner is None:
+            partitioner = Strategies.from_plugins().partitioner(self.config.partitioner)
+        self.partitioner: Partitioner = partitioner(self.config.partitioner_options())
         self.stats = ProducerStats()
         self._accumulator = RecordAccumulator(self.config.batch_size)
         self._topics: set[str] = set()

@@ -19,6 +19,7 @@ from coordkit.engine.states import TP
 from coordkit.model import NO_LEADER
 
 if TYPE_CHECKING:
+    from coordkit.engine.broker import Broker
     from coordkit.engine.cluster import Cluster
     from coordkit.engine.network import Network
 
@@ -45,7 +46,7 @@ class ReplicationTransport:
         treats every broker the model does not know as down as reachable.
     """
 
-    def __init__(self, replication: ReplicationModel, network: Network | None = None):
+    def __init__(self, replication: ReplicationModel, network: Network[Broker] | None = None):
         self.replication = replication
         self.network = network
 
