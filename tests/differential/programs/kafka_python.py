@@ -3,12 +3,25 @@ what it observed as one line of JSON: ``python kafka_python.py <bootstrap> <name
 
 from __future__ import annotations
 
+import queue
 import re
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition, errors
 from kafka.structs import OffsetAndMetadata
-from recording import COUNTS, PARTITIONS, arguments, emit, outcome, value, wait_settled, wait_until
+from recording import (
+    COUNTS,
+    PARTITIONS,
+    WAIT_SECONDS,
+    arguments,
+    emit,
+    outcome,
+    value,
+    wait_settled,
+    wait_until,
+)
 
 BOOTSTRAP, PREFIX = arguments()
 TOPIC = f"{PREFIX}-a"
@@ -88,55 +101,112 @@ def produce() -> None:
 
 
 class Member:
-    def __init__(self, name: str) -> None:
-        self.consumer = KafkaConsumer(
-            TOPIC, bootstrap_servers=BOOTSTRAP, group_id=GROUP, client_id=f"{PREFIX}-{name}",
-            auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
-            heartbeat_interval_ms=500,
-        )  # fmt: skip
-        self.read: dict[int, set[str]] = {}
+    """A group member whose consumer polls in a thread of its own, as a program with two
+    consumers does (kafka-python's consumers polled in turn by one thread, 100 ms each, were seen
+    rebalancing without end on a loaded machine); everything else runs in that thread too, between
+    two polls (:meth:`call`)."""
 
-    def poll(self) -> None:
-        for records in self.consumer.poll(timeout_ms=100).values():
-            for r in records:
-                self.read.setdefault(r.partition, set()).add(f"{r.offset}:{r.value.decode()}")
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.read: dict[int, set[str]] = {}
+        self._calls: queue.Queue[tuple[Any, Future[Any]]] = queue.Queue()
+        self._closed = threading.Event()
+        started: Future[None] = Future()
+        self._thread = threading.Thread(target=self._run, args=(started,), daemon=True)
+        self._thread.start()
+        started.result()
+
+    def _run(self, started: Future[None]) -> None:
+        try:
+            self.consumer = KafkaConsumer(
+                bootstrap_servers=BOOTSTRAP, group_id=GROUP, client_id=f"{PREFIX}-{self.name}",
+                auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
+                heartbeat_interval_ms=500,
+            )  # fmt: skip
+            # The topic's metadata first: a member that joins before it knows the topic's
+            # partitions rejoins once it learns them.
+            wait_until(lambda: self.consumer.partitions_for_topic(TOPIC) == set(range(PARTITIONS)),
+                       f"{self.name}'s metadata of {TOPIC}")  # fmt: skip
+            self.consumer.subscribe([TOPIC])
+        except Exception as exc:
+            started.set_exception(exc)
+            return
+        started.set_result(None)
+        while not self._closed.is_set():
+            while not self._calls.empty():
+                call, result = self._calls.get()
+                try:
+                    result.set_result(call())
+                except Exception as exc:
+                    result.set_exception(exc)
+            if not self._closed.is_set():
+                for records in self.consumer.poll(timeout_ms=200).values():
+                    for r in records:
+                        self.read.setdefault(r.partition, set()).add(
+                            f"{r.offset}:{r.value.decode()}"
+                        )
+
+    def call(self, function: Any) -> Any:
+        """``function()`` run by the member's thread, between two polls."""
+        result: Future[Any] = Future()
+        self._calls.put((function, result))
+        return result.result(WAIT_SECONDS)
+
+    def close(self) -> None:
+        self.call(lambda: (self.consumer.close(), self._closed.set()))
+        self._thread.join(WAIT_SECONDS)
+
+    def __repr__(self) -> str:
+        return f"{self.name}: {self.call(self.consumer.group_metadata)} owning {self.owned()}"
 
     def owned(self) -> list[int]:
-        return sorted(tp.partition for tp in self.consumer.assignment())
+        return sorted(self.call(lambda: [tp.partition for tp in self.consumer.assignment()]))
 
     def generation(self) -> int:
-        return int(self.consumer.group_metadata().generation_id)
+        return int(self.call(self.consumer.group_metadata).generation_id)
 
     def state(self) -> dict[str, Any]:
         return {"generation": self.generation(), "assignment": self.owned()}
 
     def read_all(self) -> bool:
-        return all(self.consumer.position(tp) >= COUNTS[tp.partition]
-                   for tp in self.consumer.assignment())  # fmt: skip
+        return bool(self.call(lambda: all(self.consumer.position(tp) >= COUNTS[tp.partition]
+                                          for tp in self.consumer.assignment())))  # fmt: skip
 
     def read_owned(self) -> dict[str, list[str]]:
-        return {str(p): sorted(self.read.get(p, ())) for p in self.owned()}
+        owned = self.owned()
+        return self.call(lambda: {str(p): sorted(self.read.get(p, ())) for p in owned})
+
+    def commit(self) -> bool:
+        """Commit what it read; ``False`` when a rebalance came in between (then again)."""
+
+        def commit() -> bool:
+            try:
+                self.consumer.commit()
+            except (errors.RebalanceInProgressError, errors.CommitFailedError):
+                return False
+            return True
+
+        return bool(self.call(commit))
 
 
 def commit_all(members: list[Member]) -> None:
-    """Each member commits what it read; a rebalance the client started meanwhile (kafka-python
-    rejoins when its metadata changes) is completed by polling, and the commit made again."""
+    """Each member commits what it read; a rebalance the client started meanwhile is completed
+    by its polls, and the commit made again."""
     pending = list(members)
 
-    def commit() -> bool:
-        for member in list(pending):
-            try:
-                member.consumer.commit()
-                pending.remove(member)
-            except (errors.RebalanceInProgressError, errors.CommitFailedError):
-                pass
+    def committed() -> bool:
+        pending[:] = [member for member in pending if not member.commit()]
         return not pending
 
-    poll_until(members, commit, "the members' commits")
+    poll_until(members, committed, "the members' commits")
 
 
 def poll_until(members: list[Member], condition: Any, what: str) -> None:
-    wait_until(condition, what, lambda: [m.poll() for m in members])
+    """Wait, while the members poll, until ``condition`` holds."""
+    try:
+        wait_until(condition, what)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; the members: {members}") from None
 
 
 def describe_group(admin: KafkaAdminClient, group: str) -> Any:
@@ -180,11 +250,11 @@ def groups(admin: KafkaAdminClient) -> None:
             RECORDING["group_described_two"] = outcome(lambda: describe_group(admin, GROUP))
             RECORDING["commit_by_non_member"] = outcome(ok(commit_by_non_member))
         finally:
-            second.consumer.close()
+            second.close()
         poll_until([first], lambda: len(first.owned()) == PARTITIONS, "the rebalance after a leave")
         RECORDING["group_after_leave"] = first.state()
     finally:
-        first.consumer.close()
+        first.close()
     RECORDING["group_described_empty"] = outcome(lambda: describe_group(admin, GROUP))
 
     def alter() -> Any:
