@@ -209,3 +209,15 @@ def test_no_client_row_of_the_table_is_stale(table: list[KnownDifference]) -> No
         ):
             stale.append(str(row))
     assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_program_without_its_arguments_says_how_to_run_it(client: str, tmp_path: Path) -> None:
+    command = program_command(client, "", "", tmp_path)[:-2]  # no bootstrap, no prefix
+    done = subprocess.run(command, capture_output=True, text=True, timeout=PROGRAM_TIMEOUT,
+                          stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("usage: "), line
+    assert line.endswith("<bootstrap servers> <name prefix>"), line

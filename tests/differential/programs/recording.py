@@ -34,7 +34,8 @@ CLIENT_PACKAGES = ("kafka", "aiokafka", "confluent_kafka", "cimpl")
 def arguments() -> tuple[str, str]:
     """``<bootstrap servers> <name prefix>`` from the command line (exit status 2 otherwise)."""
     if len(sys.argv) != 3:
-        sys.exit(f"usage: {sys.argv[0]} <bootstrap servers> <name prefix>")
+        print(f"usage: {sys.argv[0]} <bootstrap servers> <name prefix>", file=sys.stderr)
+        sys.exit(2)
     return sys.argv[1], sys.argv[2]
 
 
