@@ -8,8 +8,7 @@ none, 0. A package's ``__init__`` importing its own submodules is not a cycle (i
 face, and Python imports a package before its submodules anyway).
 
 The packages default to the project's own (``core/``, ``plugins/``); run with those folders on
-``PYTHONPATH``, as ``tox -e lint`` does. :data:`KNOWN` lists the cycles still to be broken (the
-check fails on any other, and on a known one that is gone, so that the list stays exact).
+``PYTHONPATH``, as ``tox -e lint`` does.
 """
 
 from __future__ import annotations
@@ -31,19 +30,6 @@ PACKAGES = (
     "coordkit_partitioners",
     "coordkit_offsets",
     "coordkit_placements",
-)
-
-#: Cycles still to be broken, each the set of its modules (issue #32 lists them; when the split of
-#: ``coordkit.serve`` into API handlers and the broker's data plane lands, this one goes).
-KNOWN: tuple[frozenset[str], ...] = (
-    frozenset(
-        {
-            "coordkit.serve.context",
-            "coordkit.serve.log",
-            "coordkit.serve.producers",
-            "coordkit.serve.replicas",
-        }
-    ),
 )
 
 
@@ -133,19 +119,14 @@ def main(argv: Sequence[str]) -> int:
     packages = tuple(argv) or PACKAGES
     import grimp  # import-linter's graph builder (the lint dependency group)
 
-    known = KNOWN if not argv else ()
     graph = grimp.build_graph(*packages, include_external_packages=False)
     found = cycles(import_edges(graph))
-    new = [c for c in found if frozenset(c) not in known]
-    gone = [k for k in known if sorted(k) not in found]
-    for component in new:
+    for component in found:
         print(describe(graph, component))
-    for component in gone:
-        print(f"known cycle broken, take it out of KNOWN: {', '.join(sorted(component))}")
-    if new or gone:
-        print(f"{len(new)} new import cycle(s) in {', '.join(packages)}", file=sys.stderr)
+    if found:
+        print(f"{len(found)} import cycle(s) in {', '.join(packages)}", file=sys.stderr)
         return 1
-    print(f"no new import cycle in {', '.join(packages)} ({len(found)} known still to break)")
+    print(f"no import cycle in {', '.join(packages)}")
     return 0
 
 

@@ -36,8 +36,8 @@ from kafka.admin import NewTopic
 from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.plugins import open_store
 from coordkit.protocol import messages
-from coordkit.serve import kafka_files
-from coordkit.serve.logdir import LogDirectory, LogDirError, segment_name
+from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane.logdir import LogDirectory, LogDirError, segment_name
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.waiting import wait_for
 from serve.conftest import STOP_SECONDS, RawClient, ServeProcess

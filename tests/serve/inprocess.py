@@ -16,7 +16,7 @@ import pytest
 from coordkit.engine import EngineConfig
 from coordkit.serve import KafkaServer
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.replicas import Replicas
+from coordkit.serve.dataplane.replicas import Replicas
 from harness.backends import Backend
 
 T = TypeVar("T")

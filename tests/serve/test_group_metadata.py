@@ -13,7 +13,7 @@ from coordkit.engine.groups.membership import Group, Member
 from coordkit.engine.groups.protocol import Subscription
 from coordkit.errors import LayoutError
 from coordkit.model import TopicPartition
-from coordkit.serve.groups.consumer_protocol import (
+from coordkit.serve.apis.groups.consumer_protocol import (
     assignment_bytes,
     read_assignment,
     read_subscription,

@@ -13,7 +13,7 @@ import pytest
 
 from coordkit.model import TopicPartition
 from coordkit.protocol import messages
-from coordkit.serve.groups.consumer_protocol import assignment_bytes, subscription_bytes
+from coordkit.serve.apis.groups.consumer_protocol import assignment_bytes, subscription_bytes
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient, ServeFactory, ServeProcess
 

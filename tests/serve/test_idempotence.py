@@ -13,8 +13,8 @@ from coordkit.errors import LayoutError
 from coordkit.plugins import get_plugin_manager
 from coordkit.protocol import messages
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
-from coordkit.serve.log import PartitionLog
-from coordkit.serve.producers import (
+from coordkit.serve.dataplane.log import PartitionLog
+from coordkit.serve.dataplane.producer_state import (
     BLOCK_SIZE,
     PRODUCER_ID_BLOCK,
     ProducerIdBlock,

@@ -22,7 +22,7 @@ from kafka.admin import NewTopic
 from coordkit.engine.states import TP
 from coordkit.protocol import messages
 from coordkit.protocol.records import encode_batch, new_batch
-from coordkit.serve.log import PartitionLog
+from coordkit.serve.dataplane.log import PartitionLog
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient, ServeFactory
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401

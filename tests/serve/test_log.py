@@ -7,7 +7,7 @@ import pytest
 from coordkit.protocol import ProtocolError
 from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.records import assign_offsets, decode_batches, encode_batch, new_batch
-from coordkit.serve.log import (
+from coordkit.serve.dataplane.log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,

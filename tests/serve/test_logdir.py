@@ -14,8 +14,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from coordkit.plugins import open_store
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
-from coordkit.serve.log import BrokerLogs, PartitionLog
-from coordkit.serve.logdir import (
+from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.logdir import (
     SEGMENT_NAME,
     LogDirectory,
     LogDirError,

@@ -14,10 +14,10 @@ import pytest
 
 from coordkit.plugins import open_store
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
-from coordkit.serve import kafka_files
-from coordkit.serve.kafka_files import KafkaFileError
-from coordkit.serve.log import EARLIEST_TIMESTAMP, BrokerLogs
-from coordkit.serve.logdir import LogDirectory, LogDirError, segment_name
+from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane.kafka_files import KafkaFileError
+from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, BrokerLogs
+from coordkit.serve.dataplane.logdir import LogDirectory, LogDirError, segment_name
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
 from serve.test_replication import _topic
 

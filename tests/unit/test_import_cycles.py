@@ -54,11 +54,3 @@ def test_a_deep_chain_does_not_overflow_the_stack(tool: ModuleType) -> None:
     edges[f"m{depth}"] = {"m0"}
     (found,) = tool.cycles(edges)
     assert len(found) == depth + 1
-
-
-def test_the_known_cycles_are_sets_of_this_projects_modules(tool: ModuleType) -> None:
-    for known in tool.KNOWN:
-        assert len(known) > 1
-        for module in known:
-            parts = module.split(".")
-            assert (TOOL.parents[1] / "core" / Path(*parts)).with_suffix(".py").exists(), module

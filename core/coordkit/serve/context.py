@@ -16,7 +16,7 @@ from coordkit.engine.topics import TopicAdmin
 from coordkit.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
-from coordkit.serve.log import BrokerLogs
+from coordkit.serve.dataplane.log import BrokerLogs
 
 T = TypeVar("T")
 

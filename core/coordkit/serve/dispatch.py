@@ -17,16 +17,16 @@ from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.fetch import handle_fetch, handle_list_offsets
+from coordkit.serve.apis.groups import GROUP_APIS
+from coordkit.serve.apis.init_producer_id import handle_init_producer_id
+from coordkit.serve.apis.leader_epochs import handle_offset_for_leader_epoch
+from coordkit.serve.apis.metadata import handle_metadata
+from coordkit.serve.apis.partitions import handle_create_partitions
+from coordkit.serve.apis.produce import handle_produce
+from coordkit.serve.apis.topics import handle_create_topics, handle_delete_topics
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.fetch import handle_fetch, handle_list_offsets
-from coordkit.serve.groups import GROUP_APIS
-from coordkit.serve.leader_epochs import handle_offset_for_leader_epoch
-from coordkit.serve.metadata import handle_metadata
-from coordkit.serve.partitions import handle_create_partitions
-from coordkit.serve.produce import handle_produce
-from coordkit.serve.producers import handle_init_producer_id
-from coordkit.serve.topics import handle_create_topics, handle_delete_topics
 
 log = logging.getLogger("coordkit.serve")
 
@@ -57,7 +57,7 @@ async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
 #: api name → (lowest version, highest version, handler).
 SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     "ApiVersions": (0, 3, handle_api_versions),
-    **GROUP_APIS,  # FindCoordinator, JoinGroup, ... ListGroups: see coordkit.serve.groups
+    **GROUP_APIS,  # FindCoordinator, JoinGroup, ... ListGroups: see coordkit.serve.apis.groups
     "Metadata": (0, 12, handle_metadata),
     "Produce": (3, 9, handle_produce),
     "Fetch": (4, 12, handle_fetch),

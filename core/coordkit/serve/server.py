@@ -8,7 +8,7 @@ until :meth:`KafkaServer.stop` (or SIGINT / SIGTERM in :meth:`KafkaServer.run`).
 A process may run some of a cluster's brokers only (``coordkit serve --broker-id N`` runs one):
 brokers of several processes on one store form one cluster, whose controller is elected among
 them through the store; each process follows the partition states the others write
-(:mod:`coordkit.serve.follower`).
+(:mod:`coordkit.serve.dataplane.follower`).
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from coordkit.layout import BROKER_TOPICS, TOPIC
 from coordkit.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
-from coordkit.serve.follower import LeadershipFollower
+from coordkit.serve.dataplane.follower import LeadershipFollower
+from coordkit.serve.dataplane.log import BrokerLogs
+from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
+from coordkit.serve.dataplane.remote_replicas import RemoteFollower
+from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.listener import BrokerListener
-from coordkit.serve.log import BrokerLogs
-from coordkit.serve.logdir import LogDirectory, broker_log_dir
-from coordkit.serve.remote_replicas import RemoteFollower
-from coordkit.serve.replicas import Replicas
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.serve")

@@ -10,8 +10,8 @@ appends to this broker's logs and high watermark moves until it has, or ``max_wa
 (Kafka's delayed fetch). Only the leader serves a partition: any other broker answers
 NOT_LEADER_OR_FOLLOWER.
 
-Followers on brokers of this process copy in memory (:mod:`coordkit.serve.replicas`); a follower
-in another process fetches as Kafka's followers do (:mod:`coordkit.serve.remote_replicas`), with
+Followers on brokers of this process copy in memory (:mod:`coordkit.serve.dataplane.replicas`); a follower
+in another process fetches as Kafka's followers do (:mod:`coordkit.serve.dataplane.remote_replicas`), with
 its broker id as the replica id: it reads up to the log end, not the high watermark, and its
 fetch offset is its log end for the high watermark and the ISR (Kafka's
 ``Partition.updateFollowerFetchState``). A replica id that is not one of the partition's replicas
@@ -29,7 +29,7 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.log import PartitionLog
+from coordkit.serve.dataplane.log import PartitionLog
 
 FetchResponse = messages.FetchResponse
 TopicData = nested(FetchResponse, "FetchableTopicResponse")

@@ -1,5 +1,5 @@
 """Produce: record batches appended to the leader's log, offsets assigned by the leader, copied
-by the followers (:mod:`coordkit.serve.replicas`).
+by the followers (:mod:`coordkit.serve.dataplane.replicas`).
 
 * acks=0 gets no response (Kafka's rule: the producer reads none), and a failure closes the
   connection (the one sign such a producer gets);
@@ -9,7 +9,7 @@ by the followers (:mod:`coordkit.serve.replicas`).
   may still commit, as in Kafka); NOT_LEADER_OR_FOLLOWER when the leadership moved meanwhile.
 
 Idempotent producers (a producer id in the batch) are checked per partition as Kafka does (see
-:mod:`coordkit.serve.producers`): a retried batch is answered with its original offset and not
+:mod:`coordkit.serve.dataplane.producer_state`): a retried batch is answered with its original offset and not
 appended again.
 
 A partition's records are checked in Kafka's order, each failure its error: a transactional batch
@@ -39,10 +39,10 @@ from coordkit.protocol import Request, messages, records
 from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
+from coordkit.serve.apis.metadata import INTERNAL_TOPICS
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.metadata import INTERNAL_TOPICS
 
 log = logging.getLogger("coordkit.serve")
 

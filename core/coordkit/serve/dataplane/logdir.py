@@ -9,7 +9,7 @@ one), and a new segment starts when one would grow past ``segment_bytes`` (Kafka
 ``log.segment.bytes``, 1 GiB). The leader epoch cache and the producers' state are rebuilt from
 the batches' headers when the log is loaded, as Kafka rebuilds them on recovery.
 
-Kafka's other files (:mod:`coordkit.serve.kafka_files`), so that a Kafka broker accepts the
+Kafka's other files (:mod:`coordkit.serve.dataplane.kafka_files`), so that a Kafka broker accepts the
 directory and a directory Kafka wrote stays right for Kafka after coordkit used it:
 
 * ``meta.properties`` — written, or checked against the broker id and the store's cluster id
@@ -63,8 +63,8 @@ from coordkit.errors import CoordkitError
 from coordkit.protocol import records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
-from coordkit.serve import kafka_files
-from coordkit.serve.kafka_files import KafkaFileError
+from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane.kafka_files import KafkaFileError
 
 log = logging.getLogger("coordkit.serve")
 
@@ -111,7 +111,7 @@ class _Segment:
 
 
 class PartitionSegments:
-    """A partition's segment files, written through as its :class:`~coordkit.serve.log.PartitionLog`
+    """A partition's segment files, written through as its :class:`~coordkit.serve.dataplane.log.PartitionLog`
     appends and truncates: byte positions are the partition's batches one after another, across
     its segments. Keeps the partition's ``leader-epoch-checkpoint`` current from the batches'
     headers (the log's only writer is the partition log: it hands over whole batches)."""

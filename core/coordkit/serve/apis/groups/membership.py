@@ -3,7 +3,7 @@
 Protocol metadata and assignments travel as the opaque bytes clients send: the coordinator stores
 them and hands them back (the leader gets every member's metadata for the chosen protocol, each
 member the bytes the leader sent for it). For ``consumer`` groups the bytes are also read (see
-:mod:`~coordkit.serve.groups.consumer_protocol`) so that the engine can describe the group.
+:mod:`~coordkit.serve.apis.groups.consumer_protocol`) so that the engine can describe the group.
 JoinGroup and SyncGroup are long polls, awaited off the event loop.
 """
 
@@ -23,11 +23,15 @@ from coordkit.engine.groups.protocol import (
 from coordkit.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.groups.consumer_protocol import (
+    CONSUMER,
+    read_assignment,
+    read_subscription,
+)
+from coordkit.serve.apis.groups.waiting import answer_of, coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import client_host
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.groups.consumer_protocol import CONSUMER, read_assignment, read_subscription
-from coordkit.serve.groups.waiting import answer_of, coordinator
 from coordkit.terminal import visible
 
 log = logging.getLogger("coordkit.serve")

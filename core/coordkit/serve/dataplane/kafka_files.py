@@ -1,6 +1,6 @@
 """The small files of a Kafka log directory, written byte for byte as Kafka 3.9 writes them and
 read as Kafka reads them, so that a directory passes between Kafka's brokers and ``coordkit
-serve --data-dir`` (see :mod:`coordkit.serve.logdir`):
+serve --data-dir`` (see :mod:`coordkit.serve.dataplane.logdir`):
 
 * ``meta.properties`` — whose broker and cluster the directory is (``version=0``: ZooKeeper
   mode), a Java properties file as ``java.util.Properties.store`` writes it (an empty comment,

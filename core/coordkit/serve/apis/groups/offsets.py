@@ -24,9 +24,9 @@ from coordkit.model import TopicPartition
 from coordkit.offsets import OffsetAndMetadata
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.groups.waiting import coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.groups.waiting import coordinator
 
 CommitResponse = messages.OffsetCommitResponse
 CommitTopic = nested(CommitResponse, "OffsetCommitResponseTopic")

@@ -3,15 +3,15 @@
 Consumers ask after a partition's leader moved (KIP-320): "the last record I read was written in
 epoch E — where does E end in your log?". An end below the consumer's position means the new
 leader's log was truncated under it, and the consumer seeks back to that end. Followers in this
-process truncate in memory (:mod:`coordkit.serve.replicas`); followers in other processes ask
-too (:mod:`coordkit.serve.remote_replicas`).
+process truncate in memory (:mod:`coordkit.serve.dataplane.replicas`); followers in other processes ask
+too (:mod:`coordkit.serve.dataplane.remote_replicas`).
 
 Kafka's rules (``ReplicaManager.lastOffsetForLeaderEpoch``, ``Partition.lastOffsetForLeaderEpoch``):
 a broker that holds no replica answers NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_PARTITION when
 no such partition exists); a ``current_leader_epoch`` (v2+; -1: none) older than the partition's
 is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; then only the leader answers, whatever
 ``replica_id`` (v3+) says, from the epochs of its log's batches
-(:meth:`~coordkit.serve.log.PartitionLog.leader_end_offset_for`).
+(:meth:`~coordkit.serve.dataplane.log.PartitionLog.leader_end_offset_for`).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from coordkit.engine.groups import GroupDescription, GroupState
 from coordkit.errors import StoreError
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.groups.waiting import coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.groups.waiting import coordinator
 
 DescribeResponse = messages.DescribeGroupsResponse
 DescribedGroup = nested(DescribeResponse, "DescribedGroup")

@@ -8,7 +8,7 @@ topic is in its metadata.
 DeleteTopics queues each topic in ``/admin/delete_topics`` and waits, up to the request's
 timeout, until the controller has removed it; a topic still there then is REQUEST_TIMED_OUT
 (its deletion goes on), as Kafka answers. The brokers drop a deleted topic's served logs when
-they see it gone (see :mod:`coordkit.serve.follower`).
+they see it gone (see :mod:`coordkit.serve.dataplane.follower`).
 
 As Kafka 4's controller answers: a name given twice in one request is refused once
 (INVALID_REQUEST) and neither created nor deleted; a refused topic's result has no topic id

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordkit.protocol import Request
+from coordkit.serve.apis.groups import describe, lookup, membership, offsets
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.groups import describe, lookup, membership, offsets
 
 GroupHandler = Callable[[BrokerContext, Request], Awaitable[Any]]
 

@@ -19,9 +19,10 @@ is asked to append as Kafka's ``ProducerAppendInfo`` does:
 
 Followers apply the same state from the batches they copy, so a new leader keeps deduplicating.
 
-Limits: no transactions (a transactional id gets UNSUPPORTED_VERSION from InitProducerId, and a
-transactional or control batch INVALID_TXN_STATE); producer state lives as long as the
-partition's log in this process (no expiry, no snapshot).
+Limits: no transactions (a transactional id gets UNSUPPORTED_VERSION from InitProducerId, see
+:mod:`coordkit.serve.apis.init_producer_id`, and a transactional or control batch
+INVALID_TXN_STATE); producer state lives as long as the partition's log in this process (no
+expiry, no snapshot).
 """
 
 from __future__ import annotations
@@ -31,19 +32,14 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from coordkit import jsontext
-from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
-from coordkit.protocol import Request, messages
+from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
 from coordkit.store import MetadataStore
-
-if TYPE_CHECKING:
-    from coordkit.serve.context import BrokerContext
 
 #: Kafka's ``ProducerIdBlockZNode.path`` and block size.
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -59,8 +55,6 @@ _MAX_SEQUENCE = 2**31 - 1
 _CLAIM_ATTEMPTS = 50
 
 log = logging.getLogger("coordkit.serve")
-
-Response = messages.InitProducerIdResponse
 
 
 # -- producer ids -------------------------------------------------------------------------------
@@ -148,27 +142,6 @@ class ProducerIds:
                 self._next = self._block.first
             self._next += 1
             return self._next - 1
-
-
-async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> Any:
-    """A new producer id with epoch 0 for an idempotent producer; transactions are not served."""
-    body = request.body
-    if body.transactional_id is not None:
-        # What a broker answers for an api it does not serve: the producer fails at once with
-        # "the version of API is not supported" instead of retrying a coordinator that never
-        # comes (COORDINATOR_NOT_AVAILABLE would make it retry until its timeout).
-        return Response(throttle_time_ms=0, error_code=errors.UNSUPPORTED_VERSION,
-                        producer_id=NO_PRODUCER_ID, producer_epoch=-1)  # fmt: skip
-    supply = ctx.logs.producer_ids
-    try:
-        producer_id = await ctx.blocking(lambda: supply.next_id(ctx.broker.store, ctx.broker_id))
-    except (StoreError, LayoutError) as exc:
-        # The store is unreachable or holds something else: the client retries (and logs).
-        log.warning("broker %s: no producer id handed out: %s", ctx.broker_id, exc)
-        return Response(throttle_time_ms=0, error_code=errors.COORDINATOR_NOT_AVAILABLE,
-                        producer_id=NO_PRODUCER_ID, producer_epoch=-1)  # fmt: skip
-    return Response(throttle_time_ms=0, error_code=errors.NONE, producer_id=producer_id,
-                    producer_epoch=0)  # fmt: skip
 
 
 # -- producer state per partition -----------------------------------------------------------------

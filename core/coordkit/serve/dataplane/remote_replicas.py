@@ -2,9 +2,9 @@
 the batches of the partitions it follows from a leader elsewhere over Kafka's protocol, as Kafka's
 ``ReplicaFetcherThread`` does.
 
-Brokers of one process copy in memory (:mod:`coordkit.serve.replicas`); a leader in another
+Brokers of one process copy in memory (:mod:`coordkit.serve.dataplane.replicas`); a leader in another
 process (``coordkit serve --broker-id``: one broker per process) is reached at the address its
-registration names (read by :mod:`coordkit.serve.follower`). For each leader, one connection and
+registration names (read by :mod:`coordkit.serve.dataplane.follower`). For each leader, one connection and
 one request at a time, in rounds:
 
 * after each leader change (a new leader epoch) the follower asks OffsetForLeaderEpoch where its
@@ -15,7 +15,7 @@ one request at a time, in rounds:
 
 The fetch names this broker as the replica (Kafka's follower fetch): the leader reads up to its
 log end and takes the fetch offset as this replica's log end, for its high watermark and ISR
-(:mod:`coordkit.serve.fetch`), so acks=all waits for the copies here as for those of the
+(:mod:`coordkit.serve.apis.fetch`), so acks=all waits for the copies here as for those of the
 leader's own process. The copies make the followers' logs the leader's, byte for byte, so that
 any replica can take over — a Kafka broker started on the log directory included.
 """

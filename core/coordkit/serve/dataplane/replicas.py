@@ -1,6 +1,6 @@
 """Replication of record batches between the brokers of one ``coordkit serve`` process.
 
-Every broker of a partition's replica set keeps its own log (:mod:`coordkit.serve.log`). Each
+Every broker of a partition's replica set keeps its own log (:mod:`coordkit.serve.dataplane.log`). Each
 broker runs a follower fetch loop (Kafka's ``ReplicaFetcherThread``, here an asyncio task on the
 process's event loop, copying in memory): for every partition it follows, it first truncates its
 log where it diverges from the current leader's (by leader epoch, once per leader epoch), then
@@ -21,7 +21,7 @@ Consumers read only below the high watermark and ListOffsets' latest is the high
 watermark). A produce with acks=all is answered once the high watermark passed its records.
 
 A partition's replicas on brokers of other ``coordkit serve`` processes copy from its leader
-over Kafka's protocol (:mod:`coordkit.serve.remote_replicas`); their fetches report their log
+over Kafka's protocol (:mod:`coordkit.serve.dataplane.remote_replicas`); their fetches report their log
 ends here (:meth:`Replicas.follower_fetched`), so they count for the high watermark and the ISR
 as the followers of this process do.
 
@@ -45,8 +45,7 @@ from coordkit.engine.states import TP
 from coordkit.model import NO_LEADER
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
-from coordkit.serve.context import BrokerContext
-from coordkit.serve.log import PartitionLog
+from coordkit.serve.dataplane.log import LocalBroker, PartitionLog
 
 log = logging.getLogger("coordkit.serve")
 
@@ -63,7 +62,7 @@ class Replicas:
     def __init__(
         self,
         model: ReplicationModel,
-        contexts: Sequence[BrokerContext],
+        contexts: Sequence[LocalBroker],
         config: EngineConfig | None = None,
     ) -> None:
         self.model = model
@@ -113,7 +112,7 @@ class Replicas:
 
     # -- leaders --------------------------------------------------------------------------------
 
-    def appended(self, ctx: BrokerContext, tp: TP, partition_log: PartitionLog, count: int) -> None:
+    def appended(self, ctx: LocalBroker, tp: TP, partition_log: PartitionLog, count: int) -> None:
         """Leader ``ctx`` appended ``count`` records to ``tp``: tell the model, wake followers
         (those of other processes are waiting in a fetch, on the broker's logs)."""
         state = self.model.log(tp)
@@ -128,7 +127,7 @@ class Replicas:
             ctx.logs.appended()
         self._notify()
 
-    def follower_fetched(self, ctx: BrokerContext, follower: int, tp: TP, offset: int) -> None:
+    def follower_fetched(self, ctx: LocalBroker, follower: int, tp: TP, offset: int) -> None:
         """Broker ``follower`` of another process fetched ``tp`` from leader ``ctx`` at
         ``offset``: its log ends there (Kafka's follower fetch state), which may move the high
         watermark."""
@@ -141,7 +140,7 @@ class Replicas:
         hw = 0 if state is None else state.hw
         return min(hw, partition_log.log_end)
 
-    async def wait_committed(self, ctx: BrokerContext, tp: TP, offset: int, timeout: float) -> int:
+    async def wait_committed(self, ctx: LocalBroker, tp: TP, offset: int, timeout: float) -> int:
         """Wait until ``tp``'s high watermark reaches ``offset`` (acks=all): ``NONE``,
         ``NOT_LEADER_OR_FOLLOWER`` (the leadership moved meanwhile) or ``REQUEST_TIMED_OUT``."""
         deadline = time.monotonic() + timeout

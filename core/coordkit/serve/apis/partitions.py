@@ -23,9 +23,9 @@ from coordkit.errors import CoordkitError, LayoutError
 from coordkit.model import TopicAssignment, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.topics import wait_for_states
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.topics import wait_for_states
 
 log = logging.getLogger("coordkit.serve")
 

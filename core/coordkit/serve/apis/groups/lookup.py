@@ -13,10 +13,10 @@ from typing import Any
 from coordkit.model import BrokerInfo
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.groups.waiting import coordinator
-from coordkit.serve.metadata import read_brokers
 
 Response = messages.FindCoordinatorResponse
 Coordinator = nested(Response, "Coordinator")

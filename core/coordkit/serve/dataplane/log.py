@@ -4,7 +4,7 @@ producer sent, with the leader's offsets and leader epoch written into them.
 Every broker of a partition's replica set keeps its own :class:`PartitionLog`: the leader appends
 what producers send (:meth:`PartitionLog.append`: CRC-32C, lengths and record counts checked,
 idempotent producers' sequences checked, offsets assigned) and followers copy the leader's
-batches as they are (:meth:`PartitionLog.append_copied`, see :mod:`coordkit.serve.replicas`).
+batches as they are (:meth:`PartitionLog.append_copied`, see :mod:`coordkit.serve.dataplane.replicas`).
 Each log keeps Kafka's leader epoch cache (which epoch began at which offset), so that a follower
 of a new leader cuts exactly the records the new leader does not have
 (:meth:`PartitionLog.divergence`), and the producer state of its batches.
@@ -13,7 +13,7 @@ Compression: batches are kept as sent, so any codec passes through (none, gzip, 
 zstd; the consumer decompresses); an unknown codec id is refused.
 
 Logs live in memory; with a log directory (``coordkit serve --data-dir``) they are written
-through to it and loaded from it (:mod:`coordkit.serve.logdir`). Limits: no retention: a log
+through to it and loaded from it (:mod:`coordkit.serve.dataplane.logdir`). Limits: no retention: a log
 coordkit began starts at offset 0 for good (one loaded from Kafka's segments starts where its
 first segment does).
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
 
@@ -36,11 +36,11 @@ from coordkit.protocol import compression, records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
-from coordkit.serve.producers import BatchMetadata, ProducerIds, ProducerStates
+from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerIds, ProducerStates
 
 if TYPE_CHECKING:
-    from coordkit.serve.logdir import LogDirectory, PartitionSegments
-    from coordkit.serve.replicas import Replicas
+    from coordkit.engine.broker import Broker
+    from coordkit.serve.dataplane.logdir import LogDirectory, PartitionSegments
 
 #: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest.LATEST_TIMESTAMP`` and so on).
 LATEST_TIMESTAMP = -1
@@ -84,7 +84,7 @@ class PartitionLog:
     @classmethod
     def loaded(cls, data: bytes, segment: PartitionSegments) -> PartitionLog:
         """The log whose batches ``data`` holds (its segments' checked contents, see
-        :func:`coordkit.serve.logdir.valid_prefix`), writing on to ``segment``: the leader
+        :func:`coordkit.serve.dataplane.logdir.valid_prefix`), writing on to ``segment``: the leader
         epoch cache and the producers' state rebuilt from the batches' headers. It starts where
         its first segment does and ends where its last batch or segment does (a Kafka log whose
         old segments retention deleted starts past 0, and an empty active segment's name is
@@ -313,6 +313,43 @@ def _checked(data: bytes, verify_crc: bool = True) -> list[tuple[BatchHeader, me
     return checked
 
 
+class LocalBroker(Protocol):
+    """A broker of this process as replication sees it (``coordkit serve``'s
+    :class:`~coordkit.serve.context.BrokerContext` is one)."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def broker(self) -> Broker:
+        """The engine broker (replication stops with it)."""
+        ...
+
+    @property
+    def logs(self) -> BrokerLogs: ...
+
+
+class Replication(Protocol):
+    """What a broker's logs tell the process's replication, and ask it
+    (:class:`~coordkit.serve.dataplane.replicas.Replicas` keeps this protocol)."""
+
+    def appended(self, host: LocalBroker, tp: TP, partition_log: PartitionLog, count: int) -> None:
+        """Leader ``host`` appended ``count`` records to ``tp``."""
+        ...
+
+    def follower_fetched(self, host: LocalBroker, follower: int, tp: TP, offset: int) -> None:
+        """A follower in another process fetched ``tp`` from leader ``host`` at ``offset``."""
+        ...
+
+    def high_watermark(self, tp: TP, partition_log: PartitionLog) -> int:
+        """The leader's high watermark of ``tp``."""
+        ...
+
+    async def wait_committed(self, host: LocalBroker, tp: TP, offset: int, timeout: float) -> int:
+        """Wait until ``tp``'s high watermark reaches ``offset``; an error code."""
+        ...
+
+
 class BrokerLogs:
     """The logs of the partition replicas one broker holds (created on first use); with a
     ``directory``, loaded from it and written through to it."""
@@ -324,8 +361,8 @@ class BrokerLogs:
             for tp, data in directory.stored().items():
                 self._logs[tp] = PartitionLog.loaded(data, directory.segment(tp))
         self._changed = asyncio.Event()
-        #: The process's replication (set by :class:`~coordkit.serve.replicas.Replicas`).
-        self.replicas: Replicas | None = None
+        #: The process's replication (set by :class:`~coordkit.serve.dataplane.replicas.Replicas`).
+        self.replicas: Replication | None = None
         #: The producer ids this broker hands out (InitProducerId).
         self.producer_ids = ProducerIds()
 
