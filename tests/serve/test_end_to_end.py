@@ -41,7 +41,7 @@ from click.testing import CliRunner
 from coordkit.cli import cli
 from coordkit.engine import EngineConfig
 from coordkit.serve.apis.fetch import high_watermark
-from coordkit.serve.apis.groups.consumer_protocol import read_assignment
+from coordkit.serve.apis.groups.membership import read_assignment
 from harness.backends import Backend
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401

@@ -12,8 +12,8 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
 from coordkit.model import TopicPartition
-from coordkit.serve.apis.groups.consumer_protocol import assignment_bytes, subscription_bytes
 from coordkit.testing.waiting import wait_for
+from harness.consumer_bytes import assignment_bytes, subscription_bytes
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
 from serve.test_groups import (

@@ -13,12 +13,8 @@ from coordkit.engine.groups.membership import Group, Member
 from coordkit.engine.groups.protocol import Subscription
 from coordkit.errors import LayoutError
 from coordkit.model import TopicPartition
-from coordkit.serve.apis.groups.consumer_protocol import (
-    assignment_bytes,
-    read_assignment,
-    read_subscription,
-    subscription_bytes,
-)
+from coordkit.serve.apis.groups.membership import read_assignment, read_subscription
+from harness.consumer_bytes import assignment_bytes, subscription_bytes
 
 OPAQUE = bytes(range(256))  # every byte value, not text
 
@@ -114,12 +110,15 @@ def test_bad_opaque_fields_are_named(change: dict[str, object], field: str) -> N
 
 
 def test_consumer_protocol_reader() -> None:
-    for version in (0, 1, 2):
+    for version in (0, 1, 2, 3):
         subscription = read_subscription(subscription_bytes(["orders", "audit"], version=version))
-        assert subscription.topics == ("orders", "audit")
+        assert subscription.topics == ("audit", "orders")  # as clients write them: sorted
     parts = {TopicPartition("orders", 0), TopicPartition("audit", 3)}
     assert read_assignment(assignment_bytes(parts)) == parts
     # Anything else describes nothing, and does not raise.
+    # A v1 subscription cut short after v0's fields (no owned partitions) still names its topics.
+    cut = subscription_bytes(["orders"], version=0)
+    assert read_subscription(b"\x00\x01" + cut[2:]).topics == ("orders",)
     for junk in (b"", b"\x00", OPAQUE, b"\xff\xff\x00"):
         assert read_subscription(junk).topics == ()
         assert read_assignment(junk) == frozenset()

@@ -13,8 +13,8 @@ import pytest
 
 from coordkit.model import TopicPartition
 from coordkit.protocol import messages
-from coordkit.serve.apis.groups.consumer_protocol import assignment_bytes, subscription_bytes
 from coordkit.testing.waiting import wait_for
+from harness.consumer_bytes import assignment_bytes, subscription_bytes
 from serve.conftest import RawClient, ServeFactory, ServeProcess
 
 pytestmark = pytest.mark.timeout(180)

@@ -41,11 +41,6 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from coordkit.clients.consumer_protocol import (
-    encode_assignment,
-    encode_generation,
-    encode_subscription,
-)
 from coordkit.clients.group import (
     ConsumerState,
     JoinedMember,
@@ -57,6 +52,11 @@ from coordkit.clients.group import (
     user_data_bytes,
 )
 from coordkit.errors import MissingDependencyError
+from coordkit.protocol.consumer import (
+    encode_assignment,
+    encode_generation,
+    encode_subscription,
+)
 
 __all__ = ["assignor"]
 

@@ -38,7 +38,8 @@ from coordkit.assignment import (
     RebalanceProtocol,
     TopicMetadata,
 )
-from coordkit.clients.consumer_protocol import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.protocol.consumer import (
     NO_GENERATION,
     Claim,
     UserDataError,
@@ -47,7 +48,6 @@ from coordkit.clients.consumer_protocol import (
     encode_generation,
     encode_sticky_user_data,
 )
-from coordkit.plugins import get_plugin_manager
 from coordkit.terminal import visible
 
 log = logging.getLogger(__name__)

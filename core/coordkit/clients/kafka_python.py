@@ -33,7 +33,6 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from coordkit.clients.consumer_protocol import encode_generation
 from coordkit.clients.group import (
     ConsumerState,
     JoinedMember,
@@ -45,6 +44,7 @@ from coordkit.clients.group import (
     user_data_bytes,
 )
 from coordkit.errors import MissingDependencyError
+from coordkit.protocol.consumer import encode_generation
 
 __all__ = ["assignor"]
 

@@ -23,12 +23,12 @@ from aiokafka.coordinator.protocol import (
 from aiokafka.structs import TopicPartition
 
 from coordkit.clients.aiokafka import assignor
-from coordkit.clients.consumer_protocol import (
+from coordkit.errors import UnknownNameError
+from coordkit.protocol.consumer import (
     decode_sticky_user_data,
     encode_generation,
     encode_sticky_user_data,
 )
-from coordkit.errors import UnknownNameError
 
 TOPICS = {"orders": 8, "payments": 4}
 EVERY_PARTITION = sorted(TopicPartition(t, p) for t, n in TOPICS.items() for p in range(n))

@@ -13,7 +13,7 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolSubscription,
 )
 
-from coordkit.clients.consumer_protocol import (
+from coordkit.protocol.consumer import (
     Claim,
     UserDataError,
     decode_assignment,
@@ -135,3 +135,22 @@ def test_bad_versions_are_refused_when_encoding() -> None:
         encode_subscription(["t"], version=4)
     with pytest.raises(UserDataError, match="negative version"):
         decode_subscription(b"\xff\xff\x00\x00\x00\x00")
+
+
+def test_a_subscription_cut_short_is_refused_strictly_and_read_leniently() -> None:
+    """A v2 subscription whose bytes end after v1's fields: refused as it is, read as v1 when
+    lenient (what ``coordkit serve`` does to describe a group), its version kept."""
+    v1 = encode_subscription(["orders"], owned={"orders": [0, 1]}, version=1)
+    cut = struct.pack(">h", 2) + v1[2:]
+    with pytest.raises(UserDataError, match="ConsumerProtocolSubscription v2"):
+        decode_subscription(cut)
+    found = decode_subscription(cut, lenient=True)
+    assert (found.version, found.topics, found.owned) == (2, ("orders",), {"orders": (0, 1)})
+    with pytest.raises(UserDataError):
+        decode_subscription(b"\x00\x01\x00", lenient=True)
+
+
+def test_an_assignment_cut_short_is_read_leniently_with_its_earlier_layout() -> None:
+    v0 = encode_assignment({"orders": [3]})
+    found = decode_assignment(struct.pack(">h", 1) + v0[2:], lenient=True)
+    assert (found.version, found.partitions) == (1, {"orders": (3,)})

@@ -24,9 +24,9 @@ from kafka.protocol.consumer.metadata import (
 )
 from kafka.structs import TopicPartition
 
-from coordkit.clients.consumer_protocol import decode_sticky_user_data, encode_sticky_user_data
 from coordkit.clients.kafka_python import assignor
 from coordkit.errors import UnknownNameError
+from coordkit.protocol.consumer import decode_sticky_user_data, encode_sticky_user_data
 
 TOPICS = {"orders": 8, "payments": 4}
 Member = JoinGroupResponse.JoinGroupResponseMember

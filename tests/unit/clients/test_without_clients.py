@@ -25,7 +25,7 @@ def _run(blocked: list[str], code: str) -> subprocess.CompletedProcess[str]:
 def test_core_modules_import_without_any_client() -> None:
     result = _run(
         ["kafka", "aiokafka"],
-        "import coordkit.clients, coordkit.clients.group, coordkit.clients.consumer_protocol\n"
+        "import coordkit.clients, coordkit.clients.group, coordkit.protocol.consumer\n"
         "import coordkit.clients.kafka_python, coordkit.clients.aiokafka\n"
         "print('ok')",
     )

@@ -4,7 +4,6 @@
 * :mod:`.membership` — JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
 * :mod:`.offsets` — OffsetCommit, OffsetFetch;
 * :mod:`.describe` — DescribeGroups, ListGroups;
-* :mod:`.consumer_protocol` — reading the consumer protocol's bytes to describe a group;
 * :mod:`.waiting` — awaiting the engine's long polls on the event loop.
 
 :data:`GROUP_APIS` is what the dispatcher serves: api name → (lowest, highest version, handler).

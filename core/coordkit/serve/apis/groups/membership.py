@@ -3,7 +3,8 @@
 Protocol metadata and assignments travel as the opaque bytes clients send: the coordinator stores
 them and hands them back (the leader gets every member's metadata for the chosen protocol, each
 member the bytes the leader sent for it). For ``consumer`` groups the bytes are also read (see
-:mod:`~coordkit.serve.apis.groups.consumer_protocol`) so that the engine can describe the group.
+:func:`read_subscription`, :func:`read_assignment`, with the one consumer-protocol codec,
+:mod:`coordkit.protocol.consumer`) so that the engine can describe the group.
 JoinGroup and SyncGroup are long polls, awaited off the event loop.
 """
 
@@ -22,12 +23,8 @@ from coordkit.engine.groups.protocol import (
 )
 from coordkit.model import TopicPartition
 from coordkit.protocol import Request, messages
+from coordkit.protocol.consumer import UserDataError, decode_assignment, decode_subscription
 from coordkit.serve import errors
-from coordkit.serve.apis.groups.consumer_protocol import (
-    CONSUMER,
-    read_assignment,
-    read_subscription,
-)
 from coordkit.serve.apis.groups.waiting import answer_of, coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import client_host
@@ -146,6 +143,35 @@ async def handle_join_group(ctx: BrokerContext, request: Request) -> Any:
             answer.error.name,
         )
     return _join_response(request, answer)
+
+
+#: The protocol type of consumer groups: their metadata and assignments are Kafka's consumer
+#: protocol, which the coordinator reads (only) to describe the group.
+CONSUMER = "consumer"
+
+
+def read_subscription(data: bytes) -> Subscription:
+    """The topics, owned partitions, generation and rack of a member's subscription, for the
+    engine's observers, persisted metadata and ``coordkit group describe``; an empty one when the
+    bytes are not a consumer subscription (the group works the same: they are handed back as
+    they came)."""
+    try:
+        found = decode_subscription(data, lenient=True)
+    except UserDataError:
+        return Subscription(())
+    owned = [TopicPartition(t, p) for t, partitions in found.owned.items() for p in partitions]
+    return Subscription(tuple(t for t in found.topics if t), owned, found.generation, found.rack)
+
+
+def read_assignment(data: bytes) -> frozenset[TopicPartition]:
+    """The partitions of a member's assignment; none when the bytes are not one."""
+    try:
+        found = decode_assignment(data, lenient=True)
+    except UserDataError:
+        return frozenset()
+    return frozenset(
+        TopicPartition(t, p) for t, partitions in found.partitions.items() for p in partitions
+    )
 
 
 def _assigned(

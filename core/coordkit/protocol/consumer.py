@@ -1,5 +1,6 @@
-"""The bytes a Kafka consumer group exchanges through the coordinator, encoded and decoded with
-coordkit's generated codec.
+"""Kafka's consumer protocol: the bytes a consumer group exchanges through the coordinator,
+encoded and decoded with coordkit's generated codec — the one codec of them, for the clients'
+assignors (:mod:`coordkit.clients`) and for ``coordkit serve``'s group coordinator alike.
 
 * ``ConsumerProtocolSubscription`` (JoinGroup metadata, versions 0-3: owned partitions from v1,
   generation from v2, rack from v3) and ``ConsumerProtocolAssignment`` (SyncGroup assignment),
@@ -170,16 +171,35 @@ def encode_subscription(
     return _INT16.pack(version) + _encode("ConsumerProtocolSubscription", version, value)
 
 
-def decode_subscription(data: bytes) -> Subscription:
-    """Read JoinGroup metadata; raises :class:`UserDataError` for bytes no version reads."""
-    data = bytes(data)
+def _decode_versioned(name: str, data: bytes, newest: int, *, lenient: bool) -> tuple[int, Any]:
+    """The version the bytes say and the value read with that version's layout (the newest known
+    for a newer one); ``lenient``: bytes cut short after an earlier version's fields are read
+    with that version's layout (a client that wrote fewer fields than its version has)."""
     if len(data) < 2:
-        raise UserDataError("ConsumerProtocolSubscription: no version")
+        raise UserDataError(f"{name}: no version")
     (version,) = _INT16.unpack_from(data)
     if version < 0:
-        raise UserDataError(f"ConsumerProtocolSubscription: negative version {version}")
-    read = min(version, SUBSCRIPTION_VERSIONS[-1])
-    value = _decode("ConsumerProtocolSubscription", read, data, 2, exact=False)
+        raise UserDataError(f"{name}: negative version {version}")
+    read = min(version, newest)
+    try:
+        return version, _decode(name, read, data, 2, exact=False)
+    except UserDataError:
+        if not lenient:
+            raise
+        for earlier in range(read - 1, -1, -1):
+            try:
+                return version, _decode(name, earlier, data, 2, exact=True)
+            except UserDataError:
+                continue
+        raise
+
+
+def decode_subscription(data: bytes, *, lenient: bool = False) -> Subscription:
+    """Read JoinGroup metadata; raises :class:`UserDataError` for bytes no version reads
+    (``lenient``: see :func:`_decode_versioned`)."""
+    version, value = _decode_versioned(
+        "ConsumerProtocolSubscription", bytes(data), SUBSCRIPTION_VERSIONS[-1], lenient=lenient
+    )
     return Subscription(
         topics=tuple(value.topics),
         user_data=value.user_data,
@@ -204,15 +224,12 @@ def encode_assignment(
     return _INT16.pack(version) + _encode("ConsumerProtocolAssignment", version, value)
 
 
-def decode_assignment(data: bytes) -> Assignment:
-    data = bytes(data)
-    if len(data) < 2:
-        raise UserDataError("ConsumerProtocolAssignment: no version")
-    (version,) = _INT16.unpack_from(data)
-    if version < 0:
-        raise UserDataError(f"ConsumerProtocolAssignment: negative version {version}")
-    read = min(version, ASSIGNMENT_VERSIONS[-1])
-    value = _decode("ConsumerProtocolAssignment", read, data, 2, exact=False)
+def decode_assignment(data: bytes, *, lenient: bool = False) -> Assignment:
+    """Read SyncGroup assignment bytes; raises :class:`UserDataError` for bytes no version reads
+    (``lenient``: see :func:`_decode_versioned`)."""
+    version, value = _decode_versioned(
+        "ConsumerProtocolAssignment", bytes(data), ASSIGNMENT_VERSIONS[-1], lenient=lenient
+    )
     return Assignment(
         partitions=_as_mapping(value.assigned_partitions, "partitions"),
         user_data=value.user_data,
