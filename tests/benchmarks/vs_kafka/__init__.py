@@ -6,8 +6,10 @@ the same workloads, one run; every figure printed for both sides with the ratio 
         [--connections=N]
 
 Every cluster has 3 brokers and every topic replication factor 3 unless said otherwise. Kafka is
-three combined broker+controller KRaft nodes (jars from ``bash kafka-dist/fetch.sh``, ``-Xmx`` set
-by ``--kafka-heap``). coordkit runs in two forms (:mod:`vs_kafka.clusters`):
+three combined broker+controller KRaft nodes (jars from ``bash kafka-dist/fetch.sh``, ``-Xms`` and
+``-Xmx`` set by ``--kafka-heap``) with the JVM options of Kafka's own start scripts (G1 and the full
+JIT: ``PRODUCTION_JVM_OPTIONS``), not the quick ones the tests start Kafka with. coordkit runs in
+two forms (:mod:`vs_kafka.clusters`):
 
 * the cases that kill nothing (``produce``, ``consume``, ``latency``, ``perf``: see
   :mod:`vs_kafka.throughput`; ``groups``: :mod:`vs_kafka.groups`) run on ``coordkit serve

@@ -32,6 +32,7 @@ from coordkit.testing.servers import (
     fetch_metadata,
     kafka_tool,
 )
+from coordkit.testing.servers.kafka_tools import PRODUCTION_JVM_OPTIONS
 
 SIDES = ("coordkit", "kafka")
 BROKER_IDS = (1, 2, 3)
@@ -104,7 +105,12 @@ class OneProcessServe:
 def one_cluster(side: str, heap: str) -> Iterator[str]:
     """The bootstrap servers of a fresh cluster of ``side`` for the cases that kill nothing."""
     if side == "kafka":
-        with KafkaCluster(broker_ids=BROKER_IDS, heap=heap, properties=SHARED_CONFIG) as kafka:
+        with KafkaCluster(
+            broker_ids=BROKER_IDS,
+            heap=heap,
+            properties=SHARED_CONFIG,
+            jvm_options=PRODUCTION_JVM_OPTIONS,
+        ) as kafka:
             yield kafka.bootstrap
     else:
         serve = OneProcessServe()
@@ -243,7 +249,12 @@ class KafkaNodes:
             "broker.session.timeout.ms": timeout_ms,
             "controller.quorum.fetch.timeout.ms": timeout_ms,
         }
-        self.cluster = KafkaCluster(broker_ids=BROKER_IDS, heap=heap, properties=properties)
+        self.cluster = KafkaCluster(
+            broker_ids=BROKER_IDS,
+            heap=heap,
+            properties=properties,
+            jvm_options=PRODUCTION_JVM_OPTIONS,
+        )
         self.cluster.start()
 
     def address(self, broker_id: int) -> str:

@@ -79,9 +79,16 @@ class KafkaNode:
     ports and ``server.properties`` come from its :class:`KafkaCluster`."""
 
     def __init__(
-        self, version: str, node_id: int, workdir: Path, heap: str, log_dir: Path | None = None
+        self,
+        version: str,
+        node_id: int,
+        workdir: Path,
+        heap: str,
+        log_dir: Path | None = None,
+        jvm_options: Sequence[str] = JVM_OPTIONS,
     ):
         self.version = version
+        self.jvm_options = tuple(jvm_options)
         self.node_id = node_id
         self.workdir = workdir
         self.heap = heap
@@ -131,9 +138,10 @@ class KafkaNode:
         )
         command = [
             java,
-            "-Xms32m",
+            # The test options start small; the production ones reserve the heap as Kafka's do.
+            "-Xms32m" if self.jvm_options == JVM_OPTIONS else f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
-            *JVM_OPTIONS,
+            *self.jvm_options,
             log4j_option(self.version, log_config),
             f"-Dkafka.logs.dir={self.workdir}",
             "-cp",
@@ -226,6 +234,8 @@ class KafkaCluster:
         they are (a log directory another broker wrote, coordkit's included) and left in place
         by :meth:`start` and :meth:`close`; the other nodes get empty ones of their own.
     :param heap: each node's ``-Xmx``.
+    :param jvm_options: each node's JVM options: the quick ones of the tests by default,
+        :data:`~coordkit.testing.servers.kafka_tools.PRODUCTION_JVM_OPTIONS` to measure Kafka.
     :param seed: seeds the KRaft cluster id.
     """
 
@@ -241,6 +251,7 @@ class KafkaCluster:
         log_dirs: Mapping[int, Path] | None = None,
         heap: str = DEFAULT_HEAP,
         seed: int = 0,
+        jvm_options: Sequence[str] = JVM_OPTIONS,
     ):
         default_version = KAFKA_ZOOKEEPER_MODE_VERSION if zookeeper else KAFKA_KRAFT_VERSION
         self.version = version or default_version
@@ -272,7 +283,12 @@ class KafkaCluster:
         given = dict(log_dirs or {})
         self.nodes = {
             node_id: KafkaNode(
-                self.version, node_id, self.root / f"node{node_id}", heap, given.get(node_id)
+                self.version,
+                node_id,
+                self.root / f"node{node_id}",
+                heap,
+                given.get(node_id),
+                jvm_options,
             )
             for node_id in broker_ids
         }
