@@ -23,7 +23,7 @@ import re
 import socket
 import struct
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -630,6 +630,28 @@ class KnownDifference:
             f"README line {self.line}: {', '.join(self.scenarios)} / {', '.join(self.fields)}: "
             f"{self.difference}"
         )
+
+
+def stale_rows(
+    table: Iterable[KnownDifference],
+    family: str,
+    names: Iterable[str],
+    found: Mapping[str, Sequence[Difference]],
+) -> list[str]:
+    """The rows of ``table`` for the scenarios ``family`` + each of ``names`` that no difference
+    needs: a row that names none of them, or whose named ones all ran (are in ``found``) without
+    one difference it covers."""
+    stale = []
+    names = list(names)
+    for row in table:
+        covered = [name for name in names if row.covers_scenario(f"{family}{name}")]
+        if not covered:
+            stale.append(f"{row} (names none of {family}*)")
+        elif all(name in found for name in covered) and not any(
+            row.covers(d) for name in covered for d in found[name]
+        ):
+            stale.append(str(row))
+    return stale
 
 
 def _glob(pattern: str) -> re.Pattern[str]:

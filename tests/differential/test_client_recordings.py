@@ -62,7 +62,13 @@ from coordkit.testing.servers.kafka_tools import (
     write_log_config,
 )
 from differential.clusters import Clusters, ClusterUnderTest
-from differential.harness import Difference, KnownDifference, differences, known_differences
+from differential.harness import (
+    Difference,
+    KnownDifference,
+    differences,
+    known_differences,
+    stale_rows,
+)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PROGRAMS = Path(__file__).with_name("programs")
@@ -199,15 +205,7 @@ def test_recording(client: str, runs: dict[tuple[str, str], Run],
 
 def test_no_client_row_of_the_table_is_stale(table: list[KnownDifference]) -> None:
     """Every ``clients.*`` row covers a difference found, among the clients it names that ran."""
-    stale = []
-    for row in table:
-        covered = [client for client in CLIENTS if row.covers_scenario(f"{FAMILY}{client}")]
-        if not covered:
-            stale.append(f"{row} (names no client)")
-        elif all(client in FOUND for client in covered) and not any(
-            row.covers(d) for client in covered for d in FOUND[client]
-        ):
-            stale.append(str(row))
+    stale = stale_rows(table, FAMILY, CLIENTS, FOUND)
     assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
 
 

@@ -29,7 +29,13 @@ import pytest
 
 from coordkit.testing.servers import KAFKA_KRAFT_VERSION, kafka_tool
 from differential.clusters import Clusters, ClusterUnderTest
-from differential.harness import Difference, KnownDifference, differences, known_differences
+from differential.harness import (
+    Difference,
+    KnownDifference,
+    differences,
+    known_differences,
+    stale_rows,
+)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TOOLS_HEADING = "What Kafka's command-line tools need that `coordkit serve` does not serve yet"
@@ -304,13 +310,5 @@ def test_command(name: str, outcomes: dict[str, dict[str, Outcome]], needed: lis
 
 
 def test_no_tools_row_of_the_tables_is_stale(differs: list[KnownDifference]) -> None:
-    stale = []
-    for row in differs:
-        covered = [name for name in COMMANDS_BY_NAME if row.covers_scenario(f"{FAMILY}{name}")]
-        if not covered:
-            stale.append(f"{row} (names no command)")
-        elif all(name in FOUND for name in covered) and not any(
-            row.covers(d) for name in covered for d in FOUND[name]
-        ):
-            stale.append(str(row))
+    stale = stale_rows(differs, FAMILY, COMMANDS_BY_NAME, FOUND)
     assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
