@@ -14,8 +14,8 @@ partition counts and explicit assignments; the topic each side places at random 
 shape (see ``harness.zookeeper_trees``), and the first controller is the same broker on both
 sides (coordkit starts Kafka's first), so that the same brokers fail in every step.
 
-Every difference must be a row of README.md's table "Where coordkit differs from Kafka 3.9's
-ZooKeeper layout", and every row must still occur: a new difference or a stale row fails.
+Every difference must be a row of the table "Where coordkit differs from Kafka 3.9's ZooKeeper
+layout" (docs/engine.md), and every row must still occur: a new difference or a stale row fails.
 The seeds' JSON examples are held to both trees in ``test_seed_example_reads_as_kafka_writes_it``.
 """
 
@@ -28,7 +28,6 @@ import os
 import re
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -38,6 +37,7 @@ from coordkit import layout
 from coordkit.engine import Cluster
 from coordkit.engine.config import EngineConfig
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
+from harness.docs import page
 from harness.waiting import wait_for
 from harness.zookeeper_trees import (
     Difference,
@@ -80,7 +80,7 @@ ENGINE_CONFIG = EngineConfig(auto_leader_rebalance=False)
 SETTLE_TIMEOUT = 60.0
 
 #: The table of known differences: its rows are what this test holds coordkit to.
-TABLE_DOCUMENT = Path(__file__).resolve().parents[2] / "README.md"
+TABLE_DOCUMENT = page("engine.md")
 TABLE_TITLE = "Where coordkit differs from Kafka 3.9's ZooKeeper layout"
 
 

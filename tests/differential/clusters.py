@@ -40,7 +40,7 @@ SHARED_CONFIGS = {
     "delete.topic.enable": "true",
 }
 #: Configs only the Kafka cluster gets, because coordkit serve has no such setting: the
-#: scenarios that depend on them record the difference (see the README's table).
+#: scenarios that depend on them record the difference (see the table of docs/serve.md).
 KAFKA_ONLY_CONFIGS = {"group.max.size": "3"}
 #: Kafka's brokers have racks (coordkit serve has no option to give its brokers one).
 KAFKA_RACKS = {1: "a", 2: "b", 3: "a"}

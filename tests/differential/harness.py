@@ -13,8 +13,8 @@ by field.
   times and broker-stamped times; error messages are left out unless the scenario compares them.
   Record batches are decoded into their fields.
 * :func:`differences` lists every field whose normalised values differ;
-  :func:`known_differences` reads the README's table of the differences coordkit has, which the
-  test holds the differences to (see ``test_scenarios.py``).
+  :func:`known_differences` reads the table of the differences coordkit has (docs/serve.md),
+  which the test holds the differences to (see ``test_scenarios.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from coordkit.protocol import KafkaCodec, Struct, messages
 from coordkit.protocol.records import RecordBatch, decode_batches
 from coordkit.testing.waiting import wait_for
 from differential import requests as rq
+from harness.docs import page, shown
 
 #: Seconds a socket waits for an answer before the scenario fails (a hang, not an answer).
 SOCKET_TIMEOUT = 30.0
@@ -602,15 +603,19 @@ def _diff(name: str, path: str, a: object, b: object, out: list[Difference]) -> 
         out.append(Difference(name, path, a, b))
 
 
-# -- the README's table of known differences ------------------------------------------------------
+# -- the documentation's table of known differences -----------------------------------------------
 
+#: The page of the table, and its heading.
+TABLE_PAGE = page("serve.md")
 TABLE_HEADING = "Where `coordkit serve` differs from Kafka 4.x"
 
 
 @attrs.frozen
 class KnownDifference:
-    """A row of the README's table: scenario patterns, field patterns, what and why."""
+    """A row of the table: scenario patterns, field patterns, what and why."""
 
+    #: the page holding the table (``docs/serve.md``)
+    document: str
     line: int
     scenarios: tuple[str, ...]
     fields: tuple[str, ...]
@@ -626,10 +631,8 @@ class KnownDifference:
         )
 
     def __str__(self) -> str:
-        return (
-            f"README line {self.line}: {', '.join(self.scenarios)} / {', '.join(self.fields)}: "
-            f"{self.difference}"
-        )
+        patterns = f"{', '.join(self.scenarios)} / {', '.join(self.fields)}"
+        return f"{self.document} line {self.line}: {patterns}: {self.difference}"
 
 
 def stale_rows(
@@ -662,16 +665,17 @@ def _glob(pattern: str) -> re.Pattern[str]:
 _CODE = re.compile(r"`([^`]+)`")
 
 
-def known_differences(readme: Path) -> list[KnownDifference]:
-    """The rows of the table under the heading :data:`TABLE_HEADING`.
+def known_differences(document: Path = TABLE_PAGE) -> list[KnownDifference]:
+    """The rows of the table under the heading :data:`TABLE_HEADING` of ``document``.
 
     :raises AssertionError: the heading or its table is missing, or a row is not
         ``| scenarios | fields | difference | why |`` with the patterns in backticks.
     """
-    lines = readme.read_text(encoding="utf-8").splitlines()
+    where = shown(document)
+    lines = document.read_text(encoding="utf-8").splitlines()
     starts = [i for i, line in enumerate(lines) if line.lstrip("#").strip() == TABLE_HEADING]
     if len(starts) != 1:
-        raise AssertionError(f"{readme}: expected one heading {TABLE_HEADING!r}")
+        raise AssertionError(f"{where}: expected one heading {TABLE_HEADING!r}")
     rows: list[KnownDifference] = []
     in_table = False
     for number, line in enumerate(lines[starts[0] + 1 :], start=starts[0] + 2):
@@ -686,11 +690,11 @@ def known_differences(readme: Path) -> list[KnownDifference]:
         if cells[0].lower() in ("scenarios", "scenario") or set(cells[0]) <= set("-: "):
             continue  # the header and its rule
         if len(cells) != 4:
-            raise AssertionError(f"{readme}:{number}: a row needs 4 cells, found {len(cells)}")
+            raise AssertionError(f"{where}:{number}: a row needs 4 cells, found {len(cells)}")
         scenarios, fields = tuple(_CODE.findall(cells[0])), tuple(_CODE.findall(cells[1]))
         if not scenarios or not fields:
-            raise AssertionError(f"{readme}:{number}: scenarios and fields go in backticks")
-        rows.append(KnownDifference(number, scenarios, fields, cells[2], cells[3]))
+            raise AssertionError(f"{where}:{number}: scenarios and fields go in backticks")
+        rows.append(KnownDifference(where, number, scenarios, fields, cells[2], cells[3]))
     if not rows:
-        raise AssertionError(f"{readme}: no rows under {TABLE_HEADING!r}")
+        raise AssertionError(f"{where}: no rows under {TABLE_HEADING!r}")
     return rows

@@ -33,8 +33,8 @@ recording (the first one seen is 1), because a client's own rejoins make the num
 timing (kafka-python rejoins when the metadata it joined with changes), on Kafka as on coordkit;
 whether the members share a generation and each rebalance gives a new one is still compared.
 
-A difference fails its client's test unless a row of the README's table "Where `coordkit serve`
-differs from Kafka 4.x" names the client (``clients.<client>``) and the step's path; a
+A difference fails its client's test unless a row of the table "Where `coordkit serve` differs
+from Kafka 4.x" (docs/serve.md) names the client (``clients.<client>``) and the step's path; a
 ``clients.*`` row that no difference needs fails :func:`test_no_client_row_of_the_table_is_stale`.
 """
 
@@ -70,7 +70,6 @@ from differential.harness import (
     stale_rows,
 )
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 PROGRAMS = Path(__file__).with_name("programs")
 #: Each Python client's program and the module it needs (a missing one fails the test, naming
 #: the install).
@@ -155,7 +154,7 @@ def runs(clusters: Clusters) -> Iterator[dict[tuple[str, str], Run]]:
 
 @pytest.fixture(scope="module")
 def table() -> list[KnownDifference]:
-    return [row for row in known_differences(README) if row_is_ours(row)]
+    return [row for row in known_differences() if row_is_ours(row)]
 
 
 def row_is_ours(row: KnownDifference) -> bool:
@@ -196,7 +195,7 @@ def test_recording(client: str, runs: dict[tuple[str, str], Run],
     unexplained = [d for d in found if not any(row.covers(d) for row in table)]
     assert not unexplained, "\n".join(
         [
-            "differences the README's table does not list:",
+            "differences the table of docs/serve.md does not list:",
             *map(str, unexplained),
             f"== coordkit's stderr\n{runs[client, 'coordkit'].stderr[-3000:]}",
         ]
@@ -206,7 +205,7 @@ def test_recording(client: str, runs: dict[tuple[str, str], Run],
 def test_no_client_row_of_the_table_is_stale(table: list[KnownDifference]) -> None:
     """Every ``clients.*`` row covers a difference found, among the clients it names that ran."""
     stale = stale_rows(table, FAMILY, CLIENTS, FOUND)
-    assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
+    assert not stale, "rows of the table that no difference needs:\n" + "\n".join(stale)
 
 
 @pytest.mark.parametrize("client", CLIENTS)

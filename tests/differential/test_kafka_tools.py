@@ -8,11 +8,11 @@ and ports, node ids in a coordinator's column, column widths (tables are compare
 the order of a table's rows (the tools print them from hash maps), and a perf test's timings (its
 counts are kept).
 
-* A command that the README's table "What Kafka's command-line tools need that `coordkit serve`
-  does not serve yet" lists must work on Kafka and fail on coordkit saying that the node does not
-  support the API the row names; every other command must give both the same outcome, or differ
-  only as a ``tools.<command>`` row of the table "Where `coordkit serve` differs from Kafka 4.x"
-  says.
+* A command that the table "What Kafka's command-line tools need that `coordkit serve` does not
+  serve yet" (docs/serve.md) lists must work on Kafka and fail on coordkit saying that the node
+  does not support the API the row names; every other command must give both the same outcome, or
+  differ only as a ``tools.<command>`` row of the table "Where `coordkit serve` differs from Kafka
+  4.x" says.
 * A row of either table that no command needs fails its check.
 """
 
@@ -30,14 +30,15 @@ import pytest
 from coordkit.testing.servers import KAFKA_KRAFT_VERSION, kafka_tool
 from differential.clusters import Clusters, ClusterUnderTest
 from differential.harness import (
+    TABLE_PAGE,
     Difference,
     KnownDifference,
     differences,
     known_differences,
     stale_rows,
 )
+from harness.docs import shown
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 TOOLS_HEADING = "What Kafka's command-line tools need that `coordkit serve` does not serve yet"
 #: The issues that add what the tools need (the table's last column names one of them).
 ISSUES = {"#35": "configs and admin APIs", "#36": "security", "#37": "share groups",
@@ -82,7 +83,7 @@ def consumer_perf(text: str) -> list[str]:
 class Command:
     """One run of a tool: ``args`` with ``{bootstrap}`` replaced by the cluster's address.
 
-    :param label: the tool's arguments as the README's tools table names the command.
+    :param label: the tool's arguments as the tools table names the command.
     :param settled: the command is run again (up to :data:`SETTLE_ATTEMPTS` times) until its
         standard output satisfies it.
     """
@@ -143,7 +144,7 @@ COMMANDS = (
             TOPIC),
     command("topics-list-after-delete", "kafka-topics", "--list", B, "{bootstrap}", "--list",
             settled=lambda out: TOPIC not in out.split()),
-    # What coordkit serve does not serve yet (the README's tools table).
+    # What coordkit serve does not serve yet (the tools table).
     command("topics-describe", "kafka-topics", "--describe", B, "{bootstrap}", "--describe",
             "--topic", PERF_TOPIC),
     command("configs-alter", "kafka-configs", "--alter --add-config", B, "{bootstrap}", "--alter",
@@ -210,13 +211,15 @@ def outcomes(clusters: Clusters) -> dict[str, dict[str, Outcome]]:
     return {"kafka": kafka, "coordkit": coordkit}
 
 
-# -- the README's tools table ---------------------------------------------------------------------
+# -- the tools table (docs/serve.md) -------------------------------------------------------------
 
 
 @attrs.frozen
 class NeededApi:
     """A row of the tools table: a command of a tool, the API it needs, the issue adding it."""
 
+    #: the page holding the table (``docs/serve.md``)
+    document: str
     line: int
     tool: str
     command: str
@@ -233,10 +236,12 @@ class NeededApi:
         return (self.tool, self.command) == (run.tool, run.label)
 
 
-def tools_table(readme: Path) -> list[NeededApi]:
-    lines = readme.read_text(encoding="utf-8").splitlines()
+def tools_table(document: Path = TABLE_PAGE) -> list[NeededApi]:
+    """The rows of the table under the heading :data:`TOOLS_HEADING` of ``document``."""
+    where = shown(document)
+    lines = document.read_text(encoding="utf-8").splitlines()
     starts = [i for i, line in enumerate(lines) if line.lstrip("#").strip() == TOOLS_HEADING]
-    assert len(starts) == 1, f"{readme}: expected one heading {TOOLS_HEADING!r}"
+    assert len(starts) == 1, f"{where}: expected one heading {TOOLS_HEADING!r}"
     rows: list[NeededApi] = []
     for number, line in enumerate(lines[starts[0] + 1 :], start=starts[0] + 2):
         if line.startswith("#") or (rows and not line.startswith("|")):
@@ -244,34 +249,35 @@ def tools_table(readme: Path) -> list[NeededApi]:
         cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
         if not line.startswith("|") or cells[0] == "Tool" or set(cells[0]) <= set("-: "):
             continue
-        assert len(cells) == 4, f"{readme}:{number}: a row needs 4 cells, found {len(cells)}"
+        assert len(cells) == 4, f"{where}:{number}: a row needs 4 cells, found {len(cells)}"
         code = [re.findall(r"`([^`]+)`", cell) for cell in cells[:2]]
         api = re.match(r"\w+", cells[2])
         issue = re.match(r"#\d+", cells[3])
-        form = f"{readme}:{number}: a row is `tool` | `command` | API | #issue"
+        form = f"{where}:{number}: a row is `tool` | `command` | API | #issue"
         assert all(code), form
         assert api, form
         assert issue, form
-        rows.append(NeededApi(number, code[0][0], code[1][0], api.group(0), issue.group(0)))
-    assert rows, f"{readme}: no rows under {TOOLS_HEADING!r}"
+        rows.append(NeededApi(where, number, code[0][0], code[1][0], api.group(0), issue.group(0)))
+    assert rows, f"{where}: no rows under {TOOLS_HEADING!r}"
     return rows
 
 
 @pytest.fixture(scope="module")
 def needed() -> list[NeededApi]:
-    return tools_table(README)
+    return tools_table()
 
 
 @pytest.fixture(scope="module")
 def differs() -> list[KnownDifference]:
-    return [row for row in known_differences(README)
+    return [row for row in known_differences()
             if all(p.startswith(FAMILY) for p in row.scenarios)]  # fmt: skip
 
 
 def test_every_row_of_the_tools_table_names_a_command_and_an_issue(needed: list[NeededApi]) -> None:
     for row in needed:
-        assert [run.name for run in COMMANDS if row.names(run)], f"README line {row.line}: {row}"
-        assert row.issue in ISSUES, f"README line {row.line}: {row.issue} is not one of {ISSUES}"
+        where = f"{row.document} line {row.line}"
+        assert [run.name for run in COMMANDS if row.names(run)], f"{where}: {row}"
+        assert row.issue in ISSUES, f"{where}: {row.issue} is not one of {ISSUES}"
 
 
 #: Each command's differences, as the tests find them (for the stale-row check).
@@ -291,8 +297,8 @@ def test_command(name: str, outcomes: dict[str, dict[str, Outcome]], needed: lis
                       if "Exception" in line or line.startswith("Error")]  # fmt: skip
         assert not complaints, f"{name} did not work on Kafka:\n{kafka.output()}"
         said = coordkit.output()
-        refused = (f"{name} is listed as needing {row.api} (README line {row.line}), but coordkit "
-                   f"did not refuse it so:\n{said}")  # fmt: skip
+        refused = (f"{name} is listed as needing {row.api} ({row.document} line {row.line}), "
+                   f"but coordkit did not refuse it so:\n{said}")  # fmt: skip
         assert row.api_key_name in said, refused
         assert "not support" in said, refused
         return
@@ -301,7 +307,7 @@ def test_command(name: str, outcomes: dict[str, dict[str, Outcome]], needed: lis
     unexplained = [d for d in found if not any(row.covers(d) for row in differs)]
     assert not unexplained, "\n".join(
         [
-            "differences the README's table does not list:",
+            "differences the table of docs/serve.md does not list:",
             *map(str, unexplained),
             f"== Kafka\n{kafka.output()}",
             f"== coordkit\n{coordkit.output()}",
@@ -311,4 +317,4 @@ def test_command(name: str, outcomes: dict[str, dict[str, Outcome]], needed: lis
 
 def test_no_tools_row_of_the_tables_is_stale(differs: list[KnownDifference]) -> None:
     stale = stale_rows(differs, FAMILY, COMMANDS_BY_NAME, FOUND)
-    assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
+    assert not stale, "rows of the table that no difference needs:\n" + "\n".join(stale)

@@ -1,14 +1,12 @@
 """The scenario differential (issue #31): every scenario played against Kafka 4.4 (KRaft) and
 ``coordkit serve``, three brokers each, the normalised responses compared field by field.
 
-A difference fails its scenario unless a row of the README's table "Where `coordkit serve`
-differs from Kafka 4.x" covers it (the scenario and the field path match the row's patterns);
-a row that no longer covers any difference fails :func:`test_no_row_of_the_table_is_stale`.
+A difference fails its scenario unless a row of the table "Where `coordkit serve` differs from
+Kafka 4.x" (docs/serve.md) covers it (the scenario and the field path match the row's patterns); a
+row that no longer covers any difference fails :func:`test_no_row_of_the_table_is_stale`.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +23,6 @@ from differential.harness import (
 )
 from differential.scenarios import frames, groups, metadata, records
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 #: The scenario modules, by API family (imported for their registrations).
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
             "frames": frames}  # fmt: skip
@@ -42,7 +39,7 @@ PROGRAM_FAMILIES = ("clients.", "tools.")
 def table() -> list[KnownDifference]:
     return [
         row
-        for row in known_differences(README)
+        for row in known_differences()
         if not all(p.startswith(PROGRAM_FAMILIES) for p in row.scenarios)
     ]
 
@@ -82,7 +79,7 @@ def test_scenario(name: str, clusters: Clusters, table: list[KnownDifference]) -
     raised = [f"{side}: {r.detail}" for side, r in (("kafka", kafka), ("coordkit", coordkit))
               if r.raised]  # fmt: skip
     assert not unexplained, "\n".join(
-        ["differences the README's table does not list:", *map(str, unexplained), *raised]
+        ["differences the table of docs/serve.md does not list:", *map(str, unexplained), *raised]
     )
 
 
@@ -98,4 +95,4 @@ def test_no_row_of_the_table_is_stale(table: list[KnownDifference]) -> None:
             row.covers(d) for name in covered for d in FOUND[name]
         ):
             stale.append(str(row))
-    assert not stale, "rows of the README's table that no difference needs:\n" + "\n".join(stale)
+    assert not stale, "rows of the table that no difference needs:\n" + "\n".join(stale)

@@ -1,45 +1,35 @@
-"""The README's engine examples, taken from README.md as written, run twice in a row on the same
-store (the second run finds what the first left: topics, leaders, ISRs, groups, offsets).
+"""The documentation's engine examples, taken from its pages as written, run twice in a row on the
+same store (the second run finds what the first left: topics, leaders, ISRs, groups, offsets):
+the Python example of docs/engine.md and the ``coordkit group`` commands of docs/cli.md, both
+marked there as run by this module.
 
-Only the store URL is replaced (the README names ``zookeeper://localhost:2181/...``; the tests use
-the backend under test); everything else is the README's text.
+Only the store URL is replaced (the pages name ``zookeeper://localhost:2181/...``; the tests use
+the backend under test); everything else is the pages' text.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from coordkit.cli import cli
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _section(title: str) -> str:
-    text = README.read_text()
-    start = text.index(f"## {title}")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
+from harness.docs import code_block, page
 
 
 def _python_example() -> str:
-    section = _section("The engine: brokers, consumer groups, producers")
-    match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, "the README's engine section lost its Python example"
-    return match.group(1)
+    return code_block(
+        page("engine.md"), "The engine: brokers, consumer groups, producers", "python"
+    ).text
 
 
 def _group_commands() -> list[list[str]]:
-    """The ``$ coordkit group ...`` commands of the README's ``coordkit group`` section."""
-    section = _section("Command line")
-    block = re.search(r"### `coordkit group`.*?```console\n(.*?)```", section, re.S)
-    assert block, "the README's coordkit group section lost its console example"
+    """The ``$ coordkit group ...`` commands of the command line's ``coordkit group`` section."""
+    block = code_block(page("cli.md"), "`coordkit group`", "console").text
     commands = []
-    for line in block.group(1).replace("\\\n", " ").splitlines():
+    for line in block.replace("\\\n", " ").splitlines():
         if line.startswith("$ coordkit "):
             commands.append(shlex.split(line[2:])[1:])
     assert commands
@@ -72,6 +62,6 @@ def test_the_engine_python_example_runs_twice_on_one_store(
     assert urls, "the example no longer opens a Cluster by URL"
     code = code.replace(urls[0], store_url)
     for _attempt in (1, 2):
-        exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
+        exec(compile(code, "docs/engine.md", "exec"), {"__name__": "docs_example"})
     printed = capsys.readouterr().out
     assert printed.count("generation") >= 2 or printed.count("Stable") >= 2, printed

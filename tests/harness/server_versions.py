@@ -1,10 +1,10 @@
 """The ZooKeeper and redis-server versions the test fixtures start, for the session's header.
 
-The README claims server versions (Supported versions); a tox env names the ones it tests in
-``COORDKIT_EXPECT_ZOOKEEPER`` and ``COORDKIT_EXPECT_REDIS_SERVER`` (a version prefix such as
-``3.8`` or ``6.2``), and the session stops before any test when the binary the kit would start is
-another version, so an env never passes on a server it does not claim. A missing server is not
-an error here: the tests that need it fail with the install command.
+The documentation claims server versions (docs/getting-started.md, Supported versions); a tox env
+names the ones it tests in ``COORDKIT_EXPECT_ZOOKEEPER`` and ``COORDKIT_EXPECT_REDIS_SERVER`` (a
+version prefix such as ``3.8`` or ``6.2``), and the session stops before any test when the binary
+the kit would start is another version, so an env never passes on a server it does not claim. A
+missing server is not an error here: the tests that need it fail with the install command.
 """
 
 from __future__ import annotations

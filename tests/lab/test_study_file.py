@@ -1,11 +1,10 @@
-"""Study files (``coordkit lab run --workload-file``): the README's example as written, the
+"""Study files (``coordkit lab run --workload-file``): the lab page's example as written, the
 effective study round-tripping, wrong input refused in one line naming the file and the field,
 ``--out`` kept for one study, and a real Spark run reproduced from the ``study.json`` it wrote."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,19 +33,13 @@ from coordkit_lab.study import (
     with_overrides,
     write_study,
 )
+from harness.docs import code_block, page
 from harness.kafka_tree import run
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = "### Your own cluster and study files"
 
-
-def readme_study() -> str:
-    text = README.read_text()
-    start = text.index(SECTION)
-    end = text.index("\n### ", start + 1)
-    match = re.search(r"```toml\n(.*?)```", text[start:end], re.S)
-    assert match, "the README's study section lost its TOML example"
-    return match.group(1)
+def documented_study() -> str:
+    """The study file of the lab's page (docs/lab.md), as written."""
+    return code_block(page("lab.md"), "Your own cluster and study files", "toml").text
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +97,13 @@ GROUPS = {
 }
 
 
-# -- the README's example, as written --------------------------------------------------------------
+# -- the lab page's example, as written ------------------------------------------------------------
 
 
-def test_the_readme_example_parses_and_every_scenario_runs(
+def test_the_documented_example_parses_and_every_scenario_runs(
     tmp_path: Path, manager: PluginManager
 ) -> None:
-    study = load_study(write(tmp_path, "study.toml", readme_study()), manager)
+    study = load_study(write(tmp_path, "study.toml", documented_study()), manager)
     assert study.name == "orders"
     assert study.strategies == ("cooperative-sticky", "range", "weighted-sticky")
     assert study.seed == 7
@@ -140,7 +133,7 @@ def test_the_readme_example_parses_and_every_scenario_runs(
 
 def test_the_effective_study_round_trips(tmp_path: Path, manager: PluginManager) -> None:
     for name, content in (
-        ("readme.toml", readme_study()),
+        ("documented.toml", documented_study()),
         ("groups.json", json.dumps(GROUPS)),
         ("minimal.toml", MINIMAL),
     ):
@@ -172,11 +165,11 @@ def test_defaults_are_filled_in_and_recorded(tmp_path: Path, manager: PluginMana
 
 
 def test_toml_and_json_say_the_same(tmp_path: Path, manager: PluginManager) -> None:
-    from_toml = load_study(write(tmp_path, "s.toml", readme_study()), manager)
+    from_toml = load_study(write(tmp_path, "s.toml", documented_study()), manager)
     import tomllib
 
     from_json = load_study(
-        write(tmp_path, "s.json", json.dumps(tomllib.loads(readme_study()))), manager
+        write(tmp_path, "s.json", json.dumps(tomllib.loads(documented_study()))), manager
     )
     assert from_json == from_toml
 
@@ -203,7 +196,7 @@ def test_groups_share_topics_and_take_the_top_level_events_first(
 
 
 def test_command_line_choices_override_the_file(tmp_path: Path, manager: PluginManager) -> None:
-    study = load_study(write(tmp_path, "s.toml", readme_study()), manager)
+    study = load_study(write(tmp_path, "s.toml", documented_study()), manager)
     changed = with_overrides(study, manager, strategies=["sticky", "range"], seed=3, replicates=2)
     assert changed.strategies == ("range", "sticky")
     assert (changed.seed, changed.replicates) == (3, 2)
@@ -356,7 +349,9 @@ def test_a_file_too_large_is_refused_before_it_is_read(
 def test_the_command_refuses_a_bad_file_in_one_line_and_writes_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    bad = write(tmp_path, "study.toml", readme_study().replace('["orders"]', '["orders", "t9"]'))
+    bad = write(
+        tmp_path, "study.toml", documented_study().replace('["orders"]', '["orders", "t9"]')
+    )
     out = tmp_path / "report"
     code, _stdout, err = run(capsys, "lab", "run", "--workload-file", str(bad), "--out", str(out))
     assert code == 2
@@ -377,7 +372,7 @@ def test_the_command_refuses_a_bad_file_in_one_line_and_writes_nothing(
 def test_options_that_do_not_combine_with_a_study_are_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, extra: list[str], expected: str
 ) -> None:
-    study = write(tmp_path, "study.toml", readme_study())
+    study = write(tmp_path, "study.toml", documented_study())
     out = tmp_path / "report"
     code, _, err = run(
         capsys, "lab", "run", "--workload-file", str(study), "--out", str(out), *extra
@@ -406,7 +401,7 @@ def fake_report(out: Path, run_section: dict[str, Any]) -> Path:
 
 
 def test_out_keeps_a_report_for_its_own_study(tmp_path: Path, manager: PluginManager) -> None:
-    study = load_study(write(tmp_path, "s.toml", readme_study()), manager)
+    study = load_study(write(tmp_path, "s.toml", documented_study()), manager)
     out = tmp_path / "report"
     fake_report(out, {"study": study.name, **run_info(study_selection(study))})
     refuse_other_study(out, study_selection(study))  # the same study again: replaced
@@ -419,7 +414,7 @@ def test_out_keeps_a_report_for_its_own_study(tmp_path: Path, manager: PluginMan
     )
     refuse_other_study(out, study_selection(other), force=True)
     grown = load_study(
-        write(tmp_path, "s.toml", readme_study().replace("audit = 4", "audit = 5")), manager
+        write(tmp_path, "s.toml", documented_study().replace("audit = 4", "audit = 5")), manager
     )
     with pytest.raises(LabError, match=r"another study \(the study's topics, groups or events\)"):
         refuse_other_study(out, study_selection(grown))
@@ -447,7 +442,7 @@ def test_out_refuses_reports_it_cannot_tell_apart(tmp_path: Path) -> None:
 def test_the_command_refuses_another_studys_out_before_starting(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, manager: PluginManager
 ) -> None:
-    path = write(tmp_path, "s.toml", readme_study())
+    path = write(tmp_path, "s.toml", documented_study())
     study = load_study(path, manager)
     out = tmp_path / "report"
     summary = fake_report(out, {"study": "orders", **run_info(study_selection(study))})
@@ -500,7 +495,7 @@ def means(summary: dict[str, Any]) -> dict[tuple[str, str], Any]:
 def test_a_study_runs_on_spark_and_runs_again_from_its_study_json(
     tmp_path: Path, manager: PluginManager
 ) -> None:
-    source = write(tmp_path, "study.toml", readme_study())
+    source = write(tmp_path, "study.toml", documented_study())
     out = tmp_path / "report"
     first = lab("--workload-file", str(source), "-s", "range,cooperative-sticky", "--out", str(out))
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -550,7 +545,7 @@ def test_result_rows_carry_a_study_case_by_its_digest(
     assert shown_a["case"].startswith("sha256:")
     assert shown_a["case"].endswith(f"({len(case_a):,} chars)")
     assert shown_a["case"] != shown_b["case"]
-    spec = load_study(write(tmp_path, "study.toml", readme_study()), manager).specs(manager)[0]
+    spec = load_study(write(tmp_path, "study.toml", documented_study()), manager).specs(manager)[0]
     assert len(spec.params) > MAX_ROW_PARAM_CHARS
     rows = run_scenario(spec, manager)
     assert rows

@@ -200,7 +200,7 @@ def test_a_dump_is_relative_to_its_chroot_and_leaves_zookeeper_out() -> None:
 
 
 def test_a_table_of_known_differences_matches_by_node_and_kind(tmp_path: Path) -> None:
-    document = tmp_path / "README.md"
+    document = tmp_path / "page.md"
     document.write_text(
         "# Project\n\n### Known differences\n\nSome words.\n\n"
         "| node | difference | why |\n| --- | --- | --- |\n"
