@@ -236,3 +236,20 @@ def test_the_readme_opens_with_the_two_commands_ci_runs() -> None:
     assert "exec bash run test" in (ROOT / ".ci" / "run").read_text()
     started = code_block(page("getting-started.md"), "The two commands", "sh")
     assert started.text == first.text, f"{started} is not {shown(README)}'s first block"
+
+
+def test_the_readmes_links_reach_the_pages_and_their_headings() -> None:
+    """The README is a front page: each of its links into the repository names a file there, and
+    a ``#heading`` one of that page's headings (GitHub's anchors)."""
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)#]+)(?:#([^)]+))?\)", text)
+    local = [(target, anchor) for target, anchor in links if "://" not in target]
+    assert local
+    for target, anchor in local:
+        path = ROOT / target
+        assert path.exists(), f"README.md links to {target}, which does not exist"
+        if anchor:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            headings = [line.lstrip("#").strip() for line in lines if line.startswith("#")]
+            anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+            assert anchor in anchors, f"README.md links to {target}#{anchor}: no such heading"
