@@ -172,3 +172,6 @@ def _configure_logging() -> None:
         logging.basicConfig(level=logging.WARNING,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
     logging.getLogger("coordkit.serve").setLevel(logging.INFO)
+    # A group's lifecycle (a rebalance prepared, a generation stabilized, a member gone) at
+    # INFO, as Kafka's group coordinator logs it: what an operator reads after a stuck consumer.
+    logging.getLogger("coordkit.engine.groups").setLevel(logging.INFO)

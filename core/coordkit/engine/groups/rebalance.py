@@ -103,7 +103,12 @@ class Rebalancer:
             group.not_before = now
         if group.episode is None:
             group.episode = RebalanceEpisode(now, reason)
-        log.debug("group %r: preparing rebalance (%s)", group.group_id, reason)
+        log.info(
+            "group %r: preparing to rebalance, generation %d (%s)",
+            group.group_id,
+            group.generation,
+            reason,
+        )
         self.observers.rebalance_started(group.group_id, group.generation, reason, now)
         self.maybe_complete_join(group)
 
@@ -150,6 +155,13 @@ class Rebalancer:
             leader = ordered[0].member_id
         group.leader = leader
         group.transition(GroupState.COMPLETING_REBALANCE)
+        log.info(
+            "group %r: stabilized generation %d with %d members (leader %s)",
+            group.group_id,
+            group.generation,
+            len(ordered),
+            leader,
+        )
         if group.episode is None:
             group.episode = RebalanceEpisode(now, "join")
         group.episode.rounds += 1
