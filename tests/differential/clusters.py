@@ -41,7 +41,13 @@ SHARED_CONFIGS = {
 }
 #: Configs only the Kafka cluster gets, because coordkit serve has no such setting: the
 #: scenarios that depend on them record the difference (see the table of docs/serve.md).
-KAFKA_ONLY_CONFIGS = {"group.max.size": "3"}
+KAFKA_ONLY_CONFIGS = {
+    "group.max.size": "3",
+    # coordkit serve keeps every record (it has no time retention). Kafka's 7-day default would
+    # delete records whose create times are older, as the Java program's fixed ones (2023) are,
+    # at its first retention check (5 minutes after start): a recording made then read nothing.
+    "log.retention.ms": "-1",
+}
 #: Kafka's brokers have racks (coordkit serve has no option to give its brokers one).
 KAFKA_RACKS = {1: "a", 2: "b", 3: "a"}
 KAFKA_BROKER_IDS = (1, 2, 3)
