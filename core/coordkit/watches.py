@@ -20,8 +20,6 @@ from coordkit.store import (
     ChildrenEvent,
     DataCallback,
     DataEvent,
-    SessionListener,
-    SessionState,
     Stat,
     Watch,
 )
@@ -71,31 +69,6 @@ class EventThread:
                 fn(*args)
             except Exception:
                 log.exception("store event callback %r failed", fn)
-
-
-class SessionListeners:
-    """The session listeners of one store client; every backend posts state changes through it so
-    listeners run in order on the client's event thread, interleaved correctly with watch events."""
-
-    def __init__(self, events: EventThread):
-        self._events = events
-        self._listeners: list[SessionListener] = []
-        self._lock = threading.Lock()
-
-    def add(self, listener: SessionListener) -> None:
-        with self._lock:
-            self._listeners.append(listener)
-
-    def remove(self, listener: SessionListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-    def notify(self, state: SessionState) -> None:
-        with self._lock:
-            listeners = list(self._listeners)
-        for listener in listeners:
-            self._events.post(listener, state)
 
 
 class _HubWatch(Watch):

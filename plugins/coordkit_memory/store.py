@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,9 +19,9 @@ from coordkit.store import (
     Create,
     DataCallback,
     Delete,
-    MetadataStore,
+    KeptSessionStore,
     Op,
-    SessionListener,
+    SessionKeeper,
     SessionState,
     SetData,
     Stat,
@@ -31,7 +30,7 @@ from coordkit.store import (
     TreeWatch,
     Watch,
 )
-from coordkit.watches import EventThread, SessionListeners, WatchHub
+from coordkit.watches import EventThread, WatchHub
 from coordkit_memory.client import DEFAULT_SESSION_TIMEOUT
 
 if TYPE_CHECKING:
@@ -50,7 +49,7 @@ CHARACTERISTICS = StoreCharacteristics(
 )
 
 
-class MemoryStore(MetadataStore):
+class MemoryStore(KeptSessionStore):
     """A client session on an in-process server.
 
     Besides the store contract it can simulate the network: :meth:`disconnect` drops the connection
@@ -72,17 +71,15 @@ class MemoryStore(MetadataStore):
         self.read_only = read_only
         self.server = server
         self.session_timeout = session_timeout
-        self._lock = threading.Lock()
         self._events = EventThread(f"coordkit-memory{url.path.replace('/', '-')}")
-        self._listeners = SessionListeners(self._events)
+        self._keeper = SessionKeeper(self._events, name=url.redacted())
         self._hub = WatchHub(
             self._events,
             self._read_data,
             self._read_children,
             on_interest=lambda key: server.interest_changed(self, key),
         )
-        self._state = SessionState.CONNECTED
-        self._session_id = server.open_session(self, session_timeout)
+        self._keeper.session_id = server.open_session(self, session_timeout)
 
     @classmethod
     def connect(
@@ -99,63 +96,43 @@ class MemoryStore(MetadataStore):
         return cls(server, StoreURL("memory", path=path), session_timeout, read_only=read_only)
 
     # -- session
-    @property
-    def session_id(self) -> int:
-        return self._session_id
-
-    @property
-    def state(self) -> SessionState:
-        return self._state
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._listeners.remove(listener)
-
-    def _set_state(self, state: SessionState) -> None:
-        with self._lock:
-            if self._state is state:
-                return
-            self._state = state
-        self._listeners.notify(state)
-
     def close(self) -> None:
-        with self._lock:
-            if self._state is SessionState.CLOSED:
-                return
-        self.server.close_session(self._session_id)
+        if self._keeper.state is SessionState.CLOSED:
+            return
+        self.server.close_session(self._keeper.session_id)
         self.server.forget_client(self)
         self.server.changes.forget(self)
-        self._set_state(SessionState.CLOSED)
+        self._keeper.change_state(SessionState.CLOSED)
         self._events.stop()
 
     def disconnect(self) -> None:
         """Simulate losing the connection to the server (the session lives on until it times out)."""
         self._require_open()
-        self.server.client_disconnected(self._session_id)
-        self._set_state(SessionState.SUSPENDED)
+        self.server.client_disconnected(self._keeper.session_id)
+        self._keeper.change_state(SessionState.SUSPENDED)
 
     def reconnect(self) -> None:
         """Restore the connection; if the session expired meanwhile, report LOST and start a new one."""
         self._require_open()
-        if self._state is not SessionState.SUSPENDED:
+        keeper = self._keeper
+        if keeper.state is not SessionState.SUSPENDED:
             return
-        if not self.server.client_reconnected(self._session_id):
-            self._set_state(SessionState.LOST)
-            self._session_id = self.server.open_session(self, self.session_timeout)
-        self._set_state(SessionState.CONNECTED)
+        if not self.server.client_reconnected(keeper.session_id):
+            keeper.change_state(SessionState.LOST)
+            keeper.session_id = self.server.open_session(self, self.session_timeout)
+        keeper.change_state(SessionState.CONNECTED)
         self._hub.resync()
         self.server.changes.catch_up(self)
 
     def _session_expired(self, session_id: int) -> None:
         """Called by the server when it expires this client's live session."""
-        if session_id != self._session_id or self._state is SessionState.CLOSED:
+        keeper = self._keeper
+        if session_id != keeper.session_id or keeper.state is SessionState.CLOSED:
             return
-        self._set_state(SessionState.LOST)
+        keeper.change_state(SessionState.LOST)
         # Like a ZooKeeper client, establish a fresh session right away.
-        self._session_id = self.server.open_session(self, self.session_timeout)
-        self._set_state(SessionState.CONNECTED)
+        keeper.session_id = self.server.open_session(self, self.session_timeout)
+        keeper.change_state(SessionState.CONNECTED)
         self._hub.resync()
 
     def flush_events(self, timeout: float = 10.0) -> bool:
@@ -163,11 +140,11 @@ class MemoryStore(MetadataStore):
         return self._events.flush(timeout)
 
     def _require_open(self) -> None:
-        if self._state is SessionState.CLOSED:
+        if self._keeper.state is SessionState.CLOSED:
             raise StoreClosedError("store client is closed")
 
     def _call(self, path: str | None, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        state = self._state
+        state = self._keeper.state
         if state is SessionState.CLOSED:
             raise StoreClosedError("store client is closed", path=path)
         if state is SessionState.SUSPENDED:
@@ -188,7 +165,7 @@ class MemoryStore(MetadataStore):
         return self._call(
             path,
             self.server.create,
-            self._session_id,
+            self._keeper.session_id,
             path,
             data,
             ephemeral=ephemeral,
@@ -207,15 +184,15 @@ class MemoryStore(MetadataStore):
 
     def set(self, path: str, data: bytes, version: int = ANY_VERSION) -> Stat:
         self.check_writable("set", path)
-        return self._call(path, self.server.set, self._session_id, path, data, version)
+        return self._call(path, self.server.set, self._keeper.session_id, path, data, version)
 
     def delete(self, path: str, version: int = ANY_VERSION, *, recursive: bool = False) -> None:
         self.check_writable("delete", path)
-        self._call(path, self.server.delete, self._session_id, path, version, recursive)
+        self._call(path, self.server.delete, self._keeper.session_id, path, version, recursive)
 
     def commit(self, ops: Sequence[Op]) -> list[Any]:
         self.check_writable("commit a transaction")
-        return self._call(None, self.server.multi, self._session_id, list(ops))
+        return self._call(None, self.server.multi, self._keeper.session_id, list(ops))
 
     def get_many(self, paths_: Sequence[str]) -> list[tuple[bytes, Stat] | StoreError]:
         return self._call(None, self.server.get_many, list(paths_))

@@ -24,7 +24,7 @@ from typing import Any
 from coordkit.watches import WatchHub
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.failures import is_connection_failure, translate
-from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, SessionKeeper
+from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, RedisSessionKeeper
 
 log = logging.getLogger("coordkit.store.redis")
 
@@ -52,7 +52,7 @@ class ChangeReader:
     """Reads ``feed`` on ``client`` (a single-connection client it owns) in a daemon thread."""
 
     def __init__(
-        self, *, name: str, feed: ChangeFeed, client: Any, keeper: SessionKeeper, hub: WatchHub
+        self, *, name: str, feed: ChangeFeed, client: Any, keeper: RedisSessionKeeper, hub: WatchHub
     ):
         self._name = name
         self._feed = feed

@@ -14,7 +14,7 @@ up waits for its turn, mostly briefly, now and then for a second or more with a 
 threads on a loaded machine. So the keeper's is not the only turn a renewal can take: a session's
 writes renew it (``ops.lua``), as any request renews a ZooKeeper session; the change reader (busy
 exactly when watches are) and every operation renew it on their own connections when the keeper
-is half a beat late (:meth:`SessionKeeper.renew_if_late`); and so does the process's pacer, one
+is half a beat late (:meth:`RedisSessionKeeper.renew_if_late`); and so does the process's pacer, one
 thread for all sessions (:mod:`coordkit_redis.pacer`). The state machine:
 
 * CONNECTED → SUSPENDED when the connection fails (its own, or one an operation or the change
@@ -23,12 +23,14 @@ thread for all sessions (:mod:`coordkit_redis.pacer`). The state machine:
   whose re-read failed meanwhile are read again);
 * → LOST when the session key is gone (expired or reaped), then a new session and CONNECTED again,
   with every watch re-read, as a ZooKeeper client does;
-* CLOSED on :meth:`SessionKeeper.close`, which ends the session (its ephemerals are deleted).
+* CLOSED on :meth:`RedisSessionKeeper.close`, which ends the session (its ephemerals are deleted).
 
-:attr:`SessionKeeper.worst_heartbeat_gap` is the longest time the server went without renewing a
+:attr:`RedisSessionKeeper.worst_heartbeat_gap` is the longest time the server went without renewing a
 session of this client, on the server's clock (the heartbeat script returns it), or, if longer, the
 time since the current session's last heartbeat was sent: a starved keeper shows even before it
 renews again.
+
+The state and the session listeners are :class:`coordkit.store.sessions.SessionKeeper`'s.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from coordkit.errors import StoreError
-from coordkit.store import SessionListener, SessionState
-from coordkit.watches import EventThread, SessionListeners, WatchHub
+from coordkit.store import SessionKeeper, SessionState
+from coordkit.watches import EventThread, WatchHub
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.pacer import PACER
 from coordkit_redis.scripts import SCRIPTS
@@ -62,8 +64,8 @@ def new_session_id() -> int:
     return (1 << 52) | secrets.randbits(52)
 
 
-class SessionKeeper:
-    """Session state and the thread that keeps the session alive.
+class RedisSessionKeeper(SessionKeeper):
+    """A Redis client's session: its state and listeners, and the thread that keeps it alive.
 
     :param run_script: ``run_script(client, script, *args)`` runs a Lua script (loads it on NOSCRIPT).
     :param script_prefix: the words every script call starts with (key, prefix, stream length),
@@ -87,7 +89,7 @@ class SessionKeeper:
         hub: WatchHub,
         read_only: bool = False,
     ):
-        self._name = name
+        super().__init__(events, name=name, log=log)
         self._read_only = read_only
         self._run_script = run_script
         self._script_prefix = tuple(script_prefix)
@@ -96,11 +98,7 @@ class SessionKeeper:
         self._timeout_ms = str(max(1, int(timeout * 1000)))
         self.heartbeat_interval = timeout / BEATS_PER_TIMEOUT
         self._hub = hub
-        self._state = SessionState.CONNECTED
-        self._session_id = 0
         self._session_word = "0"
-        self._listeners = SessionListeners(events)
-        self._lock = threading.Lock()  # state and listeners
         self._session_lock = threading.Lock()  # session transitions: heartbeat results, close
         self._helping = threading.Lock()  # one renewal at a time by threads other than the keeper
         self._wake = threading.Event()
@@ -112,14 +110,6 @@ class SessionKeeper:
 
     # -- state
     @property
-    def state(self) -> SessionState:
-        return self._state
-
-    @property
-    def session_id(self) -> int:
-        return self._session_id
-
-    @property
     def session_word(self) -> str:
         """The session id as the scripts take it."""
         return self._session_word
@@ -130,23 +120,9 @@ class SessionKeeper:
         docstring), including the time since the current session's last renewal. Above the
         session timeout, a session expired for want of renewals."""
         renewed = self._renewed_at
-        if renewed is None or self._state is SessionState.CLOSED:
+        if renewed is None or self.state is SessionState.CLOSED:
             return self._worst_gap
         return max(self._worst_gap, time.monotonic() - renewed)
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._listeners.remove(listener)
-
-    def _set_state(self, state: SessionState) -> None:
-        with self._lock:
-            if self._state is state or self._state is SessionState.CLOSED:
-                return
-            self._state = state
-        log.debug("%s: session %#x %s", self._name, self._session_id, state.value)
-        self._listeners.notify(state)
 
     # -- lifecycle
     def open(self) -> None:
@@ -168,7 +144,7 @@ class SessionKeeper:
                 client, SCRIPTS.session_open, str(session_id), self._timeout_ms
             )
             if int(opened) == 1:
-                self._session_id = session_id
+                self.session_id = session_id
                 self._session_word = str(session_id)
                 self._renewed_at = sent  # opening counts as the session's first renewal
                 return
@@ -181,20 +157,20 @@ class SessionKeeper:
             self._stop.set()
             # Also when SUSPENDED: the connection may be back (at worst this waits for the
             # connect timeout); a LOST session has no ephemerals left to delete.
-            if not self._read_only and self._state in (
+            if not self._read_only and self.state in (
                 SessionState.CONNECTED,
                 SessionState.SUSPENDED,
             ):
                 try:
-                    self._run_script(self._ops_client, SCRIPTS.session_close, str(self._session_id))
+                    self._run_script(self._ops_client, SCRIPTS.session_close, str(self.session_id))
                 except Exception as exc:  # the session will expire on the server by itself
                     log.warning(
                         "%s: could not end session %#x: %s",
                         self._name,
-                        self._session_id,
+                        self.session_id,
                         translate(exc),
                     )
-            self._set_state(SessionState.CLOSED)
+            self.change_state(SessionState.CLOSED)
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
@@ -202,10 +178,7 @@ class SessionKeeper:
     # -- hints from operations and the change reader (any thread)
     def connection_failed(self) -> None:
         """A connection was lost: report SUSPENDED and let the keeper recover."""
-        with self._lock:
-            connected = self._state is SessionState.CONNECTED
-        if connected:
-            self._set_state(SessionState.SUSPENDED)
+        if self.suspend():
             self._wake.set()
 
     def session_rejected(self) -> None:
@@ -214,7 +187,7 @@ class SessionKeeper:
 
     def session_expired_event(self, session_id: int) -> None:
         """The change feed saw ``session_id`` expire."""
-        if session_id == self._session_id:
+        if session_id == self.session_id:
             self._wake.set()
 
     def renew_if_late(self, client: Any) -> None:
@@ -243,7 +216,7 @@ class SessionKeeper:
         renewed = self._renewed_at
         if (
             renewed is None
-            or self._state is not SessionState.CONNECTED
+            or self.state is not SessionState.CONNECTED
             or self._stop.is_set()
             or self._read_only
         ):
@@ -265,7 +238,7 @@ class SessionKeeper:
                 SCRIPTS.heartbeat.sha,
                 1,
                 *self._script_prefix,
-                str(self._session_id),
+                str(self.session_id),
                 self._timeout_ms,
             )
             return connection, sent
@@ -305,7 +278,7 @@ class SessionKeeper:
             if self._stop.is_set():
                 break
             try:
-                if self._state in (SessionState.SUSPENDED, SessionState.LOST):
+                if self.state in (SessionState.SUSPENDED, SessionState.LOST):
                     self._recover()
                 else:
                     self._heartbeat()
@@ -336,7 +309,7 @@ class SessionKeeper:
             return True
         sent = time.monotonic()
         alive, gap_ms = self._run_script(
-            client or self._client, SCRIPTS.heartbeat, str(self._session_id), self._timeout_ms
+            client or self._client, SCRIPTS.heartbeat, str(self.session_id), self._timeout_ms
         )
         return self._account(sent, alive, gap_ms)
 
@@ -379,13 +352,13 @@ class SessionKeeper:
         with self._session_lock:
             if self._stop.is_set():
                 return
-            if self._state is SessionState.LOST:
+            if self.state is SessionState.LOST:
                 self._replace_session()
                 return
             if not self._renew():
                 self._replace_session()
                 return
-            self._set_state(SessionState.CONNECTED)
+            self.change_state(SessionState.CONNECTED)
         # Watches whose re-read failed while SUSPENDED are read again (after CONNECTED, so that
         # the re-reads are not refused).
         if self._hub.stale():
@@ -393,8 +366,8 @@ class SessionKeeper:
 
     def _replace_session(self) -> None:
         """The session is gone: LOST, a new session, CONNECTED, and every watch re-read."""
-        self._set_state(SessionState.LOST)
+        self.change_state(SessionState.LOST)
         self._renewed_at = None
         self._open_session(self._client)
-        self._set_state(SessionState.CONNECTED)
+        self.change_state(SessionState.CONNECTED)
         self._hub.resync()

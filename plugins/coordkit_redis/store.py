@@ -35,9 +35,8 @@ from coordkit.store import (
     ANY_VERSION,
     ChildrenCallback,
     DataCallback,
-    MetadataStore,
+    KeptSessionStore,
     Op,
-    SessionListener,
     SessionState,
     Stat,
     StoreCharacteristics,
@@ -69,7 +68,7 @@ from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.keys import KeySpace
 from coordkit_redis.reader import MAX_BLOCK, ChangeReader
 from coordkit_redis.scripts import SCRIPTS, LuaScript
-from coordkit_redis.sessions import SessionKeeper
+from coordkit_redis.sessions import RedisSessionKeeper
 from coordkit_redis.treefeed import MAX_BLOCK as TREE_BLOCK
 from coordkit_redis.treefeed import TreeFeeds
 
@@ -83,7 +82,7 @@ READ_BUDGET = 8 * 1024 * 1024
 Batch = list[tuple[int, Words]]
 
 
-class RedisStore(MetadataStore):
+class RedisStore(KeptSessionStore):
     """A client session on a Redis server emulating ZooKeeper (see ``lua/engine.lua``).
 
     With ``read_only`` it opens no session (a session is written: its key, its deadline, and the
@@ -93,6 +92,7 @@ class RedisStore(MetadataStore):
     """
 
     characteristics: StoreCharacteristics
+    _keeper: RedisSessionKeeper
 
     def __init__(self, url: StoreURL, config: RedisConfig, *, read_only: bool = False):
         self.url = url
@@ -122,7 +122,7 @@ class RedisStore(MetadataStore):
                 single_connection_client=True,
             )
             own.append(reader_client)
-            self._keeper = SessionKeeper(
+            self._keeper = RedisSessionKeeper(
                 name=label,
                 run_script=self._run_script,
                 script_prefix=self._script_prefix,
@@ -237,20 +237,6 @@ class RedisStore(MetadataStore):
         return result
 
     # -- session
-    @property
-    def session_id(self) -> int:
-        return self._keeper.session_id
-
-    @property
-    def state(self) -> SessionState:
-        return self._keeper.state
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._keeper.add_listener(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._keeper.remove_listener(listener)
-
     @property
     def worst_heartbeat_gap(self) -> float:
         """Seconds: the longest this client's sessions went without a renewal, on the server's

@@ -46,7 +46,7 @@ from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.keys import KeySpace
 from coordkit_redis.reader import interrupt_blocked_read
 from coordkit_redis.scripts import SCRIPTS
-from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, SessionKeeper
+from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, RedisSessionKeeper
 
 log = logging.getLogger("coordkit.store.redis")
 
@@ -160,7 +160,7 @@ class TreeFeeds:
         run_script: ScriptRunner,
         ops_client: Any,
         make_client: Callable[[], Any],
-        keeper: SessionKeeper,
+        keeper: RedisSessionKeeper,
         events: EventThread,
         lease: float,
         maxlen: int,

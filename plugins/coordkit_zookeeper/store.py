@@ -51,9 +51,9 @@ from coordkit.store import (
     ChildrenCallback,
     Create,
     DataCallback,
-    MetadataStore,
+    KeptSessionStore,
     Op,
-    SessionListener,
+    SessionKeeper,
     SessionState,
     Stat,
     StatColumns,
@@ -66,7 +66,7 @@ from coordkit.store import (
     describe_op,
 )
 from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, SessionListeners, WatchHub
+from coordkit.watches import EventThread, WatchHub
 from coordkit_zookeeper import wire
 from coordkit_zookeeper.bulk_reads import BulkReads
 from coordkit_zookeeper.config import ZooKeeperConfig
@@ -101,7 +101,7 @@ CHARACTERISTICS = StoreCharacteristics(
 _RECONNECT = {"max_tries": -1, "delay": 0.05, "backoff": 2, "max_jitter": 0.2, "max_delay": 1.0}
 
 
-class ZooKeeperStore(MetadataStore):
+class ZooKeeperStore(KeptSessionStore):
     """A session on a ZooKeeper ensemble, rooted at the URL's chroot (created if missing, unless
     ``read_only``: then a missing chroot is a :class:`NoNodeError` and nothing is created)."""
 
@@ -112,8 +112,6 @@ class ZooKeeperStore(MetadataStore):
         self.config = config
         self.read_only = read_only
         self._lock = threading.Lock()
-        self._state = SessionState.SUSPENDED  # until the first session is established
-        self._session_id = 0
         self._closing = False
         self._chroot = config.chroot
         self._acl = node_acl(config)
@@ -141,7 +139,10 @@ class ZooKeeperStore(MetadataStore):
         self._bulk_reads = BulkReads(self, config.multi_read)
         # Threads start only from here on: nothing above can leave one behind.
         self._events = EventThread(f"coordkit-zookeeper{self._chroot.replace('/', '-')}")
-        self._listeners = SessionListeners(self._events)
+        # SUSPENDED until the first session is established.
+        self._keeper = SessionKeeper(
+            self._events, state=SessionState.SUSPENDED, name=url.redacted(), log=log
+        )
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
         self._trees = TreeWatches(self)
         self._client.add_listener(self._on_kazoo_state)
@@ -166,53 +167,33 @@ class ZooKeeperStore(MetadataStore):
         gap: float | None = getattr(self._client._connection, "worst_heartbeat_gap", None)
         return gap
 
-    @property
-    def session_id(self) -> int:
-        return self._session_id
-
-    @property
-    def state(self) -> SessionState:
-        return self._state
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._listeners.remove(listener)
-
-    def _set_state(self, state: SessionState) -> None:
-        with self._lock:
-            if self._state is state or self._state is SessionState.CLOSED:
-                return
-            self._state = state
-        self._listeners.notify(state)
-
     def _on_kazoo_state(self, state: str) -> None:
         # On kazoo's connection thread: must not block.
         if self._closing:
             return
         self._trees.on_state(state)
+        keeper = self._keeper
         if state == KazooState.CONNECTED:
             session_id = self._client._session_id or 0
-            if session_id != self._session_id:
+            if session_id != keeper.session_id:
                 log.info("%s: session %#x established", self.url.redacted(), session_id)
-            self._session_id = session_id
-            self._set_state(SessionState.CONNECTED)
+            keeper.session_id = session_id
+            keeper.change_state(SessionState.CONNECTED)
             # kazoo dropped every watch with the connection: re-read (and re-arm) them all.
             self._hub.resync()
         elif state == KazooState.SUSPENDED:
             log.warning(
                 "%s: connection lost; session %#x may still be alive",
                 self.url.redacted(),
-                self._session_id,
+                keeper.session_id,
             )
-            self._set_state(SessionState.SUSPENDED)
+            keeper.change_state(SessionState.SUSPENDED)
         else:
             if self._client.client_state == KeeperState.AUTH_FAILED:
                 log.error("%s: ZooKeeper refused the credentials", self.url.redacted())
             else:
-                log.warning("%s: session %#x expired", self.url.redacted(), self._session_id)
-            self._set_state(SessionState.LOST)
+                log.warning("%s: session %#x expired", self.url.redacted(), keeper.session_id)
+            keeper.change_state(SessionState.LOST)
 
     def _connect(self, timeout: float) -> None:
         live = self._client.start_async()
@@ -259,7 +240,7 @@ class ZooKeeperStore(MetadataStore):
 
     def close(self) -> None:
         with self._lock:
-            if self._state is SessionState.CLOSED or self._closing:
+            if self._keeper.state is SessionState.CLOSED or self._closing:
                 return
             self._closing = True
         self._shutdown()
@@ -273,10 +254,8 @@ class ZooKeeperStore(MetadataStore):
             log.debug("%s: error while closing: %s", self.url.redacted(), type(exc).__name__)
         finally:
             self._client.close()
-            with self._lock:
-                self._state = SessionState.CLOSED
+            self._keeper.change_state(SessionState.CLOSED)
             self._trees.close()
-            self._listeners.notify(SessionState.CLOSED)
             self._events.stop()
 
     def flush_events(self, timeout: float = 10.0) -> bool:
@@ -285,7 +264,7 @@ class ZooKeeperStore(MetadataStore):
 
     # -- plumbing
     def _check_usable(self, path: str | None) -> None:
-        state = self._state
+        state = self._keeper.state
         if state is SessionState.CONNECTED:
             return
         if state is SessionState.CLOSED or self._closing:
@@ -542,7 +521,7 @@ class ZooKeeperStore(MetadataStore):
         return self._trees.open(path, callback, since)
 
     def _require_open(self) -> None:
-        if self._state is SessionState.CLOSED or self._closing:
+        if self._keeper.state is SessionState.CLOSED or self._closing:
             raise StoreClosedError("store client is closed")
 
     def _on_data_event(self, event: WatchedEvent) -> None:
@@ -584,4 +563,5 @@ class ZooKeeperStore(MetadataStore):
             # Created between the two reads: read it again.
 
     def __repr__(self) -> str:
-        return f"<ZooKeeperStore {self.url.redacted()} session={self._session_id:#x} {self._state.value}>"
+        keeper = self._keeper
+        return f"<ZooKeeperStore {self.url.redacted()} session={keeper.session_id:#x} {keeper.state.value}>"

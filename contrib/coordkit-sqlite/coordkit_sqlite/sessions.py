@@ -26,8 +26,8 @@ from typing import Any
 
 from coordkit.clock import Clock, SystemClock
 from coordkit.errors import StoreError
-from coordkit.store import SessionListener, SessionState
-from coordkit.watches import EventThread, SessionListeners, WatchHub
+from coordkit.store import SessionKeeper, SessionState
+from coordkit.watches import EventThread, WatchHub
 from coordkit_sqlite.config import SqliteConfig
 from coordkit_sqlite.files import ConnectionPool, SharedFile, write
 from coordkit_sqlite.schema import connect, open_file, translate
@@ -81,8 +81,8 @@ def expire_in_file(config: SqliteConfig, session_id: int) -> bool:
         raise translate(exc, where) from None
 
 
-class SessionKeeper:
-    """Session state and the thread that keeps the session alive.
+class SqliteSessionKeeper(SessionKeeper):
+    """A sqlite client's session: its state and listeners, and the thread that keeps it alive.
 
     :param clock: the time sessions are judged by.
     :param read_only: hold no session (opening one writes): the thread only checks that the file
@@ -102,7 +102,7 @@ class SessionKeeper:
         hub: WatchHub,
         read_only: bool = False,
     ):
-        self._name = name
+        super().__init__(events, name=name, log=log)
         self._shared = shared
         self._pool = pool
         self.clock = clock
@@ -111,10 +111,6 @@ class SessionKeeper:
         self._kept = kept
         self._hub = hub
         self._read_only = read_only
-        self._state = SessionState.CONNECTED
-        self._session_id = 0
-        self._listeners = SessionListeners(events)
-        self._lock = threading.Lock()  # state
         self._session_lock = threading.Lock()  # session transitions: heartbeats, close
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -122,30 +118,8 @@ class SessionKeeper:
 
     # -- state
     @property
-    def state(self) -> SessionState:
-        return self._state
-
-    @property
-    def session_id(self) -> int:
-        return self._session_id
-
-    @property
     def timeout_ms(self) -> int:
         return self._timeout_ms
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._listeners.add(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._listeners.remove(listener)
-
-    def _set_state(self, state: SessionState) -> None:
-        with self._lock:
-            if self._state is state or self._state is SessionState.CLOSED:
-                return
-            self._state = state
-        log.debug("%s: session %#x %s", self._name, self._session_id, state.value)
-        self._listeners.notify(state)
 
     def _write(self, conn: sqlite3.Connection, work: Callable[[Tx], Any]) -> Any:
         return self._shared.write(conn, work, clock=self.clock, kept=self._kept)
@@ -166,7 +140,7 @@ class SessionKeeper:
         for _ in range(8):
             session_id = new_session_id()
             if self._write(conn, functools.partial(self._opened, session_id=session_id)):
-                self._session_id = session_id
+                self.session_id = session_id
                 return
         raise StoreError(f"{self._name}: could not allocate a unique session id")
 
@@ -176,27 +150,27 @@ class SessionKeeper:
 
     def live(self) -> tuple[int, int] | None:
         """``(session id, timeout ms)`` while the client is connected."""
-        if self._state is not SessionState.CONNECTED or self._pool.offline:
+        if self.state is not SessionState.CONNECTED or self._pool.offline:
             return None
-        return self._session_id, self._timeout_ms
+        return self.session_id, self._timeout_ms
 
     def close(self) -> None:
         """End the session (deleting its ephemerals) and stop the keeper thread."""
         with self._session_lock:
             self._stop.set()
             # A LOST session has no ephemerals left; a SUSPENDED one may be back by now.
-            if not self._read_only and self._state in (
+            if not self._read_only and self.state in (
                 SessionState.CONNECTED,
                 SessionState.SUSPENDED,
             ):
-                session_id = self._session_id
+                session_id = self.session_id
                 try:
                     with self._pool.borrow() as conn:
                         self._write(conn, lambda tx: tx.end_session(session_id, expired=False))
                 except (StoreError, sqlite3.Error) as exc:  # it will expire by itself
                     error = translate(exc, self._name) if isinstance(exc, sqlite3.Error) else exc
                     log.warning("%s: could not end session %#x: %s", self._name, session_id, error)
-            self._set_state(SessionState.CLOSED)
+            self.change_state(SessionState.CLOSED)
         self._shared.remove_session(self.live)
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -205,10 +179,7 @@ class SessionKeeper:
     # -- hints from operations and the feed (any thread)
     def connection_failed(self) -> None:
         """A call could not reach the file: report SUSPENDED and let the keeper recover."""
-        with self._lock:
-            connected = self._state is SessionState.CONNECTED
-        if connected:
-            self._set_state(SessionState.SUSPENDED)
+        self.suspend()
 
     def check_now(self) -> None:
         """The session may be gone (a write was refused, the log says it expired): look now."""
@@ -227,7 +198,7 @@ class SessionKeeper:
                 # A connection per beat from the pool: never one left open on a file that was
                 # replaced, or through a cut.
                 with self._pool.borrow() as conn:
-                    if self._state in (SessionState.SUSPENDED, SessionState.LOST):
+                    if self.state in (SessionState.SUSPENDED, SessionState.LOST):
                         resync = self._recover(conn)
                     else:
                         resync = self._heartbeat(conn)
@@ -251,7 +222,7 @@ class SessionKeeper:
         if self._read_only:
             conn.execute("SELECT value FROM meta WHERE key = 'zxid'").fetchone()
             return True
-        session_id = self._session_id
+        session_id = self.session_id
 
         def beat(tx: Tx) -> bool:
             alive = touch_session(tx, session_id, self._timeout_ms)
@@ -276,15 +247,15 @@ class SessionKeeper:
         with self._session_lock:
             if self._stop.is_set():
                 return False
-            if self._state is SessionState.LOST or not self._renew(conn):
+            if self.state is SessionState.LOST or not self._renew(conn):
                 self._replace_session(conn)
             else:
-                self._set_state(SessionState.CONNECTED)
+                self.change_state(SessionState.CONNECTED)
             return True
 
     def _replace_session(self, conn: sqlite3.Connection) -> None:
         """The session is gone: LOST, then a new session and CONNECTED (the caller re-reads
         every watch)."""
-        self._set_state(SessionState.LOST)
+        self.change_state(SessionState.LOST)
         self._open_session(conn)
-        self._set_state(SessionState.CONNECTED)
+        self.change_state(SessionState.CONNECTED)

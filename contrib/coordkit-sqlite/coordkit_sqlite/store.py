@@ -29,9 +29,8 @@ from coordkit.store import (
     Create,
     DataCallback,
     Delete,
-    MetadataStore,
+    KeptSessionStore,
     Op,
-    SessionListener,
     SessionState,
     SetData,
     Stat,
@@ -48,7 +47,7 @@ from coordkit_sqlite.changes import Change
 from coordkit_sqlite.config import CHARACTERISTICS, SqliteConfig
 from coordkit_sqlite.files import ConnectionPool, SharedFile
 from coordkit_sqlite.schema import open_file, snapshot, translate
-from coordkit_sqlite.sessions import SessionKeeper, touch_session
+from coordkit_sqlite.sessions import SqliteSessionKeeper, touch_session
 from coordkit_sqlite.tree import STAT_COLUMNS, Tx, stat_of
 
 T = TypeVar("T")
@@ -60,7 +59,7 @@ APPLY_BATCH = 500
 READ_BATCH = 1000
 
 
-class SqliteStore(MetadataStore):
+class SqliteStore(KeptSessionStore):
     """A client session on a SQLite file emulating ZooKeeper.
 
     With ``read_only`` it opens the file read-only and holds no session (a session is a row
@@ -73,6 +72,7 @@ class SqliteStore(MetadataStore):
     """
 
     characteristics: StoreCharacteristics = CHARACTERISTICS
+    _keeper: SqliteSessionKeeper
 
     def __init__(
         self,
@@ -99,7 +99,7 @@ class SqliteStore(MetadataStore):
         self._events = EventThread(f"coordkit-sqlite-events-{config.path}")
         self._hub = WatchHub(self._events, self._read_data, self._read_children)
         self._clock: Clock = clock or SystemClock()
-        self._keeper = SessionKeeper(
+        self._keeper = SqliteSessionKeeper(
             name=config.path,
             shared=self._shared,
             pool=self._pool,
@@ -122,20 +122,6 @@ class SqliteStore(MetadataStore):
         self._shared.feed.subscribe(self)
 
     # -- session
-    @property
-    def session_id(self) -> int:
-        return self._keeper.session_id
-
-    @property
-    def state(self) -> SessionState:
-        return self._keeper.state
-
-    def add_listener(self, listener: SessionListener) -> None:
-        self._keeper.add_listener(listener)
-
-    def remove_listener(self, listener: SessionListener) -> None:
-        self._keeper.remove_listener(listener)
-
     def close(self) -> None:
         if self._keeper.state is SessionState.CLOSED:
             return

@@ -56,6 +56,7 @@ from coordkit.store.ops import (
     describe_op,
     set_many_ops,
 )
+from coordkit.store.sessions import KeptSessionStore, SessionKeeper
 
 __all__ = [
     "ANY_VERSION",
@@ -72,6 +73,7 @@ __all__ = [
     "DataTooLargeError",
     "Delete",
     "InvalidPathError",
+    "KeptSessionStore",
     "MetadataStore",
     "NoAuthError",
     "NoChildrenForEphemeralsError",
@@ -81,6 +83,7 @@ __all__ = [
     "Op",
     "ReadOnlyError",
     "SessionExpiredError",
+    "SessionKeeper",
     "SessionListener",
     "SessionState",
     "SetData",
