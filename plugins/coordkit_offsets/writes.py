@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from coordkit import paths
 from coordkit.errors import NodeExistsError, NoNodeError, NotEmptyError, StoreError
-from coordkit.store import Check, Create, Delete, MetadataStore, Op, SetData
+from coordkit.store import Check, Create, Delete, MetadataStore, Op, SetData, tree_paths
 
 #: How often a plan invalidated by a concurrent writer is re-read before giving up.
 DEFAULT_MAX_ATTEMPTS = 10
@@ -103,7 +103,7 @@ def delete_tree_atomically(
     """Delete ``root`` and everything under it in one multi (no error if it does not exist)."""
     for _ in range(max_attempts):
         try:
-            nodes = _subtree(store, root)
+            nodes = tree_paths(store, root)
         except NoNodeError:
             return
         ops: Sequence[Op] = [Delete(path) for path in reversed(nodes)]  # children before parents
@@ -115,18 +115,3 @@ def delete_tree_atomically(
     raise ConcurrentModificationError(
         f"{what}: other sessions kept changing {root}; gave up after {max_attempts} attempts"
     )
-
-
-def _subtree(store: MetadataStore, root: str) -> list[str]:
-    """``root`` and its descendants, parents before children."""
-    out = [root]
-    index = 0
-    while index < len(out):
-        path = out[index]
-        index += 1
-        try:
-            out.extend(paths.join(path, child) for child in store.children(path))
-        except NoNodeError:
-            if path == root:
-                raise
-    return out

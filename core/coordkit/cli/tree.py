@@ -13,10 +13,10 @@ from coordkit import jsontext, paths
 from coordkit.cli.errors import CommandError
 from coordkit.cli.numbers import Integer
 from coordkit.cli.tables import output_console
-from coordkit.errors import LayoutError, NoNodeError
+from coordkit.errors import LayoutError
 from coordkit.layout import codec_for
 from coordkit.plugins import open_store
-from coordkit.store import MetadataStore, Stat
+from coordkit.store import MetadataStore, Stat, read_tree
 from coordkit.terminal import markup, visible_json
 
 DEFAULT_STORE_ENV = "COORDKIT_STORE"
@@ -72,29 +72,11 @@ def read_value(path: str, data: bytes) -> tuple[str, Any, str | None, str | None
 
 
 def walk(store: MetadataStore, root: str, depth: int | None = None) -> list[NodeView]:
-    """Read ``root`` and its descendants breadth-first, one pipelined read per level."""
-    paths.validate(root)
+    """``root`` and its descendants (:func:`~coordkit.store.read_tree`) as shown, in path order."""
     out: list[NodeView] = []
-    level = [root]
-    current_depth = 0
-    while level:
-        results = store.get_many(level)
-        next_level: list[str] = []
-        for path, result in zip(level, results, strict=True):
-            if isinstance(result, Exception):
-                if isinstance(result, NoNodeError) and path != root:
-                    continue  # deleted while we walked
-                raise result
-            data, stat = result
-            text, value, kind, problem = read_value(path, data)
-            out.append(NodeView(path, stat, text, kind, problem, value))
-            if stat.num_children and (depth is None or current_depth < depth):
-                try:
-                    next_level.extend(paths.join(path, name) for name in store.children(path))
-                except NoNodeError:
-                    pass
-        level = next_level
-        current_depth += 1
+    for path, (data, stat) in read_tree(store, root, depth=depth).items():
+        text, value, kind, problem = read_value(path, data)
+        out.append(NodeView(path, stat, text, kind, problem, value))
     out.sort(key=lambda v: v.path.split("/"))
     return out
 

@@ -31,12 +31,12 @@ from coordkit.engine.controllership import (
     read_controller,
     stored_controller_epoch,
 )
-from coordkit.engine.snapshot import children
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import NO_LEADER
 from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore, Stat
+from coordkit.store.tree import children
 
 
 @attrs.frozen

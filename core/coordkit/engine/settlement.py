@@ -17,8 +17,8 @@ from coordkit.engine.controllership import (
     stored_controller_epoch,
 )
 from coordkit.engine.invariants import Violation
-from coordkit.engine.snapshot import children
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 
 @attrs.frozen

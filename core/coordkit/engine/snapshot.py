@@ -19,10 +19,11 @@ from coordkit.engine.controllership import (
     stored_controller_epoch,
 )
 from coordkit.engine.states import TP
-from coordkit.errors import LayoutError, NoNodeError, StoreError
+from coordkit.errors import LayoutError, StoreError
 from coordkit.model import NO_LEADER, TopicAssignment
 from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 
 @attrs.frozen
@@ -71,14 +72,6 @@ class ClusterView:
             if p.topic == topic and p.partition == partition:
                 return p
         raise KeyError(f"{topic}-{partition}")
-
-
-def children(store: MetadataStore, path: str) -> list[str]:
-    """``path``'s children, or none when the node does not exist."""
-    try:
-        return store.children(path)
-    except NoNodeError:
-        return []
 
 
 def registered_brokers(store: MetadataStore) -> list[int]:

@@ -28,7 +28,6 @@ import attrs
 from coordkit.engine import Broker, Cluster, EngineConfig
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.errors import EngineError
-from coordkit.engine.snapshot import children
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
@@ -43,6 +42,7 @@ from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.listener import BrokerListener
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 log = logging.getLogger("coordkit.serve")
 

@@ -57,6 +57,7 @@ from coordkit.store.ops import (
     set_many_ops,
 )
 from coordkit.store.sessions import KeptSessionStore, SessionKeeper
+from coordkit.store.tree import read_tree, tree_paths
 
 __all__ = [
     "ANY_VERSION",
@@ -102,5 +103,7 @@ __all__ = [
     "check_data",
     "check_set_columns",
     "describe_op",
+    "read_tree",
     "set_many_ops",
+    "tree_paths",
 ]

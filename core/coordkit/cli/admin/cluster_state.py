@@ -15,10 +15,11 @@ import attrs
 
 from coordkit import layout
 from coordkit.engine.controllership import read_controller
+from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import NoNodeError, StoreError
 from coordkit.model import NO_LEADER, BrokerInfo, PartitionState, TopicAssignment
-from coordkit.paths import numeric_name
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 
 @attrs.frozen
@@ -75,19 +76,10 @@ class TopicInfo:
         return len(self.assignment.target_replicas(0)) if self.assignment.partitions else 0
 
 
-def _children(store: MetadataStore, path: str) -> list[str]:
-    try:
-        return store.children(path)
-    except NoNodeError:
-        return []
-
-
 def registrations(store: MetadataStore) -> dict[int, Registration]:
     """Every broker registered under ``/brokers/ids``, by id (children that are not broker ids
     are not registrations, and are left out)."""
-    ids = sorted(
-        b for c in _children(store, layout.BROKER_IDS) if (b := numeric_name(c)) is not None
-    )
+    ids = registered_brokers(store)
     paths = [layout.broker_path(b) for b in ids]
     out: dict[int, Registration] = {}
     for broker, path, result in zip(ids, paths, store.get_many(paths), strict=True):
@@ -101,12 +93,12 @@ def registrations(store: MetadataStore) -> dict[int, Registration]:
 
 
 def topic_names(store: MetadataStore) -> list[str]:
-    return sorted(_children(store, layout.BROKER_TOPICS))
+    return sorted(children(store, layout.BROKER_TOPICS))
 
 
 def marked_for_deletion(store: MetadataStore) -> set[str]:
     """Topics queued under ``/admin/delete_topics``."""
-    return set(_children(store, layout.DELETE_TOPICS))
+    return set(children(store, layout.DELETE_TOPICS))
 
 
 def controller(store: MetadataStore) -> int | None:

@@ -29,7 +29,7 @@ from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.model import BrokerInfo
 from coordkit.paths import numeric_name
-from coordkit.store import MetadataStore, Stat
+from coordkit.store import MetadataStore, Stat, tree
 
 log = logging.getLogger("coordkit.engine.controller")
 
@@ -125,10 +125,7 @@ class ControllerContext:
         return out
 
     def children(self, path: str) -> list[str]:
-        try:
-            return self.store.children(path)
-        except NoNodeError:
-            return []
+        return tree.children(self.store, path)
 
     def load(self) -> tuple[set[int], set[int], set[int]]:
         """Read everything again: topics (with every partition state), then brokers; returns

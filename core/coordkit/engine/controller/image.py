@@ -58,7 +58,7 @@ from coordkit.engine.controller.partition_map import (
 )
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
+from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind, tree
 
 if TYPE_CHECKING:
     from coordkit.engine.controller.context import ControllerContext
@@ -383,10 +383,7 @@ class MetadataImage:
         self, store: MetadataStore
     ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, ImageTopic], TupleTable, BrokerIndex]:
         def children(path: str) -> list[str]:
-            try:
-                return store.children(path)
-            except NoNodeError:
-                return []
+            return tree.children(store, path)
 
         tuples = TupleTable()  # a fresh table: contexts filled earlier keep the old one
         naming = BrokerIndex()

@@ -32,7 +32,6 @@ from coordkit.engine.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from coordkit.engine.snapshot import children
 from coordkit.engine.states import TP, state_path
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
@@ -41,6 +40,7 @@ from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 log = logging.getLogger("coordkit.serve")
 

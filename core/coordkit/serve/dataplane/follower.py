@@ -28,10 +28,11 @@ from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.replication import ReplicationModel
-from coordkit.engine.snapshot import children, registered_brokers
+from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import LayoutError, StoreError
 from coordkit.model import TopicAssignment
 from coordkit.store import MetadataStore
+from coordkit.store.tree import children
 
 log = logging.getLogger("coordkit.serve")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState
+from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, read_tree
 from coordkit.testing.backends import StoreBackend, StoreFactory, skip_unless_applicable
 
 KIT_MARKER = pytest.mark.coordkit_kit("store")
@@ -85,11 +85,4 @@ class Recorder:
 
 def snapshot(store: MetadataStore, root: str = "/") -> dict[str, tuple[bytes, int]]:
     """Every node under ``root``: path → (data, version)."""
-    out = {}
-    stack = [root]
-    while stack:
-        path = stack.pop()
-        data, stat = store.get(path)
-        out[path] = (data, stat.version)
-        stack.extend(f"{path.rstrip('/')}/{c}" for c in store.children(path))
-    return out
+    return {path: (data, stat.version) for path, (data, stat) in read_tree(store, root).items()}

@@ -21,6 +21,7 @@ from coordkit.store import (
     TreeEventKind,
     TreeWatch,
 )
+from coordkit.store import tree as store_tree
 from coordkit.testing.backends import Capability, StoreBackend, StoreFactory, requires
 from coordkit.testing.store.base import StoreSuite
 from coordkit.testing.waiting import default_timeout, wait_for
@@ -60,18 +61,12 @@ class FeedRecorder:
 
 
 def read_tree(store: MetadataStore, root: str) -> dict[str, tuple[bytes, Stat]]:
-    """Every node at or below ``root`` (a node deleted during the walk is left out)."""
-    out: dict[str, tuple[bytes, Stat]] = {}
-    stack = [root]
-    while stack:
-        path = stack.pop()
-        try:
-            out[path] = store.get(path)
-            names = store.children(path)
-        except NoNodeError:
-            continue
-        stack.extend(f"{path.rstrip('/')}/{name}" for name in names)
-    return out
+    """Every node at or below ``root`` (a node deleted during the walk is left out; none at all
+    when ``root`` is gone)."""
+    try:
+        return store_tree.read_tree(store, root)
+    except NoNodeError:
+        return {}
 
 
 def tree_of(store: MetadataStore, root: str) -> dict[str, tuple[bytes, int]]:

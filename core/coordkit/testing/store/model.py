@@ -22,6 +22,7 @@ from coordkit.store import (
     NotEmptyError,
     SetData,
     StoreError,
+    read_tree,
 )
 from coordkit.testing.backends import StoreBackend
 from coordkit.testing.store.base import StoreSuite
@@ -132,13 +133,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def tree_matches_model(self) -> None:
-        seen: dict[str, tuple[bytes, int]] = {}
-        stack = ["/"]
-        while stack:
-            path = stack.pop()
-            data, stat = self.store.get(path)
-            seen[path] = (data, stat.version)
-            stack.extend(paths.join(path, c) for c in self.store.children(path))
+        seen = {path: (data, stat.version) for path, (data, stat) in read_tree(self.store).items()}
         assert seen == self.model.nodes, "the store's tree differs from the model of ZooKeeper"
 
     def teardown(self) -> None:
