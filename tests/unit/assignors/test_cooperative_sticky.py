@@ -21,7 +21,9 @@ from coordkit.assignment import (
     MemberSubscription,
     TopicMetadata,
 )
+from coordkit.testing.assignors.groups import with_owned
 from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+from harness.kafka_sticky_reference import KafkaStickyReference, kafka_cooperative
 
 TP = tuple[str, int]
 COOPERATIVE = CooperativeStickyAssignor()
@@ -391,3 +393,42 @@ def test_members_listed_in_any_order_get_the_same_result() -> None:
     backward = COOPERATIVE.assign(GroupSubscription(topics, dict(reversed(list(members.items())))))
     assert forward == backward
     assert withheld(forward) == {"c2": ["t1-0"], "c3": ["t2-0"]}
+
+
+def test_a_rack_conflict_alternates_as_kafka_does() -> None:
+    """Racks and subscriptions that pull partitions two ways: Kafka's rack-aware cooperative
+    sticky assignor never settles on this group (found by the conformance kit's settling
+    property), it withholds the same partitions every other round; coordkit's does the same,
+    round for round, and the kit's property accepts a cycle there (a drift would still fail)."""
+    none: tuple[str, ...] = ()
+    t0_racks = tuple(("a",) if p in (2, 6, 10, 11) else none for p in range(12))
+    group = GroupSubscription(
+        topics={
+            "t0": TopicMetadata(partitions=12, replica_racks=t0_racks),
+            "t1": TopicMetadata(partitions=7),
+            "t2": TopicMetadata(partitions=5, replica_racks=(none, none, none, ("a",), ("a",))),
+        },
+        members={
+            "A": MemberSubscription(topics=("t1",), rack="a"),
+            "AA": MemberSubscription(topics=()),
+            "AAA": MemberSubscription(topics=("t0", "t1", "t2"), rack="b"),
+            "a": MemberSubscription(topics=("t0", "t1", "t2")),
+            "B": MemberSubscription(topics=("t1",), rack="a"),
+            "_": MemberSubscription(topics=("t0", "t1", "t2"), owned={"t0": (7,)}, rack="a"),
+        },
+    )
+    ours_withheld: list[dict[str, set[TP]]] = []
+    kafka_withheld: list[dict[str, set[TP]]] = []
+    for round_number in range(1, 7):
+        ours = COOPERATIVE.assign(group)
+        assigned, kafka = kafka_cooperative(KafkaStickyReference(), group)
+        assert result_sets(ours) == assigned, f"round {round_number}"
+        ours_withheld.append({m: ps for m, ps in withheld_sets(ours).items() if ps})
+        kafka_withheld.append({m: ps for m, ps in kafka.items() if ps})
+        group = with_owned(
+            group, {m: ours.partitions(m) for m in ours.members}, generation=5 + round_number
+        )
+    assert ours_withheld == kafka_withheld
+    assert ours_withheld[0] == {"a": {("t0", 7)}}
+    assert ours_withheld[1] == {"AAA": {("t0", 6)}, "a": {("t0", 2)}}
+    assert ours_withheld[2:] == ours_withheld[:4], "a cycle of two rounds"
