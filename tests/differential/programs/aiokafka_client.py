@@ -12,7 +12,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-from aiokafka.errors import CommitFailedError, RebalanceInProgressError, for_code
+from aiokafka.errors import CommitFailedError, KafkaError, RebalanceInProgressError, for_code
 from aiokafka.structs import OffsetAndMetadata
 from recording import COUNTS, PARTITIONS, SETTLED, WAIT_SECONDS, arguments, emit, error_name, value
 
@@ -90,8 +90,11 @@ async def topics(admin: AIOKafkaAdminClient) -> None:
 
     streak = [0]
 
-    async def settled() -> bool:  # as recording.wait_settled
-        grown = len((await describe(admin, TOPIC))["partitions"]) == PARTITIONS
+    async def settled() -> bool:  # as recording.wait_settled, a client's error as "not yet"
+        try:
+            grown = len((await describe(admin, TOPIC))["partitions"]) == PARTITIONS
+        except KafkaError:
+            grown = False
         streak[0] = streak[0] + 1 if grown else 0
         return streak[0] >= SETTLED
 

@@ -75,14 +75,25 @@ def wait_until(
 def wait_settled(condition: Callable[[], bool], what: str) -> None:
     """Wait until ``condition`` holds :data:`SETTLED` times in a row: a Kafka broker learns of a
     topic's new partitions a little after the controller (each answer may come from another
-    broker)."""
+    broker), and one that has not learned of the topic yet answers UNKNOWN_TOPIC_OR_PARTITION: a
+    client's error counts as "not yet", as the Java program's ``partitionCount`` has it."""
     streak = [0]
 
     def settled() -> bool:
-        streak[0] = streak[0] + 1 if condition() else 0
+        streak[0] = streak[0] + 1 if holds_yet(condition) else 0
         return streak[0] >= SETTLED
 
     wait_until(settled, what)
+
+
+def holds_yet(condition: Callable[[], bool]) -> bool:
+    """``condition()``, false when it raised a client's error (anything else is raised)."""
+    try:
+        return condition()
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] not in CLIENT_PACKAGES:
+            raise
+        return False
 
 
 def value(partition: int, index: int) -> str:
