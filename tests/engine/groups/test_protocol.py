@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coordkit.engine import Cluster
-from coordkit.engine.groups import ErrorCode, GroupCoordinator, Subscription
+from coordkit.engine.groups import ErrorCode, GroupCoordinator, GroupState, Subscription
 from coordkit.engine.groups.protocol import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -153,3 +153,35 @@ def test_a_broker_that_does_not_lead_the_partition_is_not_coordinator(
     )
     response = other.join_group(join(other, "g", ("range",))).result(timeout=5)
     assert response.error is ErrorCode.NOT_COORDINATOR
+
+
+def test_an_assignment_the_coordinator_could_not_store_starts_a_new_round(
+    group_cluster: Callable[..., Cluster],
+) -> None:
+    """Kafka's rule: when the group's assignment cannot be stored during the leader's SyncGroup,
+    the members get the error and the group prepares a rebalance, so that the rejoining members
+    form a new generation instead of syncing the unstored one again."""
+    cluster = group_cluster()
+    coordinator = coordinator_of(cluster, "g")
+    joined = coordinator.join_group(join(coordinator, "g", ("range",))).result(timeout=5)
+    assert joined.error is ErrorCode.NONE
+    assert joined.leader == joined.member_id
+    persistence = coordinator.rebalancer.persistence
+    stored = persistence.persist
+    persistence.persist = lambda group: ErrorCode.COORDINATOR_NOT_AVAILABLE  # type: ignore[method-assign]
+    try:
+        sync = SyncGroupRequest("g", joined.generation, joined.member_id, assignments={})
+        answer = coordinator.sync_group(sync).result(timeout=5)
+    finally:
+        persistence.persist = stored  # type: ignore[method-assign]
+    assert answer.error is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.describe_group("g").state is GroupState.PREPARING_REBALANCE
+    retried = SyncGroupRequest("g", joined.generation, joined.member_id, assignments={})
+    assert coordinator.sync_group(retried).result(timeout=5).error is (
+        ErrorCode.REBALANCE_IN_PROGRESS
+    )
+    rejoined = coordinator.join_group(
+        join(coordinator, "g", ("range",), member_id=joined.member_id)
+    ).result(timeout=10)
+    assert rejoined.error is ErrorCode.NONE
+    assert rejoined.generation == joined.generation + 1

@@ -206,13 +206,20 @@ class Rebalancer:
         group.topic_partitions = dict(request.topic_partitions)
         error = self.persistence.persist(group)
         if error is not ErrorCode.NONE:
-            # Kafka resets the assignment and fails the waiting members; they rejoin.
+            # Kafka resets the assignment, fails the waiting members and prepares a rebalance
+            # ("Error ... when storing group assignment during SyncGroup"): the members rejoin
+            # a new round, never the generation whose assignment was not stored.
             for member in group.members.values():
                 member.assignment = frozenset()
                 member.raw_assignment = None
                 if member.sync_future is not None:
                     member.sync_future.set_result(SyncGroupResponse(error))
                     member.sync_future = None
+            self.prepare(
+                group,
+                f"error {error.name} when storing group assignment during SyncGroup "
+                f"(member: {request.member_id})",
+            )
             return
         group.transition(GroupState.STABLE)
         now = self.clock.monotonic()
