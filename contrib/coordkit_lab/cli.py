@@ -33,7 +33,7 @@ from coordkit.cli.numbers import MAX_INT64, Integer
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.errors import UnknownNameError
 from coordkit.plugins import get_plugin_manager
-from coordkit.terminal import markup
+from coordkit.support.terminal import markup
 from coordkit_lab.report import load_report, print_report
 from coordkit_lab.scenarios import (
     DEFAULT_SEED,

@@ -16,10 +16,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from coordkit import jsontext
 from coordkit.cli.tables import Column, FittedTable, Kind, abbreviations
 from coordkit.lab import LabError
-from coordkit.terminal import markup
+from coordkit.support import jsontext
+from coordkit.support.terminal import markup
 from coordkit_lab.analysis import (
     ReportData,
     analyse,

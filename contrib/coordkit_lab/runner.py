@@ -17,8 +17,8 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordkit.cputime import measure_interleaved
 from coordkit.lab import Metric, TimedStep
+from coordkit.support.cputime import measure_interleaved
 from coordkit_lab.scenarios import ScenarioSpec
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def run_group(
 
     Step ``k`` of every strategy is simulated, then the costs of those steps that carry one
     (:class:`~coordkit.lab.TimedStep`) are measured together, their calls interleaved
-    (:func:`coordkit.cputime.measure_interleaved`), so timings of different strategies are
+    (:func:`coordkit.support.cputime.measure_interleaved`), so timings of different strategies are
     taken under the same conditions; then the metrics. A scenario that fails leaves its one
     ``error`` row and the others go on.
     """

@@ -11,8 +11,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordkit import jsontext
 from coordkit.lab import SCALE_AXES, TRADEOFFS, LabError
+from coordkit.support import jsontext
 
 #: The summary format this lab writes and reads. Format 1 (before intervals and trade-offs)
 #: had no ``analysis`` section.

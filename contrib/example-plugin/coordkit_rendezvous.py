@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from coordkit import hookimpl
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
 
 
 def _weight(member: str, topic: str, partition: int) -> bytes:

@@ -22,17 +22,17 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
-    from coordkit.assignment import Assignor
-    from coordkit.coordinators import GroupCoordinatorSelection
-    from coordkit.elections import (
+    from coordkit.kafka.coordinators import GroupCoordinatorSelection
+    from coordkit.store import MetadataStore, SessionState
+    from coordkit.strategies.assignment import Assignor
+    from coordkit.strategies.elections import (
         ControllerElection,
         GroupLeaderSelection,
         PartitionLeaderElection,
     )
-    from coordkit.offsets import OffsetStorageFactory
-    from coordkit.partitioning import PartitionerFactory
-    from coordkit.placement import ReplicaPlacement
-    from coordkit.store import MetadataStore, SessionState
+    from coordkit.strategies.offsets import OffsetStorageFactory
+    from coordkit.strategies.partitioning import PartitionerFactory
+    from coordkit.strategies.placement import ReplicaPlacement
 
     #: Opens a store session on a parsed URL (``read_only=True`` only when asked for).
     StoreFactory: TypeAlias = Callable[..., MetadataStore]
@@ -58,7 +58,7 @@ def coordkit_register_stores(register: Callable[[str, StoreFactory], None]) -> N
     """Register metadata store backends.
 
     :param register: call ``register(scheme, factory)`` for each URL scheme served; ``factory(url,
-        **options)`` receives a :class:`coordkit.urls.StoreURL` and returns a
+        **options)`` receives a :class:`coordkit.store.urls.StoreURL` and returns a
         :class:`coordkit.store.MetadataStore`. Import optional client libraries inside the factory,
         not at module level, so discovery never fails for a missing extra.
 
@@ -78,7 +78,7 @@ def coordkit_register_assignors(register: Callable[[Assignor], None]) -> None:
     """Register consumer partition assignors.
 
     :param register: call ``register(assignor)`` with an object implementing
-        :class:`coordkit.assignment.Assignor`; its ``name`` (e.g. ``"range"``) is the lookup key.
+        :class:`coordkit.strategies.assignment.Assignor`; its ``name`` (e.g. ``"range"``) is the lookup key.
     """
 
 
@@ -97,7 +97,7 @@ def coordkit_register_placements(register: Callable[[ReplicaPlacement], None]) -
     """Register replica placement strategies.
 
     :param register: call ``register(strategy)`` with an object implementing
-        :class:`coordkit.placement.ReplicaPlacement`; its ``name`` is the lookup key.
+        :class:`coordkit.strategies.placement.ReplicaPlacement`; its ``name`` is the lookup key.
     """
 
 
@@ -116,7 +116,7 @@ def coordkit_register_offset_stores(register: Callable[[OffsetStorageFactory], N
 
     :param register: call ``register(factory)``; the factory's ``name`` (e.g. ``"zookeeper"``,
         ``"offsets-topic"``) is the lookup key and ``factory(store, **options)`` returns a
-        :class:`coordkit.offsets.OffsetStorage` working on that metadata store session.
+        :class:`coordkit.strategies.offsets.OffsetStorage` working on that metadata store session.
     """
 
 

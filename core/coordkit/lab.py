@@ -79,7 +79,7 @@ class Step(Protocol):
 class TimedStep(Protocol):
     """A step that carries a cost to measure (an assignor's calls): the runner measures it
     together with the same step of every other strategy of the scenario, interleaved (see
-    :mod:`coordkit.cputime`), and puts the seconds back with :meth:`with_seconds`.
+    :mod:`coordkit.support.cputime`), and puts the seconds back with :meth:`with_seconds`.
 
     A step used outside the runner measures itself alone when asked.
     """

@@ -26,18 +26,18 @@ from coordkit.hookspecs import NAME
 if TYPE_CHECKING:
     import click
 
-    from coordkit.assignment import Assignor
-    from coordkit.coordinators import GroupCoordinatorSelection
-    from coordkit.elections import (
+    from coordkit.hookspecs import ElectionStrategy, StoreFactory
+    from coordkit.kafka.coordinators import GroupCoordinatorSelection
+    from coordkit.store import MetadataStore, SessionState
+    from coordkit.strategies.assignment import Assignor
+    from coordkit.strategies.elections import (
         ControllerElection,
         GroupLeaderSelection,
         PartitionLeaderElection,
     )
-    from coordkit.hookspecs import ElectionStrategy, StoreFactory
-    from coordkit.offsets import OffsetStorageFactory
-    from coordkit.partitioning import PartitionerFactory
-    from coordkit.placement import ReplicaPlacement
-    from coordkit.store import MetadataStore, SessionState
+    from coordkit.strategies.offsets import OffsetStorageFactory
+    from coordkit.strategies.partitioning import PartitionerFactory
+    from coordkit.strategies.placement import ReplicaPlacement
 
 ENV_DISABLE = "COORDKIT_DISABLE_PLUGINS"
 ENV_NO_AUTOLOAD = "COORDKIT_DISABLE_PLUGIN_AUTOLOAD"
@@ -315,7 +315,7 @@ class PluginManager:
         factory only when true, so factories that predate it keep working for ordinary opens; one
         that does not take it fails with :class:`~coordkit.errors.UnsupportedError`.
         """
-        from coordkit.urls import StoreURL
+        from coordkit.store.urls import StoreURL
 
         read_only = options.pop("read_only", False)
         if not isinstance(read_only, bool):
@@ -347,7 +347,7 @@ class PluginManager:
         return self.assignors.get(name)
 
     def election(self, kind: str, name: str) -> ElectionStrategy:
-        """The election strategy of ``kind`` (an :class:`~coordkit.elections.ElectionKind` value)
+        """The election strategy of ``kind`` (an :class:`~coordkit.strategies.elections.ElectionKind` value)
         registered as ``name``; the typed lookups below say which contract it keeps."""
         try:
             return self.elections.get(f"{kind}/{name}")

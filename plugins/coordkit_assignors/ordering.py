@@ -13,7 +13,7 @@ from itertools import chain, repeat
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     OwnedPartitions,
@@ -31,7 +31,7 @@ def claim_columns(
     ``owneds``, the topic's number (-1 for a topic ``topic_number`` lacks) and the partition number.
 
     One pass over all members' entries at once, without an array per member or per topic; owned
-    maps held as columns (:class:`~coordkit.assignment.OwnedPartitions`) are concatenated.
+    maps held as columns (:class:`~coordkit.strategies.assignment.OwnedPartitions`) are concatenated.
     """
     if owneds and all(isinstance(owned, OwnedPartitions) or not owned for owned in owneds):
         return _claim_columns_of_arrays(owneds, topic_number)

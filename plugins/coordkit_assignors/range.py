@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
 from coordkit_assignors.ordering import GroupLayout, IntArray
 
 Split = Callable[[int, int], IntArray]

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
 from coordkit_assignors.sticky_constrained import constrained_assign, deal_new_group
 from coordkit_assignors.sticky_general import general_assign
 from coordkit_assignors.sticky_group import BoolArray, IntArray, StickyGroup

@@ -15,7 +15,7 @@ from itertools import repeat
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupSubscription,
     PartitionSpace,

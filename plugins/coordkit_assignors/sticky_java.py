@@ -23,8 +23,8 @@ from collections.abc import Hashable, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import java_string_key
-from coordkit.coordinators import java_string_hashcode
+from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.strategies.assignment import java_string_key
 
 _INITIAL_CAPACITY = 16
 _TREEIFY_THRESHOLD = 8

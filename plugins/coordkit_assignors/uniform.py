@@ -29,7 +29,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     RebalanceProtocol,

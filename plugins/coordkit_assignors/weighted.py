@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
 from coordkit_assignors.ordering import GroupLayout
 
 #: Default headroom over the ideal share within which a member keeps what it owns.

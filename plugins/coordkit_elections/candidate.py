@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from coordkit.clock import Clock
-from coordkit.elections import ControllerTerm, DeposedCallback, ElectedCallback
 from coordkit.engine.controllership import (
     UnreadableControllerNodeError,
     controller_info,
@@ -32,9 +30,11 @@ from coordkit.errors import (
     StoreError,
 )
 from coordkit.store import MetadataStore, SessionState, Stat
-from coordkit.watches import EventThread
+from coordkit.store.watches import EventThread
+from coordkit.strategies.elections import ControllerTerm, DeposedCallback, ElectedCallback
+from coordkit.support.clock import Clock
 
-log = logging.getLogger("coordkit.elections")
+log = logging.getLogger("coordkit.strategies.elections")
 
 RETRY_DELAY = 0.1
 #: Seconds between attempts while ``/controller`` or ``/controller_epoch`` is unreadable.

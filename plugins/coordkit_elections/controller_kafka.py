@@ -4,11 +4,11 @@ others fail and read who did. Simple, but every failover wakes every broker (a h
 
 from __future__ import annotations
 
-from coordkit import layout
-from coordkit.clock import Clock
-from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
 from coordkit.engine.controllership import claim_controller, release_controller
+from coordkit.kafka import layout
 from coordkit.store import DataEvent, MetadataStore, Watch
+from coordkit.strategies.elections import DeposedCallback, ElectedCallback, ElectionKind
+from coordkit.support.clock import Clock
 from coordkit_elections.candidate import CandidateBase
 
 MAX_ATTEMPTS = 20

@@ -8,12 +8,12 @@ Kafka's. The queue lives under ``/controller_candidates`` (outside Kafka's layou
 
 from __future__ import annotations
 
-from coordkit import layout, paths
-from coordkit.clock import Clock
-from coordkit.elections import DeposedCallback, ElectedCallback, ElectionKind
 from coordkit.engine.controllership import claim_controller, release_controller
 from coordkit.errors import BadVersionError, NoNodeError
-from coordkit.store import Check, DataEvent, Delete, MetadataStore, Watch
+from coordkit.kafka import layout
+from coordkit.store import Check, DataEvent, Delete, MetadataStore, Watch, paths
+from coordkit.strategies.elections import DeposedCallback, ElectedCallback, ElectionKind
+from coordkit.support.clock import Clock
 from coordkit_elections.candidate import CandidateBase
 
 CANDIDATES = "/controller_candidates"

@@ -31,14 +31,19 @@ import time
 
 import attrs
 
-from coordkit.clock import Clock
-from coordkit.elections import ControllerTerm, DeposedCallback, ElectedCallback, ElectionKind
 from coordkit.engine.controller.image import ROOT, MetadataImage
 from coordkit.errors import UnsupportedError
 from coordkit.store import MetadataStore, TreeEvent, TreeWatch
+from coordkit.strategies.elections import (
+    ControllerTerm,
+    DeposedCallback,
+    ElectedCallback,
+    ElectionKind,
+)
+from coordkit.support.clock import Clock
 from coordkit_elections.controller_latch import LatchCandidate
 
-log = logging.getLogger("coordkit.elections")
+log = logging.getLogger("coordkit.strategies.elections")
 
 #: Seconds a winner waits for its feed to deliver what preceded its claim.
 CATCH_UP_TIMEOUT = 30.0

@@ -6,8 +6,8 @@ from typing import ClassVar
 
 import attrs
 
-from coordkit.coordinators import coordinator_partition
-from coordkit.elections import ElectionKind
+from coordkit.kafka.coordinators import coordinator_partition
+from coordkit.strategies.elections import ElectionKind
 
 
 @attrs.frozen

@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import attrs
 
-from coordkit.assignment import java_string_key
-from coordkit.elections import ElectionKind, LeaderCandidate
+from coordkit.strategies.assignment import java_string_key
+from coordkit.strategies.elections import ElectionKind, LeaderCandidate
 
 
 def _require(members: Sequence[LeaderCandidate], strategy: str) -> None:

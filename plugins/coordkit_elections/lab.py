@@ -44,12 +44,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster, EngineConfig, EngineObserver, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.errors import CoordkitError
+from coordkit.kafka.model import NO_LEADER
 from coordkit.lab import FunctionMetric
-from coordkit.model import NO_LEADER
+from coordkit.strategies.elections import ElectionKind
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

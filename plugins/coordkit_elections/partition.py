@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from coordkit.elections import (
+from coordkit.strategies.elections import (
     ElectionKind,
     LeaderAndIsr,
     PartitionElectionInput,

@@ -19,7 +19,7 @@ import attrs
 
 from coordkit import hookimpl
 from coordkit.errors import InvalidURLError
-from coordkit.urls import StoreURL, parse_seconds
+from coordkit.store.urls import StoreURL, parse_seconds
 from coordkit_memory.client import DEFAULT_SESSION_TIMEOUT
 from coordkit_memory.server import MemoryServer
 from coordkit_memory.store import MemoryStore

@@ -19,9 +19,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from coordkit.changefeed import TreeFeed, at_or_below
 from coordkit.store import SessionState, Stat, TreeCallback, TreeEvent, TreeEventKind
-from coordkit.watches import EventThread
+from coordkit.store.changefeed import TreeFeed, at_or_below
+from coordkit.store.watches import EventThread
 
 if TYPE_CHECKING:
     from coordkit_memory.client import MemoryClient

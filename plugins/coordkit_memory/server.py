@@ -2,7 +2,7 @@
 :class:`~coordkit_memory.store.MemoryStore` client connected to it (``MemoryStore.connect(server)``).
 
 All state changes happen under one lock; every committed change is announced to connected clients,
-which re-read on their own event threads (see :mod:`coordkit.watches`).
+which re-read on their own event threads (see :mod:`coordkit.store.watches`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordkit import paths
-from coordkit.clock import Clock, ManualClock, SystemClock
 from coordkit.errors import (
     BadVersionError,
     NoChildrenForEphemeralsError,
@@ -33,7 +31,9 @@ from coordkit.store import (
     Stat,
     check_data,
     describe_op,
+    paths,
 )
+from coordkit.support.clock import Clock, ManualClock, SystemClock
 from coordkit_memory.changelog import DEFAULT_HISTORY, ChangeLog
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class _Journal:
 class MemoryServer:
     """An in-process metadata server.
 
-    :param clock: drives session expiry; a :class:`~coordkit.clock.ManualClock` makes expiry
+    :param clock: drives session expiry; a :class:`~coordkit.support.clock.ManualClock` makes expiry
         deterministic (sessions of disconnected clients expire once the clock passes their timeout).
     :param feed_history: changes kept for change feeds to resume from (:mod:`.changelog`).
     """

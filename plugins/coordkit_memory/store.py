@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from coordkit import paths
-from coordkit.changefeed import check_since
 from coordkit.errors import (
     ConnectionLossError,
     NoNodeError,
@@ -29,12 +27,14 @@ from coordkit.store import (
     TreeCallback,
     TreeWatch,
     Watch,
+    paths,
 )
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.changefeed import check_since
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_memory.client import DEFAULT_SESSION_TIMEOUT
 
 if TYPE_CHECKING:
-    from coordkit.urls import StoreURL
+    from coordkit.store.urls import StoreURL
     from coordkit_memory.server import MemoryServer
 
 T = TypeVar("T")
@@ -90,7 +90,7 @@ class MemoryStore(KeptSessionStore):
         read_only: bool = False,
     ) -> MemoryStore:
         """A new client session on ``server`` (``read_only``: one that cannot write)."""
-        from coordkit.urls import StoreURL
+        from coordkit.store.urls import StoreURL
 
         path = f"/{server.name}" if server.name else ""
         return cls(server, StoreURL("memory", path=path), session_timeout, read_only=read_only)

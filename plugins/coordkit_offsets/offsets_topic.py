@@ -19,7 +19,7 @@ A record is JSON with the field names of Kafka's ``OffsetCommitValue``::
 ``commit_timestamp`` is the committer's if it set one, else the time of the commit. The root node
 records the partition count the tree was written with; opening it with another count is refused
 (Kafka cannot change ``offsets.topic.num.partitions`` either: every group would move). Group ids
-are node names, so they follow :func:`coordkit.offsets.validate_group_id`. A commit of many
+are node names, so they follow :func:`coordkit.strategies.offsets.validate_group_id`. A commit of many
 partitions is one multi, creating missing nodes and parents.
 """
 
@@ -29,23 +29,23 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
-from coordkit import jsontext, paths
-from coordkit.clock import Clock, SystemClock
-from coordkit.coordinators import (
+from coordkit.errors import LayoutError, NoNodeError, StoreError
+from coordkit.kafka.coordinators import (
     DEFAULT_OFFSETS_PARTITIONS,
     OFFSETS_TOPIC,
     coordinator_partition,
     offsets_topic_partitions,
 )
-from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.model import TopicPartition
-from coordkit.offsets import (
+from coordkit.kafka.model import TopicPartition
+from coordkit.store import Check, MetadataStore, paths
+from coordkit.strategies.offsets import (
     OffsetAndMetadata,
     validate_commit,
     validate_fetch,
     validate_group_id,
 )
-from coordkit.store import Check, MetadataStore
+from coordkit.support import jsontext
+from coordkit.support.clock import Clock, SystemClock
 from coordkit_offsets.options import (
     check_durability,
     check_options,

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from coordkit import paths
 from coordkit.errors import NodeExistsError, NoNodeError, NotEmptyError, StoreError
-from coordkit.store import Check, Create, Delete, MetadataStore, Op, SetData, tree_paths
+from coordkit.store import Check, Create, Delete, MetadataStore, Op, SetData, paths, tree_paths
 
 #: How often a plan invalidated by a concurrent writer is re-read before giving up.
 DEFAULT_MAX_ATTEMPTS = 10

@@ -1,6 +1,6 @@
 """The ``zookeeper`` offset storage: seed 001's ``/consumers/G/offsets/T/P``, one persistent node
 per partition holding the next offset to consume as decimal text (what Kafka's ZooKeeper-based
-consumers wrote; the ``consumer offset`` codec of :mod:`coordkit.layout`).
+consumers wrote; the ``consumer offset`` codec of :mod:`coordkit.kafka.layout`).
 
 The node holds only the offset: a commit's ``metadata`` and ``leader_epoch`` are not kept (Kafka's
 ZooKeeper storage dropped them too), and a fetched offset's ``commit_timestamp`` is the node's
@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
-from coordkit import layout
 from coordkit.errors import NoNodeError, StoreError
-from coordkit.model import ConsumerOffset, TopicPartition
-from coordkit.offsets import (
+from coordkit.kafka import layout
+from coordkit.kafka.model import ConsumerOffset, TopicPartition
+from coordkit.store import Check, MetadataStore
+from coordkit.store.paths import numeric_name
+from coordkit.strategies.offsets import (
     OffsetAndMetadata,
     validate_commit,
     validate_fetch,
     validate_group_id,
 )
-from coordkit.paths import numeric_name
-from coordkit.store import Check, MetadataStore
 from coordkit_offsets.options import check_durability, check_options, check_store, int_option
 from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import attrs
 
-from coordkit.partitioning import (
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     InvalidPartitionError,
     PartitionerOptions,

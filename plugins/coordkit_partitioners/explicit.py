@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coordkit.partitioning import ClusterMetadata, PartitioningError, ProducerRecord
+from coordkit.strategies.partitioning import ClusterMetadata, PartitioningError, ProducerRecord
 from coordkit_partitioners.base import PartitionerBase
 
 

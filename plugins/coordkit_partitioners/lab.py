@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coordkit.clock import ManualClock
 from coordkit.engine.producer import (
     BrokerUnavailableError,
     FixedMetadata,
@@ -48,9 +47,10 @@ from coordkit.engine.producer import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError
+from coordkit.kafka.model import NO_LEADER
 from coordkit.lab import FunctionMetric
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import ProducerRecord
+from coordkit.strategies.partitioning import ProducerRecord
+from coordkit.support.clock import ManualClock
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

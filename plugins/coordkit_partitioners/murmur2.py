@@ -7,7 +7,7 @@ counter starting at a random value as the Java client's did.
 
 from __future__ import annotations
 
-from coordkit.partitioning import ClusterMetadata, PartitionerOptions, ProducerRecord
+from coordkit.strategies.partitioning import ClusterMetadata, PartitionerOptions, ProducerRecord
 from coordkit_partitioners.base import PartitionerBase
 
 

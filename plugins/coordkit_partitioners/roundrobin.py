@@ -13,7 +13,7 @@ partition received records.
 
 from __future__ import annotations
 
-from coordkit.partitioning import (
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     PartitionerOptions,
     ProducerRecord,

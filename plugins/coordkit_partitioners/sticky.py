@@ -9,7 +9,7 @@ sticky one (a keyed record opening a batch elsewhere) changes nothing.
 
 from __future__ import annotations
 
-from coordkit.partitioning import ClusterMetadata, PartitionerOptions, ProducerRecord
+from coordkit.strategies.partitioning import ClusterMetadata, PartitionerOptions, ProducerRecord
 from coordkit_partitioners.base import PartitionerBase
 
 

@@ -6,7 +6,7 @@ waits while the partition's last batch is incomplete, up to twice ``batch_size``
 The next partition is drawn at random:
 
 * without load information, uniformly over the available partitions (all when none is available);
-* with adaptive partitioning and load information (:class:`~coordkit.partitioning.PartitionLoad`),
+* with adaptive partitioning and load information (:class:`~coordkit.strategies.partitioning.PartitionLoad`),
   from a cumulative frequency table whose weights are ``max queue size + 1 - queue size``, so a
   partition with a long queue is chosen less often, and partitions left out of the load (their
   leader did not drain within the availability timeout) are not chosen at all. Equal queues over
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import bisect
 
-from coordkit.partitioning import (
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     PartitionerOptions,
     PartitionLoad,

@@ -28,7 +28,7 @@ import itertools
 import random
 from collections.abc import Mapping, Sequence
 
-from coordkit.placement import TP, BrokerMetadata, ClusterLayout
+from coordkit.strategies.placement import TP, BrokerMetadata, ClusterLayout
 from coordkit_placements.kafka import KAFKA_RACK_AWARE
 
 

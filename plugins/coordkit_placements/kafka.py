@@ -32,7 +32,7 @@ from coordkit.engine.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
 )
-from coordkit.placement import TP, BrokerMetadata, ClusterLayout, brokers_from
+from coordkit.strategies.placement import TP, BrokerMetadata, ClusterLayout, brokers_from
 
 __all__ = ["KafkaPlacement", "assign_replicas", "brokers_from", "rack_alternated_brokers"]
 

@@ -20,7 +20,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from coordkit.engine.errors import InvalidPartitionsError, InvalidReplicationFactorError
-from coordkit.placement import TP, BrokerMetadata, ClusterLayout
+from coordkit.strategies.placement import TP, BrokerMetadata, ClusterLayout
 
 
 def _draw(topic: str, partition: int, broker: int, weight: float = 1.0) -> float:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordkit import hookimpl
 from coordkit.errors import MissingDependencyError
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 
 if TYPE_CHECKING:
     from coordkit_redis.store import RedisStore

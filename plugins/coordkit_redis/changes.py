@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from coordkit.watches import WatchHub
+from coordkit.store.watches import WatchHub
 from coordkit_redis.keys import KeySpace
 
 Revision = tuple[int, int]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coordkit import paths
 from coordkit.errors import (
     BadVersionError,
     InvalidPathError,
@@ -21,7 +20,7 @@ from coordkit.errors import (
     SessionExpiredError,
     StoreError,
 )
-from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data
+from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data, paths
 
 ERRORS: dict[bytes, type[StoreError]] = {
     b"NONODE": NoNodeError,
@@ -39,7 +38,7 @@ SESSION_EXPIRED = b"!session"
 
 
 def check_path(path: str, *, sequential: bool = False) -> str:
-    """Validate ``path`` (:func:`coordkit.paths.validate`)."""
+    """Validate ``path`` (:func:`coordkit.store.paths.validate`)."""
     return paths.validate(path, sequential=sequential)
 
 

@@ -8,7 +8,7 @@ of change feeds keeps, approximately, while a feed is open: a feed resumes exact
 ``ssl_certfile``, ``ssl_keyfile``, ``ssl_cert_reqs`` (none, optional, required) and
 ``ssl_check_hostname`` (true/false).
 
-Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`:
+Numbers go through :func:`coordkit.store.urls.parse_seconds` / :func:`~coordkit.store.urls.parse_int`:
 durations 0.001 to 86400 seconds, ``stream_maxlen`` and ``tree_maxlen`` 1 to 100,000,000, the database 0 to
 2,147,483,647; anything else is an :class:`~coordkit.errors.InvalidURLError` naming the parameter,
 the value and the range.
@@ -22,7 +22,7 @@ import attrs
 
 from coordkit.errors import InvalidURLError
 from coordkit.store import StoreCharacteristics
-from coordkit.urls import StoreURL, parse_int, parse_seconds
+from coordkit.store.urls import StoreURL, parse_int, parse_seconds
 from coordkit_redis.keys import DEFAULT_PREFIX, check_prefix
 
 DEFAULT_PORT = 6379

@@ -21,7 +21,7 @@ import socket
 import threading
 from typing import Any
 
-from coordkit.watches import WatchHub
+from coordkit.store.watches import WatchHub
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.sessions import MAX_BACKOFF, MIN_BACKOFF, RedisSessionKeeper

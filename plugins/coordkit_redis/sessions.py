@@ -44,7 +44,7 @@ from typing import Any
 
 from coordkit.errors import StoreError
 from coordkit.store import SessionKeeper, SessionState
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.pacer import PACER
 from coordkit_redis.scripts import SCRIPTS

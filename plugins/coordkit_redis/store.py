@@ -2,7 +2,7 @@
 
 Reads are single commands (HGETALL) or small read-only scripts; every write is one atomic Lua
 script (see ``lua/``); bulk calls stream batches of ops (or paths) to scripts over one connection.
-Watches go through the shared :class:`~coordkit.watches.WatchHub`, fed by the change-stream shards
+Watches go through the shared :class:`~coordkit.store.watches.WatchHub`, fed by the change-stream shards
 covering the watched paths (:mod:`coordkit_redis.changes`, read by :mod:`coordkit_redis.reader`);
 change feeds (``watch_tree``) read the tree stream (:mod:`coordkit_redis.treefeed`), on a thread
 and connection of their own started with the first feed.
@@ -23,7 +23,6 @@ import attrs
 import redis
 import redis.exceptions as rex
 
-from coordkit.changefeed import check_since
 from coordkit.errors import (
     ConnectionLossError,
     NoNodeError,
@@ -46,8 +45,9 @@ from coordkit.store import (
     check_data,
     describe_op,
 )
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.changefeed import check_since
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_redis.bulk import stream_calls
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.codec import (

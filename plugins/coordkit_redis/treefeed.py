@@ -21,7 +21,7 @@ entry, so nothing after it is missed or seen twice).
 
 Reading. One thread per client (:class:`TreeFeeds`), on a connection of its own, reads the stream
 from the oldest position among its feeds and hands each feed the changes at or below its path;
-delivery is on the store's event thread (:class:`~coordkit.changefeed.TreeFeed`). A connection
+delivery is on the store's event thread (:class:`~coordkit.store.changefeed.TreeFeed`). A connection
 failure is reported to the session keeper (SUSPENDED); afterwards the reader renews its
 registration and reads on: nothing is lost unless entries were trimmed meanwhile (a gap in the
 numbers: RESYNC) or the stream was reset (RESYNC). A lost session does not touch the feed: the
@@ -37,10 +37,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coordkit.changefeed import TreeFeed, at_or_below
 from coordkit.errors import ConnectionLossError, StoreError
 from coordkit.store import SessionState, Stat, TreeCallback, TreeEvent, TreeEventKind
-from coordkit.watches import EventThread
+from coordkit.store.changefeed import TreeFeed, at_or_below
+from coordkit.store.watches import EventThread
 from coordkit_redis.codec import stat_from_text
 from coordkit_redis.failures import is_connection_failure, translate
 from coordkit_redis.keys import KeySpace

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 from kazoo import exceptions as kz
 from kazoo.protocol import serialization as proto
 
-from coordkit import paths
 from coordkit.errors import ConnectionLossError, SessionExpiredError, StoreError
-from coordkit.store import Stat
+from coordkit.store import Stat, paths
 from coordkit_zookeeper import multiread
 from coordkit_zookeeper.errors import translate
 from coordkit_zookeeper.requests import to_stat

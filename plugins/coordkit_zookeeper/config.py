@@ -29,7 +29,7 @@ Parameters (all optional):
 
 Durations accept 0.001 to 86400 seconds; anything else (``abc``, ``inf``, ``nan``, ``0``, ``-1``,
 ``1e400``) is an :class:`~coordkit.errors.InvalidURLError` naming the parameter, the value and
-that range (see :func:`coordkit.urls.parse_seconds`).
+that range (see :func:`coordkit.store.urls.parse_seconds`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any
 
 import attrs
 
-from coordkit import paths
 from coordkit.errors import InvalidPathError, InvalidURLError
-from coordkit.urls import StoreURL, parse_seconds
+from coordkit.store import paths
+from coordkit.store.urls import StoreURL, parse_seconds
 
 DEFAULT_PORT = 2181
 DEFAULT_SESSION_TIMEOUT = 10.0

@@ -9,7 +9,6 @@ from __future__ import annotations
 from kazoo import exceptions as kz
 from kazoo.handlers.threading import KazooTimeoutError
 
-from coordkit import paths
 from coordkit.errors import (
     AuthFailedError,
     BadVersionError,
@@ -23,7 +22,7 @@ from coordkit.errors import (
     StoreClosedError,
     StoreError,
 )
-from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData
+from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, paths
 
 #: Transaction results that only say "another op failed".
 ROLLED_BACK = (kz.RolledBackError, kz.RuntimeInconsistency)

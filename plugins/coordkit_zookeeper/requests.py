@@ -12,9 +12,8 @@ from typing import Any
 from kazoo.protocol import serialization as proto
 from kazoo.protocol.states import ZnodeStat
 
-from coordkit import paths
 from coordkit.errors import DataTooLargeError, InvalidPathError, StoreError
-from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data
+from coordkit.store import Check, Create, Delete, Op, SetData, Stat, check_data, paths
 
 #: ZooKeeper's default jute.maxbuffer (0xfffff) bounds a whole request, a multi-op included.
 MAX_REQUEST_BYTES = 0xFFFFF

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from coordkit.store import Op, SessionState, Stat
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread, WatchHub
 
 
 class ZooKeeperSession(Protocol):

@@ -5,7 +5,7 @@
 * Every call fails fast while the client is not connected (``ConnectionLossError`` while
   SUSPENDED, ``SessionExpiredError`` while LOST) and never waits longer than ``request_timeout``
   for a reply.
-* Watches go through :class:`coordkit.watches.WatchHub`: its readers read with a one-shot
+* Watches go through :class:`coordkit.store.watches.WatchHub`: its readers read with a one-shot
   ZooKeeper watch that tells the hub to re-read. kazoo forgets those watches whenever the
   connection drops, so every reconnect re-reads (and so re-arms) every watched node.
 * ``watch_tree`` is a persistent recursive watch (ZooKeeper 3.6+) spoken on kazoo's connection
@@ -33,8 +33,6 @@ from kazoo.protocol import serialization as proto
 from kazoo.protocol.states import EventType, KazooState, KeeperState, WatchedEvent
 from kazoo.retry import KazooRetry
 
-from coordkit import paths
-from coordkit.changefeed import check_since
 from coordkit.errors import (
     AuthFailedError,
     ConnectionLossError,
@@ -64,9 +62,11 @@ from coordkit.store import (
     check_data,
     check_set_columns,
     describe_op,
+    paths,
 )
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.changefeed import check_since
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_zookeeper import wire
 from coordkit_zookeeper.bulk_reads import BulkReads
 from coordkit_zookeeper.config import ZooKeeperConfig

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 from kazoo import exceptions as kz
 from kazoo.protocol import serialization as proto
 
-from coordkit import paths
 from coordkit.errors import BadVersionError, NodeExistsError, NoNodeError, StoreError
-from coordkit.store import ANY_VERSION, Create, Op
+from coordkit.store import ANY_VERSION, Create, Op, paths
 from coordkit_zookeeper.errors import translate
 
 if TYPE_CHECKING:

@@ -43,10 +43,9 @@ from kazoo.protocol.serialization import Watch as WireWatch
 from kazoo.protocol.serialization import int_struct, write_string
 from kazoo.protocol.states import KazooState
 
-from coordkit import paths
-from coordkit.changefeed import TreeFeed
 from coordkit.errors import ConnectionLossError, UnsupportedError
-from coordkit.store import SessionState, TreeCallback, TreeEvent, TreeEventKind
+from coordkit.store import SessionState, TreeCallback, TreeEvent, TreeEventKind, paths
+from coordkit.store.changefeed import TreeFeed
 from coordkit_zookeeper import multiread, wire
 from coordkit_zookeeper.errors import translate
 

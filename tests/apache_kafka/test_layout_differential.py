@@ -33,9 +33,9 @@ from typing import Any
 import attrs
 import pytest
 
-from coordkit import layout
 from coordkit.engine import Cluster
 from coordkit.engine.config import EngineConfig
+from coordkit.kafka import layout
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from harness.docs import page
 from harness.waiting import wait_for

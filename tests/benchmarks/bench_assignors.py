@@ -33,14 +33,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from coordkit.assignment import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.assignment_io import member_loads
-from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment_io import member_loads
 
 TARGET_SECONDS = {"range": 0.7, "roundrobin": 0.7}
 TARGET_SPEEDUP = 5.0

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, EngineObserver, OpCounts
 from coordkit.engine.controllership import read_controller
+from coordkit.kafka import layout
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore
 

@@ -33,7 +33,7 @@ from bench_engine import backend_env
 
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.groups import Consumer
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 GROUP = "bench"
 TOPICS = 10

@@ -41,8 +41,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, java_string_key
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, java_string_key
 
 HERE = Path(__file__).parent
 HARNESS = HERE / "kafka_java"

@@ -37,7 +37,6 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 from bench_engine import backend_env
 
-from coordkit import layout
 from coordkit.engine import OpCounts
 from coordkit.engine.legacy import (
     AssignmentContext,
@@ -48,7 +47,8 @@ from coordkit.engine.legacy import (
     read_group,
 )
 from coordkit.engine.legacy.registration import registration_for
-from coordkit.model import BrokerInfo, TopicAssignment, TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, TopicAssignment, TopicPartition
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
 

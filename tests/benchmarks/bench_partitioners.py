@@ -25,13 +25,13 @@ from collections.abc import Callable, Sequence
 
 from coordkit.engine.producer import FixedMetadata, Producer, ProducerConfig
 from coordkit.engine.states import TP
-from coordkit.partitioning import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     PartitionerOptions,
     ProducerRecord,
     murmur2,
 )
-from coordkit.plugins import get_plugin_manager
 
 PARTITIONS = 64
 BROKERS = 8

@@ -22,11 +22,11 @@ import time
 
 from bench_engine import backend_env
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.errors import NoNodeError
-from coordkit.placement import ClusterLayout, brokers_from, moved_replicas
+from coordkit.kafka import layout
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.placement import ClusterLayout, brokers_from, moved_replicas
 
 TOPIC_SIZE = 1000
 HEADER = (

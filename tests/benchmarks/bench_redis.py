@@ -20,7 +20,7 @@ Raw and store run in alternating chunks of operations (200 per chunk, 30 chunks 
 machine load, and the microseconds are the best chunk's. Target: store/raw at most 1.2x.
 
 **Bulk**: 100,000 partition-state nodes ``/brokers/topics/T/partitions/P/state`` holding Kafka's
-JSON (``coordkit.layout.PARTITION_STATE``), 100 topics x 1,000 partitions: ``apply()`` of the
+JSON (``coordkit.kafka.layout.PARTITION_STATE``), 100 topics x 1,000 partitions: ``apply()`` of the
 creates (parents created beforehand, timed separately), ``apply()`` of a ``SetData`` for each,
 ``get_many()`` of all. Next to each, the same server work through plain redis-py: one
 ``pipeline(transaction=False)`` of the same ops-script calls in the same 1,000-op batches (for
@@ -38,8 +38,8 @@ from typing import Any
 
 import redis
 
-from coordkit import layout
-from coordkit.model import PartitionState
+from coordkit.kafka import layout
+from coordkit.kafka.model import PartitionState
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Check, Create, MetadataStore, SetData
 from coordkit_redis.keys import KeySpace

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,

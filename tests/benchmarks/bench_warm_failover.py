@@ -63,13 +63,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_engine import TOPIC_SIZE, Result, _controller_id, _Env, _Ready, _wait, failover
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
 from coordkit.engine.events import StateChange
 from coordkit.errors import ConnectionLossError, NodeExistsError
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, MetadataStore, Op, SessionState, TreeEvent, TreeEventKind
 from coordkit.testing.servers.zookeeper_server import (
@@ -212,7 +212,7 @@ def _zookeeper_memory(server: object) -> str:
 def _redis_memory(url: str) -> str:
     import redis as redis_py
 
-    from coordkit.urls import StoreURL
+    from coordkit.store.urls import StoreURL
 
     host, port = StoreURL.parse(url).hosts[0]
     client = redis_py.Redis(host=host, port=port or 6379)

@@ -19,7 +19,7 @@ Many short rounds rotate the three to cancel drift; the ratio is of the medians 
 ratio of the fastest rounds). Target: store/stock kazoo at most 1.2x.
 
 **Bulk**: 100,000 partition-state nodes ``/brokers/topics/T/partitions/P/state`` holding Kafka's
-JSON (``coordkit.layout.PARTITION_STATE``), 100 topics x 1,000 partitions: ``apply()`` of the
+JSON (``coordkit.kafka.layout.PARTITION_STATE``), 100 topics x 1,000 partitions: ``apply()`` of the
 creates (the parents, 100,202 more nodes, created beforehand with ``apply()`` and timed
 separately), ``apply()`` of a ``SetData`` per node (a leader change), the same sets as the controller
 writes them (version-checked, in multis of ``write_batch_ops``, ``write_concurrency`` in flight: the
@@ -46,9 +46,9 @@ from bench_zookeeper_ceiling import encode_multis, server_ceiling
 from cpu_time import process_cpu
 from kazoo.client import KazooClient
 
-from coordkit import layout
 from coordkit.engine import EngineConfig
-from coordkit.model import PartitionState, TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import PartitionState, TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Check, Create, MetadataStore, SetData
 from harness.zookeeper import StandaloneZooKeeper

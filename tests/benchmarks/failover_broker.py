@@ -52,11 +52,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_warm_failover import CRASH_TOPIC
 
-from coordkit.elections import ElectionKind
 from coordkit.engine import Broker, EngineConfig, EngineObserver
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.elections import ElectionKind
 
 _out = threading.Lock()
 

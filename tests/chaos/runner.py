@@ -34,13 +34,13 @@ import attrs
 
 from chaos import schedule as s
 from chaos.schedule import Schedule, Step
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.engine.errors import EngineError
 from coordkit.errors import NoNodeError, StoreError
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore, SessionState
+from coordkit.store.paths import numeric_name
 from harness.faults import FaultNotApplicable, StoreFaults
 
 #: Seconds, from the store serving again, within which a healed cluster must converge and its

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit import layout
 from coordkit.cli import cli
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.errors import NoNodeError
-from coordkit.placement import BrokerMetadata, ClusterLayout
+from coordkit.kafka import layout
 from coordkit.plugins import get_plugin_manager, open_store
 from coordkit.store import MetadataStore
+from coordkit.strategies.placement import BrokerMetadata, ClusterLayout
 from harness.cli import one_error_line, snapshot
 from harness.waiting import wait_for
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
 from coordkit.engine import Broker, BrokerIdInUseError, EngineConfig, InstrumentedStore
 from coordkit.errors import LayoutError
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore, SessionListener, SessionState
 from harness.backends import Backend
 from harness.waiting import wait_for

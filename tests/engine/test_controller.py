@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
-from coordkit.elections import ControllerTerm
 from coordkit.engine import (
     Controller,
     ControllerFencedError,
@@ -19,7 +17,9 @@ from coordkit.engine import (
 from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.errors import NoNodeError
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore, SetData
+from coordkit.strategies.elections import ControllerTerm
 from harness.backends import Backend
 from harness.waiting import wait_for
 

@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 import pytest
 
-from coordkit import layout
-from coordkit.coordinators import OFFSETS_TOPIC, coordinator_partition
 from coordkit.engine import Cluster, EngineConfig, states
 from coordkit.engine.groups import offsets_partition_for
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.errors import ConnectionLossError
-from coordkit.model import TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.coordinators import OFFSETS_TOPIC, coordinator_partition
+from coordkit.kafka.model import TopicPartition
 from coordkit.store import Check, Create, MetadataStore, Op, SetData, StatColumns
 from harness.backends import Backend
 from harness.waiting import wait_for
@@ -296,7 +296,7 @@ def test_an_existing_offsets_topic_is_used_at_the_size_it_has(
     cluster = cluster_on(3, config=config)
     cluster.create_topic(OFFSETS_TOPIC, 7, 2)
     cluster.create_topic("t", 4, 2)
-    caplog.set_level(logging.WARNING, logger="coordkit.coordinators")
+    caplog.set_level(logging.WARNING, logger="coordkit.kafka.coordinators")
     group = "payments"
     assert coordinator_partition(group, 50) >= 7  # would land in a partition that does not exist
     consumer = cluster.start_consumer(group, ["t"], session_timeout=2.0, heartbeat_interval=0.2)

@@ -13,7 +13,7 @@ from coordkit.cli import cli
 from coordkit.cli.group.legacy import unowned_between
 from coordkit.cli.group.view import compact_partitions
 from coordkit.engine.legacy import OwnershipChange, OwnershipEvent
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 #: Short timeouts keep each run to a few seconds; what the tests check does not depend on them.
 FAST = (

@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from coordkit import layout
 from coordkit.engine import states
-from coordkit.model import PartitionState
+from coordkit.kafka import layout
+from coordkit.kafka.model import PartitionState
 from coordkit.store import MetadataStore
 
 # Field sets of seeds 001/003 and, where Kafka 3.9 writes more, of Kafka 3.9 (exact: no more, no

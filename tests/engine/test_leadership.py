@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from coordkit.clock import ManualClock
 from coordkit.engine import EngineConfig
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
+from coordkit.support.clock import ManualClock
 from harness.waiting import wait_for
 
 NO_REBALANCE = EngineConfig(auto_leader_rebalance=False)

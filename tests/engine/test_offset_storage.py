@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
-from coordkit.coordinators import coordinator_partition
 from coordkit.errors import (
     BadVersionError,
     LayoutError,
@@ -18,10 +16,12 @@ from coordkit.errors import (
     StoreError,
     UnsupportedError,
 )
-from coordkit.model import TopicPartition
-from coordkit.offsets import InvalidOffsetRequestError, OffsetAndMetadata, OffsetStorage
+from coordkit.kafka import layout
+from coordkit.kafka.coordinators import coordinator_partition
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Check, MetadataStore
+from coordkit.strategies.offsets import InvalidOffsetRequestError, OffsetAndMetadata, OffsetStorage
 from coordkit_offsets import OffsetsTopicStorage
 
 STORAGES = ["zookeeper", "offsets-topic"]

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from coordkit.clock import ManualClock
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.engine.producer import (
@@ -26,8 +25,13 @@ from coordkit.engine.producer import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import UnknownNameError
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import InvalidPartitionError, ProducerRecord, partition_for_key
+from coordkit.kafka.model import NO_LEADER
+from coordkit.strategies.partitioning import (
+    InvalidPartitionError,
+    ProducerRecord,
+    partition_for_key,
+)
+from coordkit.support.clock import ManualClock
 from harness.vectors import kafka_vectors
 from harness.waiting import wait_for
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, states
 from coordkit.engine.errors import InvalidReplicaAssignmentError, UnknownTopicError
 from coordkit.errors import NoNodeError
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment
 from coordkit.store import Create, SetData
 from harness.waiting import wait_for
 

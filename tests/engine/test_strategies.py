@@ -14,7 +14,7 @@ import pytest
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import UnknownNameError
-from coordkit.placement import BrokerMetadata, ClusterLayout
+from coordkit.strategies.placement import BrokerMetadata, ClusterLayout
 from harness.waiting import wait_for
 
 

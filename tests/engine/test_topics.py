@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
 from coordkit.engine import EngineConfig, TopicExistsError, UnknownTopicError
 from coordkit.engine.errors import InvalidPartitionsError, InvalidReplicationFactorError
 from coordkit.errors import LayoutError
+from coordkit.kafka import layout
 from coordkit_placements.kafka import assign_replicas, brokers_from
 from harness.waiting import wait_for
 

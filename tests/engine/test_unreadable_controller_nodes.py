@@ -16,13 +16,13 @@ from collections.abc import Callable
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit import layout
 from coordkit.cli import cli
 from coordkit.engine import Cluster, ClusterView, EngineConfig
 from coordkit.engine.controllership import UnreadableControllerNodeError
+from coordkit.kafka import layout
 from coordkit.serve import KafkaServer
 from coordkit.store import MetadataStore
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 from harness.cli import one_error_line, snapshot
 from harness.waiting import wait_for
 
@@ -55,7 +55,7 @@ def _reports(caplog: pytest.LogCaptureFixture, path: str) -> dict[int, list[str]
     out: dict[int, list[str]] = {}
     for record in caplog.records:
         match = REPORT.search(record.getMessage())
-        if record.name == "coordkit.elections" and match and match[2] == path:
+        if record.name == "coordkit.strategies.elections" and match and match[2] == path:
             out.setdefault(int(match[1]), []).append(match[3])
     return out
 

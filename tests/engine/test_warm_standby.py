@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig, EngineObserver, states
 from coordkit.engine.controller.announce import states_to_announce
 from coordkit.engine.controller.context import ControllerContext
@@ -29,7 +28,8 @@ from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.states import LeaderIsr
 from coordkit.errors import StoreError
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment
 from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind
 from coordkit_elections.controller_warm import WarmStandbyCandidate
 from harness.backends import Backend

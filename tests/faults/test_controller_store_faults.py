@@ -29,7 +29,7 @@ import pytest
 from coordkit.engine import Cluster, ClusterView, EngineConfig
 from coordkit.engine.errors import EngineError
 from coordkit.errors import StoreError
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
 from coordkit.store import SessionState
 from harness.faults import StoreFaults, open_faults
 from harness.waiting import wait_for

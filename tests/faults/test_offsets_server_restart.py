@@ -12,7 +12,7 @@ import pytest
 
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.groups import Consumer
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore
 from harness.redis_server import RedisServer

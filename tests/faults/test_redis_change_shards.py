@@ -16,7 +16,7 @@ import pytest
 
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, MetadataStore, SessionState, SetData, Stat
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_redis.changes import ChangeFeed
 from coordkit_redis.keys import KeySpace, shard_number
 from coordkit_redis.scripts import SCRIPTS

@@ -11,8 +11,8 @@ import importlib
 import itertools
 from typing import Any
 
-from coordkit.clock import ManualClock
 from coordkit.store import MetadataStore
+from coordkit.support.clock import ManualClock
 from coordkit.testing.backends import StoreBackend, StoreFactory
 
 __all__ = [

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from click.testing import Result
 
-from coordkit import paths
-from coordkit.store import MetadataStore
+from coordkit.store import MetadataStore, paths
 
 #: path → (data, version, ephemeral owner) of every node.
 Snapshot = dict[str, tuple[bytes, int, int]]

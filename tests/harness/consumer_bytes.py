@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.protocol.consumer import encode_assignment, encode_subscription
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 from harness.proxy import TCPProxy
 from harness.redis_server import RedisServer
 from harness.waiting import wait_for

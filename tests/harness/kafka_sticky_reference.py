@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupSubscription,
     MemberSubscription,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordkit import layout
 from coordkit.cli import main
-from coordkit.model import BrokerInfo, ConsumerOffset, PartitionState, TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, ConsumerOffset, PartitionState, TopicAssignment
 from coordkit.store import MetadataStore
 
 

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore, SessionState
+from coordkit.store.urls import StoreURL
 from coordkit.testing import StoreBackend
 from coordkit.testing.servers.ports import free_port
 from coordkit.testing.servers.zookeeper_server import (
@@ -30,7 +31,6 @@ from coordkit.testing.servers.zookeeper_server import (
     require_zookeeper,
     standalone,
 )
-from coordkit.urls import StoreURL
 from harness.proxy import TCPProxy
 from harness.waiting import wait_for
 

@@ -56,7 +56,7 @@ def test_manager_finds_and_runs_the_plugin_assignor(installed_plugin: None) -> N
     out = _run(
         "import json\n"
         "from coordkit.plugins import get_plugin_manager\n"
-        "from coordkit.assignment import GroupSubscription, MemberSubscription\n"
+        "from coordkit.strategies.assignment import GroupSubscription, MemberSubscription\n"
         "a = get_plugin_manager().assignor('rendezvous')\n"
         "g = GroupSubscription({'t': 12}, {m: MemberSubscription(['t']) for m in ('c1','c2','c3')})\n"
         "first = a.assign(g)\n"

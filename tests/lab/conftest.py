@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, RebalanceProtocol
 from coordkit_lab.scenarios import Preset, PresetCase, ScenarioSpec, expand
 
 CHROMIUM_HINT = "apt-get install chromium"

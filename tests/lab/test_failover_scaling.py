@@ -52,7 +52,7 @@ def test_the_elections_preset_spans_partition_counts_for_every_strategy() -> Non
 
 
 def _params(text: str) -> dict[str, Any]:
-    from coordkit import jsontext
+    from coordkit.support import jsontext
 
     loaded: dict[str, Any] = jsontext.loads(text)
     return loaded

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.legacy import LegacyConsumer, LegacyConsumerConfig
-from coordkit.model import BrokerInfo
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo
 from coordkit.plugins import PluginManager, get_plugin_manager, open_store
 from coordkit.store import MetadataStore
 from coordkit_lab.runner import ERROR_METRIC, run_scenario

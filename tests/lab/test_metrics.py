@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from coordkit.assignment import RebalanceProtocol, TopicMetadata
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import RebalanceProtocol, TopicMetadata
 from coordkit_assignors.lab.events import (
     MemberCrashed,
     MemberJoined,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from coordkit.lab import LabError, Step, Workload
-from coordkit.placement import TP, BrokerMetadata, ClusterLayout
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.placement import TP, BrokerMetadata, ClusterLayout
 from coordkit_lab.runner import ERROR_METRIC, run_scenario
 from coordkit_lab.scenarios import PRESETS, ScenarioSpec, expand
 from coordkit_placements.lab import PLACEMENT_KIND, PlacementStep, ScalingCase, ScalingEvent

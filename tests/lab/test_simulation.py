@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from coordkit.assignment import (
+from coordkit.lab import LabError
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     RebalanceProtocol,
     TopicMetadata,
 )
-from coordkit.lab import LabError
-from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.lab.events import (
     MemberCrashed,
     MemberJoined,

@@ -11,7 +11,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.testing.waiting import wait_for
 from harness.consumer_bytes import assignment_bytes, subscription_bytes
 from serve.conftest import RawClient

@@ -12,7 +12,7 @@ from coordkit.engine.groups import metadata
 from coordkit.engine.groups.membership import Group, Member
 from coordkit.engine.groups.protocol import Subscription
 from coordkit.errors import LayoutError
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.serve.apis.groups.membership import read_assignment, read_subscription
 from harness.consumer_bytes import assignment_bytes, subscription_bytes
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import messages
 from coordkit.testing.waiting import wait_for
 from harness.consumer_bytes import assignment_bytes, subscription_bytes

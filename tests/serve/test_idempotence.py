@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from coordkit import jsontext
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError
 from coordkit.plugins import get_plugin_manager
@@ -21,6 +20,7 @@ from coordkit.serve.dataplane.producer_state import (
     ProducerIds,
     claim_block,
 )
+from coordkit.support import jsontext
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
 from serve.test_replication import _fetch, _replica_bytes, _state, _topic

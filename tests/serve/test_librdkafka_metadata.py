@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from coordkit import layout
+from coordkit.kafka import layout
 from serve.conftest import ServeFactory
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
 

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from coordkit import layout
+from coordkit.kafka import layout
 from coordkit.serve import KafkaServer
 
 

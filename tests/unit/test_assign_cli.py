@@ -1,4 +1,4 @@
-"""``coordkit assign`` and the JSON input/output it is built on (coordkit.assignment_io)."""
+"""``coordkit assign`` and the JSON input/output it is built on (coordkit.strategies.assignment_io)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
-from coordkit.assignment import (
+from coordkit.cli import main
+from coordkit.errors import AssignmentInputError
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.assignment_io import (
+from coordkit.strategies.assignment_io import (
     assignment_from_json,
     assignment_to_json,
     dump_group,
@@ -24,9 +27,6 @@ from coordkit.assignment_io import (
     parse_group,
     summarize,
 )
-from coordkit.cli import main
-from coordkit.errors import AssignmentInputError
-from coordkit.plugins import get_plugin_manager
 
 EXAMPLE: dict[str, Any] = {
     "topics": {

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from coordkit.changefeed import TreeFeed, at_or_below
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.store import (
     MetadataStore,
@@ -20,8 +19,9 @@ from coordkit.store import (
     TreeEventKind,
     UnsupportedError,
 )
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread
+from coordkit.store.changefeed import TreeFeed, at_or_below
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread
 from coordkit_memory import MemoryServer, MemoryStore, open_memory_store
 
 CREATED, CHANGED, DELETED, RESYNC = (

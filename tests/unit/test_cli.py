@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from coordkit import __version__, layout
+from coordkit import __version__
 from coordkit.cli import main
-from coordkit.model import BrokerInfo, PartitionState
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, PartitionState
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
 from coordkit_memory import MemoryServer

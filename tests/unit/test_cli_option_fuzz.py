@@ -26,12 +26,12 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordkit import layout, paths
 from coordkit.cli import cli
-from coordkit.model import BrokerInfo, PartitionState, TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, PartitionState, TopicAssignment
 from coordkit.plugins import open_store
-from coordkit.store import MetadataStore
-from coordkit.terminal import visible
+from coordkit.store import MetadataStore, paths
+from coordkit.support.terminal import visible
 from coordkit_memory import MemoryServer
 
 URL = "memory://option-fuzz"

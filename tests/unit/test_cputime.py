@@ -1,4 +1,4 @@
-"""How the lab times strategies (coordkit.cputime): repeated calls, the fastest counting, thread CPU
+"""How the lab times strategies (coordkit.support.cputime): repeated calls, the fastest counting, thread CPU
 time only, the calls of several strategies interleaved."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from coordkit import cputime
+from coordkit.support import cputime
 
 
 def spinner(log: list[str], name: str, *spins: float) -> Callable[[], object]:

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from coordkit.elections import (
+from coordkit.engine.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+)
+from coordkit.errors import UnknownNameError
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.elections import (
     ElectionKind,
     ElectionReason,
     LeaderAndIsr,
@@ -30,13 +37,6 @@ from coordkit.elections import (
     reassign_election,
     reassign_partition_leader,
 )
-from coordkit.engine.errors import (
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
-)
-from coordkit.errors import UnknownNameError
-from coordkit.plugins import get_plugin_manager
 from coordkit_placements.kafka import (
     BrokerMetadata,
     assign_replicas,

@@ -18,13 +18,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from coordkit.assignment import load_balance
-from coordkit.assignment_io import DEFAULT_MAX_PARTITIONS, AssignmentTooLargeError, loads_group
 from coordkit.cli import cli
 from coordkit.cli.assign import MAX_PARTITIONS_ENV
 from coordkit.errors import NoNodeError, StoreError
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
+from coordkit.strategies.assignment import load_balance
+from coordkit.strategies.assignment_io import (
+    DEFAULT_MAX_PARTITIONS,
+    AssignmentTooLargeError,
+    loads_group,
+)
 from coordkit_memory import MemoryServer
 from harness.cli import snapshot
 

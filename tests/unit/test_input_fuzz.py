@@ -1,9 +1,9 @@
 """Issue 12, fuzzed: every JSON decoder fed random and hostile input.
 
-The decoders: :func:`coordkit.jsontext.loads`; every znode codec of :mod:`coordkit.layout`
-through :func:`~coordkit.layout.decode_znode`; the controller's fast state and assignment decoders
+The decoders: :func:`coordkit.support.jsontext.loads`; every znode codec of :mod:`coordkit.kafka.layout`
+through :func:`~coordkit.kafka.layout.decode_znode`; the controller's fast state and assignment decoders
 (:mod:`coordkit.engine.states`); persisted group metadata; offsets-topic records; assignor input
-(:func:`~coordkit.assignment_io.loads_group`, then an assignor and the summary on what parses);
+(:func:`~coordkit.strategies.assignment_io.loads_group`, then an assignor and the summary on what parses);
 and the lab's ``summary.json`` (then the terminal report on what is accepted).
 
 Inputs are random bytes, valid documents with random byte edits, valid documents with one value
@@ -29,13 +29,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from coordkit import jsontext, layout, paths
-from coordkit.assignment_io import AssignmentInputError, loads_group, summarize
 from coordkit.engine import states
 from coordkit.engine.groups import metadata
 from coordkit.errors import InvalidPathError, LayoutError
-from coordkit.lab import LabError
-from coordkit.model import (
+from coordkit.kafka import layout
+from coordkit.kafka.model import (
     BrokerInfo,
     ConsumerOffset,
     ConsumerOwner,
@@ -48,8 +46,12 @@ from coordkit.model import (
     TopicConfig,
     TopicPartition,
 )
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.lab import LabError
 from coordkit.plugins import get_plugin_manager
+from coordkit.store import paths
+from coordkit.strategies.assignment_io import AssignmentInputError, loads_group, summarize
+from coordkit.strategies.offsets import OffsetAndMetadata
+from coordkit.support import jsontext
 from coordkit_lab.report import build_report_data, check_report_data, load_report, print_report
 from coordkit_offsets.offsets_topic import decode_record, encode_record
 

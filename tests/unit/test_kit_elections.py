@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from coordkit.elections import ElectionKind
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.elections import ElectionKind
 from coordkit.testing.elections import PartitionElectionTests
 
 BUILT_IN = ("offline", "offline-unclean", "reassign", "preferred", "controlled-shutdown")

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.errors import LayoutError
-from coordkit.model import (
+from coordkit.kafka import layout
+from coordkit.kafka.model import (
     BrokerInfo,
     ConsumerOffset,
     ConsumerOwner,

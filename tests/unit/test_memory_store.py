@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordkit.clock import ManualClock
 from coordkit.errors import InvalidURLError, SessionExpiredError
 from coordkit.plugins import open_store
 from coordkit.store import SessionState
+from coordkit.support.clock import ManualClock
 from coordkit_memory import MemoryServer, MemoryStore
 from harness.waiting import wait_for
 

@@ -12,15 +12,15 @@ from typing import Any
 import attrs
 import pytest
 
-from coordkit import layout
-from coordkit.clock import SystemClock
 from coordkit.engine import states
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.image import ROOT, MetadataImage
-from coordkit.model import BrokerInfo, TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, TopicAssignment
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Stat, TreeEvent, TreeEventKind, TreeWatch, UnsupportedError
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
+from coordkit.support.clock import SystemClock
 from coordkit_memory import MemoryServer, MemoryStore, open_memory_store
 
 

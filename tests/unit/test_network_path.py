@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
+from coordkit.store.urls import StoreURL
 from coordkit.testing.servers.paths import proxied_path
-from coordkit.urls import StoreURL
 
 
 def test_the_path_rewrites_only_the_hosts_and_reaches_the_same_server() -> None:

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordkit.errors import UnknownNameError
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import (
+from coordkit.kafka.model import NO_LEADER
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     InvalidPartitionError,
     Partitioner,
@@ -26,7 +27,6 @@ from coordkit.partitioning import (
     record_size,
     to_positive,
 )
-from coordkit.plugins import get_plugin_manager
 from coordkit_partitioners.uniform_sticky import load_stats
 from harness.vectors import kafka_vectors
 

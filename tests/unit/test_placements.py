@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordkit.placement import BrokerMetadata, ClusterLayout, moved_replicas
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.placement import BrokerMetadata, ClusterLayout, moved_replicas
 
 NAMES = sorted(get_plugin_manager().placements.names())
 #: Strategies that keep replicas on distinct racks while racks allow.

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from coordkit import hookimpl, layout
+from coordkit import hookimpl
 from coordkit.errors import InvalidURLError, UnsupportedError
+from coordkit.kafka import layout
 from coordkit.plugins import PluginManager, open_store
 from coordkit.store import Check, Create, Delete, MetadataStore, ReadOnlyError, SetData
 from coordkit_memory import MemoryServer, MemoryStore

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from coordkit.assignment_io import loads_group
 from coordkit.cli import cli
+from coordkit.strategies.assignment_io import loads_group
 from harness.docs import code_block, page
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordkit.store import Stat
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_redis import changes
 from coordkit_redis.changes import START, ChangeFeed
 from coordkit_redis.keys import SHARDS, KeySpace, event_directory, shard_number

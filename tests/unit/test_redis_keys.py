@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit import paths
 from coordkit.errors import (
     BadVersionError,
     DataTooLargeError,
@@ -21,9 +20,9 @@ from coordkit.errors import (
     StoreError,
 )
 from coordkit.plugins import get_plugin_manager
-from coordkit.store import MAX_DATA_SIZE, Check, Create, Delete, SetData, Stat
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store import MAX_DATA_SIZE, Check, Create, Delete, SetData, Stat, paths
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread, WatchHub
 from coordkit_redis import codec
 from coordkit_redis.changes import ChangeFeed, format_revision, parse_revision
 from coordkit_redis.config import DEFAULT_SESSION_TIMEOUT, RedisConfig

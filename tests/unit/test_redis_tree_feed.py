@@ -13,8 +13,8 @@ import pytest
 from coordkit.errors import InvalidURLError
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Create, SetData, Stat, TreeEventKind
+from coordkit.store.watches import EventThread
 from coordkit.testing.store import FeedRecorder
-from coordkit.watches import EventThread
 from coordkit_redis.keys import KeySpace
 from coordkit_redis.treefeed import RedisTreeFeed, TreeFeeds, decode_entry
 from harness.redis_server import RedisServer

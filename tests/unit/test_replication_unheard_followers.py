@@ -6,10 +6,10 @@ acks=all, for ever."""
 
 from __future__ import annotations
 
-from coordkit.clock import ManualClock
 from coordkit.engine.events import StateChange
 from coordkit.engine.replication import IsrProposal, ReplicationModel
 from coordkit.engine.states import LeaderIsr
+from coordkit.support.clock import ManualClock
 
 TP = ("orders", 0)
 LAG = 2.0

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from coordkit.store import SessionKeeper, SessionState
-from coordkit.watches import EventThread
+from coordkit.store.watches import EventThread
 
 CONNECTED = SessionState.CONNECTED
 SUSPENDED = SessionState.SUSPENDED

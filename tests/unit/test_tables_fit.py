@@ -25,7 +25,7 @@ from coordkit.cli.group.view import GroupSnapshot, MemberRow, RebalanceRow, rend
 from coordkit.cli.tables import Column, FittedTable, Kind, abbreviations
 from coordkit.engine import ClusterView, OpCounts, PartitionView
 from coordkit.engine.groups import metadata
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
 from coordkit_lab.analysis import key_metrics

@@ -44,7 +44,7 @@ STORE_CONFTEST = textwrap.dedent(
     import attrs
     import pytest
 
-    from coordkit.clock import ManualClock
+    from coordkit.support.clock import ManualClock
     from coordkit.store import Create, NodeExistsError
     from coordkit.testing import StoreBackend
     from coordkit_memory import MemoryStore
@@ -275,8 +275,8 @@ COMPONENT_CONFTEST = textwrap.dedent(
 
     import pytest
 
-    from coordkit.assignment import GroupAssignment, RebalanceProtocol
-    from coordkit.elections import ElectionKind, ElectionReason, LeaderAndIsr
+    from coordkit.strategies.assignment import GroupAssignment, RebalanceProtocol
+    from coordkit.strategies.elections import ElectionKind, ElectionReason, LeaderAndIsr
     from coordkit.plugins import get_plugin_manager
 
 

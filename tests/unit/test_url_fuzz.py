@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from coordkit.errors import CoordkitError, InvalidURLError
-from coordkit.urls import MAX_SECONDS, MIN_SECONDS, StoreURL, parse_int, parse_seconds, redact
+from coordkit.store.urls import MAX_SECONDS, MIN_SECONDS, StoreURL, parse_int, parse_seconds, redact
 from coordkit_memory import MemoryConfig
 from coordkit_redis.config import RedisConfig
 from coordkit_zookeeper.config import ZooKeeperConfig

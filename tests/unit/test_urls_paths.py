@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit import paths
 from coordkit.errors import InvalidPathError, InvalidURLError
-from coordkit.urls import StoreURL
+from coordkit.store import paths
+from coordkit.store.urls import StoreURL
 
 
 def test_zookeeper_url_with_hosts_chroot_and_credentials() -> None:

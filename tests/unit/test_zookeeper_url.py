@@ -27,7 +27,7 @@ from coordkit.errors import (
 )
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import Check, Create, Delete, SetData
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 from coordkit_zookeeper import open_zookeeper_store
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op

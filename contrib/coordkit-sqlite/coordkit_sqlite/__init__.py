@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from coordkit import hookimpl
 from coordkit.errors import MissingDependencyError
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 
 if TYPE_CHECKING:
     from coordkit_sqlite.store import SqliteStore
@@ -40,7 +40,7 @@ def _require_sqlite3() -> None:
 def open_sqlite_store(url: StoreURL, *, read_only: bool = False, **options: Any) -> SqliteStore:
     """Open ``sqlite:///path``; options (override the URL's query): ``session_timeout``,
     ``poll_interval``, ``busy_timeout``, ``changes_kept``, ``feed_history``; and ``clock`` (a
-    :class:`coordkit.clock.Clock`: the time nodes are stamped with and sessions time out by;
+    :class:`coordkit.support.clock.Clock`: the time nodes are stamped with and sessions time out by;
     every client of the file must read the same time, so only a clock that follows the system's
     wall clock may span processes)."""
     _require_sqlite3()

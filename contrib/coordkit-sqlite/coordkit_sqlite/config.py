@@ -14,7 +14,7 @@ parameters (open options of the same names override them):
   ``watch_tree`` resumes exactly from a position within it, and gets RESYNC beyond it (default
   10,000).
 
-Numbers go through :func:`coordkit.urls.parse_seconds` / :func:`~coordkit.urls.parse_int`, so a bad
+Numbers go through :func:`coordkit.store.urls.parse_seconds` / :func:`~coordkit.store.urls.parse_int`, so a bad
 value is an :class:`~coordkit.errors.InvalidURLError` naming the parameter, the value and the range.
 """
 
@@ -27,7 +27,7 @@ import attrs
 
 from coordkit.errors import InvalidURLError
 from coordkit.store import StoreCharacteristics
-from coordkit.urls import StoreURL, parse_int, parse_seconds
+from coordkit.store.urls import StoreURL, parse_int, parse_seconds
 from coordkit_sqlite.tree import Retention
 
 DEFAULT_SESSION_TIMEOUT = 10.0

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import ClassVar, TypeVar
 
-from coordkit.clock import Clock
 from coordkit.errors import ConnectionLossError, StoreClosedError
+from coordkit.support.clock import Clock
 from coordkit_sqlite.changes import ChangeFeed
 from coordkit_sqlite.config import SqliteConfig
 from coordkit_sqlite.schema import connect, immediate

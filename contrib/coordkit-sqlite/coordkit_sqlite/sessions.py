@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coordkit.clock import Clock, SystemClock
 from coordkit.errors import StoreError
 from coordkit.store import SessionKeeper, SessionState
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.watches import EventThread, WatchHub
+from coordkit.support.clock import Clock, SystemClock
 from coordkit_sqlite.config import SqliteConfig
 from coordkit_sqlite.files import ConnectionPool, SharedFile, write
 from coordkit_sqlite.schema import connect, open_file, translate

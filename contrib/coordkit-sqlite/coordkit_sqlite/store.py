@@ -2,7 +2,7 @@
 
 Reads are single statements or short read transactions; every write is one ``BEGIN IMMEDIATE``
 transaction that also renews the session and appends its changes to the log (see
-:mod:`coordkit_sqlite.tree`). Watches go through the shared :class:`~coordkit.watches.WatchHub`,
+:mod:`coordkit_sqlite.tree`). Watches go through the shared :class:`~coordkit.store.watches.WatchHub`,
 fed by the change feed (:mod:`coordkit_sqlite.changes`).
 """
 
@@ -12,9 +12,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from coordkit import paths
-from coordkit.changefeed import check_since
-from coordkit.clock import Clock, SystemClock
 from coordkit.errors import (
     ConnectionLossError,
     NoNodeError,
@@ -40,9 +37,12 @@ from coordkit.store import (
     Watch,
     check_data,
     describe_op,
+    paths,
 )
-from coordkit.urls import StoreURL
-from coordkit.watches import EventThread, WatchHub
+from coordkit.store.changefeed import check_since
+from coordkit.store.urls import StoreURL
+from coordkit.store.watches import EventThread, WatchHub
+from coordkit.support.clock import Clock, SystemClock
 from coordkit_sqlite.changes import Change
 from coordkit_sqlite.config import CHARACTERISTICS, SqliteConfig
 from coordkit_sqlite.files import ConnectionPool, SharedFile

@@ -15,7 +15,6 @@ from typing import Any
 
 import attrs
 
-from coordkit import paths
 from coordkit.errors import (
     BadVersionError,
     InvalidPathError,
@@ -25,7 +24,7 @@ from coordkit.errors import (
     NotEmptyError,
     StoreError,
 )
-from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, Stat
+from coordkit.store import ANY_VERSION, Check, Create, Delete, Op, SetData, Stat, paths
 
 #: Columns of a node row that make its Stat (see :func:`stat_of`).
 STAT_COLUMNS = "czxid, mzxid, pzxid, ctime, mtime, version, cversion, owner, length(data), children"

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from sqlite3 import Connection
 
-from coordkit.changefeed import TreeFeed, at_or_below
 from coordkit.store import Stat, TreeCallback, TreeEvent, TreeEventKind
-from coordkit.watches import EventThread
+from coordkit.store.changefeed import TreeFeed, at_or_below
+from coordkit.store.watches import EventThread
 from coordkit_sqlite.schema import snapshot
 from coordkit_sqlite.tree import FEED_COLUMNS, Row
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from coordkit.store import SessionState
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
 from coordkit_sqlite import open_sqlite_store
 
 

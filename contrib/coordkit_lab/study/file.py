@@ -7,7 +7,7 @@ and a ``description``; several groups sharing the topics go under ``groups.NAME.
 own cluster and study files" documents it with an example.
 
 Nothing in a file is trusted: its size is bounded before it is read (:data:`MAX_STUDY_BYTES`),
-JSON goes through :func:`coordkit.jsontext.loads`, TOML through :mod:`tomllib` with its nesting and
+JSON goes through :func:`coordkit.support.jsontext.loads`, TOML through :mod:`tomllib` with its nesting and
 integers bounded afterwards, and every refusal is one :class:`StudyError` line naming the file and
 the field: ``study.toml: members.C0.topics[2]: topic 't9' is not defined (topics: t0, t1)``.
 """
@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from coordkit import jsontext
 from coordkit.errors import AssignmentInputError
 from coordkit.lab import LabError
-from coordkit.numbers import MAX_INT64
+from coordkit.support import jsontext
+from coordkit.support.numbers import MAX_INT64
 from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND
 from coordkit_assignors.lab.study import (
     MAX_CASE_BYTES,

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coordkit import jsontext
 from coordkit.lab import LabError
+from coordkit.support import jsontext
 from coordkit_assignors.lab.study import canonical_json
 from coordkit_lab.report import SUMMARY_FILE
 from coordkit_lab.scenarios import ScenarioSpec

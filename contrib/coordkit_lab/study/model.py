@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import field, frozen
 
-from coordkit.assignment import TopicMetadata
+from coordkit.strategies.assignment import TopicMetadata
 from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberJoined,

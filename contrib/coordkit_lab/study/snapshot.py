@@ -23,14 +23,14 @@ from typing import Any
 
 from attrs import field, frozen
 
-from coordkit import layout
-from coordkit.assignment import java_string_key
 from coordkit.cli.admin.cluster_state import assignments, registrations, topic_names
 from coordkit.engine.legacy.registration import read_registrations, thread_ids_per_topic
 from coordkit.errors import CoordkitError
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
-from coordkit.urls import redact
+from coordkit.store.urls import redact
+from coordkit.strategies.assignment import java_string_key
 from coordkit_assignors.lab.study import listing
 from coordkit_lab.study.file import StudyError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from coordkit.urls import redact
+from coordkit.store.urls import redact
 from coordkit_lab.study.file import StudyError, load_study, parse_study
 from coordkit_lab.study.model import Study
 from coordkit_lab.study.snapshot import snapshot_store

@@ -10,8 +10,14 @@ from typing import IO
 import click
 from rich.text import Text
 
-from coordkit.assignment import GroupAssignment, GroupSubscription
-from coordkit.assignment_io import (
+from coordkit.cli.errors import CommandError
+from coordkit.cli.filenames import LocalPath
+from coordkit.cli.numbers import Integer
+from coordkit.cli.tables import Column, FittedTable, Kind, output_console
+from coordkit.errors import AssignmentInputError, UnknownNameError
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription
+from coordkit.strategies.assignment_io import (
     DEFAULT_MAX_PARTITIONS,
     MAX_INPUT_BYTES,
     AssignmentSummary,
@@ -21,13 +27,7 @@ from coordkit.assignment_io import (
     member_loads,
     summarize,
 )
-from coordkit.cli.errors import CommandError
-from coordkit.cli.filenames import LocalPath
-from coordkit.cli.numbers import Integer
-from coordkit.cli.tables import Column, FittedTable, Kind, output_console
-from coordkit.errors import AssignmentInputError, UnknownNameError
-from coordkit.plugins import get_plugin_manager
-from coordkit.terminal import plain, visible_json
+from coordkit.support.terminal import plain, visible_json
 
 #: Raises the partition limit of the input (as --max-partitions does).
 MAX_PARTITIONS_ENV = "COORDKIT_ASSIGN_MAX_PARTITIONS"

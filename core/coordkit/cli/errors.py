@@ -4,7 +4,7 @@ status 2, and nothing written.
 Every :class:`~coordkit.errors.CoordkitError` a command raises (a malformed store node, bad
 assignor input, an unknown plugin name, ...) becomes a :class:`CommandError` in one place, the
 ``coordkit`` group (:mod:`coordkit.cli`); click's own usage errors keep their form. Messages pass
-through :func:`~coordkit.terminal.visible` first: they quote names, paths and values from the user
+through :func:`~coordkit.support.terminal.visible` first: they quote names, paths and values from the user
 or the store, which may hold escape sequences.
 """
 
@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import click
 
-from coordkit.terminal import visible
+from coordkit.support.terminal import visible
 
 #: The exit status of a command that refused its input (click uses it for usage errors too).
 INPUT_REFUSED = 2

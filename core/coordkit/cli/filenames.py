@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from coordkit.terminal import visible
+from coordkit.support.terminal import visible
 
 
 class LocalPath(click.Path):

@@ -1,4 +1,4 @@
-"""The command line's number options: click types over :mod:`coordkit.numbers`' rules (plain
+"""The command line's number options: click types over :mod:`coordkit.support.numbers`' rules (plain
 ASCII decimals, every value bounded, refusals naming the value and the bounds; click adds the
 option: ``Invalid value for '--watch': ...``)."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from coordkit.numbers import MAX_INT64, MAX_SECONDS, parse_integer, parse_seconds
+from coordkit.support.numbers import MAX_INT64, MAX_SECONDS, parse_integer, parse_seconds
 
 __all__ = ["MAX_INT64", "MAX_SECONDS", "Integer", "Seconds", "parse_integer", "parse_seconds"]
 

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
 from coordkit.plugins import get_plugin_manager
-from coordkit.terminal import plain
+from coordkit.support.terminal import plain
 
 
 @click.command("plugins")

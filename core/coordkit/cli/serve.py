@@ -28,8 +28,8 @@ from coordkit.engine import EngineConfig
 from coordkit.engine.strategies import Strategies
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
-from coordkit.terminal import visible
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
+from coordkit.support.terminal import visible
 
 MAX_PORT = 65_535
 #: Kafka's ``broker.id`` is a non-negative int32.

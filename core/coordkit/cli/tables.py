@@ -32,8 +32,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from coordkit.paths import numeric_name
-from coordkit.terminal import plain
+from coordkit.store.paths import numeric_name
+from coordkit.support.terminal import plain
 
 Cell = str | Text
 

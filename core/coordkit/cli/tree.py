@@ -9,15 +9,15 @@ import attrs
 import click
 from rich.tree import Tree
 
-from coordkit import jsontext, paths
 from coordkit.cli.errors import CommandError
 from coordkit.cli.numbers import Integer
 from coordkit.cli.tables import output_console
 from coordkit.errors import LayoutError
-from coordkit.layout import codec_for
+from coordkit.kafka.layout import codec_for
 from coordkit.plugins import open_store
-from coordkit.store import MetadataStore, Stat, read_tree
-from coordkit.terminal import markup, visible_json
+from coordkit.store import MetadataStore, Stat, paths, read_tree
+from coordkit.support import jsontext
+from coordkit.support.terminal import markup, visible_json
 
 DEFAULT_STORE_ENV = "COORDKIT_STORE"
 

@@ -3,7 +3,7 @@
 :class:`ConsumerState` is one consumer's memory between rebalances (what it owns, in which
 generation) and the JoinGroup metadata it sends; :func:`assign_group` is the group leader's work:
 members' metadata (subscriptions, owned partitions, generations, user data) in, coordkit's
-:class:`~coordkit.assignment.GroupSubscription` through the assignor, ``{member: {topic:
+:class:`~coordkit.strategies.assignment.GroupSubscription` through the assignor, ``{member: {topic:
 [partition, ...]}}`` out. The client modules (:mod:`coordkit.clients.kafka_python`,
 :mod:`coordkit.clients.aiokafka`) only translate their objects to and from these.
 
@@ -31,13 +31,6 @@ from typing import Any
 
 from attrs import field, frozen
 
-from coordkit.assignment import (
-    Assignor,
-    GroupSubscription,
-    MemberSubscription,
-    RebalanceProtocol,
-    TopicMetadata,
-)
 from coordkit.plugins import get_plugin_manager
 from coordkit.protocol.consumer import (
     NO_GENERATION,
@@ -48,7 +41,14 @@ from coordkit.protocol.consumer import (
     encode_generation,
     encode_sticky_user_data,
 )
-from coordkit.terminal import visible
+from coordkit.strategies.assignment import (
+    Assignor,
+    GroupSubscription,
+    MemberSubscription,
+    RebalanceProtocol,
+    TopicMetadata,
+)
+from coordkit.support.terminal import visible
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from coordkit import layout
-from coordkit.clock import Clock, SystemClock
-from coordkit.elections import ControllerCandidate, ControllerTerm
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.config import EngineConfig
@@ -41,9 +38,12 @@ from coordkit.errors import (
     StoreClosedError,
     StoreError,
 )
-from coordkit.model import BrokerInfo
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo
 from coordkit.store import Create, Delete, MetadataStore, Op, SessionState, SetData
-from coordkit.watches import EventThread
+from coordkit.store.watches import EventThread
+from coordkit.strategies.elections import ControllerCandidate, ControllerTerm
+from coordkit.support.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from coordkit.engine.network import Network

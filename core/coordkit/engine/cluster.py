@@ -17,9 +17,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from coordkit import layout
-from coordkit.clock import Clock, SystemClock
-from coordkit.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
 from coordkit.engine import states
 from coordkit.engine.broker import Broker
 from coordkit.engine.config import EngineConfig
@@ -47,9 +44,12 @@ from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies, open_store_session
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import ConnectionLossError, LayoutError, NoNodeError, StoreError
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.coordinators import OFFSETS_TOPIC, offsets_topic_partitions
+from coordkit.kafka.model import TopicAssignment
 from coordkit.store import MetadataStore, SessionState
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
+from coordkit.support.clock import Clock, SystemClock
 
 log = logging.getLogger("coordkit.engine.cluster")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import uuid
 
-from coordkit import layout
 from coordkit.errors import NodeExistsError, NoNodeError
-from coordkit.model import ClusterId
+from coordkit.kafka import layout
+from coordkit.kafka.model import ClusterId
 from coordkit.store import MetadataStore
 
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from coordkit import layout
-from coordkit.clock import Clock
-from coordkit.elections import ControllerTerm
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError
-from coordkit.model import ControllerInfo
+from coordkit.kafka import layout
+from coordkit.kafka.model import ControllerInfo
 from coordkit.store import Create, Delete, MetadataStore, Op, SetData, Stat
+from coordkit.strategies.elections import ControllerTerm
+from coordkit.support.clock import Clock
 
 T = TypeVar("T")
 

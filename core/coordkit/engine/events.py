@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import attrs
 
-from coordkit.elections import ElectionReason
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.engine.strategies import NO_PLUGIN_EVENTS, PluginEvents
-from coordkit.model import BrokerInfo
+from coordkit.kafka.model import BrokerInfo
+from coordkit.strategies.elections import ElectionReason
 
 log = logging.getLogger("coordkit.engine")
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from coordkit import layout
-from coordkit.elections import ControllerTerm
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.errors import BadVersionError, NoNodeError, StoreError
+from coordkit.kafka import layout
 from coordkit.store import Check, MetadataStore, Op, StatColumns
+from coordkit.strategies.elections import ControllerTerm
 
 
 class FencedWriter:

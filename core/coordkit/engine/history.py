@@ -30,12 +30,12 @@ from typing import Any
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError
-from coordkit.model import NO_LEADER
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER
 from coordkit.store import Check, Create, Delete, Op, SetData, Stat
 
 

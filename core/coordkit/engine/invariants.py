@@ -23,7 +23,6 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine import isr_notifications, states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.engine.controllership import (
@@ -33,9 +32,10 @@ from coordkit.engine.controllership import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.model import NO_LEADER
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER
 from coordkit.store import MetadataStore, Stat
+from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from coordkit import jsontext
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError
+from coordkit.support import jsontext
 
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PREFIX = "isr_change_"

@@ -35,10 +35,10 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from coordkit.clock import Clock, SystemClock
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.states import TP
-from coordkit.model import NO_LEADER, BrokerInfo
+from coordkit.kafka.model import NO_LEADER, BrokerInfo
+from coordkit.support.clock import Clock, SystemClock
 
 
 class PartitionLog:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine.broker import Broker
 from coordkit.engine.controllership import (
     UnreadableControllerNodeError,
@@ -17,6 +16,7 @@ from coordkit.engine.controllership import (
     stored_controller_epoch,
 )
 from coordkit.engine.invariants import Violation
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.controllership import (
     UnreadableControllerNodeError,
@@ -20,9 +19,10 @@ from coordkit.engine.controllership import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, StoreError
-from coordkit.model import NO_LEADER, TopicAssignment
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER, TopicAssignment
 from coordkit.store import MetadataStore
+from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
 
 

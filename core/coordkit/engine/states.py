@@ -2,8 +2,8 @@
 
 The controller reads and writes up to hundreds of thousands of
 ``/brokers/topics/T/partitions/P/state`` nodes on failover, so it keeps them as slotted records
-instead of validated :class:`~coordkit.model.PartitionState` objects, and encodes them to the very
-bytes :data:`coordkit.layout.PARTITION_STATE` writes (same field order, compact JSON). Values read
+instead of validated :class:`~coordkit.kafka.model.PartitionState` objects, and encodes them to the very
+bytes :data:`coordkit.kafka.layout.PARTITION_STATE` writes (same field order, compact JSON). Values read
 back that do not parse fall back to the layout codec, whose error names the path and the field.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from coordkit import jsontext, layout
-from coordkit.model import NO_LEADER, PartitionState
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER, PartitionState
+from coordkit.store.paths import numeric_name
+from coordkit.support import jsontext
 
 #: Key of a partition inside the engine: ``(topic, partition)`` (hashes fast at 100,000s).
 TP = tuple[str, int]

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
-from coordkit.assignment import Assignor
-from coordkit.coordinators import GroupCoordinatorSelection
-from coordkit.elections import (
+from coordkit.engine.config import EngineConfig
+from coordkit.errors import UnknownNameError
+from coordkit.kafka.coordinators import GroupCoordinatorSelection
+from coordkit.strategies.assignment import Assignor
+from coordkit.strategies.elections import (
     ControllerElection,
     ElectionKind,
     GroupLeaderSelection,
     PartitionLeaderElection,
 )
-from coordkit.engine.config import EngineConfig
-from coordkit.errors import UnknownNameError
-from coordkit.offsets import OffsetStorageFactory
-from coordkit.partitioning import PartitionerFactory
-from coordkit.placement import ReplicaPlacement
+from coordkit.strategies.offsets import OffsetStorageFactory
+from coordkit.strategies.partitioning import PartitionerFactory
+from coordkit.strategies.placement import ReplicaPlacement
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

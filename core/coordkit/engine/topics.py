@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine.cluster_id import new_kafka_uuid
 from coordkit.engine.errors import (
     InvalidPartitionsError,
@@ -28,17 +27,18 @@ from coordkit.engine.errors import (
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
-from coordkit.layout import (
+from coordkit.kafka import layout
+from coordkit.kafka.layout import (
     PREFERRED_REPLICA_ELECTION,
     REASSIGN_PARTITIONS,
     decode_reassignment,
     encode_preferred_election,
     encode_reassignment,
 )
-from coordkit.model import TopicAssignment, TopicConfig, validate_topic_name
-from coordkit.paths import numeric_name
-from coordkit.placement import BrokerMetadata, ReplicaPlacement
+from coordkit.kafka.model import TopicAssignment, TopicConfig, validate_topic_name
 from coordkit.store import Create, Delete, MetadataStore, SetData
+from coordkit.store.paths import numeric_name
+from coordkit.strategies.placement import BrokerMetadata, ReplicaPlacement
 
 log = logging.getLogger("coordkit.engine.topics")
 

@@ -15,8 +15,8 @@ from importlib import resources
 
 from attrs import field, frozen
 
-from coordkit import jsontext
 from coordkit.protocol.errors import ProtocolError
+from coordkit.support import jsontext
 
 #: Highest version a ``N+`` range reaches (Kafka versions are int16).
 MAX_VERSION = 32767

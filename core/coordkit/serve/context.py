@@ -13,7 +13,7 @@ from coordkit.engine.broker import Broker
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log import BrokerLogs

@@ -29,7 +29,7 @@ from coordkit.protocol import FrameReader, KafkaCodec, ProtocolError
 from coordkit.serve.connection import CloseConnectionError, client_host, kafka_host
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dispatch import Dispatcher, UnservedRequestError
-from coordkit.terminal import visible
+from coordkit.support.terminal import visible
 
 log = logging.getLogger("coordkit.serve")
 

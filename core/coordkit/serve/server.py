@@ -31,8 +31,8 @@ from coordkit.engine.errors import EngineError
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
-from coordkit.layout import BROKER_TOPICS, TOPIC
-from coordkit.model import BrokerInfo
+from coordkit.kafka.layout import BROKER_TOPICS, TOPIC
+from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.dataplane.follower import LeadershipFollower

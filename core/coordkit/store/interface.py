@@ -7,15 +7,15 @@ import abc
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from coordkit import paths
 from coordkit.errors import (
     NodeExistsError,
     StoreError,
     UnsupportedError,
 )
+from coordkit.store import paths
 
 if TYPE_CHECKING:
-    from coordkit.urls import StoreURL
+    from coordkit.store.urls import StoreURL
 
 from coordkit.store.data_model import (
     ANY_VERSION,

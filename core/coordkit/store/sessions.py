@@ -26,7 +26,7 @@ from coordkit.store.events import SessionListener
 from coordkit.store.interface import MetadataStore
 
 if TYPE_CHECKING:
-    from coordkit.watches import EventThread
+    from coordkit.store.watches import EventThread
 
 _log = logging.getLogger("coordkit.store")
 

@@ -8,8 +8,8 @@ raises it).
 
 from __future__ import annotations
 
-from coordkit import paths
 from coordkit.errors import NoNodeError
+from coordkit.store import paths
 from coordkit.store.data_model import Stat
 from coordkit.store.interface import MetadataStore
 

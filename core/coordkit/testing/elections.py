@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit.elections import (
+from coordkit.strategies.elections import (
     ElectionKind,
     ElectionReason,
     LeaderAndIsr,

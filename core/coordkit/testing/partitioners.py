@@ -36,8 +36,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import (
+from coordkit.kafka.model import NO_LEADER
+from coordkit.strategies.partitioning import (
     ClusterMetadata,
     InvalidPartitionError,
     Partitioner,

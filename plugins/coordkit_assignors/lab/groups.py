@@ -37,8 +37,8 @@ import attrs
 
 from coordkit.engine import Cluster, EngineConfig, EngineError
 from coordkit.engine.groups import Consumer, GroupHistory
+from coordkit.kafka.model import TopicPartition
 from coordkit.lab import FunctionMetric, LabError
-from coordkit.model import TopicPartition
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager

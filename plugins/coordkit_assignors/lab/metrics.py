@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from coordkit.assignment import load_balance as assignment_load_balance
-from coordkit.cputime import TIMING_METHOD
 from coordkit.lab import FunctionMetric
+from coordkit.strategies.assignment import load_balance as assignment_load_balance
+from coordkit.support.cputime import TIMING_METHOD
 from coordkit_assignors.lab.simulation import ASSIGNMENT_KIND, AssignmentStep
 
 #: The built-ins: functions of an :class:`AssignmentStep`.

@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 from attrs import field, frozen
 
-from coordkit.assignment import (
+from coordkit.lab import LabError, Param, Params, resolve_params
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     Assignor,
     GroupAssignment,
@@ -41,8 +42,7 @@ from coordkit.assignment import (
     RebalanceProtocol,
     TopicMetadata,
 )
-from coordkit.cputime import measure
-from coordkit.lab import LabError, Param, Params, resolve_params
+from coordkit.support.cputime import measure
 from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberCrashed,
@@ -227,7 +227,7 @@ class AssignmentStep:
     @functools.cached_property
     def assign_seconds(self) -> float:
         """CPU time spent inside the assignor over all rounds, measured as
-        :data:`coordkit.cputime.TIMING_METHOD` says: by the runner, or here alone when the step
+        :data:`coordkit.support.cputime.TIMING_METHOD` says: by the runner, or here alone when the step
         was made outside it."""
         if self.measured_seconds is not None:
             return self.measured_seconds

@@ -4,7 +4,7 @@ or a legacy group read from a cluster's store (``coordkit lab run --workload-fil
 
 The group travels inside the scenario, so any Spark executor can rebuild it: the workload's one
 parameter ``case`` is the canonical JSON text of a *case* (:func:`case_text`), the group format
-``coordkit assign`` reads (:mod:`coordkit.assignment_io`) plus a list of events::
+``coordkit assign`` reads (:mod:`coordkit.strategies.assignment_io`) plus a list of events::
 
     {"group": "billing",
      "topics": {"orders": {"partitions": 3, "replica_racks": [["a", "b"], ["b", "c"], ["c", "a"]]}},
@@ -16,7 +16,7 @@ Members take ``topics``, ``rack`` and ``instance_id`` (not ``owned`` or ``genera
 assigns the group from scratch). An event is an object with ``kind`` (one of
 :data:`EVENT_FIELDS`, the kinds of :mod:`coordkit_assignors.lab.events`) and that kind's fields.
 Parsing checks everything a study file can get wrong and names the field, as
-:mod:`coordkit.assignment_io` does: ``members.C0.topics[2]: topic 't9' is not defined``,
+:mod:`coordkit.strategies.assignment_io` does: ``members.C0.topics[2]: topic 't9' is not defined``,
 ``events[3].member: no member 'C9' in the group at this point``. Events are replayed while they
 are read, so a study that parses also simulates.
 """
@@ -30,11 +30,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from coordkit import jsontext
-from coordkit.assignment import TopicMetadata
-from coordkit.assignment_io import DEFAULT_MAX_PARTITIONS, parse_group
 from coordkit.errors import AssignmentInputError
 from coordkit.lab import LabError, Param, Params, resolve_params
+from coordkit.strategies.assignment import TopicMetadata
+from coordkit.strategies.assignment_io import DEFAULT_MAX_PARTITIONS, parse_group
+from coordkit.support import jsontext
 from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberCrashed,
@@ -74,13 +74,13 @@ _LISTED = 8
 
 class JSONObject(dict[str, Any]):
     """A decoded JSON object that remembers keys given more than once (``json`` keeps the last);
-    :func:`coordkit.assignment_io.parse_group` and :func:`check_object` refuse those."""
+    :func:`coordkit.strategies.assignment_io.parse_group` and :func:`check_object` refuse those."""
 
     duplicates: list[str]
 
 
 def object_pairs(pairs: list[tuple[str, Any]]) -> JSONObject:
-    """``object_pairs_hook`` for :func:`coordkit.jsontext.loads` building :class:`JSONObject`."""
+    """``object_pairs_hook`` for :func:`coordkit.support.jsontext.loads` building :class:`JSONObject`."""
     obj = JSONObject()
     obj.duplicates = []
     for key, value in pairs:
@@ -95,7 +95,7 @@ def fail(path: str, reason: str) -> AssignmentInputError:
 
 
 #: A key written bare in a field path; any other is quoted (``members["a.b"]``), as
-#: :mod:`coordkit.assignment_io` writes them.
+#: :mod:`coordkit.strategies.assignment_io` writes them.
 _BARE_KEY = re.compile(r"[A-Za-z0-9_\-]+")
 
 

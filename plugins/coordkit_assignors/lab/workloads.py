@@ -33,8 +33,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from coordkit.assignment import TopicMetadata
 from coordkit.lab import LabError, Param, Params, resolve_params
+from coordkit.strategies.assignment import TopicMetadata
 from coordkit_assignors.lab.events import (
     GroupEvent,
     MemberCrashed,

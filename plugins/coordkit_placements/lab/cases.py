@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from coordkit.placement import TP
+from coordkit.strategies.placement import TP
 
 ADD, REMOVE, LOSE_RACK = "add-broker", "remove-broker", "lose-rack"
 

@@ -17,10 +17,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-from coordkit import layout
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.errors import EngineError
-from coordkit.placement import TP
+from coordkit.kafka import layout
+from coordkit.strategies.placement import TP
 from coordkit_placements.lab.cases import Assignment, ScalingCase
 
 #: Seconds a cluster may take to settle after a change, or a plan to complete.

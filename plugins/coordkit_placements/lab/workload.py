@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordkit.lab import LabError, Param, resolve_params
-from coordkit.placement import TP, ClusterLayout, ReplicaPlacement, brokers_from, moved_replicas
+from coordkit.strategies.placement import (
+    TP,
+    ClusterLayout,
+    ReplicaPlacement,
+    brokers_from,
+    moved_replicas,
+)
 from coordkit_placements.lab.cases import (
     ADD,
     LOSE_RACK,

@@ -10,7 +10,7 @@ import pytest
 
 from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.groups import Consumer, ConsumerState, GroupDescription, GroupState
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from harness.waiting import wait_for
 
 #: Short timeouts keep every file well under a minute per backend.

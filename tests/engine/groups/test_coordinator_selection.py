@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
-from coordkit.coordinators import OFFSETS_TOPIC, GroupCoordinatorSelection
-from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster
 from coordkit.engine.groups import offsets_partition_for
+from coordkit.kafka.coordinators import OFFSETS_TOPIC, GroupCoordinatorSelection
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.elections import ElectionKind
 from harness.vectors import kafka_vectors
 from harness.waiting import wait_for
 

@@ -16,7 +16,7 @@ from coordkit.engine.groups import (
     GroupObserver,
     RebalanceCompleted,
 )
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
 
 from .conftest import partitions_of, start, wait_stable

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import pytest
 
-from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster
 from coordkit.engine.groups import GroupLeaderSelection, LeaderCandidate
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.elections import ElectionKind
 
 from .conftest import partitions_of, start, wait_stable
 

@@ -8,7 +8,7 @@ from coordkit.engine.groups import metadata
 from coordkit.engine.groups.membership import Group, Member
 from coordkit.engine.groups.protocol import Subscription
 from coordkit.errors import LayoutError
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 
 def _member(member_id: str, protocols: tuple[str, ...], order: int) -> Member:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coordkit.coordinators import OFFSETS_TOPIC
 from coordkit.engine import Cluster, states
 from coordkit.engine.groups import ErrorCode, offsets_partition_for
 from coordkit.engine.groups.protocol import OffsetCommitRequest
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka.coordinators import OFFSETS_TOPIC
+from coordkit.strategies.offsets import OffsetAndMetadata
 from harness.waiting import wait_for
 
 from .conftest import partitions_of, start, wait_stable

@@ -14,8 +14,8 @@ from coordkit.engine.groups.protocol import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.offsets import OffsetAndMetadata
 from harness.waiting import wait_for
 
 from .conftest import partitions_of, start, wait_stable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coordkit.engine.legacy import LegacyConsumerConfig
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from engine.legacy.world import LegacyWorld, kafka_range
 from harness.backends import Backend
 from harness.waiting import wait_for

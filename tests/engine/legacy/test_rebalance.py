@@ -9,14 +9,14 @@ from collections.abc import Callable
 
 import pytest
 
-from coordkit import layout
 from coordkit.engine.legacy import (
     AssignmentContext,
     LegacyConsumerConfig,
     LegacyRebalanceFailedError,
     OwnershipChange,
 )
-from coordkit.model import ConsumerRegistration, TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.model import ConsumerRegistration, TopicPartition
 from engine.legacy.world import LegacyWorld, Owners, ceil_range, kafka_range
 from harness.waiting import wait_for
 

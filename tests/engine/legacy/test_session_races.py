@@ -22,14 +22,14 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from coordkit import layout
-from coordkit.clock import SystemClock
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.legacy import LegacyConsumer, LegacyConsumerConfig, OwnershipHistory
 from coordkit.engine.legacy.ownership import OwnershipClaims
 from coordkit.engine.legacy.registration import ConsumerThreadId
-from coordkit.model import TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicPartition
 from coordkit.store import DataEvent, MetadataStore, SessionState
+from coordkit.support.clock import SystemClock
 from engine.legacy.world import FAST, LegacyWorld, kafka_range
 from harness.backends import Backend
 from harness.waiting import wait_for

@@ -8,7 +8,6 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordkit import layout
 from coordkit.engine.legacy import (
     LegacyConsumer,
     LegacyConsumerConfig,
@@ -16,7 +15,8 @@ from coordkit.engine.legacy import (
     OwnershipHistory,
     read_group,
 )
-from coordkit.model import BrokerInfo, TopicAssignment, TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo, TopicAssignment, TopicPartition
 from coordkit.store import MetadataStore, SessionState
 from harness.waiting import wait_for
 

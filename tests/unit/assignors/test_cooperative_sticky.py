@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupAssignment,
     GroupSubscription,

@@ -10,9 +10,14 @@ from typing import ClassVar
 
 import pytest
 
-from coordkit.assignment import Assignor, GroupAssignment, GroupSubscription, TopicMetadata
-from coordkit.assignment_io import member_loads
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
+    Assignor,
+    GroupAssignment,
+    GroupSubscription,
+    TopicMetadata,
+)
+from coordkit.strategies.assignment_io import member_loads
 from coordkit.testing.assignors import AssignorTests
 from coordkit_assignors.weighted import DEFAULT_TOLERANCE
 

@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, MemberSubscription
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, MemberSubscription
 
 ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky", "uniform"]
 

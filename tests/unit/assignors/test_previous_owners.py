@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupSubscription,
     MemberSubscription,

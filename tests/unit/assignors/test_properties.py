@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, assume, given, settings
 
-from coordkit.assignment import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.assignment_io import member_loads
-from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment_io import member_loads
 from coordkit.testing.assignors import groups
 from coordkit_assignors.weighted import DEFAULT_TOLERANCE
 

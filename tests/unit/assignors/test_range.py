@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from coordkit.assignment import (
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,

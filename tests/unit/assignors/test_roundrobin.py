@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from coordkit.assignment import GroupSubscription, MemberSubscription
+from coordkit.strategies.assignment import GroupSubscription, MemberSubscription
 from coordkit_assignors.roundrobin import RoundRobinAssignor
 
 

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from coordkit_assignors.sticky_general import water_fill
 from coordkit_assignors.sticky_java import (

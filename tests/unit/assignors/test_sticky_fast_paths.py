@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.strategies.assignment import (
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
     java_string_key,
 )
-from coordkit.coordinators import java_string_hashcode
 from coordkit_assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from coordkit_assignors.sticky_constrained import _quotas_kept, constrained_assign, deal_new_group
 from coordkit_assignors.sticky_group import StickyGroup

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from coordkit.assignment import GroupAssignment, GroupSubscription, MemberSubscription
-from coordkit.assignment_io import count_moves
+from coordkit.strategies.assignment import GroupAssignment, GroupSubscription, MemberSubscription
+from coordkit.strategies.assignment_io import count_moves
 from coordkit_assignors.uniform import (
     UniformAssignor,
     heterogeneous_assignment,

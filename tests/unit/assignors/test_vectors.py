@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from coordkit.assignment import GroupSubscription, MemberSubscription
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import GroupSubscription, MemberSubscription
 from harness.vectors import kafka_vectors
 
 #: vector section → registered assignor name

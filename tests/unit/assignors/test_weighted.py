@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coordkit.assignment import (
+from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment import (
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.assignment_io import count_moves, member_loads
-from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.assignment_io import count_moves, member_loads
 from coordkit_assignors.weighted import WeightedStickyAssignor
 
 

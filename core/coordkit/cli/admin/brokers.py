@@ -22,9 +22,9 @@ from coordkit.cli.admin.cluster_state import (
 from coordkit.cli.admin.options import store_option
 from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind, output_console
-from coordkit.model import NO_LEADER, TopicPartition
+from coordkit.kafka.model import NO_LEADER, TopicPartition
 from coordkit.plugins import open_store
-from coordkit.terminal import visible_json
+from coordkit.support.terminal import visible_json
 
 
 def _address(registration: Registration) -> str:

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine.controllership import read_controller
 from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import NoNodeError, StoreError
-from coordkit.model import NO_LEADER, BrokerInfo, PartitionState, TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER, BrokerInfo, PartitionState, TopicAssignment
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 

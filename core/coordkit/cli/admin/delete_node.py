@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import click
 
-from coordkit import paths
 from coordkit.cli.admin.options import store_option
 from coordkit.cli.errors import CommandError
 from coordkit.errors import BadVersionError, NotEmptyError
 from coordkit.plugins import open_store
-from coordkit.store import Delete
-from coordkit.terminal import visible
+from coordkit.store import Delete, paths
+from coordkit.support.terminal import visible
 
 
 @click.command("delete-node")

@@ -10,7 +10,7 @@
 * ``kafka-topics.sh`` option values: ``--replica-assignment 0:1:2,1:2:0``, ``--config k=v``,
   and ``--broker-list 4,5,6``.
 
-Files are parsed with :func:`coordkit.jsontext.loads` (bounded size and depth). Every refusal is a
+Files are parsed with :func:`coordkit.support.jsontext.loads` (bounded size and depth). Every refusal is a
 :class:`~coordkit.cli.errors.CommandError` naming the option, the file and the entry at fault
 (``--reassignment-json-file plan.json: partitions[2] (t-5): ...``). Where Kafka's tools accept
 an entry a store cannot honour (a log directory other than ``any``) or skip one silently (an
@@ -24,11 +24,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from coordkit import jsontext
 from coordkit.cli.admin.options import MAX_INT32
 from coordkit.cli.errors import CommandError
 from coordkit.cli.numbers import parse_integer
-from coordkit.model import validate_topic_name
+from coordkit.kafka.model import validate_topic_name
+from coordkit.support import jsontext
 
 #: A partition: ``(topic, partition)``.
 TP = tuple[str, int]
@@ -54,7 +54,7 @@ def _shown(value: Any) -> str:
 
 
 def read_json_file(path: str, option: str) -> Any:
-    """The JSON document in ``path`` (within :mod:`coordkit.jsontext`'s bounds)."""
+    """The JSON document in ``path`` (within :mod:`coordkit.support.jsontext`'s bounds)."""
     where = f"{option} {path}"
     try:
         with open(path, "rb") as file:

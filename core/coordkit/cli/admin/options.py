@@ -17,8 +17,8 @@ from coordkit.cli.numbers import Integer
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine.topics import DEFAULT_PLACEMENT
 from coordkit.errors import UnknownNameError
-from coordkit.placement import ReplicaPlacement
 from coordkit.plugins import get_plugin_manager
+from coordkit.strategies.placement import ReplicaPlacement
 
 F = TypeVar("F", bound=Callable[..., Any])
 

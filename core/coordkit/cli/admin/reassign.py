@@ -21,7 +21,6 @@ from collections.abc import Iterable
 
 import click
 
-from coordkit import layout
 from coordkit.cli.admin.cluster_state import (
     assignments,
     marked_for_deletion,
@@ -44,11 +43,12 @@ from coordkit.cli.errors import CommandError
 from coordkit.engine.errors import EngineError
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import LayoutError
-from coordkit.model import TopicAssignment
-from coordkit.placement import BrokerMetadata, ClusterLayout
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
-from coordkit.terminal import visible, visible_json
+from coordkit.strategies.placement import BrokerMetadata, ClusterLayout
+from coordkit.support.terminal import visible, visible_json
 
 TOPICS_FILE = "--topics-to-move-json-file"
 PLAN_FILE = "--reassignment-json-file"

@@ -24,7 +24,6 @@ from typing import Any
 
 import click
 
-from coordkit import layout
 from coordkit.cli.admin.cluster_state import (
     PartitionInfo,
     TopicInfo,
@@ -51,11 +50,12 @@ from coordkit.cli.cluster.spec import MAX_TOPIC_PARTITIONS
 from coordkit.cli.errors import CommandError
 from coordkit.engine.errors import EngineError
 from coordkit.engine.topics import TopicAdmin
-from coordkit.model import NO_LEADER, validate_topic_name
-from coordkit.placement import BrokerMetadata, ReplicaPlacement
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER, validate_topic_name
 from coordkit.plugins import open_store
 from coordkit.store import MetadataStore
-from coordkit.terminal import visible, visible_json
+from coordkit.strategies.placement import BrokerMetadata, ReplicaPlacement
+from coordkit.support.terminal import visible, visible_json
 
 
 @click.group("topics")

@@ -10,7 +10,7 @@ from coordkit.cli.errors import CommandError
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine.invariants import check_cluster
 from coordkit.plugins import open_store
-from coordkit.terminal import visible, visible_json
+from coordkit.support.terminal import visible, visible_json
 
 
 @click.command("check")

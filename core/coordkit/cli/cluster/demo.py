@@ -37,13 +37,13 @@ from coordkit.cli.numbers import (
 )
 from coordkit.cli.tables import output_console
 from coordkit.cli.tree import DEFAULT_STORE_ENV, _print_tree, walk
-from coordkit.elections import ElectionKind
 from coordkit.engine import Cluster, ClusterView, EngineConfig, OpCounts
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE
 from coordkit.engine.invariants import Convergence
 from coordkit.errors import CoordkitError
 from coordkit.plugins import get_plugin_manager
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
+from coordkit.strategies.elections import ElectionKind
 
 # -- running -----------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from coordkit.cli.numbers import (
     parse_integer,
     parse_seconds,
 )
-from coordkit.model import validate_topic_name
-from coordkit.urls import StoreURL
+from coordkit.kafka.model import validate_topic_name
+from coordkit.store.urls import StoreURL
 
 DEFAULT_STORE = "memory://coordkit-cluster"
 #: Brokers one process runs (each has its own sessions and threads).

@@ -12,8 +12,8 @@ from rich.text import Text
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine import ClusterView, OpCounts
 from coordkit.engine.invariants import Convergence
-from coordkit.model import NO_LEADER
-from coordkit.terminal import markup
+from coordkit.kafka.model import NO_LEADER
+from coordkit.support.terminal import markup
 
 # -- rendering ---------------------------------------------------------------------------------
 

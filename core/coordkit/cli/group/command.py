@@ -50,10 +50,10 @@ from coordkit.engine import Cluster, EngineConfig
 from coordkit.engine.errors import TopicExistsError
 from coordkit.engine.groups import ConsumerConfig, group_path
 from coordkit.errors import CoordkitError
-from coordkit.offsets import validate_group_id
 from coordkit.plugins import get_plugin_manager, open_store
-from coordkit.terminal import visible_json
-from coordkit.urls import StoreURL
+from coordkit.store.urls import StoreURL
+from coordkit.strategies.offsets import validate_group_id
+from coordkit.support.terminal import visible_json
 
 DEFAULT_STORE = "memory://coordkit-group"
 DEFAULT_TOPIC = "t0:12:2"

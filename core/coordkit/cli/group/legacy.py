@@ -31,7 +31,7 @@ from coordkit.engine.legacy import (
     OwnershipHistory,
     read_group,
 )
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 #: Rebalance retries for the demo: Kafka's 2 s backoff and 4 attempts make a conflict between two
 #: consumers rebalancing at once cost seconds and fail easily; these do neither.

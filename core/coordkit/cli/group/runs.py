@@ -18,7 +18,7 @@ from attrs import field, frozen, validators
 from coordkit.cli.group.view import GroupSnapshot
 from coordkit.engine import Cluster
 from coordkit.engine.errors import EngineError
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 
 def _names(value: Iterable[str]) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ from coordkit.cli.cluster.spec import MAX_RECORDS
 from coordkit.cli.group.runs import GroupRun
 from coordkit.cli.numbers import MAX_SECONDS, parse_integer, parse_seconds
 from coordkit.engine import Cluster
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 STEP_HELP = {
     "join[:N]": "start N more consumers (default 1)",

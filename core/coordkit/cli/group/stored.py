@@ -15,17 +15,17 @@ from typing import Any
 from attrs import frozen
 from rich.console import Group
 
-from coordkit import layout
 from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.groups import GroupMetadata, group_path
 from coordkit.engine.groups.metadata import decode as decode_metadata
 from coordkit.engine.legacy import LegacyGroupView, read_group
 from coordkit.errors import NoNodeError
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicPartition
 from coordkit.plugins import get_plugin_manager
 from coordkit.store import MetadataStore
+from coordkit.strategies.offsets import OffsetAndMetadata
 
 
 @frozen

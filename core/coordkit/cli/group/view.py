@@ -15,7 +15,7 @@ from rich.console import Group
 
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.instrument import OpCounts
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 
 def compact_partitions(partitions: Iterable[TopicPartition]) -> str:

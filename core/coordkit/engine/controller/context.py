@@ -16,8 +16,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 
-from coordkit import layout
-from coordkit.elections import ControllerImage
 from coordkit.engine import states
 from coordkit.engine.controller.assignment_map import AssignmentMap, AssignmentVersions, TopicSet
 from coordkit.engine.controller.partition_map import (
@@ -27,9 +25,11 @@ from coordkit.engine.controller.partition_map import (
 from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP
 from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.model import BrokerInfo
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import BrokerInfo
 from coordkit.store import MetadataStore, Stat, tree
+from coordkit.store.paths import numeric_name
+from coordkit.strategies.elections import ControllerImage
 
 log = logging.getLogger("coordkit.engine.controller")
 

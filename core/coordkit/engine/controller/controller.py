@@ -31,9 +31,6 @@ import time
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 
-from coordkit import layout
-from coordkit.clock import Clock
-from coordkit.elections import ControllerTerm
 from coordkit.engine import isr_notifications
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.announce import states_to_announce
@@ -52,7 +49,10 @@ from coordkit.engine.invariants import Violation
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import NodeExistsError
+from coordkit.kafka import layout
 from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, Watch
+from coordkit.strategies.elections import ControllerTerm
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.controller")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
@@ -22,6 +21,7 @@ from coordkit.engine.controller.replica_state import commit_ignoring_missing
 from coordkit.engine.events import Observers
 from coordkit.engine.fencing import FencedWriter
 from coordkit.errors import NoNodeError, NotEmptyError, StoreError
+from coordkit.kafka import layout
 from coordkit.store import Delete, Op
 
 log = logging.getLogger("coordkit.engine.controller")

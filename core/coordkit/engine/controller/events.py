@@ -22,9 +22,9 @@ from typing import Any
 
 import attrs
 
-from coordkit.clock import Clock
 from coordkit.engine.errors import ControllerFencedError, EngineError, StateConflictError
 from coordkit.errors import ConnectionLossError, SessionExpiredError, StoreClosedError
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.controller")
 

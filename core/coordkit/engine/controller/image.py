@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.controller.image_topics import (
     BrokerIndex,
@@ -58,6 +57,7 @@ from coordkit.engine.controller.partition_map import (
 )
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.errors import LayoutError, NoNodeError, StoreError
+from coordkit.kafka import layout
 from coordkit.store import MetadataStore, Stat, TreeEvent, TreeEventKind, tree
 
 if TYPE_CHECKING:

@@ -22,13 +22,6 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from coordkit import layout
-from coordkit.elections import (
-    ElectionReason,
-    PartitionElectionInput,
-    PartitionLeaderElection,
-    new_partition_election,
-)
 from coordkit.engine import states
 from coordkit.engine.config import UNCLEAN_LEADER_ELECTION_ENABLE, EngineConfig
 from coordkit.engine.controller.context import ControllerContext
@@ -39,8 +32,15 @@ from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
-from coordkit.model import NO_LEADER
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER
 from coordkit.store import Create, Op
+from coordkit.strategies.elections import (
+    ElectionReason,
+    PartitionElectionInput,
+    PartitionLeaderElection,
+    new_partition_election,
+)
 
 #: Rounds of conflicting state writes retried before a pass gives up (and is tried again later).
 MAX_ROUNDS = 100

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from coordkit.elections import PartitionElectionInput
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
@@ -21,8 +20,9 @@ from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import BadVersionError, LayoutError, NoNodeError
-from coordkit.layout import PREFERRED_REPLICA_ELECTION, decode_preferred_election
+from coordkit.kafka.layout import PREFERRED_REPLICA_ELECTION, decode_preferred_election
 from coordkit.store import Delete
+from coordkit.strategies.elections import PartitionElectionInput
 
 log = logging.getLogger("coordkit.engine.controller")
 

@@ -30,8 +30,6 @@ import logging
 
 import attrs
 
-from coordkit import layout
-from coordkit.elections import ElectionReason, PartitionElectionInput
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan
@@ -39,9 +37,11 @@ from coordkit.engine.fencing import FencedWriter
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import LayoutError, NoNodeError
-from coordkit.layout import REASSIGN_PARTITIONS, decode_reassignment, encode_reassignment
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.layout import REASSIGN_PARTITIONS, decode_reassignment, encode_reassignment
+from coordkit.kafka.model import TopicAssignment
 from coordkit.store import Delete, Op, SetData
+from coordkit.strategies.elections import ElectionReason, PartitionElectionInput
 
 log = logging.getLogger("coordkit.engine.controller")
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import itertools
 
-from coordkit import layout
-from coordkit.elections import (
-    LeaderAndIsr,
-    PartitionElectionInput,
-    PartitionLeaderElection,
-)
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_map import PartitionInfo
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan, bulk
 from coordkit.engine.errors import EngineError
 from coordkit.engine.states import TP
+from coordkit.kafka import layout
+from coordkit.strategies.elections import (
+    LeaderAndIsr,
+    PartitionElectionInput,
+    PartitionLeaderElection,
+)
 
 
 class ControlledShutdown:

@@ -13,7 +13,6 @@
   the recorder that checks the protocol's invariants.
 """
 
-from coordkit.elections import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.groups.config import ConsumerConfig
 from coordkit.engine.groups.consumer import (
     CommitFailedError,
@@ -45,6 +44,7 @@ from coordkit.engine.groups.protocol import (
     MemberDescription,
     Subscription,
 )
+from coordkit.strategies.elections import GroupLeaderSelection, LeaderCandidate
 
 __all__ = [
     "GROUPS_ROOT",

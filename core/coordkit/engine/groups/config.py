@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from attrs import field, frozen, validators
 
-from coordkit.model import validate_topic_name
+from coordkit.kafka.model import validate_topic_name
 
 
 def _names(value: Iterable[str]) -> tuple[str, ...]:

@@ -43,8 +43,6 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from coordkit.assignment import RebalanceProtocol
-from coordkit.clock import Clock
 from coordkit.engine.errors import EngineError
 from coordkit.engine.groups.config import ConsumerConfig
 from coordkit.engine.groups.events import GroupObserver
@@ -66,8 +64,10 @@ from coordkit.engine.groups.timing import wait_on_clock
 from coordkit.engine.groups.topic_metadata import LeaderMetadata
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.strategies import Strategies
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.assignment import RebalanceProtocol
+from coordkit.strategies.offsets import OffsetAndMetadata
+from coordkit.support.clock import Clock
 
 if TYPE_CHECKING:
     from coordkit.engine.broker import Broker

@@ -20,9 +20,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from coordkit import layout
-from coordkit.clock import Clock
-from coordkit.coordinators import OFFSETS_TOPIC
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.errors import TopicExistsError
@@ -64,8 +61,11 @@ from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.offsets import OffsetStorage
+from coordkit.kafka import layout
+from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.store import MetadataStore
+from coordkit.strategies.offsets import OffsetStorage
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from attrs import field, frozen
 
 from coordkit.engine.strategies import NO_PLUGIN_EVENTS, PluginEvents
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 log = logging.getLogger("coordkit.engine.groups")
 

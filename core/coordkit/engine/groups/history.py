@@ -26,7 +26,7 @@ from attrs import frozen
 
 from coordkit.engine.errors import EngineError
 from coordkit.engine.groups.events import AssignmentRound, GroupObserver, RebalanceCompleted
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 
 class GroupInvariantError(EngineError, AssertionError):

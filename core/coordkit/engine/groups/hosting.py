@@ -18,16 +18,16 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from coordkit.coordinators import (
-    OFFSETS_TOPIC,
-    GroupCoordinatorSelection,
-    offsets_topic_partitions,
-)
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import StateChange
 from coordkit.engine.groups.membership import Group
 from coordkit.errors import LayoutError, StoreError
+from coordkit.kafka.coordinators import (
+    OFFSETS_TOPIC,
+    GroupCoordinatorSelection,
+    offsets_topic_partitions,
+)
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
@@ -38,7 +38,7 @@ def offsets_partition_for(
 ) -> int:
     """The offsets-topic partition of ``group_id`` under the coordinator strategy ``selection``,
     over ``num_partitions`` (the count the existing topic has, see
-    :func:`~coordkit.coordinators.offsets_topic_partitions`, else ``offsets.topic.num.partitions``)."""
+    :func:`~coordkit.kafka.coordinators.offsets_topic_partitions`, else ``offsets.topic.num.partitions``)."""
     return int(selection.partition_for(group_id, num_partitions))
 
 

@@ -17,7 +17,6 @@ import concurrent.futures
 import logging
 import uuid
 
-from coordkit.clock import Clock
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.groups.membership import Group, Member
 from coordkit.engine.groups.protocol import (
@@ -30,6 +29,7 @@ from coordkit.engine.groups.protocol import (
     join_done,
 )
 from coordkit.engine.groups.rebalance import Rebalancer
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
 

@@ -29,7 +29,7 @@ from coordkit.engine.groups.protocol import (
     Subscription,
     SyncGroupResponse,
 )
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 _VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.PREPARING_REBALANCE: frozenset(

@@ -33,10 +33,10 @@ from typing import Any
 
 from attrs import field, frozen, validators
 
-from coordkit import jsontext
 from coordkit.errors import LayoutError
-from coordkit.model import TopicPartition, validate_topic_name
-from coordkit.paths import validate
+from coordkit.kafka.model import TopicPartition, validate_topic_name
+from coordkit.store.paths import validate
+from coordkit.support import jsontext
 
 #: Parent of the persisted groups (coordkit's own node, beside Kafka's layout).
 GROUPS_ROOT = "/coordkit/groups"

@@ -2,7 +2,7 @@
 
 Group metadata (``/coordkit/groups/G``, :mod:`~coordkit.engine.groups.metadata`) is written on
 every completed sync and loaded lazily on first use, so a new coordinator resumes the generation.
-Offsets go through the configured :class:`~coordkit.offsets.OffsetStorage` on the broker's session.
+Offsets go through the configured :class:`~coordkit.strategies.offsets.OffsetStorage` on the broker's session.
 
 Every write is a multi that first checks the version of the offsets partition's state node this
 broker took the partition over at: a broker that lost the partition cannot overwrite the new
@@ -16,8 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from coordkit.clock import Clock
-from coordkit.coordinators import OFFSETS_TOPIC
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.groups import metadata
@@ -25,9 +23,11 @@ from coordkit.engine.groups.hosting import PartitionHosting
 from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata, OffsetStorage, OffsetStorageFactory
+from coordkit.kafka.coordinators import OFFSETS_TOPIC
+from coordkit.kafka.model import TopicPartition
 from coordkit.store import Check, Create, MetadataStore, Op, SetData
+from coordkit.strategies.offsets import OffsetAndMetadata, OffsetStorage, OffsetStorageFactory
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from coordkit.assignment import (
+from coordkit.engine.groups.protocol import JoinedMember
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.assignment import (
     Assignor,
     GroupSubscription,
     MemberSubscription,
     RebalanceProtocol,
     TopicMetadata,
 )
-from coordkit.engine.groups.protocol import JoinedMember
-from coordkit.model import TopicPartition
 
 
 def rebalance_protocol(

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 
 from attrs import field, frozen, validators
 
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.offsets import OffsetAndMetadata
 
 #: The generation of a member that has none yet (Kafka's ``NO_GENERATION``).
 NO_GENERATION = -1

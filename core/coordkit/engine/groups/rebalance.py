@@ -14,9 +14,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from coordkit.assignment import Assignor, RebalanceProtocol
-from coordkit.clock import Clock
-from coordkit.elections import GroupLeaderSelection, LeaderCandidate
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.groups.events import AssignmentRound, GroupObserver, RebalanceCompleted
 from coordkit.engine.groups.membership import Group, Member, RebalanceEpisode
@@ -30,6 +27,9 @@ from coordkit.engine.groups.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from coordkit.strategies.assignment import Assignor, RebalanceProtocol
+from coordkit.strategies.elections import GroupLeaderSelection, LeaderCandidate
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
 

@@ -1,7 +1,7 @@
 """Waiting on the engine's clock.
 
 Everything time-based in consumer groups (heartbeats, session and rebalance timeouts, retry
-back-off) reads :meth:`Clock.monotonic`, so a :class:`~coordkit.clock.ManualClock` drives it in
+back-off) reads :meth:`Clock.monotonic`, so a :class:`~coordkit.support.clock.ManualClock` drives it in
 tests. Waits sleep in short real-time slices and re-read the clock, which makes them correct for
 both the system clock and a clock that only moves when told to.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from coordkit.clock import Clock
+from coordkit.support.clock import Clock
 
 #: Longest real-time sleep before the clock is read again.
 SLICE = 0.01

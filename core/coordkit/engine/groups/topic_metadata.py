@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from attrs import field, frozen
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.errors import LayoutError, StoreError
+from coordkit.kafka import layout
 from coordkit.store import DataEvent, MetadataStore, Watch
 
 if TYPE_CHECKING:
-    from coordkit.clock import Clock
+    from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
 

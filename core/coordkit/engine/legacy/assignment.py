@@ -1,7 +1,7 @@
 """Assignment over consumer threads: Kafka's ``AssignmentContext`` and the registered assignors.
 
 The legacy consumer shares partitions out over *consumer threads*, not consumers: every thread
-``C-i`` is one member of a :class:`~coordkit.assignment.GroupSubscription`, subscribed to the topics
+``C-i`` is one member of a :class:`~coordkit.strategies.assignment.GroupSubscription`, subscribed to the topics
 for which consumer ``C`` runs more than ``i`` streams. Any registered assignor then applies:
 
 * ``range`` is Kafka's legacy ``RangeAssignor``: per topic, the topic's threads in ``C-i`` text
@@ -18,12 +18,17 @@ from collections.abc import Mapping
 
 import attrs
 
-from coordkit import layout
-from coordkit.assignment import Assignor, GroupSubscription, MemberSubscription, TopicMetadata
 from coordkit.engine.legacy.registration import ConsumerThreadId, thread_ids_per_topic
 from coordkit.errors import NoNodeError, StoreError
-from coordkit.model import ConsumerRegistration, TopicPartition
+from coordkit.kafka import layout
+from coordkit.kafka.model import ConsumerRegistration, TopicPartition
 from coordkit.store import MetadataStore
+from coordkit.strategies.assignment import (
+    Assignor,
+    GroupSubscription,
+    MemberSubscription,
+    TopicMetadata,
+)
 
 
 def _sorted_threads(

@@ -35,9 +35,6 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 
-from coordkit import layout
-from coordkit.assignment import Assignor
-from coordkit.clock import Clock, SystemClock
 from coordkit.engine.instrument import InstrumentedStore
 from coordkit.engine.legacy.config import LegacyConsumerConfig
 from coordkit.engine.legacy.errors import LegacyConsumerError, LegacyRebalanceFailedError
@@ -62,9 +59,12 @@ from coordkit.engine.legacy.registration import (
 )
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import CoordkitError
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetStorage, OffsetStorageFactory
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicPartition
 from coordkit.store import DataEvent, MetadataStore, SessionState, Watch
+from coordkit.strategies.assignment import Assignor
+from coordkit.strategies.offsets import OffsetStorage, OffsetStorageFactory
+from coordkit.support.clock import Clock, SystemClock
 
 log = logging.getLogger("coordkit.engine.legacy")
 
@@ -81,7 +81,7 @@ class LegacyConsumer:
 
     :param store: the consumer's own store session (the consumer closes it).
     :param assignor: a registered assignor name (``range``, ``roundrobin``, ``range-ceil``, ...)
-        or an :class:`~coordkit.assignment.Assignor`.
+        or an :class:`~coordkit.strategies.assignment.Assignor`.
     :param offset_storage: the offset storage factory (by default the registered one that
         ``config.offset_storage`` names).
     :param history: where ownership changes are recorded (share one across a group's consumers).

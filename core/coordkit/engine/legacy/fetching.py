@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from coordkit.engine.legacy.registration import ConsumerThreadId
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 
 @attrs.define

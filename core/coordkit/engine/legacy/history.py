@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 SESSION_LOST = "session-lost"
 

@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from coordkit import layout, paths
-from coordkit.clock import Clock
 from coordkit.engine.legacy.history import SESSION_LOST, OwnershipChange, OwnershipHistory
 from coordkit.engine.legacy.registration import ConsumerThreadId
 from coordkit.errors import (
@@ -38,8 +36,10 @@ from coordkit.errors import (
     SessionExpiredError,
     StoreError,
 )
-from coordkit.model import TopicPartition
-from coordkit.store import ANY_VERSION, Check, Create, Delete, MetadataStore
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicPartition
+from coordkit.store import ANY_VERSION, Check, Create, Delete, MetadataStore, paths
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.legacy")
 

@@ -30,9 +30,6 @@ from collections.abc import Callable, Iterable, Mapping
 
 import attrs
 
-from coordkit import layout
-from coordkit.assignment import Assignor
-from coordkit.clock import Clock
 from coordkit.engine.instrument import InstrumentedStore, OpCounts
 from coordkit.engine.legacy.assignment import (
     AssignmentContext,
@@ -46,8 +43,11 @@ from coordkit.engine.legacy.fetching import Fetcher, PartitionTopicInfo
 from coordkit.engine.legacy.ownership import OwnershipClaims
 from coordkit.engine.legacy.registration import ConsumerThreadId, read_registrations
 from coordkit.errors import CoordkitError, NoNodeError
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata, OffsetStorage
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.assignment import Assignor
+from coordkit.strategies.offsets import OffsetAndMetadata, OffsetStorage
+from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.legacy")
 

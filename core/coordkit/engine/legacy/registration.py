@@ -16,13 +16,13 @@ from collections.abc import Mapping
 
 import attrs
 
-from coordkit import layout
-from coordkit.assignment import java_string_key
-from coordkit.clock import Clock
 from coordkit.engine.legacy.errors import ConsumerIdInUseError
 from coordkit.errors import NodeExistsError, NoNodeError, StoreError
-from coordkit.model import ConsumerRegistration, validate_topic_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import ConsumerRegistration, validate_topic_name
 from coordkit.store import MetadataStore
+from coordkit.strategies.assignment import java_string_key
+from coordkit.support.clock import Clock
 
 
 @attrs.frozen

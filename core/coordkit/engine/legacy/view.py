@@ -10,12 +10,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from coordkit import layout
 from coordkit.engine.legacy.registration import read_registrations
 from coordkit.errors import NoNodeError, StoreError
-from coordkit.model import ConsumerRegistration, TopicPartition
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import ConsumerRegistration, TopicPartition
 from coordkit.store import MetadataStore
+from coordkit.store.paths import numeric_name
 
 
 @attrs.frozen

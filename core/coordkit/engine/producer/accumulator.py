@@ -15,7 +15,7 @@ from concurrent.futures import Future
 import attrs
 
 from coordkit.engine.states import TP
-from coordkit.partitioning import BATCH_HEADER_BYTES
+from coordkit.strategies.partitioning import BATCH_HEADER_BYTES
 
 
 @attrs.frozen

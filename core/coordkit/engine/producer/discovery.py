@@ -16,12 +16,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from coordkit import layout
 from coordkit.engine.producer.errors import ProducerError
 from coordkit.errors import UnknownNameError
-from coordkit.partitioning import murmur2, to_positive
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
 from coordkit.store import ChildrenEvent, MetadataStore, Watch
+from coordkit.store.paths import numeric_name
+from coordkit.strategies.partitioning import murmur2, to_positive
 
 
 @runtime_checkable

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Protocol, runtime_checkable
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.producer.discovery import BrokerDiscovery
 from coordkit.errors import StoreError
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import ClusterMetadata
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER
 from coordkit.store import MetadataStore
+from coordkit.strategies.partitioning import ClusterMetadata
 
 
 @runtime_checkable

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 import attrs
 from attrs import validators
 
-from coordkit.clock import Clock, SystemClock
 from coordkit.engine.producer.accumulator import Batch, RecordAccumulator, RecordMetadata
 from coordkit.engine.producer.discovery import BrokerDiscovery, open_discovery
 from coordkit.engine.producer.errors import (
@@ -40,8 +39,9 @@ from coordkit.engine.producer.stats import ProducerStats, ProducerTotals
 from coordkit.engine.producer.transport import ProduceTransport, ReplicationTransport
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
-from coordkit.model import NO_LEADER
-from coordkit.partitioning import (
+from coordkit.kafka.model import NO_LEADER
+from coordkit.store import MetadataStore, SessionState
+from coordkit.strategies.partitioning import (
     DEFAULT_BATCH_SIZE,
     ClusterMetadata,
     Partitioner,
@@ -51,7 +51,7 @@ from coordkit.partitioning import (
     ProducerRecord,
     UnknownTopicMetadataError,
 )
-from coordkit.store import MetadataStore, SessionState
+from coordkit.support.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from coordkit.engine.cluster import Cluster

@@ -16,7 +16,7 @@ from coordkit.engine.producer.errors import (
 )
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
 
 if TYPE_CHECKING:
     from coordkit.engine.broker import Broker

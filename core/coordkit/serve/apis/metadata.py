@@ -19,17 +19,17 @@ import logging
 import uuid
 from typing import Any
 
-from coordkit import layout
 from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.engine.snapshot import ClusterView, read_view
 from coordkit.errors import CoordkitError, LayoutError, StoreError
-from coordkit.model import NO_LEADER, BrokerInfo, validate_topic_name
-from coordkit.paths import numeric_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import NO_LEADER, BrokerInfo, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.store import MetadataStore
+from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
 
 log = logging.getLogger("coordkit.serve")

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from coordkit import layout
 from coordkit.engine.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -20,7 +19,8 @@ from coordkit.engine.errors import (
 )
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError, LayoutError
-from coordkit.model import TopicAssignment, validate_topic_name
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.topics import wait_for_states

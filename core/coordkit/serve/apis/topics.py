@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from coordkit import layout
 from coordkit.engine.cluster_id import kafka_uuid, new_kafka_uuid
 from coordkit.engine.errors import (
     InvalidReplicaAssignmentError,
@@ -35,6 +34,7 @@ from coordkit.engine.errors import (
 from coordkit.engine.states import TP, state_path
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
+from coordkit.kafka import layout
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested

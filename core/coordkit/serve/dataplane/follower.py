@@ -24,13 +24,13 @@ import logging
 import threading
 from collections.abc import Callable, Collection
 
-from coordkit import layout
 from coordkit.engine import states
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import LayoutError, StoreError
-from coordkit.model import TopicAssignment
+from coordkit.kafka import layout
+from coordkit.kafka.model import TopicAssignment
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 

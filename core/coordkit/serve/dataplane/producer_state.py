@@ -35,11 +35,11 @@ from collections.abc import Iterable
 
 import attrs
 
-from coordkit import jsontext
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
 from coordkit.store import MetadataStore
+from coordkit.support import jsontext
 
 #: Kafka's ``ProducerIdBlockZNode.path`` and block size.
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"

@@ -32,7 +32,7 @@ from typing import Any
 from coordkit.engine.replication import PartitionLog as PartitionState
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol import KafkaCodec, messages, records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors

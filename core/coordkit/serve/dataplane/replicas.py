@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
-from coordkit.model import NO_LEADER
+from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log import LocalBroker, PartitionLog

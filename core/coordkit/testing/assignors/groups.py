@@ -12,14 +12,14 @@ from collections.abc import Iterator
 
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     TopicMetadata,
 )
-from coordkit.model import TopicPartition
 
 TOPIC_NAMES = ("t0", "t1", "t2", "t3")
 #: Subscribed by some members, known to no one: assignors must ignore it.

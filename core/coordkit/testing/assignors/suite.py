@@ -28,14 +28,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coordkit.assignment import (
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.assignment import (
     Assignor,
     GroupAssignment,
     GroupSubscription,
     MemberSubscription,
     RebalanceProtocol,
 )
-from coordkit.model import TopicPartition
 from coordkit.testing.assignors.groups import (
     DELETED_TOPIC,
     TOPIC_WITHOUT_METADATA,

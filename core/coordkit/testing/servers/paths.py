@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 
+from coordkit.store.urls import StoreURL
 from coordkit.testing.servers.proxy import TCPProxy
-from coordkit.urls import StoreURL
 
 
 class NetworkPath:

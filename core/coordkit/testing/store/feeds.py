@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from coordkit.changefeed import at_or_below
 from coordkit.store import (
     ConnectionLossError,
     Create,
@@ -22,6 +21,7 @@ from coordkit.store import (
     TreeWatch,
 )
 from coordkit.store import tree as store_tree
+from coordkit.store.changefeed import at_or_below
 from coordkit.testing.backends import Capability, StoreBackend, StoreFactory, requires
 from coordkit.testing.store.base import StoreSuite
 from coordkit.testing.waiting import default_timeout, wait_for

@@ -10,7 +10,6 @@ import hypothesis
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from coordkit import paths
 from coordkit.store import (
     BadVersionError,
     Check,
@@ -22,6 +21,7 @@ from coordkit.store import (
     NotEmptyError,
     SetData,
     StoreError,
+    paths,
     read_tree,
 )
 from coordkit.testing.backends import StoreBackend

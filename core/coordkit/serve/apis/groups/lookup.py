@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordkit.model import BrokerInfo
+from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator

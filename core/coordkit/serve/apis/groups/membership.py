@@ -21,7 +21,7 @@ from coordkit.engine.groups.protocol import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.protocol.consumer import UserDataError, decode_assignment, decode_subscription
 from coordkit.serve import errors
@@ -29,7 +29,7 @@ from coordkit.serve.apis.groups.waiting import answer_of, coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import client_host
 from coordkit.serve.context import BrokerContext
-from coordkit.terminal import visible
+from coordkit.support.terminal import visible
 
 log = logging.getLogger("coordkit.serve")
 

@@ -20,13 +20,13 @@ from coordkit.engine.groups.protocol import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
-from coordkit.model import TopicPartition
-from coordkit.offsets import OffsetAndMetadata
+from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.strategies.offsets import OffsetAndMetadata
 
 CommitResponse = messages.OffsetCommitResponse
 CommitTopic = nested(CommitResponse, "OffsetCommitResponseTopic")

@@ -14,9 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from coordkit import jsontext
 from coordkit.errors import LayoutError
-from coordkit.model import (
+from coordkit.kafka.model import (
     BrokerInfo,
     ClusterId,
     ConsumerOffset,
@@ -30,7 +29,8 @@ from coordkit.model import (
     TopicConfig,
     validate_topic_name,
 )
-from coordkit.paths import numeric_name
+from coordkit.store.paths import numeric_name
+from coordkit.support import jsontext
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """Value objects for Kafka's coordination data (seeds 000, 001, 003).
 
-Plain, immutable and validated; encoding to and from znode JSON lives in :mod:`coordkit.layout`.
+Plain, immutable and validated; encoding to and from znode JSON lives in :mod:`coordkit.kafka.layout`.
 Use :func:`attrs.evolve` for changed copies.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from attrs import field, frozen, validators
 
-from coordkit.paths import numeric_name
+from coordkit.store.paths import numeric_name
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_LENGTH = 249

@@ -8,7 +8,7 @@ partitions withheld this round.
 At Kafka's scale (a million partitions) objects per partition are too slow, so a
 :class:`GroupAssignment` stores each member's partitions as integer indices into a
 :class:`PartitionSpace` (topics in name order, partitions numbered within). The accessors return
-readable values (:class:`~coordkit.model.TopicPartition`, ``{topic: [partitions]}``).
+readable values (:class:`~coordkit.kafka.model.TopicPartition`, ``{topic: [partitions]}``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import attrs
 import numpy as np
 from attrs import field, frozen
 
-from coordkit.model import TopicPartition
+from coordkit.kafka.model import TopicPartition
 
 DEFAULT_GENERATION = -1
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from coordkit.store import TreeCallback, TreeEvent, TreeWatch
-from coordkit.watches import EventThread
+from coordkit.store.watches import EventThread
 
 log = logging.getLogger("coordkit.store")
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from coordkit.assignment import java_string_key
+from coordkit.strategies.assignment import java_string_key
 
 if TYPE_CHECKING:
     from coordkit.store import MetadataStore
 
-log = logging.getLogger("coordkit.coordinators")
+log = logging.getLogger("coordkit.kafka.coordinators")
 
 #: Kafka's internal offsets topic.
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -62,8 +62,8 @@ def offsets_topic_partitions(store: MetadataStore, configured: int) -> tuple[int
 
     :returns: ``(count, exists)``; an unreadable topic node counts as not existing yet.
     """
-    from coordkit import layout
     from coordkit.errors import LayoutError, NoNodeError
+    from coordkit.kafka import layout
 
     path = layout.topic_path(OFFSETS_TOPIC)
     try:

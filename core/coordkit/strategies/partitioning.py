@@ -27,7 +27,7 @@ import attrs
 from attrs import field, frozen, validators
 
 from coordkit.errors import CoordkitError
-from coordkit.model import NO_LEADER, validate_topic_name
+from coordkit.kafka.model import NO_LEADER, validate_topic_name
 
 _MASK = 0xFFFFFFFF
 _MURMUR2_SEED = 0x9747B28C

@@ -24,7 +24,7 @@ import attrs
 from attrs import validators
 
 from coordkit.errors import CoordkitError
-from coordkit.model import TopicPartition, validate_topic_name
+from coordkit.kafka.model import TopicPartition, validate_topic_name
 from coordkit.store import Check
 
 

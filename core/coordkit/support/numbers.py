@@ -8,7 +8,7 @@ parsed in one place by one set of rules.
   (click adds the option: ``Invalid value for '--watch': ...``).
 
 :func:`parse_integer` and :func:`parse_seconds` read text; the command line's click types
-(:mod:`coordkit.cli.numbers`) and the store URL parameters (:mod:`coordkit.urls`) call them.
+(:mod:`coordkit.cli.numbers`) and the store URL parameters (:mod:`coordkit.store.urls`) call them.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ from urllib.parse import parse_qsl, quote, unquote
 
 import attrs
 
-from coordkit import numbers
 from coordkit.errors import InvalidURLError
+from coordkit.support import numbers
 
 REDACTED = "***"
 
@@ -231,7 +231,7 @@ def _parse_host(item: str, fail: _Fail) -> tuple[str, int | None]:
 MIN_SECONDS = 0.001
 MAX_SECONDS = numbers.MAX_SECONDS
 # Plain decimal numbers only (``float()`` would also take ``inf``, ``nan``, ``1_0`` and non-ASCII
-# digits): the same rules as every other number a user gives (:mod:`coordkit.numbers`).
+# digits): the same rules as every other number a user gives (:mod:`coordkit.support.numbers`).
 _DECIMAL = numbers.DECIMAL
 _INTEGER = numbers.INTEGER
 _NOT_FINITE = {"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan", "+nan", "-nan"}

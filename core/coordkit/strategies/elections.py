@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 
 if TYPE_CHECKING:
-    from coordkit.clock import Clock
     from coordkit.store import MetadataStore
+    from coordkit.support.clock import Clock
 
 __all__ = [
     "ControllerCandidate",

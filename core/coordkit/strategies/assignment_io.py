@@ -11,9 +11,9 @@ Every member field but ``topics`` is optional. Invalid input raises
 :class:`~coordkit.errors.AssignmentInputError` whose message starts with the JSON path of the
 offending field, e.g. ``members.C0.owned[1]: partition t0-7 does not exist (t0 has 3 partitions)``.
 The input is bounded before anything is allocated for it: its size and nesting (through
-:mod:`coordkit.jsontext`), and the partitions of all topics together (``max_partitions``, checked
+:mod:`coordkit.support.jsontext`), and the partitions of all topics together (``max_partitions``, checked
 before an assignor or the summary allocates per partition; :class:`AssignmentTooLargeError`).
-Parsing lives here, not in the model: :mod:`coordkit.assignment` stays free of input concerns.
+Parsing lives here, not in the model: :mod:`coordkit.strategies.assignment` stays free of input concerns.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 from attrs import frozen
 
-from coordkit import jsontext
-from coordkit.assignment import (
+from coordkit.errors import AssignmentInputError
+from coordkit.store.paths import numeric_name
+from coordkit.strategies.assignment import (
     DEFAULT_GENERATION,
     GroupAssignment,
     GroupSubscription,
@@ -37,8 +38,7 @@ from coordkit.assignment import (
     TopicMetadata,
     load_balance,
 )
-from coordkit.errors import AssignmentInputError
-from coordkit.paths import numeric_name
+from coordkit.support import jsontext
 
 TOP_LEVEL_FIELDS = ("topics", "members")
 TOPIC_FIELDS = ("partitions", "replica_racks", "loads")
