@@ -18,9 +18,10 @@ from coordkit.engine.controllership import (
     stored_controller_epoch,
 )
 from coordkit.engine.states import TP
-from coordkit.errors import LayoutError, StoreError
+from coordkit.errors import LayoutError
 from coordkit.kafka import layout
-from coordkit.kafka.model import NO_LEADER, TopicAssignment
+from coordkit.kafka.model import NO_LEADER
+from coordkit.kafka.reader import read_topic_nodes
 from coordkit.store import MetadataStore
 from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
@@ -116,26 +117,18 @@ def read_view(store: MetadataStore, topics: Iterable[str] | None = None) -> Clus
     if topics is not None:
         wanted = set(topics)
         existing = [t for t in existing if t in wanted]
-    names = sorted(existing)
-    topic_paths = [f"{layout.BROKER_TOPICS}/{t}" for t in names]
-    assignments: dict[str, TopicAssignment] = {}
-    unreadable: list[str] = []
-    for topic, path, result in zip(names, topic_paths, store.get_many(topic_paths), strict=True):
-        if not isinstance(result, StoreError):
-            try:
-                assignments[topic] = layout.TOPIC.decode(result[0], path)
-            except LayoutError:
-                unreadable.append(path)
-    tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
-    paths = [states.state_path(tp) for tp in tps]
+    nodes = read_topic_nodes(store, sorted(existing), strict=False)
+    assignments = nodes.assignments
+    unreadable = list(nodes.unreadable)
     views: list[PartitionView] = []
     missing: list[TP] = []
-    for tp, path, result in zip(tps, paths, store.get_many(paths), strict=True):
-        if isinstance(result, StoreError):
+    for tp, node in nodes.states.items():
+        if node is None:
             missing.append(tp)
             continue
+        path = states.state_path(tp)
         try:
-            state = _decoded_state(path, result[0], result[1].version)
+            state = _decoded_state(path, node[0], node[1])
         except LayoutError:
             unreadable.append(path)
             continue

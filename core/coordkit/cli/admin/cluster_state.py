@@ -18,6 +18,7 @@ from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import NoNodeError, StoreError
 from coordkit.kafka import layout
 from coordkit.kafka.model import NO_LEADER, BrokerInfo, PartitionState, TopicAssignment
+from coordkit.kafka.reader import read_topic_nodes
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 
@@ -131,21 +132,14 @@ def pending_election(store: MetadataStore) -> list[tuple[str, int]] | None:
 
 def assignments(store: MetadataStore, topics: Sequence[str]) -> dict[str, TopicAssignment]:
     """``/brokers/topics/T`` of each of ``topics`` that exists."""
-    paths = [layout.topic_path(t) for t in topics]
-    out: dict[str, TopicAssignment] = {}
-    for topic, path, result in zip(topics, paths, store.get_many(paths), strict=True):
-        if isinstance(result, NoNodeError):
-            continue
-        if isinstance(result, StoreError):
-            raise result
-        out[topic] = layout.TOPIC.decode(result[0], path)
-    return out
+    return read_topic_nodes(store, topics, strict=True).assignments
 
 
 def read_topics(store: MetadataStore, topics: Sequence[str]) -> list[TopicInfo]:
     """Assignment, partition states, config and deletion mark of each of ``topics`` that exists,
     in the order given."""
-    found = assignments(store, topics)
+    nodes = read_topic_nodes(store, topics, strict=True)
+    found = nodes.assignments
     deleting = marked_for_deletion(store) if found else set()
     config_paths = [layout.topic_config_path(t) for t in found]
     configs: dict[str, dict[str, str]] = {}
@@ -156,16 +150,12 @@ def read_topics(store: MetadataStore, topics: Sequence[str]) -> list[TopicInfo]:
             raise result
         else:
             configs[topic] = dict(layout.TOPIC_CONFIG.decode(result[0], path).config)
-    tps = [(t, p) for t, a in found.items() for p in sorted(a.partitions)]
-    state_paths = [layout.partition_state_path(t, p) for t, p in tps]
-    states: dict[tuple[str, int], PartitionState | None] = {}
-    for tp, path, result in zip(tps, state_paths, store.get_many(state_paths), strict=True):
-        if isinstance(result, NoNodeError):
-            states[tp] = None
-        elif isinstance(result, StoreError):
-            raise result
-        else:
-            states[tp] = layout.PARTITION_STATE.decode(result[0], path)
+    states = {
+        tp: None
+        if node is None
+        else layout.PARTITION_STATE.decode(node[0], layout.partition_state_path(*tp))
+        for tp, node in nodes.states.items()
+    }
     out = []
     for topic, assignment in found.items():
         partitions = tuple(
