@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from coordkit.strategies.offsets import OffsetStorageFactory
     from coordkit.strategies.partitioning import PartitionerFactory
     from coordkit.strategies.placement import ReplicaPlacement
+    from coordkit.strategies.target_assignment import ServerAssignor
 
     #: Opens a store session on a parsed URL (``read_only=True`` only when asked for).
     StoreFactory: TypeAlias = Callable[..., MetadataStore]
@@ -79,6 +80,17 @@ def coordkit_register_assignors(register: Callable[[Assignor], None]) -> None:
 
     :param register: call ``register(assignor)`` with an object implementing
         :class:`coordkit.strategies.assignment.Assignor`; its ``name`` (e.g. ``"range"``) is the lookup key.
+    """
+
+
+@_hookspec
+def coordkit_register_server_assignors(register: Callable[[ServerAssignor], None]) -> None:
+    """Register server-side (KIP-848) assignors: what a group's ``group.remote.assignor`` names.
+
+    :param register: call ``register(assignor)`` with an object implementing
+        :class:`coordkit.strategies.target_assignment.ServerAssignor`; its ``name`` (e.g.
+        ``"uniform"``) is the lookup key. Server-side and classic (client-side) assignors are
+        separate kinds: a ``range`` of each can coexist.
     """
 
 

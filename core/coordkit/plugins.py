@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from coordkit.strategies.offsets import OffsetStorageFactory
     from coordkit.strategies.partitioning import PartitionerFactory
     from coordkit.strategies.placement import ReplicaPlacement
+    from coordkit.strategies.target_assignment import ServerAssignor
 
 ENV_DISABLE = "COORDKIT_DISABLE_PLUGINS"
 ENV_NO_AUTOLOAD = "COORDKIT_DISABLE_PLUGIN_AUTOLOAD"
@@ -201,6 +202,9 @@ class PluginManager:
         self.assignors: Registry[Assignor] = Registry(
             self, "assignor", "coordkit_register_assignors", _name_of
         )
+        self.server_assignors: Registry[ServerAssignor] = Registry(
+            self, "server assignor", "coordkit_register_server_assignors", _name_of
+        )
         self.elections: Registry[ElectionStrategy] = Registry(
             self, "election strategy", "coordkit_register_elections", _election_key
         )
@@ -265,6 +269,7 @@ class PluginManager:
         return [
             self.stores,
             self.assignors,
+            self.server_assignors,
             self.elections,
             self.partitioners,
             self.placements,
@@ -345,6 +350,14 @@ class PluginManager:
     def assignor(self, name: str) -> Assignor:
         """The assignor registered as ``name``."""
         return self.assignors.get(name)
+
+    def server_assignor(self, name: str) -> ServerAssignor:
+        """The server-side assignor registered as ``name`` (a ``group.remote.assignor`` value)."""
+        return self.server_assignors.get(name)
+
+    def server_assignor_names(self) -> list[str]:
+        """Every registered server-side assignor's name, sorted."""
+        return self.server_assignors.names()
 
     def election(self, kind: str, name: str) -> ElectionStrategy:
         """The election strategy of ``kind`` (an :class:`~coordkit.strategies.elections.ElectionKind` value)

@@ -4,6 +4,10 @@ Kafka's client-side assignors (``range`` with its rack-aware mode, ``roundrobin`
 ``cooperative-sticky``), the server-side ``uniform`` assignor of KIP-848, the legacy ZooKeeper
 consumer's ceiling split ``range-ceil`` (seed 003), and ``weighted-sticky``, which balances a
 per-partition load instead of partition counts.
+
+Server-side (KIP-848) assignors, through ``coordkit_register_server_assignors``
+(:mod:`.server`): Kafka 4's ``uniform`` and ``range``, the classic ``sticky``,
+``weighted-sticky``, ``range-ceil`` and ``roundrobin`` offered server-side, and ``rack-aware``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,31 @@ def coordkit_register_assignors(register: Callable[[Any], None]) -> None:
         WeightedStickyAssignor(),
     ):
         register(assignor)
+
+
+@hookimpl
+def coordkit_register_server_assignors(register: Callable[[Any], None]) -> None:
+    from coordkit_assignors.range import RangeCeilAssignor
+    from coordkit_assignors.roundrobin import RoundRobinAssignor
+    from coordkit_assignors.server import (
+        ClassicAsServerAssignor,
+        ServerRackAwareAssignor,
+        ServerRangeAssignor,
+        ServerUniformAssignor,
+    )
+    from coordkit_assignors.sticky import StickyAssignor
+    from coordkit_assignors.weighted import WeightedStickyAssignor
+
+    register(ServerUniformAssignor())
+    register(ServerRangeAssignor())
+    register(ServerRackAwareAssignor())
+    for classic in (
+        StickyAssignor(),
+        WeightedStickyAssignor(),
+        RangeCeilAssignor(),
+        RoundRobinAssignor(),
+    ):
+        register(ClassicAsServerAssignor(classic))
 
 
 @hookimpl

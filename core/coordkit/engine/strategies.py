@@ -34,6 +34,7 @@ from coordkit.strategies.elections import (
 from coordkit.strategies.offsets import OffsetStorageFactory
 from coordkit.strategies.partitioning import PartitionerFactory
 from coordkit.strategies.placement import ReplicaPlacement
+from coordkit.strategies.target_assignment import ServerAssignor
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -114,6 +115,8 @@ class Strategies:
     :param offset_storage: what committed offsets are written to.
     :param assignors: assignors by name (a group picks one by its protocol name at run time).
     :param partitioners: partitioner factories by name (a producer's config names one).
+    :param server_assignors: server-side (KIP-848) assignors by name (a consumer group's
+        ``group.remote.assignor`` names one).
     :param events: where plugin events go.
     """
 
@@ -127,6 +130,9 @@ class Strategies:
     offset_storage: OffsetStorageFactory
     assignors: Mapping[str, Assignor] = attrs.field(converter=_frozen_mapping)
     partitioners: Mapping[str, PartitionerFactory] = attrs.field(converter=_frozen_mapping)
+    server_assignors: Mapping[str, ServerAssignor] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
     events: PluginEvents = attrs.field(default=NO_PLUGIN_EVENTS, eq=False)
 
     def partition_election(self, name: str) -> PartitionLeaderElection:
@@ -136,6 +142,10 @@ class Strategies:
     def assignor(self, name: str) -> Assignor:
         """The assignor ``name`` (a classic group's protocol name)."""
         return _named(self.assignors, name, "assignor")
+
+    def server_assignor(self, name: str) -> ServerAssignor:
+        """The server-side assignor ``name`` (a consumer group's ``group.remote.assignor``)."""
+        return _named(self.server_assignors, name, "server assignor")
 
     def partitioner(self, name: str) -> PartitionerFactory:
         """The partitioner factory ``name``."""
@@ -179,6 +189,7 @@ class Strategies:
             offset_storage=manager.offset_store(offset_storage or config.offset_storage),
             assignors={r.name: r.value for r in manager.assignors},
             partitioners={r.name: r.value for r in manager.partitioners},
+            server_assignors={r.name: r.value for r in manager.server_assignors},
             events=manager,
         )
         # The names the controller will use, checked now rather than at its first election.
