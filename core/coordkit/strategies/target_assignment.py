@@ -26,6 +26,7 @@ import numpy as np
 from attrs import field, frozen
 
 from coordkit.errors import CoordkitError
+from coordkit.strategies.partition_columns import TopicIndexer, TopicPartitions
 
 __all__ = [
     "GroupSpec",
@@ -153,15 +154,8 @@ def _unique_ids(topics: Iterable[uuid.UUID]) -> tuple[uuid.UUID, ...]:
     return tuple(dict.fromkeys(topics))
 
 
-def _member_partitions(
-    value: Mapping[uuid.UUID, Iterable[int]],
-) -> Mapping[uuid.UUID, tuple[int, ...]]:
-    out = {}
-    for t, ps in value.items():
-        parts = ps if isinstance(ps, tuple) else tuple(ps)
-        if parts:
-            out[t] = parts
-    return out
+def _member_partitions(value: Mapping[uuid.UUID, Iterable[int]]) -> TopicPartitions:
+    return TopicPartitions.of(value)
 
 
 @frozen
@@ -176,9 +170,7 @@ class MemberSpec:
     subscribed_topic_ids: tuple[uuid.UUID, ...] = field(converter=_unique_ids)
     rack: str | None = None
     instance_id: str | None = None
-    assignment: Mapping[uuid.UUID, tuple[int, ...]] = field(
-        factory=dict, converter=_member_partitions
-    )
+    assignment: TopicPartitions = field(factory=TopicPartitions.empty, converter=_member_partitions)
 
 
 def _members(value: Mapping[str, MemberSpec]) -> dict[str, MemberSpec]:
@@ -190,6 +182,16 @@ class GroupSpec:
     """Kafka's ``GroupSpec``: the members, listed in the order the coordinator iterates them."""
 
     members: Mapping[str, MemberSpec] = field(converter=_members)
+    #: :attr:`subscription_type`, worked out on first use (Kafka's coordinator keeps it as the
+    #: members change; a spec never changes).
+    _subscription_type: SubscriptionType | None = field(
+        default=None, init=False, eq=False, repr=False
+    )
+    #: :func:`current_owners` for the last describer asked about: Kafka's ``GroupSpecImpl`` is
+    #: handed this index (partition -> member) by the coordinator, built before ``assign``.
+    _owners: tuple[TopicDescriber, dict[uuid.UUID, np.ndarray]] | None = field(
+        default=None, init=False, eq=False, repr=False
+    )
 
     def member_ids(self) -> list[str]:
         return list(self.members)
@@ -197,6 +199,12 @@ class GroupSpec:
     @property
     def subscription_type(self) -> SubscriptionType:
         """Homogeneous when every member subscribes to the same set of topics."""
+        if self._subscription_type is None:
+            object.__setattr__(self, "_subscription_type", self._find_subscription_type())
+        assert self._subscription_type is not None
+        return self._subscription_type
+
+    def _find_subscription_type(self) -> SubscriptionType:
         # Equal tuples first: hashing every member's topic ids into a set costs a second at
         # 2,000 members of 500 topics.
         first: tuple[uuid.UUID, ...] | None = None
@@ -228,35 +236,118 @@ def current_owners(group: GroupSpec, topics: TopicDescriber) -> dict[uuid.UUID, 
     """For every described topic, each partition's current owner (an index into
     ``group.member_ids()``, ``-1`` for none): Kafka's ``isPartitionAssigned`` in columns.
 
+    The arrays are read-only and kept on ``group`` for the next call with the same ``topics``.
+
     :raises MalformedGroupError: a partition held by two members, or past its topic's count.
     """
-    owners = {t: np.full(d.partitions, -1, dtype=np.int32) for t, d in topics.topics.items()}
-    for index, (member, spec) in enumerate(group.members.items()):
-        for topic_id, partitions in spec.assignment.items():
-            column = owners.get(topic_id)
-            if column is None:
-                continue  # a deleted topic: nobody's to keep
-            held = np.fromiter(partitions, dtype=np.int64, count=len(partitions))
-            if held.size and (int(held.min()) < 0 or int(held.max()) >= column.size):
-                bad = next(p for p in partitions if not 0 <= p < column.size)
-                raise MalformedGroupError(
-                    f"member {member!r} holds partition {bad} of topic "
-                    f"{topics.name(topic_id)!r}, which has {column.size} partitions"
-                )
-            taken = column[held]
-            if (taken >= 0).any() or np.unique(held).size != held.size:
-                p = int(held[taken >= 0][0]) if (taken >= 0).any() else _repeated(held)
-                raise MalformedGroupError(
-                    f"partition {topics.name(topic_id)}-{p} is in the current target of two "
-                    f"members (or twice in {member!r}'s)"
-                )
-            column[held] = index
-    return owners
+    cached = group._owners
+    if cached is not None and cached[0] is topics:
+        return cached[1]
+    described = list(topics.topics)
+    counts = np.array([topics.topics[t].partitions for t in described], dtype=np.int64)
+    offsets = np.zeros(len(described) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    owners = np.full(int(offsets[-1]), -1, dtype=np.int32)
+    held = _held_runs(group, TopicIndexer(described))
+    if held is not None:
+        members, run_topics, lengths, partitions = held
+        known = run_topics >= 0  # a deleted topic: nobody's to keep
+        if not known.all():
+            keep = np.repeat(known, lengths)
+            members, run_topics, lengths = members[known], run_topics[known], lengths[known]
+            partitions = partitions[keep]
+        if lengths.size:
+            _check_in_range(group, topics, described, counts, members, run_topics, lengths,
+                            partitions)  # fmt: skip
+            flat = partitions + np.repeat(offsets[run_topics], lengths)
+            owners[flat] = np.repeat(members, lengths)
+            if np.count_nonzero(owners >= 0) != flat.size:
+                _duplicate(group, topics, described, offsets, flat, np.repeat(members, lengths))
+    owners.flags.writeable = False
+    by_topic = {t: owners[offsets[i] : offsets[i + 1]] for i, t in enumerate(described)}
+    object.__setattr__(group, "_owners", (topics, by_topic))
+    return by_topic
 
 
-def _repeated(values: np.ndarray) -> int:
-    ordered = np.sort(values)
-    return int(ordered[np.flatnonzero(ordered[1:] == ordered[:-1])[0]])
+_HeldRuns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _held_runs(group: GroupSpec, indexer: TopicIndexer) -> _HeldRuns | None:
+    """Every member's current target as runs: the member's index, the topic's position in the
+    indexer (``-1``: not described) and the run's length per run; the partitions, run after run."""
+    members: list[int] = []
+    runs_per_member: list[int] = []
+    run_topics: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    partitions: list[np.ndarray] = []
+    for index, spec in enumerate(group.members.values()):
+        runs = spec.assignment
+        if not len(runs):
+            continue
+        members.append(index)
+        runs_per_member.append(len(runs))
+        run_topics.append(indexer.runs(runs))
+        bounds = runs.bounds
+        starts.append(bounds[:-1])
+        ends.append(bounds[1:])
+        partitions.append(runs.partitions[bounds[0] : bounds[-1]])
+    if not members:
+        return None
+    return (
+        np.repeat(np.asarray(members, dtype=np.int64), runs_per_member),
+        np.concatenate(run_topics),
+        np.concatenate(ends) - np.concatenate(starts),
+        np.concatenate(partitions),
+    )
+
+
+def _check_in_range(
+    group: GroupSpec,
+    topics: TopicDescriber,
+    described: list[uuid.UUID],
+    counts: np.ndarray,
+    members: np.ndarray,
+    run_topics: np.ndarray,
+    lengths: np.ndarray,
+    partitions: np.ndarray,
+) -> None:
+    """Raise for the first run holding a partition below 0 or past its topic's count."""
+    run_starts = np.concatenate(([0], np.cumsum(lengths[:-1])))
+    lowest = np.minimum.reduceat(partitions, run_starts)
+    highest = np.maximum.reduceat(partitions, run_starts)
+    bad_runs = np.flatnonzero((lowest < 0) | (highest >= counts[run_topics]))
+    if bad_runs.size:
+        run = int(bad_runs[0])
+        count = int(counts[run_topics[run]])
+        held = partitions[run_starts[run] : run_starts[run] + lengths[run]].tolist()
+        bad = next(p for p in held if not 0 <= p < count)
+        topic_id = described[int(run_topics[run])]
+        raise MalformedGroupError(
+            f"member {group.member_ids()[int(members[run])]!r} holds partition {bad} of topic "
+            f"{topics.name(topic_id)!r}, which has {count} partitions"
+        )
+
+
+def _duplicate(
+    group: GroupSpec,
+    topics: TopicDescriber,
+    described: list[uuid.UUID],
+    offsets: np.ndarray,
+    flat: np.ndarray,
+    members: np.ndarray,
+) -> None:
+    """Raise naming a partition listed twice (``flat`` holds one, as topic offset + partition)."""
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    second = int(order[np.flatnonzero(ordered[1:] == ordered[:-1])[0] + 1])
+    topic = int(np.searchsorted(offsets, flat[second], side="right")) - 1
+    partition = int(flat[second] - offsets[topic])
+    member = group.member_ids()[int(members[second])]
+    raise MalformedGroupError(
+        f"partition {topics.name(described[topic])}-{partition} is in the current target of two "
+        f"members (or twice in {member!r}'s)"
+    )
 
 
 def java_hash_set_order(topic_ids: Iterable[uuid.UUID]) -> list[uuid.UUID]:
@@ -292,13 +383,14 @@ def java_uuid_key(topic_id: uuid.UUID) -> tuple[int, int]:
 
 @frozen
 class MemberAssignment:
-    """One member's target: ``{topic id: (partition, ...)}`` (topics without partitions dropped)."""
+    """One member's target: ``{topic id: (partition, ...)}`` (topics without partitions dropped),
+    held as columns (:class:`~coordkit.strategies.partition_columns.TopicPartitions`)."""
 
-    partitions: Mapping[uuid.UUID, tuple[int, ...]] = field(converter=_member_partitions)
+    partitions: TopicPartitions = field(converter=_member_partitions)
 
     @property
     def total(self) -> int:
-        return sum(len(ps) for ps in self.partitions.values())
+        return self.partitions.total
 
     def as_sets(self) -> dict[uuid.UUID, frozenset[int]]:
         return {t: frozenset(ps) for t, ps in self.partitions.items()}

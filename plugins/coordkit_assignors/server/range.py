@@ -10,11 +10,15 @@ neither the current target (it is not sticky) nor racks.
 from __future__ import annotations
 
 import uuid
-from typing import ClassVar
+from typing import Any, ClassVar
+
+import numpy as np
 
 from coordkit.strategies.assignment import java_string_key
+from coordkit.strategies.partition_columns import split_runs
 from coordkit.strategies.target_assignment import (
     GroupSpec,
+    MemberAssignment,
     PartitionAssignorError,
     TargetAssignment,
     TopicDescriber,
@@ -39,27 +43,68 @@ class ServerRangeAssignor:
 
         # Java's sort is stable: static members with equal instance ids keep memberIds() order.
         sorted_members = sorted(members, key=order)
-        subscribers: dict[uuid.UUID, int] = {}
-        for member in sorted_members:
-            for topic_id in members[member].subscribed_topic_ids:
-                if topics.num_partitions(topic_id) == -1:
-                    raise PartitionAssignorError("Member is subscribed to a non-existent topic")
-                subscribers[topic_id] = subscribers.get(topic_id, 0) + 1
-        next_range: dict[uuid.UUID, int] = dict.fromkeys(subscribers, 0)
-        extra = {t: topics.num_partitions(t) % n for t, n in subscribers.items()}
-        out: dict[str, dict[uuid.UUID, range]] = {}
-        for member in sorted_members:
-            assignment: dict[uuid.UUID, range] = {}
-            for topic_id in members[member].subscribed_topic_ids:
-                count = topics.num_partitions(topic_id)
-                quota = count // subscribers[topic_id]
-                if extra[topic_id] > 0:
-                    quota += 1
-                    extra[topic_id] -= 1
-                start = next_range[topic_id]
-                end = min(start + quota, count)
-                next_range[topic_id] = end
-                if start < end:
-                    assignment[topic_id] = range(start, end)
-            out[member] = assignment
-        return TargetAssignment({m: out[m] for m in members})
+        topic_ids = list(topics.topics)
+        counts = np.array([topics.topics[t].partitions for t in topic_ids], dtype=np.int64)
+        indexer = _SubscriptionIndexer(topic_ids)
+        subscriptions = [indexer.positions(members[m].subscribed_topic_ids) for m in sorted_members]
+        # One row per (member, subscribed topic), member by member in the sorted order.
+        lengths = [s.size for s in subscriptions]
+        row_members = np.repeat(np.arange(len(sorted_members), dtype=np.int64), lengths)
+        row_topics = np.concatenate([np.zeros(0, dtype=np.int64), *subscriptions])
+        subscribers = np.bincount(row_topics, minlength=len(topic_ids))
+        if all(s is subscriptions[0] for s in subscriptions):
+            rank = row_members  # every member subscribes to every topic of the subscription
+        else:
+            # A row's rank among its topic's subscribers: a stable sort by topic keeps the
+            # members' order.
+            by_topic = np.argsort(row_topics.astype(_narrow(len(topic_ids))), kind="stable")
+            first_row = np.cumsum(subscribers) - subscribers
+            rank = np.empty_like(row_topics)
+            rank[by_topic] = np.arange(row_topics.size) - np.repeat(first_row, subscribers)
+        # The first count % subscribers subscribers take one partition more.
+        topic_quota, topic_extra = np.divmod(counts, np.maximum(subscribers, 1))
+        quota, extra = topic_quota[row_topics], topic_extra[row_topics]
+        start = rank * quota + np.minimum(rank, extra)
+        lengths_given = quota + (rank < extra)
+        given = lengths_given > 0
+        if not given.all():  # more subscribers than partitions: some get none of the topic
+            row_members, row_topics = row_members[given], row_topics[given]
+            start, lengths_given = start[given], lengths_given[given]
+        bounds = np.zeros(row_topics.size + 1, dtype=np.int64)
+        np.cumsum(lengths_given, out=bounds[1:])
+        # Each run start, start + 1, ...: one arange shifted run by run.
+        partitions = np.arange(int(bounds[-1]), dtype=np.int64) + np.repeat(
+            start - bounds[:-1], lengths_given
+        )
+        targets = split_runs(
+            len(sorted_members), topic_ids, row_members, row_topics, bounds, partitions
+        )
+        position = {m: i for i, m in enumerate(sorted_members)}
+        return TargetAssignment({m: MemberAssignment(targets[position[m]]) for m in members})
+
+
+def _narrow(topic_count: int) -> type[np.integer[Any]]:
+    """The narrowest type for topic positions: numpy sorts 16-bit integers by radix."""
+    return np.uint16 if topic_count <= 2**16 else np.int64
+
+
+class _SubscriptionIndexer:
+    """Members' subscriptions as topic positions; equal subscriptions (the common case) mapped
+    once: comparing two tuples of the same ids is far cheaper than hashing every id."""
+
+    def __init__(self, topic_ids: list[uuid.UUID]):
+        self._position = {t: i for i, t in enumerate(topic_ids)}
+        self._last: tuple[tuple[uuid.UUID, ...], np.ndarray] | None = None
+        self._seen: dict[tuple[uuid.UUID, ...], np.ndarray] = {}
+
+    def positions(self, subscription: tuple[uuid.UUID, ...]) -> np.ndarray:
+        if self._last is not None and self._last[0] == subscription:
+            return self._last[1]
+        column = self._seen.get(subscription)
+        if column is None:
+            if any(t not in self._position for t in subscription):
+                raise PartitionAssignorError("Member is subscribed to a non-existent topic")
+            column = np.array([self._position[t] for t in subscription], dtype=np.int64)
+            self._seen[subscription] = column
+        self._last = (subscription, column)
+        return column

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from coordkit.strategies.partition_columns import TopicIndexer, TopicPartitions
 from coordkit.strategies.target_assignment import (
     GroupSpec,
     PartitionAssignorError,
@@ -29,7 +30,7 @@ from coordkit.strategies.target_assignment import (
     current_owners,
     java_hash_set_order,
 )
-from coordkit_assignors.server.columns import assignment_from_columns
+from coordkit_assignors.server.columns import Run, assignment_from_runs
 from coordkit_assignors.server.uniform_general import heterogeneous_assignment
 
 
@@ -61,8 +62,6 @@ def homogeneous_assignment(group: GroupSpec, topics: TopicDescriber) -> TargetAs
     topic_order = java_hash_set_order(first.subscribed_topic_ids)
     if not topic_order:
         return TargetAssignment({m: {} for m in member_ids})
-    subscribed = set(topic_order)
-    topic_index = {t: i for i, t in enumerate(topic_order)}
     counts = []
     for topic_id in topic_order:
         count = topics.num_partitions(topic_id)
@@ -72,34 +71,47 @@ def homogeneous_assignment(group: GroupSpec, topics: TopicDescriber) -> TargetAs
     total = sum(counts)
     owners = current_owners(group, topics)
 
-    # The partitions nobody holds, topic by topic in HashSet order, as (topic, partition) columns.
-    free = [np.flatnonzero(owners[t] < 0) for t in topic_order]
-    free_topics = [np.repeat(np.int64(i), p.size) for i, p in enumerate(free)]
-    revoked_topics: list[int] = []
-    revoked_partitions: list[int] = []
+    # The partitions nobody holds, topic by topic in HashSet order: one pass over all topics,
+    # then a run for each topic with any.
+    unowned = np.flatnonzero(np.concatenate([owners[t] for t in topic_order]) < 0)
+    offsets = np.zeros(len(topic_order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    cuts = np.searchsorted(unowned, offsets).tolist()
+    free: list[Run] = [
+        (i, unowned[cuts[i] : cuts[i + 1]] - offsets[i])
+        for i in range(len(topic_order))
+        if cuts[i] < cuts[i + 1]
+    ]
+    revoked: list[Run] = []  # what members give up, in the order they give it up
 
     min_quota, extra = divmod(total, len(member_ids))
-    kept: dict[str, dict[uuid.UUID, tuple[int, ...]]] = {}
+    indexer = TopicIndexer(topic_order)
+    kept: dict[int, list[Run]] = {}
+    unchanged: dict[int, TopicPartitions] = {}  # members keeping all of their current target
     unfilled: list[tuple[int, int]] = []  # (member position, remaining quota)
     for position, member in enumerate(member_ids):
         quota = min_quota
         takes_extra = extra > 0
         if takes_extra:
             quota += 1
-        keep: dict[uuid.UUID, tuple[int, ...]] = {}
-        for topic_id, partitions in group.members[member].assignment.items():
-            if topic_id not in subscribed:
+        held = group.members[member].assignment
+        keeps = kept[position] = []
+        bounds = held.bounds.tolist()
+        column = held.partitions
+        for run, topic in enumerate(indexer.run_list(held)):
+            if topic < 0:  # no longer subscribed
                 continue
-            if len(partitions) <= quota:
-                quota -= len(partitions)
-                keep[topic_id] = partitions
+            start, end = bounds[run], bounds[run + 1]
+            if end - start <= quota:
+                quota -= end - start
+                keeps.append((topic, column[start:end]))
             else:
                 if quota:
-                    keep[topic_id] = partitions[:quota]
-                revoked_partitions.extend(partitions[quota:])
-                revoked_topics.extend([topic_index[topic_id]] * (len(partitions) - quota))
+                    keeps.append((topic, column[start : start + quota]))
+                revoked.append((topic, column[start + quota : end]))
                 quota = 0
-        kept[member] = keep
+        if len(keeps) == len(held) and (not keeps or keeps[-1][1].size == bounds[-1] - bounds[-2]):
+            unchanged[position] = held
         # Kafka 4.4: a member that did not fill its extra partition from its current target
         # leaves the extra to a later member while enough later members remain to take them all.
         if quota > 0 and takes_extra and len(member_ids) - position > extra:
@@ -110,13 +122,15 @@ def homogeneous_assignment(group: GroupSpec, topics: TopicDescriber) -> TargetAs
         if quota > 0:
             unfilled.append((position, quota))
 
-    pending_topics = np.concatenate([*free_topics, np.asarray(revoked_topics, dtype=np.int64)])
-    pending = np.concatenate([*free, np.asarray(revoked_partitions, dtype=np.int64)])
-    quotas = np.asarray([q for _, q in unfilled], dtype=np.int64)
-    receivers = np.repeat(np.asarray([m for m, _ in unfilled], dtype=np.int64), quotas)
-    if pending.size > receivers.size:
+    pending = sum(p.size for _, p in free) + sum(p.size for _, p in revoked)
+    if pending > sum(quota for _, quota in unfilled):
         raise PartitionAssignorError("Partitions were left unassigned")
-    receivers = receivers[: pending.size]
-    return assignment_from_columns(
-        member_ids, topic_order, kept, receivers, pending_topics, pending
+    # A member given partitions is not unchanged.
+    for position, quota in unfilled:
+        if pending <= 0:
+            break
+        unchanged.pop(position, None)
+        pending -= quota
+    return assignment_from_runs(
+        member_ids, topic_order, unchanged, kept, [*free, *revoked], unfilled, len(free)
     )
