@@ -146,6 +146,8 @@ class GroupPersistence:
         for _ in range(attempts):
             version = self.hosting.version(partition)
             if version is None:
+                log.info("%s refused: broker %s no longer hosts %s-%d", what, self.broker_id,
+                         OFFSETS_TOPIC, partition)  # fmt: skip
                 return ErrorCode.NOT_COORDINATOR
             try:
                 if attempt(Check(state_path, version)):
@@ -155,8 +157,12 @@ class GroupPersistence:
                     log.warning("%s failed: %s", what, exc)
                     return ErrorCode.COORDINATOR_NOT_AVAILABLE
                 if not self.hosting.still_leader(partition):
+                    log.info("%s fenced: broker %s no longer leads %s-%d", what, self.broker_id,
+                             OFFSETS_TOPIC, partition)  # fmt: skip
                     return ErrorCode.NOT_COORDINATOR
             except StoreError as exc:
                 log.warning("%s failed: %s", what, exc)
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        log.warning("%s failed: the fence of %s-%d moved %d times in a row", what, OFFSETS_TOPIC,
+                    partition, attempts)  # fmt: skip
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
