@@ -15,7 +15,7 @@ Hooks come in two groups:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import pluggy
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import click
 
     from coordkit.kafka.coordinators import GroupCoordinatorSelection
+    from coordkit.lab import Metric, Workload
     from coordkit.store import MetadataStore, SessionState
     from coordkit.strategies.assignment import Assignor
     from coordkit.strategies.elections import (
@@ -133,21 +134,20 @@ def coordkit_register_offset_stores(register: Callable[[OffsetStorageFactory], N
 
 
 @_hookspec
-def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+def coordkit_register_workloads(register: Callable[[Workload], None]) -> None:
     """Register lab workload generators.
 
     :param register: call ``register(workload)`` with a :class:`coordkit.lab.Workload`;
-        ``workload.name`` is the lookup key. (Typed ``Any``: the lab's contracts take the plugin
-        manager, which reads these hooks.)
+        ``workload.name`` is the lookup key.
     """
 
 
 @_hookspec
-def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+def coordkit_register_metrics(register: Callable[[Metric], None]) -> None:
     """Register lab metrics.
 
     :param register: call ``register(metric)`` with a :class:`coordkit.lab.Metric`;
-        ``metric.name`` is the lookup key (typed ``Any`` as above).
+        ``metric.name`` is the lookup key.
     """
 
 

@@ -32,14 +32,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
 from coordkit.errors import CoordkitError
-
-if TYPE_CHECKING:
-    from coordkit.plugins import PluginManager
 
 Param = int | float | bool | str
 Params = Mapping[str, Param]
@@ -116,8 +113,10 @@ class Workload(Protocol):
     @property
     def defaults(self) -> Params: ...
 
-    def strategies(self, manager: PluginManager) -> list[str]:
-        """Names of the strategies this workload can run with."""
+    def strategies(self, manager: Any) -> list[str]:
+        """Names of the strategies this workload can run with, from ``manager`` (the
+        :class:`coordkit.plugins.PluginManager`; typed ``Any`` here because the registry
+        registers workloads: the contract cannot name it without an import cycle)."""
         ...
 
     def generate(self, params: Params, seed: int) -> Any:
@@ -125,7 +124,7 @@ class Workload(Protocol):
         ...
 
     def simulate(
-        self, params: Params, seed: int, strategy: str, manager: PluginManager | None = None
+        self, params: Params, seed: int, strategy: str, manager: Any = None
     ) -> Iterator[Step]:
         """Run ``strategy`` (looked up in ``manager``, default the process-wide one) through the
         generated instance, one step per event."""

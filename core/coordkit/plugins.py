@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from coordkit.hookspecs import ElectionStrategy, StoreFactory
     from coordkit.kafka.coordinators import GroupCoordinatorSelection
+    from coordkit.lab import Metric, Workload
     from coordkit.store import MetadataStore, SessionState
     from coordkit.strategies.assignment import Assignor
     from coordkit.strategies.elections import (
@@ -217,10 +218,10 @@ class PluginManager:
         self.offset_stores: Registry[OffsetStorageFactory] = Registry(
             self, "offset storage", "coordkit_register_offset_stores", _name_of
         )
-        self.workloads: Registry[Any] = Registry(
+        self.workloads: Registry[Workload] = Registry(
             self, "workload", "coordkit_register_workloads", _name_of
         )
-        self.metrics: Registry[Any] = Registry(
+        self.metrics: Registry[Metric] = Registry(
             self, "metric", "coordkit_register_metrics", _name_of
         )
         self.commands: Registry[click.Command] = Registry(
@@ -398,11 +399,11 @@ class PluginManager:
         """The offset storage factory registered as ``name``."""
         return self.offset_stores.get(name)
 
-    def workload(self, name: str) -> Any:
+    def workload(self, name: str) -> Workload:
         """The lab workload registered as ``name``."""
         return self.workloads.get(name)
 
-    def metric(self, name: str) -> Any:
+    def metric(self, name: str) -> Metric:
         """The lab metric registered as ``name``."""
         return self.metrics.get(name)
 
