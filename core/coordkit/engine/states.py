@@ -186,6 +186,19 @@ def decode_assignment(path: str, data: bytes) -> dict[int, tuple[int, ...]]:
     return {p: tuple(r) for p, r in layout.TOPIC.decode(data, path).partitions.items()}
 
 
+def lacks_topic_id(data: bytes) -> bool:
+    """Whether a ``/brokers/topics/T`` node may have no topic id (written by a tool older than
+    Kafka 2.8): a cheap filter, true for every node without one; the controller decodes the
+    candidates fully before it gives one (:mod:`coordkit.engine.controller.topic_ids`)."""
+    if b'"topic_id"' not in data:
+        return True
+    try:
+        found = jsontext.loads(data).get("topic_id")
+    except (ValueError, TypeError, AttributeError):
+        return False  # unreadable: the assignment's decoder says why
+    return not isinstance(found, str) or not found
+
+
 def state_path(tp: TP) -> str:
     return f"{layout.BROKER_TOPICS}/{tp[0]}/partitions/{tp[1]}/state"
 

@@ -105,6 +105,9 @@ class ControllerContext:
         self.partitions_nodes = TopicSet()
         #: Partitions whose ``partitions/P`` node exists without a state node.
         self.partition_nodes: set[TP] = set()
+        #: Topics whose assignment node may lack a topic id (Kafka's ``processTopicIds`` gives
+        #: them one: :mod:`.topic_ids`).
+        self.without_ids: set[str] = set()
         #: Topics queued under ``/admin/delete_topics`` (no elections for them).
         self.deleting: set[str] = set()
         #: Brokers asked to shut down (kept until they deregister).
@@ -158,6 +161,7 @@ class ControllerContext:
         self.known_topics = frozenset()
         self.ignored_topics = frozenset()
         self.assignment_mzxid = AssignmentVersions()
+        self.without_ids = set()
 
     def sync_brokers(self) -> tuple[set[int], set[int], set[int]]:
         """Re-read ``/brokers/ids``; returns ``(dead, born, bounced)`` against the last read
@@ -246,6 +250,8 @@ class ControllerContext:
             ignored.discard(topic)
             self.topics[topic] = assignment
             self.assignment_mzxid[topic] = result[1].mzxid
+            if states.lacks_topic_id(result[0]):
+                self.without_ids.add(topic)
             for partition, replicas in assignment.items():
                 tp = (topic, partition)
                 self.parts[tp] = PartitionInfo(replicas)
@@ -344,6 +350,7 @@ class ControllerContext:
                 self.unreadable_states.discard(tp)
                 self.partition_nodes.discard(tp)
         self.partitions_nodes.discard(topic)
+        self.without_ids.discard(topic)
         self.unreadable.clear_below(f"{layout.BROKER_TOPICS}/{topic}")
         self.known_topics = frozenset(self.topics)
 

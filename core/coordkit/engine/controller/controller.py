@@ -8,7 +8,8 @@ The controller composes one part per responsibility, each readable on its own:
 * :class:`~.partition_state.PartitionStateMachine` — leader elections and fenced state writes;
 * :class:`~.replica_state.ReplicaStateMachine` — dead replicas out of ISRs, leaders' ISR changes;
 * :class:`~.deletion.TopicDeletionManager` — ``/admin/delete_topics``;
-* :class:`~.shutdown.ControlledShutdown` and :class:`~.preferred.PreferredLeaders`.
+* :class:`~.shutdown.ControlledShutdown` and :class:`~.preferred.PreferredLeaders`;
+* :class:`~.topic_ids.TopicIds` — ids for topics whose node has none.
 
 Each pass is level-triggered (as Kubernetes controllers reconcile observed state): what it writes
 is computed from what the store holds now, so a write that failed, timed out or was cut off by a
@@ -42,6 +43,7 @@ from coordkit.engine.controller.preferred import PreferredLeaders
 from coordkit.engine.controller.reassignment import ReassignmentManager
 from coordkit.engine.controller.replica_state import ReplicaStateMachine
 from coordkit.engine.controller.shutdown import ControlledShutdown
+from coordkit.engine.controller.topic_ids import TopicIds
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
@@ -123,6 +125,9 @@ class Controller:
             self.context, self.partitions, writer, config=config, broker_id=term.broker_id,
             strategies=strategies,
         )  # fmt: skip
+        self.topic_ids = TopicIds(
+            self.context, writer, broker_id=term.broker_id, write_batch_ops=config.write_batch_ops
+        )
         self._events = ControllerEventManager(
             f"coordkit-controller-{term.broker_id}-e{term.epoch}",
             clock=clock,
@@ -311,6 +316,9 @@ class Controller:
                     )
                 self._bounced |= bounced
                 brokers_changed = marks.brokers or bool(dead or born or bounced)
+        if context.without_ids:
+            # Kafka's processTopicIds, on failover and for new topics (before their elections).
+            self.topic_ids.process()
         scan_all = marks.everything or brokers_changed
         if marks.everything or marks.deletions or (brokers_changed and self.deletion.ineligible):
             self.deletion.process()

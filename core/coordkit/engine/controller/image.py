@@ -95,6 +95,8 @@ class MetadataImage:
         #: Topics not :attr:`ImageTopic.regular` (kept at every change: a hand-over lends the rest
         #: without looking at each).
         self._irregular: set[str] = set()
+        #: Topics whose assignment node may lack a topic id (the controller gives them one).
+        self._without_ids: set[str] = set()
         #: By broker (-1: no leader), the topics whose census names it.
         self._naming = BrokerIndex()
         #: ``_topics`` is lent to a hand-over as it is: copy it before changing it.
@@ -247,6 +249,7 @@ class MetadataImage:
         if event.kind is TreeEventKind.DELETED:
             del self._own_topics()[name]
             self._irregular.discard(name)
+            self._without_ids.discard(name)
             if topic is not None:
                 topic.leave_index()
             if self._assignment_listeners:
@@ -269,6 +272,10 @@ class MetadataImage:
             topic.mzxid = event.stat.mzxid
             self._set_assignment(name, topic, event.data, self._tuples, created=False)
         self._classify(name, topic)
+        if states.lacks_topic_id(event.data):
+            self._without_ids.add(name)
+        else:
+            self._without_ids.discard(name)
 
     def _classify(self, name: str, topic: ImageTopic) -> None:
         if topic.regular:
@@ -339,11 +346,12 @@ class MetadataImage:
                 target = self._resync_at
             if target is None:
                 return self.position is not None
-            brokers, topics, tuples, naming = self._read(store)
+            brokers, topics, tuples, naming, without_ids = self._read(store)
             with self._lock:
                 if self._resync_at != target:
                     continue
                 self._brokers = brokers
+                self._without_ids = without_ids
                 self._irregular = set()
                 for name, topic in topics.items():
                     topic.generation = self._generation
@@ -381,7 +389,9 @@ class MetadataImage:
 
     def _read(
         self, store: MetadataStore
-    ) -> tuple[dict[str, tuple[bytes, int, int]], dict[str, ImageTopic], TupleTable, BrokerIndex]:
+    ) -> tuple[
+        dict[str, tuple[bytes, int, int]], dict[str, ImageTopic], TupleTable, BrokerIndex, set[str]
+    ]:
         def children(path: str) -> list[str]:
             return tree.children(store, path)
 
@@ -398,6 +408,7 @@ class MetadataImage:
                 raise result
             brokers[name] = (result[0], result[1].czxid, result[1].mzxid)
         topics: dict[str, ImageTopic] = {}
+        without_ids: set[str] = set()
         names = children(layout.BROKER_TOPICS)
         wanted: list[TP] = []
         for name, result in zip(
@@ -410,6 +421,8 @@ class MetadataImage:
             # Its generation is set when the read is installed.
             topic = topics[name] = ImageTopic(name, result[1].mzxid, -1, naming)
             self._set_assignment(name, topic, result[0], tuples, created=True)
+            if states.lacks_topic_id(result[0]):
+                without_ids.add(name)
             if topic.replicas is not None:
                 wanted.extend((name, p) for p in range(len(topic.replicas)))
             elif topic.sparse is not None:
@@ -422,7 +435,7 @@ class MetadataImage:
             if isinstance(result, StoreError):
                 raise result
             self._put_state(topics[tp[0]], tp, result[0], result[1], tuples)
-        return brokers, topics, tuples, naming
+        return brokers, topics, tuples, naming, without_ids
 
     # -- the hand-over (controller's thread) --------------------------------------------------------
 
@@ -447,6 +460,7 @@ class MetadataImage:
                 for name, (data, czxid, mzxid) in self._brokers.items()
             ]
             context.reset_topics()
+            context.without_ids = set(self._without_ids)
             # Lent as they are: from here on the image copies the dict before changing it, and
             # a topic object (a new generation) before changing that.
             topics = self._topics
