@@ -170,8 +170,8 @@ def test_delete_topics_over_the_wire(
     )  # v3+ needs both (Kafka refuses the request without them)
     versions = client.call(request, 3)
     ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-    # DeleteTopics up to v5 (v6 may name topics by id), CreatePartitions v0-3.
-    assert (ranges[20], ranges[37]) == ((0, 5), (0, 3))
+    # DeleteTopics v1 (Kafka 4 removed v0) up to v5, CreatePartitions v0-3.
+    assert (ranges[20], ranges[37]) == ((1, 5), (0, 3))
 
     # A timeout of 0: queued, answered at once as Kafka does (REQUEST_TIMED_OUT), deleted later.
     request = messages.DeleteTopicsRequest(topic_names=["slow"], timeout_ms=0)
@@ -183,9 +183,9 @@ def test_delete_topics_over_the_wire(
     assert _partitions(server, "slow") == {}
 
     # A topic named twice is refused once and not deleted (as Kafka 4's controller answers), an
-    # unknown one named; v0 has no message.
+    # unknown one named; v1 has no message.
     request = messages.DeleteTopicsRequest(topic_names=["twice", "twice", "nope"], timeout_ms=5000)
-    answers = [(r.name, r.error_code) for r in client.call(request, 0).responses]
+    answers = [(r.name, r.error_code) for r in client.call(request, 1).responses]
     assert answers == [("nope", 3), ("twice", INVALID_REQUEST)]
     assert _partitions(server, "twice") != {}
 

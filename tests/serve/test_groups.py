@@ -132,17 +132,20 @@ def _tp(topic: str, partition: int) -> TopicPartition:
 
 
 #: api key → the versions served: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-#: OffsetCommit, OffsetFetch, DescribeGroups, ListGroups.
+#: OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, ConsumerGroupHeartbeat,
+#: ConsumerGroupDescribe.
 GROUP_RANGES = {
     10: (0, 5),
     11: (0, 9),
     14: (0, 5),
     12: (0, 4),
     13: (0, 5),
-    8: (0, 9),
-    9: (0, 9),
-    15: (0, 5),
+    8: (2, 9),
+    9: (1, 9),
+    15: (0, 6),
     16: (0, 5),
+    68: (0, 1),
+    69: (0, 1),
 }
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from coordkit.protocol import KafkaCodec, ProtocolError
+from coordkit.protocol import KafkaCodec
 from coordkit.serve.dispatch import SUPPORTED, Dispatcher
 
 FRAMES = Path(__file__).parents[1] / "data" / "frames"
@@ -50,14 +50,7 @@ def test_a_recorded_frame_decodes_and_encodes_again_byte_for_byte(
 ) -> None:
     frame = bytes.fromhex(entry["frame"])
     lo, hi, _ = SUPPORTED[entry["api"]]
-    if not lo <= entry["version"] <= hi:
-        # kafka-python 3.0 opens with ApiVersions v4, newer than coordkit's definitions (Kafka
-        # 3.8's): refused with the version named, which the dispatcher answers as Kafka does
-        # (v0, UNSUPPORTED_VERSION), and the client asks again at v3 (recorded next).
-        assert entry["api"] == "ApiVersions", entry
-        with pytest.raises(ProtocolError, match=f"ApiVersions v{entry['version']} request"):
-            CODEC.decode_request(frame)
-        return
+    assert lo <= entry["version"] <= hi, "every recorded request is served at its version"
     request = CODEC.decode_request(frame)
     assert (request.api.name, request.version) == (entry["api"], entry["version"])
     again = CODEC.encode_request(
@@ -86,14 +79,19 @@ def test_librdkafkas_metadata_for_all_topics_is_read_as_kafka_reads_it() -> None
         assert request.body.allow_auto_topic_creation is False  # the padding, as Kafka reads it
 
 
-def test_the_dispatcher_answers_kafka_python_s_api_versions_v4_with_v0_unsupported() -> None:
+def test_the_dispatcher_answers_an_api_versions_newer_than_its_own_with_v0_unsupported() -> None:
+    """KIP-511: a client newer than the broker (here kafka-python's ApiVersions v4 frame raised
+    to v9) is answered at v0 with UNSUPPORTED_VERSION and ApiVersions' own range."""
     frame = next(
         bytes.fromhex(case.values[1]["frame"])
         for case in CORPUS
-        if case.values[1]["api"] == "ApiVersions" and case.values[1]["version"] > 3
+        if case.values[1]["api"] == "ApiVersions" and case.values[1]["version"] == 4
     )
+    frame = frame[:2] + (9).to_bytes(2, "big") + frame[4:]
     answer = asyncio.run(Dispatcher(None, CODEC).answer(frame))  # type: ignore[arg-type]
     assert answer is not None
     _, response = CODEC.decode_response("ApiVersions", 0, answer[4:])
     assert response.error_code == 35  # UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 3)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [
+        (18, 0, SUPPORTED["ApiVersions"][1])
+    ]

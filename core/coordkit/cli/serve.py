@@ -26,6 +26,7 @@ from coordkit.cli.filenames import LocalPath
 from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import EngineConfig
 from coordkit.engine.strategies import Strategies
+from coordkit.errors import UnknownNameError
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
 from coordkit.store.urls import StoreURL
@@ -55,7 +56,8 @@ def _print_configs(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     if not value or ctx.resilient_parsing:
         return
     for key in CONFIGS.values():
-        click.echo(f"{key.name} ({key.type}, default {str(key.default).lower()}): {key.doc}")
+        default = ",".join(key.default) if key.type == "list" else str(key.default).lower()
+        click.echo(f"{key.name} ({key.type}, default {default}): {key.doc}")
     ctx.exit()
 
 
@@ -135,6 +137,13 @@ def serve_command(
     shown = StoreURL.parse(url).redacted()
     _configure_logging()
     config = configs.engine_config(EngineConfig(placement=placement))
+    # Resolved once here, the edge: the brokers and their coordinators are handed them.
+    strategies = Strategies.from_plugins(config)
+    for name in config.consumer_group_assignors:
+        try:
+            strategies.server_assignor(name)
+        except UnknownNameError as exc:
+            raise CommandError(f"--config group.consumer.assignors: {exc}") from None
     server = KafkaServer(
         url,
         ids,
@@ -143,8 +152,7 @@ def serve_command(
         settings=configs.serve_settings(),
         config=config,
         data_dir=data_dir,
-        # Resolved once here, the edge: the brokers and their coordinators are handed them.
-        strategies=Strategies.from_plugins(config),
+        strategies=strategies,
     )
 
     def ready() -> None:

@@ -37,6 +37,11 @@ class EngineConfig:
     :param group_initial_rebalance_delay: ``group.initial.rebalance.delay.ms``, in seconds.
     :param group_min_session_timeout: ``group.min.session.timeout.ms``, in seconds (Kafka: 6).
     :param group_max_session_timeout: ``group.max.session.timeout.ms``, in seconds.
+    :param consumer_group_assignors: ``group.consumer.assignors``: the server-side assignors
+        consumer groups (KIP-848) may name; the first is the default.
+    :param consumer_group_session_timeout: ``group.consumer.session.timeout.ms``, in seconds.
+    :param consumer_group_heartbeat_interval: ``group.consumer.heartbeat.interval.ms``, seconds.
+    :param consumer_group_max_size: ``group.consumer.max.size``.
     :param placement: replica placement strategy for new topics and partition increases
         (``kafka-rack-aware``: Kafka's own; ``kafka``, ``balanced``, ``rendezvous`` or a plugin's).
     :param reassignment_max_moving: partitions a reassignment moves at once (the rest wait), so
@@ -72,6 +77,12 @@ class EngineConfig:
     # Kafka's minimum is 6 s; coordkit accepts the short sessions tests and the lab use.
     group_min_session_timeout: float = attrs.field(default=0.1, validator=validators.gt(0))
     group_max_session_timeout: float = attrs.field(default=1800.0, validator=validators.gt(0))
+    consumer_group_assignors: tuple[str, ...] = attrs.field(
+        default=("uniform", "range"), converter=tuple, validator=validators.min_len(1)
+    )
+    consumer_group_session_timeout: float = attrs.field(default=45.0, validator=validators.gt(0))
+    consumer_group_heartbeat_interval: float = attrs.field(default=5.0, validator=validators.gt(0))
+    consumer_group_max_size: int = attrs.field(default=2**31 - 1, validator=validators.ge(1))
     placement: str = "kafka-rack-aware"
     reassignment_max_moving: int = attrs.field(default=500, validator=validators.ge(1))
     replica_lag_time_max: float = attrs.field(default=30.0, validator=validators.gt(0))

@@ -57,6 +57,9 @@ API_NAMES = (
     "CreatePartitions",
     "InitProducerId",
     "OffsetForLeaderEpoch",
+    # KIP-848's consumer group protocol (issue 33).
+    "ConsumerGroupHeartbeat",
+    "ConsumerGroupDescribe",
 )
 
 

@@ -47,6 +47,11 @@ class ConfigKey:
 
     def parse(self, text: str) -> Any:
         """The value of ``text``, checked; :class:`BrokerConfigError` says what is wrong."""
+        if self.type == "list":
+            items = tuple(item.strip() for item in text.split(",") if item.strip())
+            if not items:
+                raise BrokerConfigError("an empty list (give at least one name)")
+            return items
         if self.type == "boolean":
             lowered = text.strip().lower()
             if lowered not in ("true", "false"):
@@ -68,6 +73,17 @@ def _seconds(ms: int) -> float:
     return ms / 1000
 
 
+#: Kafka's class names of its server assignors, accepted for their coordkit names.
+KAFKA_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def _assignor_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(KAFKA_ASSIGNOR_CLASSES.get(n, n) for n in names))
+
+
 def _offline_election(unclean: bool) -> str:
     return "offline-unclean" if unclean else "offline"
 
@@ -85,6 +101,21 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("group.initial.rebalance.delay.ms", "int", 3_000,
                   "How long a new classic group waits for more members before its first "
                   "rebalance.", "engine", "group_initial_rebalance_delay", 0, _seconds),
+        # KIP-848's consumer groups.
+        ConfigKey("group.consumer.assignors", "list", ("uniform", "range"),
+                  "The server-side assignors consumer groups may name (group.remote.assignor); "
+                  "the first is the default. Any registered server assignor (coordkit plugins), "
+                  "or Kafka's class names of uniform and range.",
+                  "engine", "consumer_group_assignors", convert=_assignor_names),
+        ConfigKey("group.consumer.session.timeout.ms", "int", 45_000,
+                  "How long a consumer group member may go without a heartbeat.",
+                  "engine", "consumer_group_session_timeout", 1, _seconds),
+        ConfigKey("group.consumer.heartbeat.interval.ms", "int", 5_000,
+                  "How often consumer group members heartbeat.",
+                  "engine", "consumer_group_heartbeat_interval", 1, _seconds),
+        ConfigKey("group.consumer.max.size", "int", INT32_MAX,
+                  "The most members a consumer group may have.",
+                  "engine", "consumer_group_max_size", 1),
         ConfigKey("offsets.topic.num.partitions", "int", 50,
                   "Partitions of __consumer_offsets (fixed once the topic exists).",
                   "engine", "offsets_topic_num_partitions", 1),

@@ -56,18 +56,18 @@ async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
 
 #: api name → (lowest version, highest version, handler).
 SUPPORTED: dict[str, tuple[int, int, Handler]] = {
-    "ApiVersions": (0, 3, handle_api_versions),
+    "ApiVersions": (0, 4, handle_api_versions),
     **GROUP_APIS,  # FindCoordinator, JoinGroup, ... ListGroups: see coordkit.serve.apis.groups
     "Metadata": (0, 12, handle_metadata),
     "Produce": (3, 9, handle_produce),
     "Fetch": (4, 12, handle_fetch),
     "ListOffsets": (1, 7, handle_list_offsets),
     "InitProducerId": (0, 5, handle_init_producer_id),
-    "CreateTopics": (0, 7, handle_create_topics),
-    "DeleteTopics": (0, 5, handle_delete_topics),
+    "CreateTopics": (2, 7, handle_create_topics),
+    "DeleteTopics": (1, 5, handle_delete_topics),
     "CreatePartitions": (0, 3, handle_create_partitions),
     # kafka-python asks v2-4, librdkafka v2; v0-1 differ only in fields left out.
-    "OffsetForLeaderEpoch": (0, 4, handle_offset_for_leader_epoch),
+    "OffsetForLeaderEpoch": (2, 4, handle_offset_for_leader_epoch),
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 

@@ -26,11 +26,21 @@ from coordkit.engine.errors import TopicExistsError
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.groups import metadata
 from coordkit.engine.groups.events import GroupObserver
-from coordkit.engine.groups.hosting import PartitionHosting
+from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.join import JoinHandler
 from coordkit.engine.groups.membership import Group
+from coordkit.engine.groups.modern.group import CONSUMER_GROUP_TYPE, ConsumerGroup
+from coordkit.engine.groups.modern.heartbeat import ConsumerGroupHeartbeats
+from coordkit.engine.groups.modern.protocol import (
+    ConsumerGroupDescription,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from coordkit.engine.groups.modern.service import ConsumerGroupService, make_persist
+from coordkit.engine.groups.modern.topics import TopicsImage
 from coordkit.engine.groups.persistence import GroupPersistence
 from coordkit.engine.groups.protocol import (
+    CONSUMER_PROTOCOL_TYPE,
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
     ErrorCode,
@@ -112,6 +122,21 @@ class GroupCoordinator(EngineObserver):
             strategies.assignors,
         )
         self.joins = JoinHandler(config, clock, self.rebalancer)
+        # KIP-848's consumer groups, with the server assignors group.consumer.assignors names.
+        self.topics_image = TopicsImage(store)
+        self.consumer_groups = ConsumerGroupService(
+            ConsumerGroupHeartbeats(
+                config,
+                clock,
+                {n: strategies.server_assignor(n) for n in config.consumer_group_assignors},
+                self.topics_image,
+            ),
+            self.hosting,
+            lambda group_id, create: self._lookup(group_id, create=create),
+            make_persist(
+                store, self.persistence.fenced_write, metadata.group_path, config.write_batch_ops
+            ),
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -166,10 +191,14 @@ class GroupCoordinator(EngineObserver):
         if topic == OFFSETS_TOPIC:
             self._kill(self.hosting.forget_all())
 
-    def _kill(self, groups: Iterable[Group]) -> None:
+    def _kill(self, groups: Iterable[HostedGroup]) -> None:
         """Groups of a partition no longer hosted here: Dead, their waiting requests answered
         NOT_COORDINATOR (the members look the coordinator up again)."""
         for group in groups:
+            if isinstance(group, ConsumerGroup):
+                with group.lock:
+                    group.dead = True
+                continue
             with group.lock:
                 group.state = GroupState.DEAD
                 for member in group.members.values():
@@ -177,7 +206,7 @@ class GroupCoordinator(EngineObserver):
 
     # -- finding groups ------------------------------------------------------------------------
 
-    def _lookup(self, group_id: str, *, create: bool) -> Group | ErrorCode | None:
+    def _lookup(self, group_id: str, *, create: bool) -> HostedGroup | ErrorCode | None:
         """The hosted group (loading it, or creating it when ``create``); ``None`` if it does not
         exist; an error code when this broker cannot serve it."""
         if self.closed:
@@ -202,10 +231,27 @@ class GroupCoordinator(EngineObserver):
         return ErrorCode.NOT_COORDINATOR if adopted is None else adopted
 
     def _member_group(self, group_id: str, *, create: bool) -> Group | ErrorCode:
-        """The group a member request concerns, or the error to answer (UNKNOWN_MEMBER_ID when
-        this coordinator has no such group)."""
+        """The classic group a member request concerns, or the error to answer
+        (UNKNOWN_MEMBER_ID when this coordinator has no such group). An empty consumer group
+        becomes a classic group when a classic member joins (Kafka's default migration policy);
+        classic members in a consumer group with members are not served."""
         found = self._lookup(group_id, create=create)
+        if isinstance(found, ConsumerGroup):
+            return self._classic_in_place_of(found, create=create)
         return ErrorCode.UNKNOWN_MEMBER_ID if found is None else found
+
+    def _classic_in_place_of(self, group: ConsumerGroup, *, create: bool) -> Group | ErrorCode:
+        with group.lock:
+            if not create:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if group.members or group.dead:
+                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            classic = Group(group.group_id, group.partition)
+            if not self.hosting.replace(group, classic):
+                return ErrorCode.NOT_COORDINATOR
+            group.dead = True
+            log.info("group %r: empty consumer group becomes a classic group", group.group_id)
+            return classic
 
     # -- FindCoordinator and metadata (any broker answers) -------------------------------------
 
@@ -384,7 +430,10 @@ class GroupCoordinator(EngineObserver):
         """Store offsets for a current member of the current generation (or, for a consumer
         outside the group, ``generation=-1`` and ``member_id=""``, while the group is empty)."""
         outside = request.generation == NO_GENERATION and request.member_id == UNKNOWN_MEMBER_ID
-        group = self._member_group(request.group_id, create=outside)
+        found = self._lookup(request.group_id, create=outside)
+        if isinstance(found, ConsumerGroup):
+            return self._consumer_group_commit(found, request)
+        group = ErrorCode.UNKNOWN_MEMBER_ID if found is None else found
         if isinstance(group, ErrorCode):
             return OffsetCommitResponse(group)
         with group.lock:  # no rebalance can complete while the commit is being written
@@ -406,16 +455,49 @@ class GroupCoordinator(EngineObserver):
                 return OffsetCommitResponse(ErrorCode.NONE)
             return OffsetCommitResponse(self.persistence.store_offsets(group, request.offsets))
 
+    def _consumer_group_commit(
+        self, group: ConsumerGroup, request: OffsetCommitRequest
+    ) -> OffsetCommitResponse:
+        """OffsetCommit to a consumer group: the generation is the member epoch."""
+        with group.lock:
+            if group.dead:
+                return OffsetCommitResponse(ErrorCode.NOT_COORDINATOR)
+            error = self.consumer_groups.validate_offset_commit(
+                group, request.member_id, request.generation
+            )
+            if error is not ErrorCode.NONE:
+                return OffsetCommitResponse(error)
+            if not request.offsets:
+                return OffsetCommitResponse(ErrorCode.NONE)
+            return OffsetCommitResponse(self.persistence.store_offsets(group, request.offsets))
+
     def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         found = self._lookup(request.group_id, create=False)
         if isinstance(found, ErrorCode):
             return OffsetFetchResponse(found)
+        if isinstance(found, ConsumerGroup):
+            with found.lock:
+                error = self.consumer_groups.validate_offset_fetch(
+                    found, request.member_id, request.member_epoch
+                )
+            if error is not ErrorCode.NONE:
+                return OffsetFetchResponse(error)
         try:
             offsets = self.persistence.fetch_offsets(request.group_id, request.partitions)
         except StoreError as exc:
             log.warning("group %r: offset fetch failed: %s", request.group_id, exc)
             return OffsetFetchResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return OffsetFetchResponse(ErrorCode.NONE, offsets)
+
+    # -- the consumer group protocol (KIP-848) --------------------------------------------------
+
+    def consumer_group_heartbeat(
+        self, request: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse:
+        return self.consumer_groups.heartbeat(request)
+
+    def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
+        return self.consumer_groups.describe(group_ids)
 
     # -- DescribeGroups ------------------------------------------------------------------------
 
@@ -425,6 +507,12 @@ class GroupCoordinator(EngineObserver):
             return GroupDescription(group_id, GroupState.DEAD, error=found)
         if found is None:
             return GroupDescription(group_id, GroupState.DEAD, coordinator=self.broker_id)
+        if isinstance(found, ConsumerGroup):
+            # Kafka describes only classic groups here (ConsumerGroupDescribe the others).
+            return GroupDescription(
+                group_id, GroupState.DEAD, error=ErrorCode.GROUP_ID_NOT_FOUND,
+                coordinator=self.broker_id,
+            )  # fmt: skip
         group = found
         with group.lock:
             return GroupDescription(
@@ -475,6 +563,12 @@ class GroupCoordinator(EngineObserver):
             found = self._lookup(group_id, create=False)
             if found is None or isinstance(found, ErrorCode):
                 continue
+            if isinstance(found, ConsumerGroup):
+                with found.lock:
+                    if not found.dead:
+                        listed.append(GroupListing(group_id, CONSUMER_PROTOCOL_TYPE,
+                                                   found.state.value, CONSUMER_GROUP_TYPE))  # fmt: skip
+                continue
             with found.lock:
                 if not found.is_(GroupState.DEAD):
                     listed.append(GroupListing(group_id, found.protocol_type, found.state))
@@ -492,7 +586,11 @@ class GroupCoordinator(EngineObserver):
     def _tick(self) -> None:
         for partition in self.hosting.take_lost():
             self._kill(self.hosting.unload(partition))
+        now = self.clock.monotonic()
         for group in self.hosting.groups():
+            if isinstance(group, ConsumerGroup):
+                self.consumer_groups.expire(group, now)
+                continue
             with group.lock:
                 self.rebalancer.expire(group)
 

@@ -22,6 +22,7 @@ from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import StateChange
 from coordkit.engine.groups.membership import Group
+from coordkit.engine.groups.modern.group import ConsumerGroup
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka.coordinators import (
     OFFSETS_TOPIC,
@@ -31,6 +32,9 @@ from coordkit.kafka.coordinators import (
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
+
+#: A hosted group: classic, or of the consumer protocol (one group id, one kind, as in Kafka).
+HostedGroup = Group | ConsumerGroup
 
 
 def offsets_partition_for(
@@ -66,7 +70,7 @@ class PartitionHosting:
         self._lock = threading.Lock()
         self._hosted: dict[int, int] = {}
         self._seen: dict[int, tuple[int, int]] = {}  # partition → (leader epoch, version) seen
-        self._groups: dict[str, Group] = {}
+        self._groups: dict[str, HostedGroup] = {}
         self._lost: set[int] = set()  # partitions found lost while a group lock was held
         self._partition_count: int | None = None  # once the offsets topic exists
 
@@ -92,9 +96,9 @@ class PartitionHosting:
 
     # -- leadership ------------------------------------------------------------------------------
 
-    def observe(self, changes: Sequence[StateChange]) -> list[Group]:
+    def observe(self, changes: Sequence[StateChange]) -> list[HostedGroup]:
         """Follow offsets-partition states; returns the groups of partitions unloaded."""
-        dropped: list[Group] = []
+        dropped: list[HostedGroup] = []
         for change in changes:
             topic, partition = change.tp
             if topic != OFFSETS_TOPIC:
@@ -111,7 +115,7 @@ class PartitionHosting:
                 dropped.extend(self.unload(partition))
         return dropped
 
-    def forget_all(self) -> list[Group]:
+    def forget_all(self) -> list[HostedGroup]:
         """The offsets topic was deleted (or the coordinator closes): unload everything."""
         with self._lock:
             partitions = list(self._hosted)
@@ -125,7 +129,7 @@ class PartitionHosting:
         if new:
             log.info("broker %s coordinates offsets partition %s", self.broker_id, partition)
 
-    def unload(self, partition: int) -> list[Group]:
+    def unload(self, partition: int) -> list[HostedGroup]:
         """Stop hosting ``partition``; returns its groups, dropped (the caller fails them)."""
         with self._lock:
             if self._hosted.pop(partition, None) is None:
@@ -201,11 +205,11 @@ class PartitionHosting:
 
     # -- groups ----------------------------------------------------------------------------------
 
-    def group(self, group_id: str) -> Group | None:
+    def group(self, group_id: str) -> HostedGroup | None:
         with self._lock:
             return self._groups.get(group_id)
 
-    def adopt(self, group: Group) -> Group | None:
+    def adopt(self, group: HostedGroup) -> HostedGroup | None:
         """Keep ``group`` (or the one loaded meanwhile by another request); ``None`` when its
         partition is no longer hosted."""
         with self._lock:
@@ -213,6 +217,19 @@ class PartitionHosting:
                 return None
             return self._groups.setdefault(group.group_id, group)
 
-    def groups(self) -> list[Group]:
+    def replace(self, old: HostedGroup, new: HostedGroup | None) -> bool:
+        """Put ``new`` in the place of ``old`` (a group changing kind), or drop ``old``
+        (``new`` ``None``: the next request loads the group as stored); ``False`` when ``old``
+        is no longer the hosted group of its id."""
+        with self._lock:
+            if self._groups.get(old.group_id) is not old:
+                return False
+            if new is None or new.partition not in self._hosted:
+                del self._groups[old.group_id]
+            else:
+                self._groups[old.group_id] = new
+            return True
+
+    def groups(self) -> list[HostedGroup]:
         with self._lock:
             return list(self._groups.values())

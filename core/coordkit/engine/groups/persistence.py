@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Mapping
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.groups import metadata
-from coordkit.engine.groups.hosting import PartitionHosting
+from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.membership import Group
+from coordkit.engine.groups.modern import records
+from coordkit.engine.groups.modern.persistence import load_consumer_group
 from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
@@ -52,12 +54,28 @@ class GroupPersistence:
 
     # -- group metadata --------------------------------------------------------------------------
 
-    def load(self, group_id: str, path: str, partition: int) -> Group | None:
+    def load(self, group_id: str, path: str, partition: int) -> HostedGroup | None:
         """The group as last persisted, or ``None`` (none stored, or unreadable: logged)."""
         try:
             data, _ = self.store.get(path)
         except NoNodeError:
             return None
+        if records.is_consumer_group(data):
+            try:
+                consumer_group = load_consumer_group(self.store, group_id, path, data, partition)
+            except LayoutError as exc:
+                log.warning("broker %s: ignoring unreadable consumer group: %s", self.broker_id,
+                            exc)  # fmt: skip
+                return None
+            now = self.clock.monotonic()
+            for member_id in consumer_group.members:
+                # Kafka's coordinator schedules every loaded member's session anew.
+                consumer_group.session_deadlines[member_id] = (
+                    now + self.config.consumer_group_session_timeout
+                )
+            log.info("broker %s loaded consumer group %r (epoch %s, %s members)", self.broker_id,
+                     group_id, consumer_group.group_epoch, len(consumer_group.members))  # fmt: skip
+            return consumer_group
         try:
             persisted = metadata.decode(group_id, data, path)
         except LayoutError as exc:
@@ -114,7 +132,7 @@ class GroupPersistence:
         return self._offsets
 
     def store_offsets(
-        self, group: Group, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self, group: HostedGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> ErrorCode:
         """Write the offsets fenced by the offsets partition's state version (as the group
         metadata), so a broker that has lost the partition cannot store them."""
@@ -134,6 +152,12 @@ class GroupPersistence:
         return self.offset_storage.fetch(group_id, partitions)
 
     # -- the fence -------------------------------------------------------------------------------
+
+    def fenced_write(
+        self, partition: int, what: str, attempt: Callable[[Check], bool]
+    ) -> ErrorCode:
+        """:meth:`_fenced_write` for the consumer groups' writes."""
+        return self._fenced_write(partition, what, attempt, attempts=10)
 
     def _fenced_write(
         self, partition: int, what: str, attempt: Callable[[Check], bool], *, attempts: int

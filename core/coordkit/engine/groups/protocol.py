@@ -49,8 +49,18 @@ class ErrorCode(enum.IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
+    UNKNOWN_SERVER_ERROR = -1
+    INVALID_REQUEST = 42
+    GROUP_ID_NOT_FOUND = 69
     MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    # KIP-848's consumer group protocol.
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 128
 
     @property
     def retriable_with_coordinator_lookup(self) -> bool:
@@ -311,6 +321,10 @@ class OffsetFetchRequest:
     partitions: frozenset[TopicPartition] | None = field(
         default=None, converter=_optional_partitions
     )
+    #: OffsetFetch v9+: the member asking, and its epoch (-1: not a member), checked against a
+    #: consumer group's members.
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @frozen
@@ -371,7 +385,13 @@ class GroupListing:
 
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | str
+    #: Kafka's group type (ListGroups v5): ``classic`` or ``consumer``.
+    group_type: str = "classic"
+
+    @property
+    def state_name(self) -> str:
+        return self.state.value if isinstance(self.state, GroupState) else self.state
 
 
 #: JoinGroup and SyncGroup are long polls: their answers come as futures.

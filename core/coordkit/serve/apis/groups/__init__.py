@@ -4,6 +4,7 @@
 * :mod:`.membership` — JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
 * :mod:`.offsets` — OffsetCommit, OffsetFetch;
 * :mod:`.describe` — DescribeGroups, ListGroups;
+* :mod:`.consumer` — ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848's protocol);
 * :mod:`.waiting` — awaiting the engine's long polls on the event loop.
 
 :data:`GROUP_APIS` is what the dispatcher serves: api name → (lowest, highest version, handler).
@@ -15,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordkit.protocol import Request
-from coordkit.serve.apis.groups import describe, lookup, membership, offsets
+from coordkit.serve.apis.groups import consumer, describe, lookup, membership, offsets
 from coordkit.serve.context import BrokerContext
 
 GroupHandler = Callable[[BrokerContext, Request], Awaitable[Any]]
@@ -30,6 +31,11 @@ GROUP_APIS: dict[str, tuple[int, int, GroupHandler]] = {
     "OffsetFetch": (*offsets.FETCH_VERSIONS, offsets.handle_offset_fetch),
     "DescribeGroups": (*describe.DESCRIBE_VERSIONS, describe.handle_describe_groups),
     "ListGroups": (*describe.LIST_VERSIONS, describe.handle_list_groups),
+    "ConsumerGroupHeartbeat": (
+        *consumer.HEARTBEAT_VERSIONS,
+        consumer.handle_consumer_group_heartbeat,
+    ),
+    "ConsumerGroupDescribe": (*consumer.DESCRIBE_VERSIONS, consumer.handle_consumer_group_describe),
 }
 
 __all__ = ["GROUP_APIS"]

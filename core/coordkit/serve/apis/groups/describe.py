@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordkit.engine.groups import GroupDescription, GroupState
+from coordkit.engine.groups import ErrorCode, GroupDescription, GroupState
 from coordkit.errors import StoreError
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
@@ -25,7 +25,9 @@ DescribedMember = nested(DescribeResponse, "DescribedGroupMember")
 ListResponse = messages.ListGroupsResponse
 ListedGroup = nested(ListResponse, "ListedGroup")
 
-DESCRIBE_VERSIONS = (0, 5)
+DESCRIBE_VERSIONS = (0, 6)
+#: DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for a group that is not there (KIP-1043).
+DESCRIBE_NOT_FOUND_VERSION = 6
 LIST_VERSIONS = (0, 5)
 #: Kafka's value for "authorized operations not asked for / not known".
 NO_AUTHORIZED_OPERATIONS = -(2**31)
@@ -34,14 +36,26 @@ NO_AUTHORIZED_OPERATIONS = -(2**31)
 #: configs (KIP-848) — as a bit field of AclOperation codes (DescribeGroups v3+ with
 #: include_authorized_operations).
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
-#: Every group here runs the classic protocol (ListGroups v5's group type).
+#: ListGroups v5's group type of classic groups.
 CLASSIC = "classic"
 
 
-def _described(group: GroupDescription, operations: int) -> Any:
+def _described(group: GroupDescription, operations: int, version: int) -> Any:
     stable = group.state is GroupState.STABLE
-    return DescribedGroup(
-        error_code=int(group.error),
+    error = int(group.error)
+    message = None
+    if group.error is ErrorCode.GROUP_ID_NOT_FOUND or (
+        version >= DESCRIBE_NOT_FOUND_VERSION and group.state is GroupState.DEAD and not error
+    ):
+        # A consumer group, or none at all: Dead, and from v6 on GROUP_ID_NOT_FOUND, as Kafka 4.
+        if version >= DESCRIBE_NOT_FOUND_VERSION:
+            error = errors.GROUP_ID_NOT_FOUND
+            kind = "is not a classic group" if group.error else "not found"
+            message = f"Group {group.group_id} {kind}."
+        else:
+            error = errors.NONE
+    described = DescribedGroup(
+        error_code=error,
         group_id=group.group_id,
         group_state=group.state.value,
         protocol_type=group.protocol_type,
@@ -61,6 +75,9 @@ def _described(group: GroupDescription, operations: int) -> Any:
         else [],
         authorized_operations=operations,
     )
+    if version >= DESCRIBE_NOT_FOUND_VERSION:
+        described.error_message = message
+    return described
 
 
 async def handle_describe_groups(ctx: BrokerContext, request: Request) -> Any:
@@ -72,7 +89,8 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> Any:
     found = await ctx.blocking(describe)
     asked = request.version >= 3 and bool(request.body.include_authorized_operations)
     operations = GROUP_OPERATIONS if asked else NO_AUTHORIZED_OPERATIONS
-    return DescribeResponse(throttle_time_ms=0, groups=[_described(g, operations) for g in found])
+    described = [_described(g, operations, request.version) for g in found]
+    return DescribeResponse(throttle_time_ms=0, groups=described)
 
 
 def _wanted(values: list[str] | None) -> set[str] | None:
@@ -93,11 +111,11 @@ async def handle_list_groups(ctx: BrokerContext, request: Request) -> Any:
         ListedGroup(
             group_id=g.group_id,
             protocol_type=g.protocol_type,
-            group_state=g.state.value,
-            group_type=CLASSIC,
+            group_state=g.state_name,
+            group_type=g.group_type,
         )
         for g in listed
-        if (states is None or g.state.value.lower() in states)
-        and (types is None or CLASSIC in types)
+        if (states is None or g.state_name.lower() in states)
+        and (types is None or g.group_type in types)
     ]
     return ListResponse(throttle_time_ms=0, error_code=errors.NONE, groups=groups)

@@ -38,8 +38,10 @@ FetchGroup = nested(FetchResponse, "OffsetFetchResponseGroup")
 FetchGroupTopic = nested(FetchResponse, "OffsetFetchResponseTopics")
 FetchGroupPartition = nested(FetchResponse, "OffsetFetchResponsePartitions")
 
-COMMIT_VERSIONS = (0, 9)
-FETCH_VERSIONS = (0, 9)
+COMMIT_VERSIONS = (2, 9)
+#: OffsetFetch v9+ names the member asking and its epoch (KIP-848).
+FETCH_MEMBER_VERSION = 9
+FETCH_VERSIONS = (1, 9)
 #: Kafka's ``offset.metadata.max.bytes`` default.
 MAX_METADATA = 4096
 #: OffsetCommit v6+ carries the leader epoch; v7+ the group instance id.
@@ -128,13 +130,20 @@ async def handle_offset_commit(ctx: BrokerContext, request: Request) -> Any:
 Asked = list[tuple[str, list[int]]] | None
 
 
-def _fetch(ctx: BrokerContext, group_id: str, asked: Asked) -> OffsetFetchResponse:
+def _fetch(
+    ctx: BrokerContext,
+    group_id: str,
+    asked: Asked,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> OffsetFetchResponse:
     if not group_id:
         return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID)
     partitions = None
     if asked is not None:
         partitions = [TopicPartition(t, p) for t, ps in asked for p in ps if p >= 0]
-    return coordinator(ctx).offset_fetch(OffsetFetchRequest(group_id, partitions))
+    request = OffsetFetchRequest(group_id, partitions, member_id, member_epoch)
+    return coordinator(ctx).offset_fetch(request)
 
 
 def _answers(
@@ -180,9 +189,17 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
             )
             for g in body.groups
         ]
+        # v9+: the member asking and its epoch (KIP-848), checked against consumer groups.
+        members = [
+            (g.member_id, g.member_epoch) if version >= FETCH_MEMBER_VERSION else (None, -1)
+            for g in body.groups
+        ]
 
         def fetch_all() -> list[OffsetFetchResponse]:
-            return [_fetch(ctx, group_id, asked) for group_id, asked in asked_groups]
+            return [
+                _fetch(ctx, group_id, asked, *member)
+                for (group_id, asked), member in zip(asked_groups, members, strict=True)
+            ]
 
         answers = await ctx.blocking(fetch_all)
         groups = []

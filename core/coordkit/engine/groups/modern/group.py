@@ -1,0 +1,201 @@
+"""A consumer group of the KIP-848 protocol (Kafka's ``ConsumerGroup``): its epochs, members,
+target assignment and which member owns each partition now.
+
+Three epochs move it: the *group epoch* is bumped when the members or what they subscribe to change;
+the *assignment epoch* is the group epoch the target assignment was computed at; each *member
+epoch* reaches the assignment epoch as the member reconciles. The group is Stable when every
+member is stable at the assignment epoch.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+
+from attrs import frozen
+
+from coordkit.engine.groups.modern.java_order import java_hash_map_order
+from coordkit.engine.groups.modern.member import (
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroupMember,
+)
+
+
+class ConsumerGroupState(enum.Enum):
+    """Kafka's ``ConsumerGroup.ConsumerGroupState``, named as the wire names them."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+#: Kafka's ``GroupType`` names, as ListGroups v5 and DescribeGroups report them.
+CONSUMER_GROUP_TYPE = "consumer"
+CLASSIC_GROUP_TYPE = "classic"
+
+
+@frozen
+class SubscribedTopic:
+    """A subscribed topic as the group's metadata saw it: its id and partition count."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+
+
+class ConsumerGroup:
+    """A consumer group hosted by this coordinator; read and changed under :attr:`lock`."""
+
+    def __init__(self, group_id: str, partition: int):
+        self.group_id = group_id
+        #: The ``__consumer_offsets`` partition the group belongs to.
+        self.partition = partition
+        self.lock = threading.RLock()
+        self.dead = False
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        #: instance id -> member id of the static members.
+        self.static_members: dict[str, str] = {}
+        #: member id -> its target assignment at :attr:`assignment_epoch`.
+        self.target: dict[str, Assignment] = {}
+        #: The subscribed topics, as of the last group epoch bump (Kafka's subscription metadata).
+        self.subscription_metadata: dict[str, SubscribedTopic] = {}
+        #: (topic id, partition) -> epoch of the member that owns it now.
+        self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        #: member id -> monotonic deadlines (session; revocation, with the epoch it is for).
+        self.session_deadlines: dict[str, float] = {}
+        self.rebalance_deadlines: dict[str, tuple[float, int]] = {}
+        #: The server assignor of the last target computed.
+        self.assignor_name: str = ""
+        #: What changed since the group was last persisted (see :mod:`.persistence`).
+        self.dirty_members: set[str] = set()
+        self.removed_members: set[str] = set()
+        #: The member ids that have a node, and whether the group's own node exists.
+        self.persisted_members: set[str] = set()
+        self.persisted_header: bytes | None = None
+        self.members_node = False
+
+    # -- the state -------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if self.dead:
+            return ConsumerGroupState.DEAD
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        for member in self.members.values():
+            if not member.is_reconciled_to(self.assignment_epoch):
+                return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    # -- members ---------------------------------------------------------------------------------
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        if instance_id is None:
+            return None
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def update_member(self, member: ConsumerGroupMember) -> None:
+        """Put ``member`` in (replacing the one with its id), keeping the owners index."""
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+        self.members[member.member_id] = member
+        self.dirty_members.add(member.member_id)
+        self.removed_members.discard(member.member_id)
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._hold(member)
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
+        """Take the member out with its target (its partitions become free)."""
+        member = self.members.pop(member_id, None)
+        self.target.pop(member_id, None)
+        self.dirty_members.discard(member_id)
+        self.removed_members.add(member_id)
+        self.session_deadlines.pop(member_id, None)
+        self.rebalance_deadlines.pop(member_id, None)
+        if member is None:
+            return None
+        self._release(member)
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == (
+            member_id
+        ):
+            del self.static_members[member.instance_id]
+        return member
+
+    def _hold(self, member: ConsumerGroupMember) -> None:
+        epoch = member.member_epoch
+        for owned in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, partitions in owned.items():
+                for p in partitions:
+                    holder = self._partition_epochs.get((topic_id, p))
+                    if holder is not None:
+                        # Kafka's coordinator throws here: the invariant the protocol keeps.
+                        raise AssertionError(
+                            f"group {self.group_id!r}: partition {topic_id}-{p} is owned "
+                            f"at epoch {holder}; {member.member_id} cannot take it"
+                        )
+                    self._partition_epochs[(topic_id, p)] = epoch
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        for owned in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, partitions in owned.items():
+                for p in partitions:
+                    self._partition_epochs.pop((topic_id, p), None)
+
+    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """Kafka's ``currentPartitionEpoch``: the owner's epoch, -1 when nobody owns it."""
+        return self._partition_epochs.get((topic_id, partition), -1)
+
+    def subscribed_topic_names(self, replacing: ConsumerGroupMember | None = None,
+                               by: ConsumerGroupMember | None = None) -> set[str]:  # fmt: skip
+        """Every topic name some member subscribes to, with ``replacing`` swapped for ``by``."""
+        names: set[str] = set()
+        for member in self.members.values():
+            if replacing is not None and member.member_id == replacing.member_id:
+                continue
+            names.update(member.subscribed_topic_names)
+        if by is not None:
+            names.update(by.subscribed_topic_names)
+        return names
+
+    def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str | None:
+        """Kafka's ``computePreferredServerAssignor``: the assignor most members name."""
+        counts: dict[str, int] = {}
+        for member in members:
+            if member.server_assignor is not None:
+                counts[member.server_assignor] = counts.get(member.server_assignor, 0) + 1
+        if not counts:
+            return None
+        best: str | None = None
+        for name in java_hash_map_order(counts):
+            if best is None or counts[name] > counts[best]:
+                best = name
+        return best
+
+    def describe_target(self, member_id: str) -> Assignment:
+        return self.target.get(member_id, {})
+
+    def owners(self) -> Mapping[tuple[uuid.UUID, int], int]:
+        return dict(self._partition_epochs)
+
+    def __repr__(self) -> str:
+        return (
+            f"<ConsumerGroup {self.group_id!r} {self.state.value} epoch={self.group_epoch} "
+            f"assignment_epoch={self.assignment_epoch} members={len(self.members)}>"
+        )
+
+
+def is_temporarily_away(member: ConsumerGroupMember) -> bool:
+    """A static member that left with epoch -2: it keeps its place until its session ends."""
+    return member.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH

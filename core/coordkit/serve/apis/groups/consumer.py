@@ -1,0 +1,167 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848), on the engine's group coordinator.
+
+Heartbeats are not long polls: each is answered at once with the member's epoch and, when it
+changed, its assignment (topics by id, as the wire carries them). The coordinator computes the
+target assignment with the server-side assignor the group prefers (``group.remote.assignor``),
+among those ``group.consumer.assignors`` names.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from coordkit.engine.groups.modern.member import Assignment
+from coordkit.engine.groups.modern.protocol import (
+    ConsumerGroupDescription,
+    ConsumerGroupHeartbeatRequest,
+)
+from coordkit.protocol import Request, messages
+from coordkit.serve.apis.groups.describe import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
+from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.classes import nested
+from coordkit.serve.connection import client_host
+from coordkit.serve.context import BrokerContext
+
+HeartbeatResponse = messages.ConsumerGroupHeartbeatResponse
+ResponseAssignment = nested(HeartbeatResponse, "Assignment")
+ResponseTopicPartitions = nested(HeartbeatResponse, "TopicPartitions")
+DescribeResponse = messages.ConsumerGroupDescribeResponse
+DescribedGroup = nested(DescribeResponse, "DescribedGroup")
+DescribedMember = nested(DescribeResponse, "Member")
+DescribedAssignment = nested(DescribeResponse, "Assignment")
+DescribedTopicPartitions = nested(DescribeResponse, "TopicPartitions")
+
+HEARTBEAT_VERSIONS = (0, 1)
+DESCRIBE_VERSIONS = (0, 1)
+#: ConsumerGroupDescribe v1+ says which protocol each member speaks (1: consumer).
+MEMBER_TYPE_VERSION = 1
+CONSUMER_MEMBER_TYPE = 1
+
+
+def _owned(body: Any) -> dict[uuid.UUID, tuple[int, ...]] | None:
+    if body.topic_partitions is None:
+        return None
+    owned: dict[uuid.UUID, list[int]] = {}
+    for topic in body.topic_partitions:
+        owned.setdefault(topic.topic_id, []).extend(topic.partitions)
+    return {t: tuple(ps) for t, ps in owned.items()}
+
+
+def _request(request: Request) -> ConsumerGroupHeartbeatRequest:
+    body = request.body
+    return ConsumerGroupHeartbeatRequest(
+        group_id=body.group_id,
+        member_id=body.member_id,
+        member_epoch=body.member_epoch,
+        instance_id=body.instance_id,
+        rack_id=body.rack_id,
+        rebalance_timeout_ms=body.rebalance_timeout_ms,
+        subscribed_topic_names=body.subscribed_topic_names,
+        subscribed_topic_regex=body.subscribed_topic_regex if request.version >= 1 else None,
+        server_assignor=body.server_assignor,
+        owned=_owned(body),
+        client_id=request.client_id or "",
+        client_host=client_host.get(),
+        version=request.version,
+    )
+
+
+def _partitions(
+    cls: Any, assignment: Assignment, names: Mapping[uuid.UUID, str] | None
+) -> list[Any]:
+    out = []
+    for topic_id, partitions in sorted(assignment.items()):
+        entry = cls(topic_id=topic_id, partitions=sorted(partitions))
+        if names is not None:
+            entry.topic_name = names.get(topic_id, "")
+        out.append(entry)
+    return out
+
+
+async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) -> Any:
+    engine_request = _request(request)
+    answer = await ctx.blocking(lambda: coordinator(ctx).consumer_group_heartbeat(engine_request))
+    response: Any = HeartbeatResponse(
+        throttle_time_ms=0,
+        error_code=int(answer.error),
+        error_message=answer.message,
+        member_id=answer.member_id,
+        member_epoch=answer.member_epoch,
+        heartbeat_interval_ms=answer.heartbeat_interval_ms,
+        assignment=None,
+    )
+    if answer.assignment is not None:
+        response.assignment = ResponseAssignment(
+            topic_partitions=_partitions(ResponseTopicPartitions, answer.assignment, None)
+        )
+    return response
+
+
+def _topic_names(
+    ctx: BrokerContext, groups: list[ConsumerGroupDescription]
+) -> dict[uuid.UUID, str]:
+    """Names of the topics the descriptions mention, from the coordinator's topics image."""
+    image = coordinator(ctx).topics_image
+    wanted = {t for g in groups for m in g.members for t in (*m.assignment, *m.target_assignment)}
+    if not wanted:
+        return {}
+    return {
+        topic.topic_id: name
+        for name, topic in image.topics(image.names()).items()
+        if topic.topic_id in wanted
+    }
+
+
+async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> Any:
+    body = request.body
+    group_ids = list(body.group_ids)
+
+    def describe() -> tuple[list[ConsumerGroupDescription], dict[uuid.UUID, str]]:
+        groups = coordinator(ctx).consumer_group_describe(group_ids)
+        return groups, _topic_names(ctx, groups)
+
+    groups, names = await ctx.blocking(describe)
+    operations = (
+        GROUP_OPERATIONS if body.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
+    )
+    described = []
+    for group in groups:
+        members = []
+        for m in group.members:
+            member = DescribedMember(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=list(m.subscribed_topic_names),
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=DescribedAssignment(
+                    topic_partitions=_partitions(DescribedTopicPartitions, m.assignment, names)
+                ),
+                target_assignment=DescribedAssignment(
+                    topic_partitions=_partitions(
+                        DescribedTopicPartitions, m.target_assignment, names
+                    )
+                ),
+            )
+            if request.version >= MEMBER_TYPE_VERSION:
+                member.member_type = CONSUMER_MEMBER_TYPE
+            members.append(member)
+        described.append(
+            DescribedGroup(
+                error_code=int(group.error),
+                error_message=group.message,
+                group_id=group.group_id,
+                group_state=group.state,
+                group_epoch=group.group_epoch,
+                assignment_epoch=group.assignment_epoch,
+                assignor_name=group.assignor_name,
+                members=members,
+                authorized_operations=operations if not group.error else NO_AUTHORIZED_OPERATIONS,
+            )
+        )
+    return DescribeResponse(throttle_time_ms=0, groups=described)
