@@ -1,4 +1,5 @@
-"""Consumer groups on the engine: Kafka's classic group protocol.
+"""Consumer groups on the engine: Kafka's classic group protocol, and Kafka 4's consumer group
+protocol (KIP-848) in :mod:`~coordkit.engine.groups.modern`.
 
 * :mod:`~coordkit.engine.groups.protocol` — requests, responses, error codes, group states;
 * :mod:`~coordkit.engine.groups.membership` — a group's members and state machine;

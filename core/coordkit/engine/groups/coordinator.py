@@ -5,11 +5,15 @@
 * :mod:`~coordkit.engine.groups.persistence` — group metadata and offsets, fenced by the offsets
   partition's state version;
 * :mod:`~coordkit.engine.groups.rebalance` — the membership state machine and its timers;
-* :mod:`~coordkit.engine.groups.join` — the JoinGroup API (new, known and static members).
+* :mod:`~coordkit.engine.groups.join` — the JoinGroup API (new, known and static members);
+* :mod:`~coordkit.engine.groups.lookup` — FindCoordinator and topic metadata (any broker);
+* :mod:`~coordkit.engine.groups.listing` — DescribeGroups and ListGroups;
+* :mod:`~coordkit.engine.groups.modern` — KIP-848's consumer groups (ConsumerGroupHeartbeat,
+  ConsumerGroupDescribe), hosted beside the classic ones: one group id, one kind.
 
-This module answers the protocol's requests (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups): it finds the group, takes its lock and
-hands over to the part that owns the step. A ticker thread, reading the engine clock, expires
+This module answers the classic protocol's requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch) and hands the rest over: it finds the group, takes its lock and hands
+over to the part that owns the step. A ticker thread, reading the engine clock, expires
 sessions and ends join rounds at their deadlines.
 """
 
@@ -20,16 +24,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
-from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
-from coordkit.engine.errors import TopicExistsError
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.groups import metadata
 from coordkit.engine.groups.events import GroupObserver
 from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.join import JoinHandler
+from coordkit.engine.groups.listing import GroupListings
+from coordkit.engine.groups.lookup import CoordinatorLookup
 from coordkit.engine.groups.membership import Group
-from coordkit.engine.groups.modern.group import CONSUMER_GROUP_TYPE, ConsumerGroup
+from coordkit.engine.groups.modern.group import ConsumerGroup
 from coordkit.engine.groups.modern.heartbeat import ConsumerGroupHeartbeats
 from coordkit.engine.groups.modern.protocol import (
     ConsumerGroupDescription,
@@ -40,7 +44,6 @@ from coordkit.engine.groups.modern.service import ConsumerGroupService, make_per
 from coordkit.engine.groups.modern.topics import TopicsImage
 from coordkit.engine.groups.persistence import GroupPersistence
 from coordkit.engine.groups.protocol import (
-    CONSUMER_PROTOCOL_TYPE,
     NO_GENERATION,
     UNKNOWN_MEMBER_ID,
     ErrorCode,
@@ -55,7 +58,6 @@ from coordkit.engine.groups.protocol import (
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
-    MemberDescription,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -69,9 +71,7 @@ from coordkit.engine.groups.protocol import (
 from coordkit.engine.groups.rebalance import Rebalancer
 from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
 from coordkit.engine.strategies import Strategies
-from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import LayoutError, NoNodeError, StoreError
-from coordkit.kafka import layout
+from coordkit.errors import StoreError
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.store import MetadataStore
 from coordkit.strategies.offsets import OffsetStorage
@@ -122,6 +122,11 @@ class GroupCoordinator(EngineObserver):
             strategies.assignors,
         )
         self.joins = JoinHandler(config, clock, self.rebalancer)
+        self.lookup = CoordinatorLookup(
+            broker_id, store, config, strategies, self.hosting, lambda: self.closed
+        )
+        self.listings = GroupListings(broker_id, store, self.hosting, self._lookup,
+                                      lambda: self.closed)  # fmt: skip
         # KIP-848's consumer groups, with the server assignors group.consumer.assignors names.
         self.topics_image = TopicsImage(store)
         self.consumer_groups = ConsumerGroupService(
@@ -253,80 +258,21 @@ class GroupCoordinator(EngineObserver):
             log.info("group %r: empty consumer group becomes a classic group", group.group_id)
             return classic
 
-    # -- FindCoordinator and metadata (any broker answers) -------------------------------------
+    # -- FindCoordinator and metadata (any broker answers: see .lookup) ------------------------
 
     def find_coordinator(self, group_id: str) -> FindCoordinatorResponse:
-        """The broker leading the group's offsets partition, read from the partition's state;
-        creates the offsets topic on first need (Kafka auto-creates it)."""
-        if self.closed:
-            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        try:
-            metadata.group_path(group_id)
-        except ValueError:
-            return FindCoordinatorResponse(ErrorCode.INVALID_GROUP_ID)
-        path = states.state_path((OFFSETS_TOPIC, self.hosting.partition_for(group_id)))
-        try:
-            data, stat = self.store.get(path)
-        except NoNodeError:
-            try:
-                self.ensure_offsets_topic()
-            except StoreError as exc:
-                log.debug("broker %s: offsets topic creation failed: %s", self.broker_id, exc)
-            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        except StoreError:
-            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        try:
-            state = states.decode_state(path, data, stat.version)
-        except LayoutError:
-            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if not state.has_leader:
-            return FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return FindCoordinatorResponse(ErrorCode.NONE, state.leader)
+        return self.lookup.find_coordinator(group_id)
 
     def ensure_offsets_topic(self) -> bool:
-        """Create the offsets topic unless it exists; ``True`` if this call created it.
-
-        Replication factor: ``offsets.topic.replication.factor`` capped by the live brokers.
-        """
-        if self.store.exists(layout.topic_path(OFFSETS_TOPIC)) is not None:
-            return False
-        admin = TopicAdmin(self.store, placement=self.strategies.placement)
-        live = len(admin.brokers())
-        factor = max(1, min(self.config.offsets_topic_replication_factor, live))
-        try:
-            admin.create_topic(
-                OFFSETS_TOPIC,
-                self.config.offsets_topic_num_partitions,
-                factor,
-                config={"cleanup.policy": "compact"},
-            )
-        except TopicExistsError:
-            return False
-        log.info(
-            "broker %s created %s (replication factor %s)", self.broker_id, OFFSETS_TOPIC, factor
-        )
-        return True
+        return self.lookup.ensure_offsets_topic()
 
     def topic_partitions(self, topics: Sequence[str]) -> dict[str, int]:
-        """Partition counts of the existing ``topics`` (a Metadata request)."""
-        names = sorted(set(topics))
-        paths = [layout.topic_path(t) for t in names]
-        out: dict[str, int] = {}
-        for topic, path, result in zip(names, paths, self.store.get_many(paths), strict=True):
-            if not isinstance(result, StoreError):
-                out[topic] = len(states.decode_assignment(path, result[0]))
-        return out
+        return self.lookup.topic_partitions(topics)
 
     def watch_topic_metadata(
         self, topics: Iterable[str], on_change: Callable[[], object]
     ) -> TopicMetadataWatch:
-        """Partition counts of ``topics`` kept current by watches on this broker's session (what
-        a group leader compares with its assignment's metadata); ``on_change`` runs on the
-        session's event thread and must not block.
-
-        :raises StoreError: the session cannot set watches (e.g. the broker has stopped).
-        """
-        return TopicMetadataWatch(self.store, topics, on_change)
+        return self.lookup.watch_topic_metadata(topics, on_change)
 
     # -- JoinGroup, SyncGroup -------------------------------------------------------------------
 
@@ -499,80 +445,14 @@ class GroupCoordinator(EngineObserver):
     def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
         return self.consumer_groups.describe(group_ids)
 
-    # -- DescribeGroups ------------------------------------------------------------------------
+    # -- DescribeGroups, ListGroups (see .listing) ----------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription:
-        found = self._lookup(group_id, create=False)
-        if isinstance(found, ErrorCode):
-            return GroupDescription(group_id, GroupState.DEAD, error=found)
-        if found is None:
-            return GroupDescription(group_id, GroupState.DEAD, coordinator=self.broker_id)
-        if isinstance(found, ConsumerGroup):
-            # Kafka describes only classic groups here (ConsumerGroupDescribe the others).
-            return GroupDescription(
-                group_id, GroupState.DEAD, error=ErrorCode.GROUP_ID_NOT_FOUND,
-                coordinator=self.broker_id,
-            )  # fmt: skip
-        group = found
-        with group.lock:
-            return GroupDescription(
-                group_id=group_id,
-                state=group.state,
-                generation=group.generation,
-                protocol_type=group.protocol_type,
-                protocol=group.protocol,
-                leader=group.leader,
-                coordinator=None if group.is_(GroupState.DEAD) else self.broker_id,
-                members=tuple(
-                    MemberDescription(
-                        m.member_id,
-                        m.group_instance_id,
-                        m.client_id,
-                        m.subscription.topics,
-                        m.assignment,
-                        m.client_host,
-                        m.metadata.get(group.protocol or ""),
-                        m.raw_assignment,
-                    )
-                    for m in group.by_join_order()
-                ),
-            )
-
-    # -- ListGroups ----------------------------------------------------------------------------
+        return self.listings.describe_group(group_id)
 
     def list_groups(self) -> list[GroupListing]:
-        """The groups of the offsets partitions this broker hosts: loaded ones, and persisted ones
-        of those partitions (loaded now, as Kafka loads a partition's groups when it takes the
-        partition over). Raises :class:`StoreError` when the store cannot list them."""
-        if self.closed:
-            return []
-        try:
-            names = set(self.store.children(metadata.GROUPS_ROOT))
-        except NoNodeError:
-            names = set()
-        hosted = set(self.hosting.partitions())
-        names.update(g.group_id for g in self.hosting.groups())
-        listed: list[GroupListing] = []
-        for group_id in sorted(names):
-            try:
-                metadata.group_path(group_id)
-            except ValueError:
-                continue
-            if self.hosting.partition_for(group_id) not in hosted:
-                continue
-            found = self._lookup(group_id, create=False)
-            if found is None or isinstance(found, ErrorCode):
-                continue
-            if isinstance(found, ConsumerGroup):
-                with found.lock:
-                    if not found.dead:
-                        listed.append(GroupListing(group_id, CONSUMER_PROTOCOL_TYPE,
-                                                   found.state.value, CONSUMER_GROUP_TYPE))  # fmt: skip
-                continue
-            with found.lock:
-                if not found.is_(GroupState.DEAD):
-                    listed.append(GroupListing(group_id, found.protocol_type, found.state))
-        return listed
+        """Raises :class:`StoreError` when the store cannot list the groups."""
+        return self.listings.list_groups()
 
     # -- deadlines -----------------------------------------------------------------------------
 
