@@ -14,6 +14,7 @@ two forms (:mod:`vs_kafka.clusters`):
 * the cases that kill nothing (``produce``, ``consume``, ``latency``, ``perf``: see
   :mod:`vs_kafka.throughput`; ``groups``: :mod:`vs_kafka.groups`) run on ``coordkit serve
   --brokers 3`` in one process on the memory store (records never touch the store);
+  ``consumer-protocol`` (KIP-848 groups, :mod:`vs_kafka.consumer_protocol`) too;
 * the cases that kill or restart a broker (``failover``: :mod:`vs_kafka.failover`; ``footprint``,
   broker start and memory: :mod:`vs_kafka.footprint`) run on ``coordkit serve --broker-id N``
   processes on one private ZooKeeper: the memory store lives inside one process, so brokers that
@@ -39,11 +40,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from vs_kafka import failover, footprint, groups, throughput
+from vs_kafka import consumer_protocol, failover, footprint, groups, throughput
 from vs_kafka.clusters import BROKER_IDS, SIDES, broker_processes, one_cluster
 
 #: Every case family, by the name ``--case`` takes.
-CASES = (*throughput.CASES, *groups.CASES, *failover.CASES, *footprint.CASES)
+CASES = (
+    *throughput.CASES,
+    *groups.CASES,
+    *consumer_protocol.CASES,
+    *failover.CASES,
+    *footprint.CASES,
+)
 Figures = dict[str, float]
 Results = dict[str, dict[str, Figures]]
 _HEAP = re.compile(r"[1-9][0-9]*[mMgG]")
@@ -56,12 +63,16 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
         print(f"  {side}: {name} ...", flush=True)
         figures[name] = run()
 
-    one_process = [c for c in args.case if c in (*throughput.CASES, *groups.CASES)]
+    one_process = [
+        c for c in args.case if c in (*throughput.CASES, *groups.CASES, *consumer_protocol.CASES)
+    ]
     if one_process:
         with one_cluster(side, args.kafka_heap) as bootstrap:
             throughput.run(bootstrap, args.case, args.records, args.rate, args.seconds, case)
             if "groups" in args.case:
                 groups.run(bootstrap, case)
+            if "consumer-protocol" in args.case:
+                consumer_protocol.run(bootstrap, case)
     if {"failover", "footprint"} & set(args.case):
         with broker_processes(side, args.kafka_heap, args.failure_timeout, log_dir) as cluster:
             if "failover" in args.case:

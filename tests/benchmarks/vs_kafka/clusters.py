@@ -38,7 +38,14 @@ SIDES = ("coordkit", "kafka")
 BROKER_IDS = (1, 2, 3)
 #: Broker settings both sides run with (Kafka's names; coordkit serve takes them as --config):
 #: no initial rebalance delay, and the offsets topic as small as the Kafka fixture makes it.
-SHARED_CONFIG = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "5"}
+SHARED_CONFIG = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "5",
+    # KIP-848 groups heartbeat twice a second (vs_kafka.consumer_protocol).
+    "group.consumer.heartbeat.interval.ms": "500",
+}
+#: Kafka's floor under the heartbeat interval (coordkit has no such setting).
+KAFKA_ONLY_CONFIG = {"group.consumer.min.heartbeat.interval.ms": "500"}
 #: Seconds a broker may take to print its address or to answer Metadata.
 START_TIMEOUT = 120.0
 #: Seconds a stopped coordkit broker may take to exit (Ctrl-C: it deregisters and closes).
@@ -108,7 +115,7 @@ def one_cluster(side: str, heap: str) -> Iterator[str]:
         with KafkaCluster(
             broker_ids=BROKER_IDS,
             heap=heap,
-            properties=SHARED_CONFIG,
+            properties={**SHARED_CONFIG, **KAFKA_ONLY_CONFIG},
             jvm_options=PRODUCTION_JVM_OPTIONS,
         ) as kafka:
             yield kafka.bootstrap
