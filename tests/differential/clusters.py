@@ -25,8 +25,17 @@ from coordkit.testing.servers import KafkaCluster
 from coordkit.testing.waiting import wait_for
 from differential.harness import WAIT_SECONDS, Connection, Scenario, Side
 
+#: The consumer group protocol's (KIP-848) configs both clusters run with: Kafka's defaults
+#: but for the group size, which ``consumer_group_apis.group_max_size`` reaches.
+CONSUMER_GROUP_CONFIGS = {
+    "group.consumer.assignors": "uniform,range",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.max.size": "3",
+}
 #: Broker configs both clusters run with (coordkit serve takes Kafka's names with --config).
 SHARED_CONFIGS = {
+    **CONSUMER_GROUP_CONFIGS,
     # Every rebalance of a scenario is driven by its requests, never by a timer.
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
@@ -43,6 +52,11 @@ SHARED_CONFIGS = {
 #: scenarios that depend on them record the difference (see the table of docs/serve.md).
 KAFKA_ONLY_CONFIGS = {
     "group.max.size": "3",
+    # Kafka 4.4 computes a consumer group's target assignment at most once a second, on a
+    # background thread (KIP-1263); coordkit computes it in the heartbeat that changes the
+    # group, which these make Kafka do too, so epochs follow from the requests alone.
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
     # coordkit serve keeps every record (it has no time retention). Kafka's 7-day default would
     # delete records whose create times are older, as the Java program's fixed ones (2023) are,
     # at its first retention check (5 minutes after start): a recording made then read nothing.
