@@ -16,13 +16,15 @@ from collections.abc import Callable
 import pytest
 
 from coordkit.engine import Cluster
-from coordkit.engine.groups import ErrorCode
+from coordkit.engine.groups import ErrorCode, GroupState
 from coordkit.engine.groups.coordinator import GroupCoordinator
 from coordkit.engine.groups.modern.protocol import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
 from harness.waiting import wait_for
+
+from .conftest import partitions_of, start, wait_stable
 
 GROUP = "g848"
 TOPIC = "orders"
@@ -261,3 +263,43 @@ def test_the_group_resumes_its_epochs_on_a_new_coordinator(
     assert sorted(m.member_epoch for m in description.members) == sorted(epochs)
     settle(successor, members)
     assert [m.epoch for m in members] == epochs  # nothing moved: the same epochs go on
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_and_back(
+    group_cluster: Callable[..., Cluster],
+) -> None:
+    """Kafka's default migration policy, for empty groups: the first member of the other protocol
+    takes the group over; a group with members of the other protocol refuses it."""
+    cluster = group_cluster(topic=TOPIC, partitions=PARTITIONS)
+    classic = start(cluster, GROUP, [TOPIC])
+    wait_stable(cluster, GROUP, [classic], partitions_of(TOPIC, PARTITIONS))
+    coordinator = coordinator_of(cluster)
+    refused = Member("m1").heartbeat(coordinator)
+    assert (refused.error, refused.message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {GROUP} is not a consumer group.",
+    )
+    classic.close()
+    wait_for(
+        lambda: cluster.describe_group(GROUP).state is GroupState.EMPTY,
+        what="the classic group to be empty",
+    )
+    member = Member("m1")
+    settle(coordinator, [member])
+    (description,) = coordinator.consumer_group_describe([GROUP])
+    assert (description.state, description.group_epoch) == ("Stable", 1)
+    listed = {g.group_id: g for g in coordinator.list_groups()}
+    assert (listed[GROUP].group_type, listed[GROUP].state_name) == ("consumer", "Stable")
+    # A classic member cannot join while the consumer group has members ...
+    assert cluster.describe_group(GROUP).error is ErrorCode.GROUP_ID_NOT_FOUND
+    coordinator.consumer_group_heartbeat(member.request(member_epoch=-1))
+    # ... and takes the group back once it is empty: a new classic group, from generation 1
+    # as Kafka's (the recorder's generation check spans one group's life, so it is not used).
+    again = start(cluster, GROUP, [TOPIC])
+    wait_for(
+        lambda: cluster.describe_group(GROUP).state is GroupState.STABLE
+        and len(again.assignment()) == PARTITIONS,
+        what="the classic group back, stable",
+    )
+    assert cluster.describe_group(GROUP).generation == 1
+    again.close()
