@@ -170,8 +170,8 @@ def test_delete_topics_over_the_wire(
     )  # v3+ needs both (Kafka refuses the request without them)
     versions = client.call(request, 3)
     ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-    # DeleteTopics v1 (Kafka 4 removed v0) up to v5, CreatePartitions v0-3.
-    assert (ranges[20], ranges[37]) == ((1, 5), (0, 3))
+    # DeleteTopics v1 (Kafka 4 removed v0) up to v6 (topics by name or id), CreatePartitions v0-3.
+    assert (ranges[20], ranges[37]) == ((1, 6), (0, 3))
 
     # A timeout of 0: queued, answered at once as Kafka does (REQUEST_TIMED_OUT), deleted later.
     request = messages.DeleteTopicsRequest(topic_names=["slow"], timeout_ms=0)

@@ -78,25 +78,27 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
     assert response.error_code == 0
     ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert ranges == {
-        18: (0, 3),  # ApiVersions
-        3: (0, 12),  # Metadata
-        0: (3, 9),  # Produce: record batches v2 .. topics by name
-        1: (4, 12),  # Fetch: likewise
-        2: (1, 7),  # ListOffsets
-        23: (0, 4),  # OffsetForLeaderEpoch
+        18: (0, 5),  # ApiVersions
+        3: (0, 13),  # Metadata
+        0: (3, 13),  # Produce: record batches v2 .. topics by id
+        1: (4, 18),  # Fetch: likewise
+        2: (1, 11),  # ListOffsets
+        23: (2, 4),  # OffsetForLeaderEpoch
         22: (0, 5),  # InitProducerId
-        19: (0, 7),  # CreateTopics
-        20: (0, 5),  # DeleteTopics: topics by name
+        19: (2, 7),  # CreateTopics
+        20: (1, 6),  # DeleteTopics: topics by name or id
         37: (0, 3),  # CreatePartitions
         10: (0, 5),  # FindCoordinator
         11: (0, 9),  # JoinGroup
         14: (0, 5),  # SyncGroup
         12: (0, 4),  # Heartbeat
         13: (0, 5),  # LeaveGroup
-        8: (0, 9),  # OffsetCommit
-        9: (0, 9),  # OffsetFetch
-        15: (0, 5),  # DescribeGroups
+        8: (2, 9),  # OffsetCommit
+        9: (1, 9),  # OffsetFetch
+        15: (0, 6),  # DescribeGroups
         16: (0, 5),  # ListGroups
+        68: (0, 1),  # ConsumerGroupHeartbeat
+        69: (0, 1),  # ConsumerGroupDescribe
     }
 
 
@@ -112,7 +114,7 @@ def test_an_unknown_api_versions_version_gets_a_v0_error(serve: ServeFactory) ->
         correlation, response = KafkaCodec().decode_response("ApiVersions", 0, _read(sock, size))
     assert correlation == 42
     assert response.error_code == UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 3)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 5)]
 
 
 def _read(sock: socket.socket, count: int) -> bytes:

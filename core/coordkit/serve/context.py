@@ -4,7 +4,9 @@ settings and where it listens."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+import uuid
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import attrs
@@ -13,12 +15,16 @@ from coordkit.engine.broker import Broker
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.states import TP
 from coordkit.engine.topics import TopicAdmin
+from coordkit.errors import StoreError
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log import BrokerLogs
+from coordkit.serve.topic_ids import TopicIds
 
 T = TypeVar("T")
+
+log = logging.getLogger("coordkit.serve")
 
 #: Kafka's ``num.partitions`` and ``default.replication.factor`` defaults, used by topic
 #: auto-creation and by CreateTopics requests that leave them to the broker (-1).
@@ -49,6 +55,8 @@ class BrokerContext:
     admin: TopicAdmin
     settings: ServeSettings
     logs: BrokerLogs = attrs.field(factory=BrokerLogs)
+    #: The process's topic ids (one object shared by its brokers).
+    topic_ids: TopicIds = attrs.field(factory=TopicIds)
 
     @property
     def broker_id(self) -> int:
@@ -72,6 +80,18 @@ class BrokerContext:
     def leads(self, tp: TP) -> bool:
         found = self.leadership(tp)
         return found is not None and found[0] == self.broker_id and found[0] != NO_LEADER
+
+    async def topic_names(self, topic_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The names of the topics ``topic_ids`` name that exist; an id not known here makes
+        one read of the store first (see :mod:`coordkit.serve.topic_ids`)."""
+        wanted = list(topic_ids)
+        known = self.topic_ids
+        if known.missing(wanted):
+            try:
+                await self.blocking(lambda: known.refresh(self.broker.store))
+            except StoreError as exc:
+                log.warning("broker %s: topic ids not read again: %s", self.broker_id, exc)
+        return {i: name for i in wanted if (name := known.name_of(i)) is not None}
 
     async def blocking(self, call: Callable[[], T]) -> T:
         """Run store work off the event loop, so that other clients are served meanwhile."""

@@ -3,9 +3,10 @@ handler of every other api (one module per api family).
 
 The advertised ranges are exactly what the handlers fill in correctly. Lower bounds: Produce 3 and
 Fetch 4 are the first versions that carry record batches v2 (the only format the logs keep);
-ListOffsets 1 is the first without v0's offset lists. Upper bounds: Fetch 12 and Produce 9 are
-the last that name topics rather than topic ids (the store holds no topic ids yet), and so is
-DeleteTopics 5.
+ListOffsets 1 is the first without v0's offset lists. Upper bounds: Kafka 4.4's, for the apis
+whose newer versions name topics by id (Fetch 18, Produce 13, DeleteTopics 6: every topic has an
+id in its node) or add fields coordkit fills in as Kafka does (Metadata 13's top-level error,
+ListOffsets 11's tiered-storage timestamps, ApiVersions 5's cluster and node check).
 """
 
 from __future__ import annotations
@@ -40,31 +41,57 @@ ApiVersion = nested(ApiVersionsResponse, "ApiVersion")
 #: each match this pattern (so an empty one does not).
 CLIENT_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 CLIENT_SOFTWARE_VERSION = 3
+#: From v5 a client may name the cluster and node it means to reach (KIP-1242); a broker of
+#: another cluster or id answers REBOOTSTRAP_REQUIRED, as Kafka's ``KafkaApis`` does.
+TARGET_CHECK_VERSION = 5
+#: A v5 request's node id when it names no node.
+NO_NODE = -1
+
+
+def _valid(request: Request) -> bool:
+    """Kafka's ``ApiVersionsRequest.isValid``: from v5 a cluster id and a node id come
+    together or not at all; from v3 the client software name and version match the pattern."""
+    body = request.body
+    if request.version >= TARGET_CHECK_VERSION and (body.cluster_id is None) != (
+        body.node_id == NO_NODE
+    ):
+        return False
+    return request.version < CLIENT_SOFTWARE_VERSION or bool(
+        CLIENT_SOFTWARE.fullmatch(body.client_software_name or "")
+        and CLIENT_SOFTWARE.fullmatch(body.client_software_version or "")
+    )
 
 
 async def handle_api_versions(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
-    if request.version >= CLIENT_SOFTWARE_VERSION and not (
-        CLIENT_SOFTWARE.fullmatch(body.client_software_name or "")
-        and CLIENT_SOFTWARE.fullmatch(body.client_software_version or "")
-    ):
+    if not _valid(request):
         # Kafka's answer: INVALID_REQUEST and no ranges.
         return ApiVersionsResponse(error_code=errors.INVALID_REQUEST, api_keys=[],
+                                   throttle_time_ms=0)  # fmt: skip
+    if (
+        request.version >= TARGET_CHECK_VERSION
+        and body.cluster_id is not None
+        and (body.cluster_id != ctx.broker.cluster_id or body.node_id != ctx.broker_id)
+    ):
+        # Kafka answers no ranges: the client bootstraps again.
+        log.info("broker %s: ApiVersions for cluster %r, node %s: REBOOTSTRAP_REQUIRED",
+                 ctx.broker_id, body.cluster_id, body.node_id)  # fmt: skip
+        return ApiVersionsResponse(error_code=errors.REBOOTSTRAP_REQUIRED, api_keys=[],
                                    throttle_time_ms=0)  # fmt: skip
     return ApiVersionsResponse(error_code=errors.NONE, api_keys=advertised(), throttle_time_ms=0)
 
 
 #: api name → (lowest version, highest version, handler).
 SUPPORTED: dict[str, tuple[int, int, Handler]] = {
-    "ApiVersions": (0, 4, handle_api_versions),
+    "ApiVersions": (0, 5, handle_api_versions),
     **GROUP_APIS,  # FindCoordinator, JoinGroup, ... ListGroups: see coordkit.serve.apis.groups
-    "Metadata": (0, 12, handle_metadata),
-    "Produce": (3, 9, handle_produce),
-    "Fetch": (4, 12, handle_fetch),
-    "ListOffsets": (1, 7, handle_list_offsets),
+    "Metadata": (0, 13, handle_metadata),
+    "Produce": (3, 13, handle_produce),
+    "Fetch": (4, 18, handle_fetch),
+    "ListOffsets": (1, 11, handle_list_offsets),
     "InitProducerId": (0, 5, handle_init_producer_id),
     "CreateTopics": (2, 7, handle_create_topics),
-    "DeleteTopics": (1, 5, handle_delete_topics),
+    "DeleteTopics": (1, 6, handle_delete_topics),
     "CreatePartitions": (0, 3, handle_create_partitions),
     # kafka-python asks v2-4, librdkafka v2; v0-1 differ only in fields left out.
     "OffsetForLeaderEpoch": (2, 4, handle_offset_for_leader_epoch),

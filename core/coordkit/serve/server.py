@@ -30,8 +30,8 @@ from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.errors import EngineError
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import CoordkitError, LayoutError, StoreError
-from coordkit.kafka.layout import BROKER_TOPICS, TOPIC
+from coordkit.errors import CoordkitError, StoreError
+from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
@@ -41,6 +41,7 @@ from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
 from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 
@@ -194,6 +195,8 @@ class KafkaServer:
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()
+        #: Topic ids and names, shared by every broker of the process.
+        self.topic_ids = TopicIds()
 
     def start_brokers(self) -> None:
         """Start the engine brokers (they register; one becomes the controller).
@@ -216,6 +219,7 @@ class KafkaServer:
                 replication=self.cluster.replication,
                 admin=TopicAdmin(broker.store, placement=self.cluster.strategies.placement),
                 settings=self.settings,
+                topic_ids=self.topic_ids,
             )
             log_dir = self._log_dirs.get(broker_id)
             if log_dir is not None:
@@ -287,24 +291,12 @@ class KafkaServer:
 
     def _read_topic_ids(self) -> dict[str, str]:
         """The id of every topic in the store that has one."""
-        store = self.cluster.admin_store
-        names = children(store, BROKER_TOPICS)
-        paths = [f"{BROKER_TOPICS}/{name}" for name in names]
-        found: dict[str, str] = {}
-        for name, path, result in zip(names, paths, store.get_many(paths), strict=True):
-            if isinstance(result, StoreError):
-                continue
-            try:
-                topic_id = TOPIC.decode(result[0], path).topic_id
-            except LayoutError:
-                continue
-            if topic_id is not None:
-                found[name] = topic_id
-        return found
+        return read_topic_ids(self.cluster.admin_store)
 
     def _note_topic_ids(self, topic_ids: dict[str, str]) -> None:
         """Hand the store's topic ids to the log directories (their partitions'
-        ``partition.metadata``), on the event loop that owns them."""
+        ``partition.metadata``), on the event loop that owns them; and to the brokers' map."""
+        self.topic_ids.update(topic_ids)
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
@@ -349,7 +341,9 @@ class KafkaServer:
         self._log_dirs.clear()
 
     def _drop_topic(self, topic: str) -> None:
-        """Drop a deleted topic's served logs, on the event loop that owns them."""
+        """Drop a deleted topic's served logs, on the event loop that owns them; its id names
+        nothing any more."""
+        self.topic_ids.forget(topic)
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs

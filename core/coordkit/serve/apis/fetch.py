@@ -16,20 +16,33 @@ its broker id as the replica id: it reads up to the log end, not the high waterm
 fetch offset is its log end for the high watermark and the ISR (Kafka's
 ``Partition.updateFollowerFetchState``). A replica id that is not one of the partition's replicas
 is read as a consumer's.
+
+From Fetch 13 topics are named by id (an id this process does not know: UNKNOWN_TOPIC_ID for
+each of its partitions, as Kafka's ``KafkaApis.handleFetchRequest``); from 15 a follower gives
+its id in ``replica_state``; from 16 a refusal for another leader or a fenced epoch names the
+current leader and its endpoint (KIP-951). Fetch sessions are not kept: every answer has session
+id 0, which tells a client to send full fetches.
+
+ListOffsets 8-11 add special timestamps of tiered storage, which coordkit does not have: the
+earliest local offset (-4) is the log start, as on a Kafka broker without remote storage; the
+latest tiered offset (-5) and the earliest pending upload (-6) are none (-1, with leader epoch
+-1), as Kafka answers them for a topic that is not tiered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 from coordkit.engine.states import TP
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.metadata import node_endpoints
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.dataplane.log import PartitionLog
+from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, PartitionLog
 
 FetchResponse = messages.FetchResponse
 TopicData = nested(FetchResponse, "FetchableTopicResponse")
@@ -38,10 +51,22 @@ ListOffsetsResponse = messages.ListOffsetsResponse
 OffsetsTopic = nested(ListOffsetsResponse, "ListOffsetsTopicResponse")
 OffsetsPartition = nested(ListOffsetsResponse, "ListOffsetsPartitionResponse")
 LeaderIdAndEpoch = nested(FetchResponse, "LeaderIdAndEpoch")
+NodeEndpoint = nested(FetchResponse, "NodeEndpoint")
 #: The first Fetch version whose refusals name the current leader (KIP-951, Kafka 3.7+): the
 #: tagged field exists from v12, but Kafka fills it in from v16 only, so below that a client
 #: refreshes its metadata.
 CURRENT_LEADER_VERSION = 16
+#: The first Fetch version naming topics by id (KIP-516), and the first whose follower gives its
+#: id in ``replica_state`` (KIP-903).
+TOPIC_ID_VERSION = 13
+REPLICA_STATE_VERSION = 15
+#: The refusals that name the current leader from Fetch 16 (Kafka's ``handleFetchRequest``).
+LEADER_ERRORS = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH})
+#: ListOffsets' timestamps of tiered storage (v8, v9, v11): the earliest local offset, the
+#: latest tiered one and the earliest pending upload.
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 #: The first ListOffsets version with the leader epoch.
 LEADER_EPOCH_VERSION = 4
 #: Fetch's isolation levels.
@@ -71,7 +96,12 @@ def high_watermark(ctx: BrokerContext, tp: TP, partition_log: PartitionLog) -> i
 def _follower(ctx: BrokerContext, request: Request, tp: TP) -> int | None:
     """The broker id of a follower of ``tp`` fetching from its leader, ``None`` for a
     consumer."""
-    replica_id = request.body.replica_id
+    body = request.body
+    replica_id = (
+        body.replica_state.replica_id
+        if request.version >= REPLICA_STATE_VERSION
+        else body.replica_id
+    )
     if replica_id < 0 or replica_id == ctx.broker_id:
         return None
     state = ctx.replication.log(tp)
@@ -105,6 +135,9 @@ def _read(
     fenced = leader_epoch_error(partition.current_leader_epoch, leadership[1])
     if fenced:
         answer.error_code = fenced
+        if fenced in LEADER_ERRORS and version >= CURRENT_LEADER_VERSION:
+            leader, epoch = leadership
+            answer.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
         return answer
     partition_log = ctx.logs.get(tp)
     hw = high_watermark(ctx, tp, partition_log)
@@ -131,40 +164,70 @@ def _read(
     return answer
 
 
-def _read_all(ctx: BrokerContext, request: Request) -> tuple[list[Any], int, bool]:
-    """Every partition's answer, the bytes found, and whether any partition has an error."""
+def _unknown_id(partition: Any) -> Any:
+    """Kafka's ``FetchResponse.partitionResponse`` for a topic id it does not know."""
+    return PartitionData(partition_index=partition.partition, error_code=errors.UNKNOWN_TOPIC_ID,
+                         high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                         records=b"", aborted_transactions=[])  # fmt: skip
+
+
+def _read_all(
+    ctx: BrokerContext, request: Request, names: dict[uuid.UUID, str]
+) -> tuple[list[Any], int, bool]:
+    """Every partition's answer, the bytes found, and whether any partition has an error
+    (``names``: the topics named by id, v13+)."""
     body = request.body
+    by_id = request.version >= TOPIC_ID_VERSION
     budget = body.max_bytes if request.version >= 3 else 2**31 - 1
     found = 0
     failed = False
     topics = []
     for topic in body.topics:
+        name = names.get(topic.topic_id) if by_id else topic.topic
         answers = []
         for partition in topic.partitions:
-            answer = _read(ctx, request, topic.topic, partition, max(budget - found, 0), found == 0)
+            if name is None:
+                answer = _unknown_id(partition)
+            else:
+                answer = _read(ctx, request, name, partition, max(budget - found, 0), found == 0)
             found += len(answer.records)
             failed = failed or answer.error_code != errors.NONE
             answers.append(answer)
-        topics.append(TopicData(topic=topic.topic, partitions=answers))
+        if by_id:
+            topics.append(TopicData(topic_id=topic.topic_id, partitions=answers))
+        else:
+            topics.append(TopicData(topic=topic.topic, partitions=answers))
     return topics, found, failed
 
 
 async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    names: dict[uuid.UUID, str] = {}
+    if request.version >= TOPIC_ID_VERSION:
+        names = await ctx.topic_names(t.topic_id for t in body.topics)
     deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
     while True:
         changed = ctx.logs.changed()  # before reading: an append after the read wakes us
-        topics, found, failed = _read_all(ctx, request)
+        topics, found, failed = _read_all(ctx, request, names)
         left = deadline - time.monotonic()
         if failed or found >= max(body.min_bytes, 1) or left <= 0:
             break
         try:
             await asyncio.wait_for(changed.wait(), left)
         except TimeoutError:
-            topics, found, failed = _read_all(ctx, request)
+            topics, found, failed = _read_all(ctx, request, names)
             break
-    return FetchResponse(throttle_time_ms=0, error_code=errors.NONE, session_id=0,
-                         responses=topics)  # fmt: skip
+    response: Any = FetchResponse(throttle_time_ms=0, error_code=errors.NONE, session_id=0,
+                             responses=topics)  # fmt: skip
+    if failed and request.version >= CURRENT_LEADER_VERSION:
+        leaders = {
+            p.current_leader.leader_id
+            for t in topics
+            for p in t.partitions
+            if p.error_code in LEADER_ERRORS and p.current_leader is not None
+        }
+        response.node_endpoints = await node_endpoints(ctx, leaders, NodeEndpoint)
+    return response
 
 
 def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any:
@@ -181,8 +244,15 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any
             answer.error_code = fenced
             return answer
     partition_log = ctx.logs.get(tp)
+    if partition.timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        # No tiered storage: no such offset (Kafka's answer for a topic that is not tiered).
+        answer.leader_epoch = -1
+        return answer
+    timestamp = partition.timestamp
+    if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+        timestamp = EARLIEST_TIMESTAMP  # every record is local
     answer.offset, answer.timestamp = partition_log.offset_for(
-        partition.timestamp, upto=high_watermark(ctx, tp, partition_log)
+        timestamp, upto=high_watermark(ctx, tp, partition_log)
     )
     if version >= LEADER_EPOCH_VERSION and answer.offset >= 0:
         answer.leader_epoch = epoch  # no record found: no epoch either

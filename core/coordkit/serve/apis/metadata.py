@@ -68,6 +68,20 @@ def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
     return found
 
 
+async def node_endpoints(ctx: BrokerContext, leaders: set[int], endpoint: type) -> list[Any]:
+    """The endpoints (``endpoint`` structs) of the registered brokers among ``leaders``:
+    KIP-951's ``NodeEndpoints`` of Fetch 16+ and Produce 10+ (Kafka's ``getAliveBrokerNode``)."""
+    wanted = leaders - {NO_LEADER}
+    if not wanted:
+        return []
+    brokers = await ctx.blocking(lambda: read_brokers(ctx.broker.store))
+    return [
+        endpoint(node_id=b, host=info.host, port=info.port, rack=info.rack)
+        for b, info in brokers
+        if b in wanted
+    ]
+
+
 def requested_topics(request: Request) -> list[str] | None:
     """The topic names asked for; ``None`` for every topic (v0's empty list, v1+'s null)."""
     topics = request.body.topics

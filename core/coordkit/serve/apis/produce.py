@@ -21,6 +21,10 @@ a CRC-32C that does not match (CORRUPT_MESSAGE), then what the log refuses (INVA
 a batch that does not decode, the idempotent producer checks) — those last answered with the
 log start offset, as Kafka's leader answers what it refuses while appending.
 
+From Produce 10 a partition refused for another leader names the current leader and its endpoint
+(KIP-951); from 13 topics are named by id, and an id this process does not know is
+UNKNOWN_TOPIC_ID for each of its partitions.
+
 Limits: ``min.insync.replicas`` is not enforced (the engine has no such setting; Kafka's default,
 1, never refuses), so NOT_ENOUGH_REPLICAS is never answered; the topic-level
 ``max.message.bytes`` is not read (the broker's default, ``message.max.bytes``, applies to
@@ -32,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import uuid
 from typing import Any
 
 from coordkit.engine.states import TP
@@ -39,7 +44,7 @@ from coordkit.protocol import Request, messages, records
 from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
-from coordkit.serve.apis.metadata import INTERNAL_TOPICS
+from coordkit.serve.apis.metadata import INTERNAL_TOPICS, node_endpoints
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
@@ -49,6 +54,12 @@ log = logging.getLogger("coordkit.serve")
 Response = messages.ProduceResponse
 TopicResponse = nested(Response, "TopicProduceResponse")
 PartitionResponse = nested(Response, "PartitionProduceResponse")
+LeaderIdAndEpoch = nested(Response, "LeaderIdAndEpoch")
+NodeEndpoint = nested(Response, "NodeEndpoint")
+#: The first Produce version whose NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951),
+#: and the first naming topics by id (KIP-516).
+CURRENT_LEADER_VERSION = 10
+TOPIC_ID_VERSION = 13
 ACKS_ALL = -1
 #: Kafka's ``message.max.bytes`` default: the largest record batch a leader appends.
 MESSAGE_MAX_BYTES = 1_048_588
@@ -104,7 +115,9 @@ def _transactional(data: bytes) -> bool:
     return len(data) > _MAGIC_OFFSET + 6 and bool(data[_MAGIC_OFFSET + 6] & _TRANSACTIONAL)
 
 
-def _append(ctx: BrokerContext, topic: str, partition: Any, acks: int) -> tuple[Any, int]:
+def _append(
+    ctx: BrokerContext, topic: str, partition: Any, acks: int, version: int
+) -> tuple[Any, int]:
     """Append one partition's records; its answer and the offset acks=all waits for (-1: none)."""
     tp = (topic, partition.index)
     answer = PartitionResponse(index=partition.index, base_offset=-1, log_append_time_ms=-1)
@@ -123,9 +136,10 @@ def _append(ctx: BrokerContext, topic: str, partition: Any, acks: int) -> tuple[
         answer.error_code = errors.INVALID_TOPIC_EXCEPTION
         return answer, -1
     if error or leadership is None:
-        # NOT_LEADER_OR_FOLLOWER: the new leader itself (``current_leader``) goes back from v10
-        # on, which is not served; the client refreshes its metadata.
         answer.error_code = error
+        if leadership is not None and version >= CURRENT_LEADER_VERSION:
+            answer.current_leader = LeaderIdAndEpoch(leader_id=leadership[0],
+                                                     leader_epoch=leadership[1])  # fmt: skip
         return answer, -1
     if len(batch) > MESSAGE_MAX_BYTES:
         answer.error_code = errors.MESSAGE_TOO_LARGE
@@ -155,14 +169,26 @@ def _append(ctx: BrokerContext, topic: str, partition: Any, acks: int) -> tuple[
     return answer, appended.end_offset
 
 
-def _refused(body: Any, code: int) -> Any:
+def _topic_response(version: int, topic: Any, answers: list[Any]) -> Any:
+    if version >= TOPIC_ID_VERSION:
+        return TopicResponse(topic_id=topic.topic_id, partition_responses=answers)
+    return TopicResponse(name=topic.name, partition_responses=answers)
+
+
+def _unknown_id(partition: Any) -> Any:
+    return PartitionResponse(index=partition.index, error_code=errors.UNKNOWN_TOPIC_ID,
+                             base_offset=-1, log_append_time_ms=-1)  # fmt: skip
+
+
+def _refused(version: int, body: Any, code: int) -> Any:
     """Every partition of the request answered ``code`` (an error of the whole request)."""
     return Response(
         throttle_time_ms=0,
         responses=[
-            TopicResponse(
-                name=topic.name,
-                partition_responses=[
+            _topic_response(
+                version,
+                topic,
+                [
                     PartitionResponse(
                         index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1
                     )
@@ -184,21 +210,30 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         # without one refuses the whole request.
         if acks == 0:
             raise CloseConnectionError("acks=0 transactional records without a transactional id")
-        return _refused(body, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return _refused(request.version, body, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    version = request.version
+    names: dict[uuid.UUID, str] = {}
+    if version >= TOPIC_ID_VERSION:
+        names = await ctx.topic_names(t.topic_id for t in body.topic_data)
     responses = []
     waits: list[tuple[Any, TP, int]] = []
+    failed: list[tuple[str | None, int, int]] = []
     for topic in body.topic_data:
+        name = names.get(topic.topic_id) if version >= TOPIC_ID_VERSION else topic.name
         answers = []
         for partition in topic.partition_data:
-            answer, end = _append(ctx, topic.name, partition, acks)
+            if name is None:
+                answer, end = _unknown_id(partition), -1
+            else:
+                answer, end = _append(ctx, name, partition, acks, version)
             answers.append(answer)
-            if acks == ACKS_ALL and end >= 0:
-                waits.append((answer, (topic.name, partition.index), end))
-        responses.append(TopicResponse(name=topic.name, partition_responses=answers))
+            if answer.error_code:
+                failed.append((name, answer.index, answer.error_code))
+            if acks == ACKS_ALL and end >= 0 and name is not None:
+                waits.append((answer, (name, partition.index), end))
+        responses.append(_topic_response(version, topic, answers))
     ctx.logs.appended()
     if acks == 0:
-        failed = [(t.name, a.index, a.error_code) for t in responses
-                  for a in t.partition_responses if a.error_code]  # fmt: skip
         if failed:
             # The producer reads no answer: Kafka closes the connection to tell it.
             raise CloseConnectionError(f"acks=0 produce failed: {failed}")
@@ -209,8 +244,25 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         outcomes = await asyncio.gather(
             *(replicas.wait_committed(ctx, tp, end, timeout) for _, tp, end in waits)
         )
-        for (answer, _, _), error in zip(waits, outcomes, strict=True):
+        for (answer, tp, _), error in zip(waits, outcomes, strict=True):
             if error:
                 answer.error_code = error
                 answer.base_offset = -1
-    return Response(responses=responses, throttle_time_ms=0)
+                moved = ctx.leadership(tp)
+                if (
+                    error == errors.NOT_LEADER_OR_FOLLOWER
+                    and moved
+                    and version >= CURRENT_LEADER_VERSION
+                ):
+                    answer.current_leader = LeaderIdAndEpoch(leader_id=moved[0],
+                                                             leader_epoch=moved[1])  # fmt: skip
+    response: Any = Response(responses=responses, throttle_time_ms=0)
+    if version >= CURRENT_LEADER_VERSION:
+        leaders = {
+            a.current_leader.leader_id
+            for t in responses
+            for a in t.partition_responses
+            if a.error_code == errors.NOT_LEADER_OR_FOLLOWER and a.current_leader is not None
+        }
+        response.node_endpoints = await node_endpoints(ctx, leaders, NodeEndpoint)
+    return response

@@ -13,7 +13,9 @@ they see it gone (see :mod:`coordkit.serve.dataplane.follower`).
 As Kafka 4's controller answers: a name given twice in one request is refused once
 (INVALID_REQUEST) and neither created nor deleted; a refused topic's result has no topic id
 and -1 partitions and replication factor; a created one (or, validating only, one that would
-be) its topic id.
+be) its topic id. DeleteTopics v6 names each topic by name or by id (Kafka's
+``ControllerApis.deleteTopics``): both, neither, or one given twice is INVALID_REQUEST, an unknown
+id UNKNOWN_TOPIC_ID, and every result carries the topic's id.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.topic_ids import read_topic_ids
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 
@@ -52,6 +55,12 @@ DeleteResult = nested(DeleteResponse, "DeletableTopicResult")
 POLL_SECONDS = 0.02
 #: Kafka's message for a name given twice in one request (its controller's words).
 DUPLICATE_NAME = "Duplicate topic name."
+DUPLICATE_ID = "Duplicate topic id."
+NEITHER = "Neither topic name nor id were specified."
+BOTH = "You may not specify both topic name and topic id."
+NAME_OF_AN_ID_GIVEN = "The provided topic name maps to an ID that was already supplied."
+#: DeleteTopics names topics by name or id from v6.
+DELETE_BY_ID_VERSION = 6
 #: Kafka's ``Uuid.ZERO_UUID``: a result without a topic.
 NO_TOPIC_ID = uuid.UUID(int=0)
 
@@ -131,6 +140,7 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
             )
             if created.topic_id is not None:
                 result.topic_id = kafka_uuid(created.topic_id)
+                ctx.topic_ids.add(topic.name, created.topic_id)
     except (CoordkitError, ValueError) as exc:
         return _refused(topic.name, errors.topic_creation_error(exc), str(exc))
     return result
@@ -214,16 +224,86 @@ def _wait_until_deleted(store: MetadataStore, names: list[str], timeout: float) 
         time.sleep(POLL_SECONDS)
 
 
+def _by_name_or_id(ctx: BrokerContext, body: Any) -> tuple[list[Any], dict[str, uuid.UUID]]:
+    """DeleteTopics v6's topics, checked as Kafka's controller checks them: the refused ones'
+    results, and the topics to delete (name → id)."""
+    refused: list[Any] = []
+    names: list[str] = []
+    ids: list[uuid.UUID] = []
+    for topic in body.topics:
+        if topic.name is None and not topic.topic_id.int:
+            refused.append(_delete_refused(None, NO_TOPIC_ID, errors.INVALID_REQUEST, NEITHER))
+        elif topic.name is None:
+            ids.append(topic.topic_id)
+        elif topic.topic_id.int:
+            refused.append(
+                _delete_refused(topic.name, topic.topic_id, errors.INVALID_REQUEST, BOTH)
+            )
+        else:
+            names.append(topic.name)
+    twice_ids = {i for i, n in Counter(ids).items() if n > 1}
+    twice = twice_named(names)
+    refused += [_delete_refused(n, NO_TOPIC_ID, errors.INVALID_REQUEST, DUPLICATE_NAME)
+                for n in sorted(twice)]  # fmt: skip
+    refused += [_delete_refused(None, i, errors.INVALID_REQUEST, DUPLICATE_ID)
+                for i in sorted(twice_ids)]  # fmt: skip
+    store = ctx.broker.store
+    existing = set(children(store, layout.BROKER_TOPICS))
+    known = {name: kafka_uuid(text) for name, text in read_topic_ids(store).items()}
+    by_id = {topic_id: name for name, topic_id in known.items() if name in existing}
+    wanted: dict[uuid.UUID, str] = {}
+    for topic_id in dict.fromkeys(ids):
+        if topic_id in twice_ids:
+            continue
+        if topic_id in by_id:
+            wanted[topic_id] = by_id[topic_id]
+        else:
+            refused.append(_delete_refused(None, topic_id, errors.UNKNOWN_TOPIC_ID,
+                                           f"topic id {topic_id} does not exist"))  # fmt: skip
+    without_id: list[str] = []
+    for name in names:
+        if name in twice:
+            continue
+        topic_id = known.get(name, NO_TOPIC_ID)
+        if name not in existing:
+            refused.append(_delete_refused(name, NO_TOPIC_ID, errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                           f"topic {name!r} does not exist"))  # fmt: skip
+        elif not topic_id.int:
+            without_id.append(name)  # not given one yet by the controller
+        elif topic_id in twice_ids or topic_id in wanted:
+            # As Kafka: the topic named both ways is refused once, under its name.
+            wanted.pop(topic_id, None)
+            refused.append(
+                _delete_refused(name, topic_id, errors.INVALID_REQUEST, NAME_OF_AN_ID_GIVEN)
+            )
+        else:
+            wanted[topic_id] = name
+    chosen = {name: topic_id for topic_id, name in wanted.items()}
+    chosen.update((name, NO_TOPIC_ID) for name in without_id)
+    return refused, chosen
+
+
+def _delete_refused(name: str | None, topic_id: uuid.UUID, code: int, message: str) -> Any:
+    return DeleteResult(name=name, topic_id=topic_id, error_code=code, error_message=message)
+
+
 def _delete_all(ctx: BrokerContext, request: Request) -> list[Any]:
     body = request.body
-    names = list(body.topic_names or [])
-    twice = twice_named(names)
-    results = [_queue_deletion(ctx, name) for name in names if name not in twice]
-    results += [
-        DeleteResult(name=name, error_code=errors.INVALID_REQUEST,
-                     error_message=DUPLICATE_NAME)
-        for name in sorted(twice)
-    ]  # fmt: skip
+    if request.version >= DELETE_BY_ID_VERSION:
+        results, chosen = _by_name_or_id(ctx, body)
+        for name, topic_id in chosen.items():
+            result = _queue_deletion(ctx, name)
+            result.topic_id = topic_id
+            results.append(result)
+    else:
+        names = list(body.topic_names or [])
+        twice = twice_named(names)
+        results = [_queue_deletion(ctx, name) for name in names if name not in twice]
+        results += [
+            DeleteResult(name=name, error_code=errors.INVALID_REQUEST,
+                         error_message=DUPLICATE_NAME)
+            for name in sorted(twice)
+        ]  # fmt: skip
     queued = [r for r in results if r.error_code == errors.NONE]
     if queued:
         timeout = max(body.timeout_ms, 0) / 1000
@@ -238,7 +318,7 @@ def _delete_all(ctx: BrokerContext, request: Request) -> list[Any]:
 
 
 async def handle_delete_topics(ctx: BrokerContext, request: Request) -> Any:
-    """DeleteTopics v0-5 (v6 may name topics by id, which the store does not keep)."""
+    """DeleteTopics v1-6 (v6 names topics by name or by id)."""
     results = await ctx.blocking(lambda: _delete_all(ctx, request))
     for result in results:
         if result.error_code == errors.NONE:
