@@ -42,12 +42,12 @@ WAIT_SECONDS = 30.0
 CLIENT_ID = "coordkit-differential"
 #: The api versions every side answers that the harness itself uses in its helpers.
 HELPER_VERSIONS = {
-    "Metadata": 12,
+    "Metadata": 13,
     "CreateTopics": 7,
-    "ListOffsets": 7,
+    "ListOffsets": 11,
     "FindCoordinator": 5,
-    "Produce": 9,
-    "DeleteTopics": 5,
+    "Produce": 13,
+    "DeleteTopics": 6,
     "InitProducerId": 5,
 }
 _SIZE = struct.Struct(">i")
@@ -398,6 +398,11 @@ class Side:
         answer = self.helper_call(leader, request).topics[0].partitions[0]
         return None if answer.error_code else int(answer.offset)
 
+    def topic_id(self, name: str) -> uuid.UUID:
+        """``name``'s topic id, as broker 0's metadata gives it (zero: no such topic)."""
+        found: uuid.UUID = self.metadata(0, [name]).topics[0].topic_id
+        return found
+
     def coordinator(self, group: str) -> int:
         """The index of the broker coordinating ``group`` (once it is available)."""
         request = rq.find_coordinator(group)
@@ -414,12 +419,28 @@ class Side:
     ) -> Any:
         """Produce one batch to the partition's leader (a helper's write, acks=all by
         default: the records are below the high watermark when it returns)."""
-        request = rq.produce(topic, partition, batch, acks=acks)
+        request = by_id(self, rq.produce(topic, partition, batch, acks=acks))
         answer = self.helper_call(self.leader(topic, partition), request)
         found = answer.responses[0].partition_responses[0]
         if found.error_code:
             raise AssertionError(f"{self.name}: produce to {topic}-{partition}: {found}")
         return found
+
+
+def by_id(side: Side, request: Struct) -> Struct:
+    """A Produce or Fetch request built with topic names, each topic also given its id (the
+    versions scenarios send, Produce 13 and Fetch 13+, carry only the id), unless it has one."""
+    if isinstance(request, messages.ProduceRequest):
+        for produced in request.topic_data:
+            if not produced.topic_id.int:  # an id a scenario set is its own
+                produced.topic_id = side.topic_id(produced.name)
+    elif isinstance(request, messages.FetchRequest):
+        for fetched in request.topics:
+            if not fetched.topic_id.int:
+                fetched.topic_id = side.topic_id(fetched.topic)
+    else:
+        raise TypeError(f"{type(request).__name__} names no topics by id")
+    return request
 
 
 # -- normalising --------------------------------------------------------------------------------------

@@ -1,8 +1,13 @@
 """Builders of the requests scenarios send, at the versions they declare (the highest both sides
-support; Kafka 4 dropped some old versions, coordkit's codec stops at Kafka 3.8's)."""
+support; Kafka 4 dropped some old versions).
+
+Produce 13 and Fetch 13+ name topics by id only: their builders take a name, and
+:func:`differential.harness.by_id` puts each name's id (as the side's metadata gives it) in the
+request before it is sent; DeleteTopics' builder fills both v1-5's names and v6's topics."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,14 +18,14 @@ from coordkit.protocol.records import RecordBatch, encode_batch, new_batch
 
 #: The versions the scenarios use, api by api: the highest both Kafka 4.4 and coordkit serve
 #: answer (test_scenarios.py checks them against both sides' ApiVersions).
-API_VERSIONS = 3
-METADATA = 12
+API_VERSIONS = 5
+METADATA = 13
 CREATE_TOPICS = 7
-DELETE_TOPICS = 5
+DELETE_TOPICS = 6
 CREATE_PARTITIONS = 3
-PRODUCE = 9
-FETCH = 12
-LIST_OFFSETS = 7
+PRODUCE = 13
+FETCH = 18
+LIST_OFFSETS = 11
 OFFSET_FOR_LEADER_EPOCH = 4
 INIT_PRODUCER_ID = 5
 FIND_COORDINATOR = 5
@@ -39,6 +44,8 @@ LIST_GROUPS = 5
 SCRIPTED_TIMESTAMPS = range(1_700_000_000_000, 1_700_000_000_000 + 1_000_000)
 #: The first of them, so that what brokers echo back is the same on both sides.
 BASE_TIMESTAMP = SCRIPTED_TIMESTAMPS.start
+#: Kafka's ``Uuid.ZERO_UUID``: no topic id.
+NO_TOPIC_ID = uuid.UUID(int=0)
 #: The error code the helpers wait for (Kafka's ``Errors``).
 UNKNOWN_TOPIC_OR_PARTITION = 3
 #: ListOffsets' special timestamps.
@@ -88,13 +95,28 @@ def creatable(
             for p, ids in (assignment or {}).items()
         ],
         configs=[
-            Request.CreateableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+            Request.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
         ],
     )
 
 
 def delete_topics(*names: str, timeout_ms: int = 30_000) -> Any:
-    return messages.DeleteTopicsRequest(topic_names=list(names), timeout_ms=timeout_ms)
+    """DeleteTopics of ``names`` (v1-5's ``topic_names``, v6's ``topics`` by name)."""
+    Request: Any = messages.DeleteTopicsRequest
+    return Request(
+        topic_names=list(names),
+        topics=[Request.DeleteTopicState(name=n, topic_id=NO_TOPIC_ID) for n in names],
+        timeout_ms=timeout_ms,
+    )
+
+
+def delete_topics_by(*topics: tuple[str | None, uuid.UUID], timeout_ms: int = 30_000) -> Any:
+    """DeleteTopics v6 of ``(name or None, id)`` pairs, as given (the zero id: none)."""
+    Request: Any = messages.DeleteTopicsRequest
+    return Request(
+        topics=[Request.DeleteTopicState(name=n, topic_id=i) for n, i in topics],
+        timeout_ms=timeout_ms,
+    )
 
 
 def create_partitions(
@@ -360,6 +382,7 @@ def list_offsets(topic: str, partition: int, timestamp: int, isolation: int = 0)
     return Request(
         replica_id=-1,
         isolation_level=isolation,
+        timeout_ms=30_000,
         topics=[
             Request.ListOffsetsTopic(
                 name=topic,
@@ -392,74 +415,3 @@ def produce(
         ],
     )
 
-
-# -- the consumer group protocol (KIP-848), appended for scenarios/consumer_groups.py -----------
-
-#: ConsumerGroupHeartbeat v1 (the member id is the client's own, regexes); ConsumerGroupDescribe
-#: v1 (the members' types).
-CONSUMER_GROUP_HEARTBEAT = 1
-CONSUMER_GROUP_DESCRIBE = 1
-
-
-def consumer_group_heartbeat(
-    group: str,
-    member_id: str,
-    member_epoch: int,
-    *,
-    instance_id: str | None = None,
-    rack_id: str | None = None,
-    rebalance_ms: int = -1,
-    topics: Sequence[str] | None = None,
-    regex: str | None = None,
-    assignor: str | None = None,
-    owned: Mapping[Any, Sequence[int]] | None = None,
-) -> Any:
-    """A ConsumerGroupHeartbeat; ``None`` (and ``rebalance_ms`` -1) is "unchanged since the last
-    heartbeat", as the request defines it. ``owned``: topic id → partitions."""
-    Request: Any = messages.ConsumerGroupHeartbeatRequest
-    return Request(
-        group_id=group,
-        member_id=member_id,
-        member_epoch=member_epoch,
-        instance_id=instance_id,
-        rack_id=rack_id,
-        rebalance_timeout_ms=rebalance_ms,
-        subscribed_topic_names=None if topics is None else list(topics),
-        subscribed_topic_regex=regex,
-        server_assignor=assignor,
-        topic_partitions=None
-        if owned is None
-        else [
-            Request.TopicPartitions(topic_id=t, partitions=sorted(p)) for t, p in owned.items() if p
-        ],
-    )
-
-
-def consumer_group_describe(*groups: str) -> Any:
-    return messages.ConsumerGroupDescribeRequest(
-        group_ids=list(groups), include_authorized_operations=False
-    )
-
-
-def offset_fetch_member(
-    group: str, topics: Mapping[str, Sequence[int]] | None, member_id: str, member_epoch: int
-) -> Any:
-    """OffsetFetch v9+ of one group as a member of the consumer protocol asks it: with its
-    member id and epoch."""
-    Request: Any = messages.OffsetFetchRequest
-    return Request(
-        groups=[
-            Request.OffsetFetchRequestGroup(
-                group_id=group,
-                member_id=member_id,
-                member_epoch=member_epoch,
-                topics=None
-                if topics is None
-                else [
-                    Request.OffsetFetchRequestTopics(name=t, partition_indexes=list(p))
-                    for t, p in topics.items()
-                ],
-            )
-        ],
-        require_stable=False,
-    )

@@ -21,19 +21,11 @@ from differential.harness import (
     known_differences,
     record,
 )
-from differential.scenarios import (
-    consumer_group_apis,
-    consumer_groups,
-    frames,
-    groups,
-    metadata,
-    records,
-)
+from differential.scenarios import frames, groups, metadata, records, topic_ids
 
 #: The scenario modules, by API family (imported for their registrations).
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
-            "frames": frames, "consumer_groups": consumer_groups,
-            "consumer_group_apis": consumer_group_apis}  # fmt: skip
+            "frames": frames, "topic_ids": topic_ids}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

@@ -6,7 +6,7 @@ Each frame is sent on a fresh connection followed by a valid ApiVersions v0 requ
 tells what the broker did, without a clock deciding it. An answered frame is recorded decoded.
 
 Versions: what each frame is about — an api or version a broker does not serve, ApiVersions at
-an unknown version and at v0, and otherwise ApiVersions v3 and Metadata v12 (the highest both
+an unknown version and at v0, and otherwise ApiVersions v5 and Metadata v13 (the highest both
 sides support).
 """
 
@@ -108,7 +108,7 @@ def offset_commit_v1(side: Side) -> list[Any]:
 
 @scenario("frames.truncated_body", versions=METADATA)
 def truncated_body(side: Side) -> list[Any]:
-    """A Metadata v12 request cut in the middle of its topic name (the size prefix matching
+    """A Metadata v13 request cut in the middle of its topic name (the size prefix matching
     what is sent): the connection is closed."""
     frame = request_frame(rq.metadata([side.topic("long-enough-name")]), rq.METADATA)
     body = frame[4:-12]
@@ -117,7 +117,7 @@ def truncated_body(side: Side) -> list[Any]:
 
 @scenario("frames.string_longer_than_frame", versions=METADATA)
 def string_longer_than_frame(side: Side) -> list[Any]:
-    """A Metadata v12 request whose one topic name claims 70,000 bytes of the few left: the
+    """A Metadata v13 request whose one topic name claims 70,000 bytes of the few left: the
     connection is closed."""
     body = (
         header(3, rq.METADATA) + b"\x00"  # the flexible header's empty tagged fields
@@ -130,17 +130,18 @@ def string_longer_than_frame(side: Side) -> list[Any]:
 
 @scenario("frames.trailing_bytes", versions=API_VERSIONS)
 def trailing_bytes(side: Side) -> list[Any]:
-    """An ApiVersions v3 request followed by ten bytes inside its frame: answered (brokers pass
+    """An ApiVersions v5 request followed by ten bytes inside its frame: answered (brokers pass
     over what follows a request's last field)."""
     frame = request_frame(messages.ApiVersionsRequest(client_software_name="coordkit",
-                                                      client_software_version="1"), 3)  # fmt: skip
-    answer = outcome(side, framed(frame[4:] + bytes(10)), "ApiVersions", 3)
+                                                      client_software_version="1"),
+                          rq.API_VERSIONS)  # fmt: skip
+    answer = outcome(side, framed(frame[4:] + bytes(10)), "ApiVersions", rq.API_VERSIONS)
     return [answer[0], answer[1].error_code if len(answer) > 1 else None]
 
 
 @scenario("frames.null_client_id", versions=METADATA)
 def null_client_id(side: Side) -> list[Any]:
-    """A Metadata v12 request whose header has a null client id: answered."""
+    """A Metadata v13 request whose header has a null client id: answered."""
     frame = KafkaCodec().encode_request(rq.metadata([]), version=rq.METADATA,
                                         correlation_id=CORRELATION_ID, client_id=None)  # fmt: skip
     answer = outcome(side, frame, "Metadata", rq.METADATA)
@@ -178,7 +179,7 @@ def header_cut_short(side: Side) -> list[Any]:
 
 @scenario("frames.bad_tagged_fields", versions=METADATA)
 def bad_tagged_fields(side: Side) -> list[Any]:
-    """A Metadata v12 request whose tagged fields claim a tag of 1,000 bytes that is not there:
+    """A Metadata v13 request whose tagged fields claim a tag of 1,000 bytes that is not there:
     the connection is closed."""
     frame = request_frame(rq.metadata([]), rq.METADATA)
     body = frame[4:-1] + bytes([1, 5]) + bytes([0xE8, 0x07])  # one tag, number 5, size 1000
@@ -187,7 +188,7 @@ def bad_tagged_fields(side: Side) -> list[Any]:
 
 @scenario("frames.null_required_array", versions={"DeleteTopics": rq.DELETE_TOPICS})
 def null_required_array(side: Side) -> list[Any]:
-    """A DeleteTopics v5 request whose topic name array, which may not be null, is null: the
+    """A DeleteTopics v6 request whose topics array, which may not be null, is null: the
     connection is closed."""
     body = (
         header(20, rq.DELETE_TOPICS) + b"\x00"  # the flexible header's empty tagged fields
@@ -204,7 +205,8 @@ def pipelined_requests(side: Side) -> list[Any]:
     connection = side.connect(1)
     connection.send(rq.metadata([]), rq.METADATA)
     connection.send(messages.ApiVersionsRequest(client_software_name="coordkit",
-                                                client_software_version="1"), 3)  # fmt: skip
+                                                client_software_version="1"),
+                    rq.API_VERSIONS)  # fmt: skip
     connection.send(rq.metadata(None), rq.METADATA)
     answers = [connection.receive() for _ in range(3)]
     return [type(a).__name__ for a in answers]

@@ -1,8 +1,10 @@
 """Scenarios of records: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and InitProducerId.
 
-Versions: Produce v9, Fetch v12, ListOffsets v7, OffsetForLeaderEpoch v4, InitProducerId v5
-(and Metadata v12 where a scenario reads it) — the highest both Kafka 4.4 and coordkit serve
-answer. Every topic is placed by the harness (partition ``p`` led by broker ``p``), so leaders sit
+Versions: Produce v13, Fetch v18, ListOffsets v11, OffsetForLeaderEpoch v4, InitProducerId v5
+(and Metadata v13 where a scenario reads it) — the highest both Kafka 4.4 and coordkit serve
+answer. Produce 13 and Fetch 13+ name topics by id: each request is built with names and given
+the ids the side's metadata has (:func:`differential.harness.by_id`; scenarios/topic_ids.py has
+the ids no topic has). Every topic is placed by the harness (partition ``p`` led by broker ``p``), so leaders sit
 at the same positions on both sides; records carry fixed timestamps.
 """
 
@@ -17,7 +19,7 @@ from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.records import encode_batch
 from coordkit.testing.waiting import wait_for
 from differential import requests as rq
-from differential.harness import WAIT_SECONDS, ConnectionClosedError, Side, scenario
+from differential.harness import WAIT_SECONDS, ConnectionClosedError, Side, by_id, scenario
 
 PRODUCE = {"Produce": rq.PRODUCE}
 FETCH = {"Fetch": rq.FETCH}
@@ -31,8 +33,9 @@ MESSAGE_MAX_BYTES = 1_048_588
 def produced(side: Side, index: int, request: Any) -> Any:
     """A Produce answer's partition results, by topic and partition (Kafka answers them in
     no particular order)."""
-    answer = side.call(index, request, rq.PRODUCE)
-    found = [(t.name, p.index, p) for t in answer.responses for p in t.partition_responses]
+    answer = side.call(index, by_id(side, request), rq.PRODUCE)
+    found = [(str(t.topic_id), p.index, p) for t in answer.responses
+             for p in t.partition_responses]  # fmt: skip
     return [p for _, _, p in sorted(found, key=lambda entry: entry[:2])]
 
 
@@ -43,7 +46,7 @@ def produce_to_leader(side: Side, topic: str, batch: Any, *, partition: int = 0,
 
 
 def fetched(side: Side, index: int, request: Any) -> Any:
-    return side.call(index, request, rq.FETCH)
+    return side.call(index, by_id(side, request), rq.FETCH)
 
 
 def offsets(side: Side, topic: str, timestamp: int, *, partition: int = 0, index: int | None = None,
@@ -105,7 +108,7 @@ def produce_acks_0(side: Side) -> list[Any]:
     name = side.topic()
     side.create_topic(name)
     connection = side.connect(side.leader(name))
-    connection.send(rq.produce(name, 0, rq.batch(2), acks=0), rq.PRODUCE,
+    connection.send(by_id(side, rq.produce(name, 0, rq.batch(2), acks=0)), rq.PRODUCE,
                     expect_answer=False)  # fmt: skip
     after = connection.call(rq.metadata([name]), rq.METADATA)
     return [after.topics[0].error_code, wait_latest(side, name, 2)]
@@ -139,8 +142,8 @@ def produce_not_replica(side: Side) -> list[Any]:
 
 @scenario("records.produce_unknown_topic", versions=PRODUCE)
 def produce_unknown_topic(side: Side) -> list[Any]:
-    """To a topic that does not exist (Produce never creates one):
-    UNKNOWN_TOPIC_OR_PARTITION."""
+    """To a topic that does not exist (Produce never creates one), named by v13 with the zero
+    id (the metadata's id of a missing topic): UNKNOWN_TOPIC_ID."""
     return [produced(side, 0, rq.produce(side.topic(), 0, rq.batch(1)))]
 
 
@@ -462,7 +465,8 @@ def fetch_not_replica(side: Side) -> list[Any]:
 
 @scenario("records.fetch_unknown_topic", versions=FETCH)
 def fetch_unknown_topic(side: Side) -> list[Any]:
-    """From a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION."""
+    """From a topic that does not exist, named by the zero id (the metadata's id of a
+    missing topic): UNKNOWN_TOPIC_ID."""
     return [fetched(side, 0, rq.fetch(side.topic()))]
 
 
@@ -621,7 +625,7 @@ def produce_acks_0_not_leader(side: Side) -> list[Any]:
     name = side.topic()
     side.create_topic(name)
     connection = side.connect((side.leader(name) + 1) % side.size)
-    connection.send(rq.produce(name, 0, rq.batch(1), acks=0), rq.PRODUCE,
+    connection.send(by_id(side, rq.produce(name, 0, rq.batch(1), acks=0)), rq.PRODUCE,
                     expect_answer=False)  # fmt: skip
     try:
         after = connection.call(rq.metadata([name]), rq.METADATA)
