@@ -415,3 +415,74 @@ def produce(
         ],
     )
 
+
+# -- the consumer group protocol (KIP-848), appended for scenarios/consumer_groups.py -----------
+
+#: ConsumerGroupHeartbeat v1 (the member id is the client's own, regexes); ConsumerGroupDescribe
+#: v1 (the members' types).
+CONSUMER_GROUP_HEARTBEAT = 1
+CONSUMER_GROUP_DESCRIBE = 1
+
+
+def consumer_group_heartbeat(
+    group: str,
+    member_id: str,
+    member_epoch: int,
+    *,
+    instance_id: str | None = None,
+    rack_id: str | None = None,
+    rebalance_ms: int = -1,
+    topics: Sequence[str] | None = None,
+    regex: str | None = None,
+    assignor: str | None = None,
+    owned: Mapping[Any, Sequence[int]] | None = None,
+) -> Any:
+    """A ConsumerGroupHeartbeat; ``None`` (and ``rebalance_ms`` -1) is "unchanged since the last
+    heartbeat", as the request defines it. ``owned``: topic id → partitions."""
+    Request: Any = messages.ConsumerGroupHeartbeatRequest
+    return Request(
+        group_id=group,
+        member_id=member_id,
+        member_epoch=member_epoch,
+        instance_id=instance_id,
+        rack_id=rack_id,
+        rebalance_timeout_ms=rebalance_ms,
+        subscribed_topic_names=None if topics is None else list(topics),
+        subscribed_topic_regex=regex,
+        server_assignor=assignor,
+        topic_partitions=None
+        if owned is None
+        else [
+            Request.TopicPartitions(topic_id=t, partitions=sorted(p)) for t, p in owned.items() if p
+        ],
+    )
+
+
+def consumer_group_describe(*groups: str) -> Any:
+    return messages.ConsumerGroupDescribeRequest(
+        group_ids=list(groups), include_authorized_operations=False
+    )
+
+
+def offset_fetch_member(
+    group: str, topics: Mapping[str, Sequence[int]] | None, member_id: str, member_epoch: int
+) -> Any:
+    """OffsetFetch v9+ of one group as a member of the consumer protocol asks it: with its
+    member id and epoch."""
+    Request: Any = messages.OffsetFetchRequest
+    return Request(
+        groups=[
+            Request.OffsetFetchRequestGroup(
+                group_id=group,
+                member_id=member_id,
+                member_epoch=member_epoch,
+                topics=None
+                if topics is None
+                else [
+                    Request.OffsetFetchRequestTopics(name=t, partition_indexes=list(p))
+                    for t, p in topics.items()
+                ],
+            )
+        ],
+        require_stable=False,
+    )

@@ -21,11 +21,20 @@ from differential.harness import (
     known_differences,
     record,
 )
-from differential.scenarios import frames, groups, metadata, records, topic_ids
+from differential.scenarios import (
+    consumer_group_apis,
+    consumer_groups,
+    frames,
+    groups,
+    metadata,
+    records,
+    topic_ids,
+)
 
 #: The scenario modules, by API family (imported for their registrations).
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
-            "frames": frames, "topic_ids": topic_ids}  # fmt: skip
+            "frames": frames, "consumer_groups": consumer_groups,
+            "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
