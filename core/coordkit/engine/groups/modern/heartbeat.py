@@ -19,13 +19,12 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import attrs
 
 from coordkit.engine.config import EngineConfig
-from coordkit.engine.groups.modern.group import ConsumerGroup, SubscribedTopic
-from coordkit.engine.groups.modern.java_order import java_hash_map_order, java_hash_set_order
+from coordkit.engine.groups.modern.group import ConsumerGroup
 from coordkit.engine.groups.modern.member import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -33,37 +32,24 @@ from coordkit.engine.groups.modern.member import (
     Assignment,
     ConsumerGroupMember,
     MemberState,
-    assignment,
     new_member_id,
 )
 from coordkit.engine.groups.modern.protocol import (
     CLIENT_MEMBER_ID_VERSION,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    HeartbeatError,
 )
 from coordkit.engine.groups.modern.reconciliation import FencedMemberEpochError, reconcile
-from coordkit.engine.groups.modern.topics import INTERNAL_TOPICS, TopicsImage
+from coordkit.engine.groups.modern.target import TargetAssignmentBuilder
+from coordkit.engine.groups.modern.topics import TopicsImage
 from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.strategies.target_assignment import (
-    GroupSpec,
-    MemberSpec,
-    PartitionAssignorError,
     ServerAssignor,
-    TopicDescriber,
-    TopicDescription,
 )
 from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.groups")
-
-
-class HeartbeatError(Exception):
-    """A request the coordinator refuses: Kafka's error code and message."""
-
-    def __init__(self, error: ErrorCode, message: str):
-        super().__init__(message)
-        self.error = error
-        self.message = message
 
 
 def _invalid(message: str) -> HeartbeatError:
@@ -87,8 +73,12 @@ class ConsumerGroupHeartbeats:
         self.config = config
         self.clock = clock
         self.assignors = dict(assignors)
-        self.default_assignor = next(iter(self.assignors), "")
         self.topics = topics
+        self.targets = TargetAssignmentBuilder(self.assignors, topics)
+
+    @property
+    def default_assignor(self) -> str:
+        return self.targets.default_assignor
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -196,7 +186,7 @@ class ConsumerGroupHeartbeats:
             group.target[updated.member_id] = inherited
             group.dirty_members.add(updated.member_id)
         members_after = {**group.members, updated.member_id: updated}
-        metadata = self.subscription_metadata(members_after.values())
+        metadata = self.targets.subscription_metadata(members_after.values())
         if metadata != group.subscription_metadata:
             bump = True
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch
@@ -208,7 +198,7 @@ class ConsumerGroupHeartbeats:
         # 2. A new target when the group epoch is past the assignment epoch.
         group.update_member(updated)
         if group.group_epoch > group.assignment_epoch:
-            self.compute_target(group)
+            self.targets.compute(group)
         target = group.target.get(updated.member_id, {})
 
         # 3. One step of reconciliation.
@@ -353,77 +343,6 @@ class ConsumerGroupHeartbeats:
             self.clock.monotonic() + self.config.consumer_group_session_timeout
         )
 
-    # -- the target assignment -------------------------------------------------------------------
-
-    def member_topics(self, member: ConsumerGroupMember) -> set[str]:
-        """The topic names the member subscribes to: its names, and what its regex matches."""
-        names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex is not None:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names.update(
-                t for t in self.topics.names()
-                if t not in INTERNAL_TOPICS and pattern.fullmatch(t)
-            )  # fmt: skip
-        return names
-
-    def subscription_metadata(
-        self, members: Iterable[ConsumerGroupMember]
-    ) -> dict[str, SubscribedTopic]:
-        names: set[str] = set()
-        for member in members:
-            names.update(self.member_topics(member))
-        return self.topics.topics(names)
-
-    def compute_target(self, group: ConsumerGroup) -> None:
-        """A new target for every member at the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
-        name = group.preferred_assignor(group.members.values()) or self.default_assignor
-        assignor = self.assignors[name]
-        metadata = group.subscription_metadata
-        ids = {name: topic.topic_id for name, topic in metadata.items()}
-        order = java_hash_map_order(group.members)
-        specs = {}
-        for member_id in order:
-            member = group.members[member_id]
-            specs[member_id] = MemberSpec(
-                subscribed_topic_ids=[
-                    ids[t] for t in java_hash_set_order(self.member_topics(member)) if t in ids
-                ],
-                rack=member.rack_id,
-                instance_id=member.instance_id,
-                assignment={
-                    t: sorted(ps) for t, ps in group.target.get(member_id, {}).items()
-                    if t in {topic.topic_id for topic in metadata.values()}
-                },
-            )  # fmt: skip
-        describer = TopicDescriber(
-            TopicDescription(
-                topic.topic_id, topic.name, topic.partitions,
-                self.topics.partition_racks(topic.name) if self._racks_matter(group) else None,
-            )
-            for topic in metadata.values()
-        )  # fmt: skip
-        try:
-            result = assignor.assign(GroupSpec(specs), describer)
-        except PartitionAssignorError as exc:
-            log.error("group %r: target assignment failed: %s", group.group_id, exc)
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_SERVER_ERROR,
-                f"Failed to compute a new target assignment for epoch {group.group_epoch}: {exc}",
-            ) from None
-        target: dict[str, Assignment] = {
-            m: assignment(result.members[m].as_sets()) if m in result else {} for m in group.members
-        }
-        group.dirty_members.update(m for m, a in target.items() if group.target.get(m) != a)
-        group.target = target
-        group.assignment_epoch = group.group_epoch
-        group.assignor_name = name
-        log.info("group %r: target assignment for epoch %d computed with %r", group.group_id,
-                 group.group_epoch, name)  # fmt: skip
-
-    @staticmethod
-    def _racks_matter(group: ConsumerGroup) -> bool:
-        return any(m.rack_id is not None for m in group.members.values())
-
     # -- leaving, fencing, expiry ----------------------------------------------------------------
 
     def leave(
@@ -476,7 +395,7 @@ class ConsumerGroupHeartbeats:
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Remove the member: its partitions are free, and the group epoch moves."""
         group.remove_member(member.member_id)
-        group.subscription_metadata = self.subscription_metadata(group.members.values())
+        group.subscription_metadata = self.targets.subscription_metadata(group.members.values())
         group.group_epoch += 1
 
     def expire(self, group: ConsumerGroup, now: float) -> bool:

@@ -81,3 +81,12 @@ class ConsumerGroupDescription:
     assignment_epoch: int = 0
     assignor_name: str = ""
     members: tuple[ConsumerMemberDescription, ...] = ()
+
+
+class HeartbeatError(Exception):
+    """A request the coordinator refuses: Kafka's error code and message."""
+
+    def __init__(self, error: ErrorCode, message: str):
+        super().__init__(message)
+        self.error = error
+        self.message = message

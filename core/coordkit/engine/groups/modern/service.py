@@ -16,7 +16,7 @@ from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.modern import persistence as stored
 from coordkit.engine.groups.modern.group import ConsumerGroup
-from coordkit.engine.groups.modern.heartbeat import ConsumerGroupHeartbeats, HeartbeatError
+from coordkit.engine.groups.modern.heartbeat import ConsumerGroupHeartbeats
 from coordkit.engine.groups.modern.member import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -27,6 +27,7 @@ from coordkit.engine.groups.modern.protocol import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     ConsumerMemberDescription,
+    HeartbeatError,
 )
 from coordkit.engine.groups.protocol import ErrorCode, GroupState
 from coordkit.store import MetadataStore

@@ -1,0 +1,108 @@
+"""Computing a consumer group's target assignment with its server-side assignor (Kafka's
+``TargetAssignmentBuilder``): every member's subscribed topic ids, rack, instance id and current
+target handed to the assignor the group prefers, in the order Kafka's coordinator iterates them.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+
+from coordkit.engine.groups.modern.group import ConsumerGroup, SubscribedTopic
+from coordkit.engine.groups.modern.java_order import java_hash_map_order, java_hash_set_order
+from coordkit.engine.groups.modern.member import Assignment, ConsumerGroupMember, assignment
+from coordkit.engine.groups.modern.protocol import HeartbeatError
+from coordkit.engine.groups.modern.topics import INTERNAL_TOPICS, TopicsImage
+from coordkit.engine.groups.protocol import ErrorCode
+from coordkit.strategies.target_assignment import (
+    GroupSpec,
+    MemberSpec,
+    PartitionAssignorError,
+    ServerAssignor,
+    TopicDescriber,
+    TopicDescription,
+)
+
+log = logging.getLogger("coordkit.engine.groups")
+
+
+class TargetAssignmentBuilder:
+    """The target assignments of the groups of one coordinator.
+
+    :param assignors: ``group.consumer.assignors``, in order (the first is the default).
+    """
+
+    def __init__(self, assignors: Mapping[str, ServerAssignor], topics: TopicsImage):
+        self.assignors = dict(assignors)
+        self.default_assignor = next(iter(self.assignors), "")
+        self.topics = topics
+
+    def member_topics(self, member: ConsumerGroupMember) -> set[str]:
+        """The topic names the member subscribes to: its names, and what its regex matches."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex is not None:
+            pattern = re.compile(member.subscribed_topic_regex)
+            names.update(
+                t for t in self.topics.names()
+                if t not in INTERNAL_TOPICS and pattern.fullmatch(t)
+            )  # fmt: skip
+        return names
+
+    def subscription_metadata(
+        self, members: Iterable[ConsumerGroupMember]
+    ) -> dict[str, SubscribedTopic]:
+        names: set[str] = set()
+        for member in members:
+            names.update(self.member_topics(member))
+        return self.topics.topics(names)
+
+    def compute(self, group: ConsumerGroup) -> None:
+        """A new target for every member at the group epoch (Kafka's ``TargetAssignmentBuilder``)."""
+        name = group.preferred_assignor(group.members.values()) or self.default_assignor
+        assignor = self.assignors[name]
+        metadata = group.subscription_metadata
+        ids = {name: topic.topic_id for name, topic in metadata.items()}
+        order = java_hash_map_order(group.members)
+        specs = {}
+        for member_id in order:
+            member = group.members[member_id]
+            specs[member_id] = MemberSpec(
+                subscribed_topic_ids=[
+                    ids[t] for t in java_hash_set_order(self.member_topics(member)) if t in ids
+                ],
+                rack=member.rack_id,
+                instance_id=member.instance_id,
+                assignment={
+                    t: sorted(ps) for t, ps in group.target.get(member_id, {}).items()
+                    if t in {topic.topic_id for topic in metadata.values()}
+                },
+            )  # fmt: skip
+        describer = TopicDescriber(
+            TopicDescription(
+                topic.topic_id, topic.name, topic.partitions,
+                self.topics.partition_racks(topic.name) if self._racks_matter(group) else None,
+            )
+            for topic in metadata.values()
+        )  # fmt: skip
+        try:
+            result = assignor.assign(GroupSpec(specs), describer)
+        except PartitionAssignorError as exc:
+            log.error("group %r: target assignment failed: %s", group.group_id, exc)
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_SERVER_ERROR,
+                f"Failed to compute a new target assignment for epoch {group.group_epoch}: {exc}",
+            ) from None
+        target: dict[str, Assignment] = {
+            m: assignment(result.members[m].as_sets()) if m in result else {} for m in group.members
+        }
+        group.dirty_members.update(m for m, a in target.items() if group.target.get(m) != a)
+        group.target = target
+        group.assignment_epoch = group.group_epoch
+        group.assignor_name = name
+        log.info("group %r: target assignment for epoch %d computed with %r", group.group_id,
+                 group.group_epoch, name)  # fmt: skip
+
+    @staticmethod
+    def _racks_matter(group: ConsumerGroup) -> bool:
+        return any(m.rack_id is not None for m in group.members.values())
