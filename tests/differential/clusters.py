@@ -47,15 +47,18 @@ SHARED_CONFIGS = {
     "num.partitions": "1",
     "default.replication.factor": "1",
     "delete.topic.enable": "true",
+    # A consumer group's target is computed in the heartbeat that needs it, not held back by
+    # Kafka 4.4's one-second batching (coordkit honours the same config).
+    "group.consumer.assignment.interval.ms": "0",
 }
 #: Configs only the Kafka cluster gets, because coordkit serve has no such setting: the
 #: scenarios that depend on them record the difference (see the table of docs/serve.md).
 KAFKA_ONLY_CONFIGS = {
     "group.max.size": "3",
-    # Kafka 4.4 computes a consumer group's target assignment at most once a second, on a
-    # background thread (KIP-1263); coordkit computes it in the heartbeat that changes the
-    # group, which these make Kafka do too, so epochs follow from the requests alone.
-    "group.consumer.assignment.interval.ms": "0",
+    # Kafka 4.4 computes a consumer group's target on a background thread (KIP-1263);
+    # coordkit computes it in the heartbeat that changes the group, which this makes Kafka do
+    # too (with the assignment interval of SHARED_CONFIGS at 0), so epochs follow from the
+    # requests alone.
     "group.consumer.assignor.offload.enable": "false",
     # coordkit serve keeps every record (it has no time retention). Kafka's 7-day default would
     # delete records whose create times are older, as the Java program's fixed ones (2023) are,

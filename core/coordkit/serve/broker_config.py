@@ -113,6 +113,10 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("group.consumer.heartbeat.interval.ms", "int", 5_000,
                   "How often consumer group members heartbeat.",
                   "engine", "consumer_group_heartbeat_interval", 1, _seconds),
+        ConfigKey("group.consumer.assignment.interval.ms", "int", 1_000,
+                  "How often at most a consumer group's target assignment is computed (a burst "
+                  "of joins is assigned once).", "engine", "consumer_group_assignment_interval", 0,
+                  _seconds),
         ConfigKey("group.consumer.max.size", "int", INT32_MAX,
                   "The most members a consumer group may have.",
                   "engine", "consumer_group_max_size", 1),

@@ -18,6 +18,8 @@ SESSION = 1.0
 HEARTBEAT = 0.1
 GROUP_CONFIG = EngineConfig(
     group_initial_rebalance_delay=0.05,
+    # Consumer groups (KIP-848) compute a new target in the heartbeat that needs it.
+    consumer_group_assignment_interval=0.0,
     offsets_topic_num_partitions=5,
     auto_leader_rebalance=False,
 )

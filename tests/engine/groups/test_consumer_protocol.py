@@ -297,9 +297,43 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_back(
     # as Kafka's (the recorder's generation check spans one group's life, so it is not used).
     again = start(cluster, GROUP, [TOPIC])
     wait_for(
-        lambda: cluster.describe_group(GROUP).state is GroupState.STABLE
-        and len(again.assignment()) == PARTITIONS,
+        lambda: (
+            cluster.describe_group(GROUP).state is GroupState.STABLE
+            and len(again.assignment()) == PARTITIONS
+        ),
         what="the classic group back, stable",
     )
     assert cluster.describe_group(GROUP).generation == 1
     again.close()
+
+
+def test_a_burst_of_joins_is_assigned_once_per_assignment_interval(
+    group_cluster: Callable[..., Cluster],
+) -> None:
+    """``group.consumer.assignment.interval.ms``: members joining within the interval of the last
+    target computation wait (the group stays Assigning); the coordinator's sweep computes the
+    target once the interval has passed, without a heartbeat."""
+    cluster = group_cluster(
+        topic=TOPIC, partitions=PARTITIONS, consumer_group_assignment_interval=2.0
+    )
+    coordinator = coordinator_of(cluster)
+    first = Member("m1")
+    assert first.heartbeat(coordinator).member_epoch == 1  # the first target: computed at once
+    joiners = [Member(f"m{i}") for i in range(2, 5)]
+    for member in joiners:
+        answer = member.heartbeat(coordinator)
+        # Reconciled to the target there is (epoch 1, nothing for it) while the group waits.
+        assert (answer.error, answer.member_epoch, answer.assignment) == (ErrorCode.NONE, 1, {})
+    (description,) = coordinator.consumer_group_describe([GROUP])
+    assert (description.state, description.group_epoch, description.assignment_epoch) == (
+        "Assigning",
+        4,
+        1,
+    )
+    described = wait_for(
+        lambda: (d := coordinator.consumer_group_describe([GROUP])[0]).assignment_epoch == 4 and d,
+        what="the sweep to compute the held-back target",
+        timeout=10,
+    )
+    assert described.state == "Reconciling"
+    settle(coordinator, [first, *joiners])

@@ -71,8 +71,9 @@ class ConsumerGroup:
         #: member id -> monotonic deadlines (session; revocation, with the epoch it is for).
         self.session_deadlines: dict[str, float] = {}
         self.rebalance_deadlines: dict[str, tuple[float, int]] = {}
-        #: The server assignor of the last target computed.
+        #: The server assignor of the last target computed, and when (monotonic seconds).
         self.assignor_name: str = ""
+        self.assignment_computed_at = float("-inf")
         #: What changed since the group was last persisted (see :mod:`.persistence`).
         self.dirty_members: set[str] = set()
         self.removed_members: set[str] = set()

@@ -74,7 +74,9 @@ class ConsumerGroupHeartbeats:
         self.clock = clock
         self.assignors = dict(assignors)
         self.topics = topics
-        self.targets = TargetAssignmentBuilder(self.assignors, topics)
+        self.targets = TargetAssignmentBuilder(
+            self.assignors, topics, config.consumer_group_assignment_interval
+        )
 
     @property
     def default_assignor(self) -> str:
@@ -195,10 +197,11 @@ class ConsumerGroupHeartbeats:
             group.group_epoch = group_epoch
             log.info("group %r: group epoch bumped to %d", group.group_id, group_epoch)
 
-        # 2. A new target when the group epoch is past the assignment epoch.
+        # 2. A new target when the group epoch is past the assignment epoch (at most once per
+        # group.consumer.assignment.interval.ms, as Kafka 4.4; until then members reconcile
+        # towards the target they have).
         group.update_member(updated)
-        if group.group_epoch > group.assignment_epoch:
-            self.targets.compute(group)
+        self.targets.maybe_compute(group, self.clock.monotonic())
         target = group.target.get(updated.member_id, {})
 
         # 3. One step of reconciliation.

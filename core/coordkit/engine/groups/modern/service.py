@@ -202,9 +202,17 @@ class ConsumerGroupService:
     # -- deadlines -------------------------------------------------------------------------------
 
     def expire(self, group: ConsumerGroup, now: float) -> None:
-        """Fence the members past their deadlines, and store the result (the ticker's sweep)."""
+        """Fence the members past their deadlines, compute a target that was held back by the
+        assignment interval, and store the result (the ticker's sweep)."""
         with group.lock:
-            if group.dead or not self.heartbeats.expire(group, now):
+            if group.dead:
+                return
+            fenced = self.heartbeats.expire(group, now)
+            try:
+                computed = self.heartbeats.targets.maybe_compute(group, now)
+            except HeartbeatError:
+                computed = False  # logged; the next heartbeat answers the error
+            if not (fenced or computed):
                 return
             if self._persist(group) is not ErrorCode.NONE:
                 self.hosting.replace(group, None)

@@ -33,10 +33,30 @@ class TargetAssignmentBuilder:
     :param assignors: ``group.consumer.assignors``, in order (the first is the default).
     """
 
-    def __init__(self, assignors: Mapping[str, ServerAssignor], topics: TopicsImage):
+    def __init__(
+        self,
+        assignors: Mapping[str, ServerAssignor],
+        topics: TopicsImage,
+        interval: float = 0.0,
+    ):
         self.assignors = dict(assignors)
         self.default_assignor = next(iter(self.assignors), "")
         self.topics = topics
+        #: ``group.consumer.assignment.interval.ms``, in seconds.
+        self.interval = interval
+
+    def due(self, group: ConsumerGroup, now: float) -> bool:
+        """Whether the group needs a new target and may have one now."""
+        return group.group_epoch > group.assignment_epoch and (
+            now - group.assignment_computed_at >= self.interval
+        )
+
+    def maybe_compute(self, group: ConsumerGroup, now: float) -> bool:
+        if not self.due(group, now):
+            return False
+        self.compute(group)
+        group.assignment_computed_at = now
+        return True
 
     def member_topics(self, member: ConsumerGroupMember) -> set[str]:
         """The topic names the member subscribes to: its names, and what its regex matches."""
