@@ -16,6 +16,7 @@ from differential.harness import Side, scenario
 from differential.scenarios import groups as classic
 from differential.scenarios.consumer_groups import (
     CONSUMER_GROUPS,
+    LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     Member,
     TopicNames,
@@ -66,6 +67,21 @@ def invalid_requests(side: Side) -> list[Any]:
         heartbeat_seen(side.call(0, empty_group, rq.CONSUMER_GROUP_HEARTBEAT), names),
         *(coordinator_heartbeat(side, group, **ask) for ask in asks),
         describe(side, group, names),
+    ]
+
+
+@scenario("consumer_group_apis.leave_unknown", versions=CONSUMER_GROUPS)
+def leave_unknown(side: Side) -> list[Any]:
+    """Leaving (epoch -1) with a member id the group does not have, and for a group that does
+    not exist."""
+    name = side.topic()
+    create_topics(side, side.group(), {name: 1})
+    member = Member(side, side.group(), [name])
+    member.join()
+    stranger = client_member_id(side, member.group, "stranger")
+    return [
+        coordinator_heartbeat(side, member.group, member_id=stranger, member_epoch=LEAVE_EPOCH),
+        coordinator_heartbeat(side, side.group("missing"), member_epoch=LEAVE_EPOCH),
     ]
 
 
@@ -156,11 +172,12 @@ def group_max_size(side: Side) -> list[Any]:
 
 @scenario("consumer_group_apis.static_member", versions=CONSUMER_GROUPS)
 def static_member(side: Side) -> list[Any]:
-    """A member with an instance id joins, and is described with it; another member id with
-    the same instance id while the first is in the group: UNRELEASED_INSTANCE_ID."""
+    """A member with an instance id (and a rack id) joins, and is described with both; another
+    member id with the same instance id while the first is in the group:
+    UNRELEASED_INSTANCE_ID."""
     name = side.topic()
     create_topics(side, side.group(), {name: 2})
-    member = Member(side, side.group(), [name], instance_id="instance-a")
+    member = Member(side, side.group(), [name], instance_id="instance-a", rack_id="rack-a")
     other = Member(side, member.group, [name], name="b", instance_id="instance-a")
     joined = member.join()
     return [joined, other.join(), member.send(), describe_when(side, member.group, "Stable")]

@@ -277,8 +277,9 @@ def offsets_partition(group: str, partitions: int = OFFSETS_PARTITIONS) -> int:
 def create_topics(side: Side, group: str, topics: Mapping[str, int]) -> None:
     """Create ``topics`` (name → partitions) and wait until the coordinator of ``group`` assigns
     all their partitions: a broker answers Metadata for a new topic a moment before its group
-    coordinator has it (Kafka's first heartbeat would get nothing). A probe group of the same
-    ``__consumer_offsets`` partition joins, heartbeats until it has them, and leaves."""
+    coordinator has it (Kafka's first heartbeat would get nothing, or some of the topics). A
+    probe group of the same ``__consumer_offsets`` partition joins until its join's answer has
+    them all, and leaves."""
     for name, partitions in topics.items():
         side.create_topic(name, partitions=partitions)
     probe_group = next(
@@ -291,8 +292,9 @@ def create_topics(side: Side, group: str, topics: Mapping[str, int]) -> None:
     probe.connection = Connection(probe.connection.address, lambda _api, _version: None)
 
     def has_all() -> bool:
-        answer = probe.join() if probe.epoch <= 0 else probe.send()
-        owned = sum(len(p) for p in probe.owned.values())
+        # A join's own answer, as the scenario's first member will get it (a rejoin: epoch 0).
+        answer = probe.join()
+        owned = sum(len(p) for p in (answer["assignment"] or {}).values())
         return answer["error_code"] == 0 and owned == sum(topics.values())
 
     try:
@@ -385,6 +387,38 @@ def three_members(side: Side, assignor: str, topics: Mapping[str, int],
     return [*trace, describe_when(side, group, "Stable", names=names)]
 
 
+@scenario("consumer_groups.revocation_withheld", versions=CONSUMER_GROUPS)
+def revocation_withheld(side: Side) -> list[Any]:
+    """The first member of a group of two keeps saying it owns all six partitions after it was
+    asked to revoke three: it stays at its epoch with no new assignment, and the newcomer gets
+    nothing (a partition is never given while another member owns it); the group is
+    Reconciling, the first member described with all six and its target of three; once it
+    revokes, the newcomer gets them."""
+    name = side.topic()
+    create_topics(side, side.group(), {name: 6})
+    first = Member(side, side.group(), [name], name="a", assignor="uniform")
+    second = Member(side, first.group, [name], name="b", assignor="uniform")
+    trace = [first.join(), second.join()]
+    everything = dict(first.owned)
+    trace += [first.send(), first.send(owned=everything), second.send()]
+    trace += [first.send(owned=everything), second.send()]
+    trace.append(describe_when(side, first.group, "Reconciling", second.epoch))
+    return [*trace, first.send(), second.send(), first.send(), second.send()]
+
+
+@scenario("consumer_groups.full_heartbeat", versions=CONSUMER_GROUPS)
+def full_heartbeat(side: Side) -> list[Any]:
+    """A stable member's heartbeat with every field set (subscription, rebalance timeout and
+    owned partitions, as a consumer sends after an error): its assignment again, though
+    unchanged; then a heartbeat with the subscription alone (unchanged): none."""
+    name = side.topic()
+    create_topics(side, side.group(), {name: 3})
+    member = Member(side, side.group(), [name])
+    joined = member.join()
+    full = member.send(topics=[name], rebalance_ms=rq.REBALANCE_MS)
+    return [joined, full, member.send(topics=[name]), member.send()]
+
+
 @scenario("consumer_groups.three_members_uniform", versions=CONSUMER_GROUPS)
 def three_members_uniform(side: Side) -> list[Any]:
     """Three members join one by one, subscribed to one topic of ten partitions, ``uniform``:
@@ -470,18 +504,3 @@ def last_member_leaves_and_rejoins(side: Side) -> list[Any]:
     member = Member(side, side.group(), [name])
     trace = [member.join(), member.leave(), describe_when(side, member.group, "Empty")]
     return [*trace, member.join(), describe_when(side, member.group, "Stable")]
-
-
-@scenario("consumer_groups.leave_unknown", versions=CONSUMER_GROUPS)
-def leave_unknown(side: Side) -> list[Any]:
-    """Leaving (epoch -1) with a member id the group does not have, and for a group that does
-    not exist."""
-    name = side.topic()
-    create_topics(side, side.group(), {name: 1})
-    member = Member(side, side.group(), [name])
-    member.join()
-    stranger = client_member_id(side, member.group, "stranger")
-    return [
-        coordinator_heartbeat(side, member.group, member_id=stranger, member_epoch=LEAVE_EPOCH),
-        coordinator_heartbeat(side, side.group("missing"), member_epoch=LEAVE_EPOCH),
-    ]
