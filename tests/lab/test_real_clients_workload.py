@@ -1,11 +1,14 @@
 """The lab's ``real-clients`` workload: a consumer group of real client processes (kafka-python,
-aiokafka, confluent-kafka) on coordkit's Kafka server in a process of its own, a producer
-throughout, through seeded joins, SIGKILLs and restarts.
+aiokafka, confluent-kafka; the classic protocol and Kafka 4's consumer protocol) on coordkit's
+Kafka server in a process of its own, or on a real Kafka 4.4 cluster (the ``@kafka`` reference
+rows), a producer throughout, through seeded joins, SIGKILLs, restarts and broker crashes.
 
 The schedule, the strategies, the parameter checks and the reading of the processes' logs run
-without processes; one short run of one strategy starts the processes in the default run; a
-killed consumer with two strategies, and ``coordkit lab run --preset clients``, are
-``lab_process`` tests (py311-lab-cluster)."""
+without processes; in the default run, one short run of a classic strategy, one of a consumer
+protocol strategy and one of a Kafka reference row (it starts Kafka's JVMs: the jars of ``bash
+kafka-dist/fetch.sh``) start the processes; a killed consumer with two strategies, every server
+assignor, the documented command and ``coordkit lab run --preset clients`` are ``lab_process``
+tests (py311-lab-cluster)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import importlib.util
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -35,15 +39,24 @@ from coordkit_assignors.lab.clients.analysis import (
     RunEvent,
     steps,
 )
+from coordkit_assignors.lab.clients.kafka_host import KAFKA_SERVER_ASSIGNORS, KAFKA_VERSION
 from coordkit_assignors.lab.clients.run import RunSpec, run_clients
-from coordkit_assignors.lab.clients.workload import STRATEGIES
+from coordkit_assignors.lab.clients.workload import (
+    CLASSIC_STRATEGIES,
+    KAFKA_STRATEGIES,
+    Strategy,
+    all_strategies,
+    parse_strategy,
+)
 from coordkit_lab.runner import run_scenario
 from coordkit_lab.scenarios import ScenarioSpec, expand, get_preset
+from harness.docs import code_block, page
 
 METRICS = {
     "clients-rebalance-seconds",
     "clients-disruption-seconds",
     "clients-unowned-partition-seconds",
+    "revocations",
     "records-consumed-twice",
     "records-lost",
     "latency-p50-ms",
@@ -80,8 +93,50 @@ def test_registered_with_client_assignor_strategies_and_its_metrics() -> None:
     strategies = workload.strategies(manager)
     assert {s.split("/")[0] for s in strategies} == {"kafka-python", "aiokafka", "confluent-kafka"}
     assert {"kafka-python/coordkit-sticky", "confluent-kafka/cooperative-sticky"} <= set(strategies)
+    # The consumer protocol with every registered server assignor, coordkit's own included.
+    consumer = {s for s in strategies if "/consumer-" in s and "@" not in s}
+    assert consumer == {f"confluent-kafka/consumer-{n}" for n in manager.server_assignor_names()}
+    assert {"uniform", "range", "rack-aware", "sticky"} <= set(manager.server_assignor_names())
+    assert set(KAFKA_STRATEGIES) <= set(strategies)
+    assert len(strategies) == len(set(strategies))
     assert {r.name for r in manager.metrics if CLIENTS_KIND in r.value.kinds} == METRICS
     assert manager.metric("records-lost").better == "lower"
+    assert manager.metric("revocations").better == "lower"
+
+
+def test_a_strategy_names_client_protocol_assignor_and_broker() -> None:
+    assert parse_strategy("kafka-python/coordkit-sticky") == Strategy(
+        "kafka-python", "coordkit-sticky", "classic", "coordkit"
+    )
+    assert parse_strategy("confluent-kafka/consumer-rack-aware") == Strategy(
+        "confluent-kafka", "rack-aware", "consumer", "coordkit"
+    )
+    assert parse_strategy("confluent-kafka/consumer-uniform@kafka") == Strategy(
+        "confluent-kafka", "uniform", "consumer", "kafka"
+    )
+    assert parse_strategy("confluent-kafka/cooperative-sticky@kafka") == Strategy(
+        "confluent-kafka", "cooperative-sticky", "classic", "kafka"
+    )
+    # Kafka ships no rack-aware server assignor: no such reference row.
+    assert KAFKA_SERVER_ASSIGNORS == ("uniform", "range")
+    for wrong in ("confluent-kafka/consumer-rack-aware@kafka", "kafka-python/consumer-range"):
+        with pytest.raises(LabError, match=f"has no strategy {wrong!r}; its strategies: "):
+            parse_strategy(wrong)
+    assert all(parse_strategy(s).protocol == "classic" for s in CLASSIC_STRATEGIES)
+
+
+def test_the_kafka_rows_run_the_version_the_fixtures_fetch() -> None:
+    from coordkit.testing.servers import KAFKA_KRAFT_VERSION
+
+    assert KAFKA_VERSION == KAFKA_KRAFT_VERSION
+
+
+def test_missing_kafka_jars_are_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("COORDKIT_KAFKA_HOME", str(tmp_path))
+    with pytest.raises(
+        MissingDependencyError, match=r"is missing\); run: bash kafka-dist/fetch.sh"
+    ):
+        next(_workload().simulate(SMALL, 1, "confluent-kafka/consumer-range@kafka"))
 
 
 def test_schedule_repeats_with_the_seed_and_respects_the_group() -> None:
@@ -162,6 +217,8 @@ def test_the_logs_give_rebalance_time_unowned_time_duplicates_losses_and_latency
     assert crash.rebalance_seconds == crash.disruption_seconds == pytest.approx(4.0)
     assert crash.unowned_seconds == pytest.approx(8.0)  # partitions 2 and 3, 4 s each
     assert (crash.consumed_twice, crash.sent, crash.lost, crash.members) == (1, 2, 1, 1)
+    assert crash.revocations == 0  # a SIGKILL gives nothing up: its partitions are orphaned
+    assert crash.owned_at_end == initial.owned_at_end == 4
     assert crash.latency_ms(0.5) == pytest.approx(100.0, abs=1e-3)  # record 6 only: 14.9 → 15.0
     assert initial.rebalance_seconds == pytest.approx(0.7)  # 2-3 owned from 1.2
     assert (initial.consumed_twice, initial.sent, initial.lost, initial.members) == (0, 2, 0, 2)
@@ -194,6 +251,9 @@ def test_a_join_counts_rebalance_from_the_event_and_disruption_from_the_revocati
     assert join.disruption_seconds == pytest.approx(0.5)
     assert join.unowned_seconds == pytest.approx(0.4 + 0.5)
     assert join.members == 2
+    assert join.revocations == 2  # eager: a revoked both, got one back
+    assert join.owned_at_end == 2
+    assert get_plugin_manager().metric("revocations").compute(join) == 2.0
     assert join.latency_ms(0.5) is None  # nothing sent: the latency metrics skip the step
 
 
@@ -234,6 +294,71 @@ def test_a_short_run_through_the_lab_runner_gives_every_metric_and_loses_nothing
     by_step = _metrics_by_step(rows)
     _check_sane(by_step, events=1)
     assert {row[10] for row in rows if row[7] == 1} == {3}  # three consumers after the join
+
+
+def _seed_covering(actions: set[str], **params: Any) -> int:
+    """The first seed whose schedule has every one of ``actions``."""
+    resolved = {**_workload().defaults, **SMALL, **params}
+    return next(
+        s
+        for s in range(1000)
+        if actions <= {e.action for e in _workload().generate(resolved, s).events}
+    )
+
+
+def _run_and_check(strategy: str, seed: int, **params: Any) -> list[ClientStep]:
+    """Run ``strategy`` on a small group; every window's metrics are there and sane, nothing
+    acknowledged is lost and every partition is owned when each window ends."""
+    manager = get_plugin_manager()
+    run = list(_workload().simulate({**SMALL, **params}, seed, strategy, manager))
+    where = f"{strategy}, seed {seed}, {params}: "
+    metrics = [r.value for r in manager.metrics if CLIENTS_KIND in r.value.kinds]
+    by_step = {
+        step.index: {m.name: value for m in metrics if (value := m.compute(step)) is not None}
+        for step in run
+    }
+    try:
+        _check_sane(by_step, events=int(params["events"]))
+    except AssertionError as exc:
+        raise AssertionError(where + str(exc)) from None
+    for step in run:
+        assert step.owned_at_end == step.partitions, where + f"window {step.index}: {step}"
+        assert step.lost == 0, where + f"window {step.index}: {step}"
+        assert step.sent > 0, where + f"window {step.index}: {step}"
+    return run
+
+
+@pytest.mark.timeout(600)
+def test_the_consumer_protocol_with_a_server_assignor_rebalances_without_losing_records() -> None:
+    """confluent-kafka with group.protocol=consumer, coordkit's rack-aware server assignor (one
+    Kafka lacks) chosen by group.remote.assignor: a SIGKILL, a join and a restart."""
+    seed = _seed_covering({"crash", "join", "restart"}, events=3, broker_failures=False)
+    run = _run_and_check(
+        "confluent-kafka/consumer-rack-aware", seed, events=3, broker_failures=False
+    )
+    where = f"seed {seed}: "
+    crash = next(s for s in run if s.event_kind == "crash")
+    assert crash.unowned_seconds > 0, where + str(crash)  # until the broker's session timeout
+    assert crash.revocations == 0, where + str(crash)
+    # Incremental: a join moves some partitions to the newcomer, not all of everyone's.
+    join = next(s for s in run if s.event_kind == "join")
+    assert 0 < join.revocations < join.partitions, where + str(join)
+    assert run[-1].members == run[0].members
+
+
+@pytest.mark.timeout(900)
+def test_the_kafka_reference_row_runs_the_same_schedule_on_kafka_with_a_broker_crash() -> None:
+    """confluent-kafka/consumer-range@kafka: the same run with Apache Kafka 4.4 (KRaft, small
+    JVMs) as the brokers and Kafka's own range server assignor: a SIGKILLed consumer, a join, a
+    broker's JVM SIGKILLed."""
+    seed = _seed_covering({"crash", "join", "broker-failure"}, events=3, brokers=3)
+    run = _run_and_check("confluent-kafka/consumer-range@kafka", seed, events=3, brokers=3)
+    assert [s.event_kind for s in run[1:]] == [
+        e.action
+        for e in _workload().generate({**_workload().defaults, **SMALL, "events": 3}, seed).events
+    ]
+    failure = next(s for s in run if s.event_kind == "broker-failure")
+    assert "crashes" in failure.event
 
 
 def _processes_marked(mark: str) -> list[int]:
@@ -356,6 +481,39 @@ def test_a_broker_crash_loses_no_acknowledged_record(strategy: str) -> None:
 
 
 @pytest.mark.lab_process
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("assignor", get_plugin_manager().server_assignor_names())
+def test_every_server_assignor_keeps_the_group_consuming(assignor: str) -> None:
+    seed = _seed_covering({"crash", "join"}, events=2, broker_failures=False)
+    _run_and_check(f"confluent-kafka/consumer-{assignor}", seed, events=2, broker_failures=False)
+
+
+@pytest.mark.lab_process
+@pytest.mark.timeout(1800)
+def test_the_documented_command_compares_coordkit_and_kafka(tmp_path: Path) -> None:
+    """The command of docs/lab.md's real-clients section, as written, in a process of its own
+    (the Kafka jars are found from coordkit's editable install)."""
+    block = code_block(page("lab.md"), "Real clients: the consumer protocol and Kafka", "sh")
+    [line] = [x for x in block.text.splitlines() if x.startswith("coordkit lab run")]
+    words = shlex.split(line)
+    done = subprocess.run(
+        [sys.executable, "-m", "coordkit_lab", *words[2:]],
+        capture_output=True,
+        text=True,
+        timeout=1700,
+        check=False,
+        cwd=tmp_path,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = tmp_path / words[words.index("--out") + 1]
+    summary = json.loads((out / "summary.json").read_text())
+    strategies = set(summary["run"]["strategies"])
+    assert any(s.endswith("@kafka") for s in strategies), strategies
+    assert any("/consumer-" in s and "@" not in s for s in strategies), strategies
+
+
+@pytest.mark.lab_process
 @pytest.mark.timeout(900)
 def test_lab_run_clients_preset_on_spark(tmp_path: Path) -> None:
     """``coordkit lab run --preset clients`` for one strategy, end to end in its own process."""
@@ -389,6 +547,8 @@ def test_lab_run_clients_preset_on_spark(tmp_path: Path) -> None:
 
 
 def test_clients_preset_lists_every_strategy() -> None:
-    specs = expand(get_preset("clients"), get_plugin_manager())
+    manager = get_plugin_manager()
+    specs = expand(get_preset("clients"), manager)
     assert {s.workload for s in specs} == {"real-clients"}
-    assert {s.strategy for s in specs} == set(STRATEGIES)
+    assert {s.strategy for s in specs} == set(all_strategies(manager))
+    assert {s.strategy for s in specs} >= set(KAFKA_STRATEGIES)

@@ -11,6 +11,11 @@ Each step covers a window of the run: step 0 from the consumers' start to the fi
 * ``disruption_seconds``: from the first partition losing its owner to the last getting one
   again (a join's rebalance without the new process's start-up);
 * ``unowned_seconds``: partition-seconds without an owner;
+* ``revocations``: partitions taken from a consumer (its rebalance listener's revoked and lost
+  callbacks): an eager rebalance revokes every partition of every member, a cooperative one or
+  the consumer protocol only those that move; a consumer leaving gives up its own;
+* ``owned_at_end``: partitions a running consumer held at the window's end (all of them, once
+  the group settled);
 * ``consumed_twice``: deliveries in the window of a record some consumer had already received;
 * ``lost``: acknowledged records sent in the window that no consumer ever received;
 * ``latencies``: for the records sent in the window, seconds from send to first receipt.
@@ -57,6 +62,8 @@ class ClientStep:
     rebalance_seconds: float
     disruption_seconds: float
     unowned_seconds: float
+    revocations: int
+    owned_at_end: int
     consumed_twice: int
     sent: int  # acknowledged records sent in the window
     lost: int
@@ -99,6 +106,16 @@ def ownership(log: ConsumerLog, end: float) -> dict[int, list[tuple[float, float
                     out.setdefault(p, []).append((held.pop(p), at))
     for p, since in held.items():
         out.setdefault(p, []).append((since, stop))
+    return out
+
+
+def revocation_times(log: ConsumerLog) -> list[float]:
+    """When this consumer gave up a partition (revoked or lost), one time per partition."""
+    out = []
+    for line in log.lines:
+        words = line.split()
+        if words[:1] in (["revoked"], ["lost"]) and len(words) == 3:
+            out += [float(words[1])] * len(_numbers(words[2:]))
     return out
 
 
@@ -171,6 +188,7 @@ def steps(
         else:
             first[receipt.seq] = receipt
     acked = acknowledged(producer)
+    revoked = [t for log in consumers for t in revocation_times(log)]
     out = []
     bounds = [e.time for e in events[1:]] + [end]
     for index, (event, until) in enumerate(zip(events, bounds, strict=True)):
@@ -185,6 +203,11 @@ def steps(
         if index == 0:
             in_window += [seq for seq, sent in acked.items() if sent < since]
         latencies = tuple(first[s].time - acked[s] for s in in_window if s in first)
+        last = index == len(events) - 1
+        unowned_at_end = {
+            p for p in range(partitions) for a, b in unowned_intervals(held[p], start, end)
+            if a < until <= b
+        }  # fmt: skip
         running = sum(
             1 for c in consumers if c.started <= until and (c.ended is None or c.ended >= until)
         )
@@ -199,6 +222,8 @@ def steps(
                 rebalance_seconds=restored - since,
                 disruption_seconds=restored - disrupted,
                 unowned_seconds=unowned,
+                revocations=sum(1 for t in revoked if since <= t and (last or t < until)),
+                owned_at_end=partitions - len(unowned_at_end),
                 consumed_twice=sum(1 for t in repeats if since <= t < until)
                 + (sum(1 for t in repeats if t >= until) if index == len(events) - 1 else 0),
                 sent=len(in_window),

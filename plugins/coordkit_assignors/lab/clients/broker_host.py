@@ -2,9 +2,12 @@
 in a process of its own, on a private memory store, with one topic created, taking commands on
 stdin so the workload can crash one broker mid-run (``coordkit serve`` has no such control).
 
-Run as ``python -m coordkit_assignors.lab.clients.broker_host BROKERS TOPIC PARTITIONS RF``.
-It prints ``broker <id> <host:port>`` per broker, then ``ready``; on stdin, ``stop-broker <id>``
-crashes that broker (``stopped <id>`` when done). End of stdin (the workload closed it, or died)
+Run as ``python -m coordkit_assignors.lab.clients.broker_host BROKERS TOPIC PARTITIONS RF
+[SESSION_MS HEARTBEAT_MS ASSIGNORS]``: the last three are the consumer groups' (KIP-848)
+``group.consumer.session.timeout.ms``, ``group.consumer.heartbeat.interval.ms`` and
+``group.consumer.assignors`` (comma separated), Kafka's defaults when left out. It prints
+``broker <id> <host:port>`` per broker, then ``ready``; on stdin, ``stop-broker <id>`` crashes
+that broker (``stopped <id>`` when done). End of stdin (the workload closed it, or died)
 stops everything: the host never outlives the workload.
 """
 
@@ -14,6 +17,7 @@ import asyncio
 import sys
 import threading
 import uuid
+from typing import Any
 
 #: Seconds the topic's partitions may take to get leaders.
 SETTLE_SECONDS = 60.0
@@ -28,10 +32,18 @@ def main(argv: list[str]) -> None:
     from coordkit.serve import KafkaServer
 
     brokers, topic, partitions, factor = int(argv[0]), argv[1], int(argv[2]), int(argv[3])
+    consumer_groups: dict[str, Any] = {}
+    if len(argv) > 4:
+        consumer_groups = {
+            "consumer_group_session_timeout": int(argv[4]) / 1e3,
+            "consumer_group_heartbeat_interval": int(argv[5]) / 1e3,
+            "consumer_group_assignors": tuple(argv[6].split(",")),
+        }
     config = EngineConfig(
         group_initial_rebalance_delay=0.5,
         offsets_topic_num_partitions=min(10, 2 * brokers),
         offsets_topic_replication_factor=min(factor, brokers),
+        **consumer_groups,
     )
     server = KafkaServer(
         f"memory://lab-clients-{uuid.uuid4().hex[:12]}",

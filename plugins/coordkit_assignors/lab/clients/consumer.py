@@ -1,8 +1,10 @@
 """One consumer of the ``real-clients`` workload, in a process of its own: a real Kafka client
-(kafka-python, aiokafka or confluent-kafka) in a consumer group, recording what it did.
+(kafka-python, aiokafka or confluent-kafka) in a consumer group, recording what it did; with
+``"protocol": "consumer"`` in the settings, confluent-kafka joins with Kafka 4's consumer
+protocol (KIP-848, ``group.protocol=consumer``) and ``assignor`` is the server-side assignor.
 
-Run as ``python -m coordkit_assignors.lab.clients.consumer SETTINGS_JSON`` (see
-:class:`~coordkit_assignors.lab.clients.strategies.ConsumerSettings`). It appends to its log
+Run as ``python -m coordkit_assignors.lab.clients.consumer SETTINGS_JSON`` (written by
+:meth:`~coordkit_assignors.lab.clients.run.ClientsRun._start_consumer`). It appends to its log
 file, one line per fact, times from ``time.time()`` (every process of the run shares the clock):
 
 * ``assigned T p,p,...`` / ``revoked T p,...`` / ``lost T p,...``: partitions the rebalance
@@ -179,20 +181,26 @@ def _java_style(settings: dict[str, Any]) -> dict[str, Any]:
 def _confluent(settings: dict[str, Any], log: Recorder, stop: threading.Event) -> None:
     from confluent_kafka import Consumer, KafkaException
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": settings["bootstrap"],
-            "group.id": settings["group"],
-            "client.id": settings["client_id"],
+    config = {
+        "bootstrap.servers": settings["bootstrap"],
+        "group.id": settings["group"],
+        "client.id": settings["client_id"],
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "max.poll.interval.ms": settings["max_poll_ms"],
+        "topic.metadata.refresh.interval.ms": 1000,
+    }
+    if settings.get("protocol") == "consumer":
+        # KIP-848: the broker assigns with the server-side assignor named here; librdkafka
+        # refuses a session, heartbeat or assignment strategy of its own (the broker's rule).
+        config |= {"group.protocol": "consumer", "group.remote.assignor": settings["assignor"]}
+    else:
+        config |= {
             "partition.assignment.strategy": settings["assignor"],
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
             "session.timeout.ms": settings["session_ms"],
             "heartbeat.interval.ms": settings["heartbeat_ms"],
-            "max.poll.interval.ms": settings["max_poll_ms"],
-            "topic.metadata.refresh.interval.ms": 1000,
         }
-    )
+    consumer = Consumer(config)
 
     def listener(what: str) -> Any:
         return lambda _consumer, parts: log.partitions(what, (p.partition for p in parts))

@@ -28,6 +28,8 @@ TOPIC = "lab-records"
 GROUP = "lab-group"
 #: Seconds the brokers may take to start and create the topic (a loaded machine is slow).
 STARTUP_SECONDS = 120.0
+#: Seconds Kafka's controller and brokers (JVMs) may take to start and create the topic.
+KAFKA_STARTUP_SECONDS = 300.0
 #: Seconds the group may take to own every partition again after an event.
 SETTLE_SECONDS = 120.0
 #: Seconds without an ownership change after which a complete group counts as settled.
@@ -58,6 +60,13 @@ class RunSpec:
     session_ms: int
     gap: float
     events: tuple[ClientEvent, ...]
+    #: ``classic`` (JoinGroup/SyncGroup, the client's assignor) or ``consumer`` (KIP-848:
+    #: ``assignor`` is the server-side assignor the client names).
+    protocol: str = "classic"
+    #: ``coordkit`` (coordkit's Kafka server) or ``kafka`` (Apache Kafka 4.4, KRaft).
+    broker: str = "coordkit"
+    #: The server-side assignors coordkit's brokers offer (``group.consumer.assignors``).
+    server_assignors: tuple[str, ...] = ("uniform", "range")
 
 
 class _Child:
@@ -177,22 +186,29 @@ class ClientsRun:
 
     def _start_host(self) -> None:
         spec = self.spec
-        host = self.host = self._start(
-            "brokers",
-            [
-                "-m",
-                "coordkit_assignors.lab.clients.broker_host",
-                str(spec.brokers),
-                TOPIC,
-                str(spec.partitions),
-                str(spec.replication_factor),
-            ],
-        )
-        deadline = time.monotonic() + STARTUP_SECONDS
+        argv = [
+            str(spec.brokers),
+            TOPIC,
+            str(spec.partitions),
+            str(spec.replication_factor),
+            str(spec.session_ms),
+            str(self._heartbeat_ms()),
+        ]
+        if spec.broker == "kafka":
+            argv = ["-m", "coordkit_assignors.lab.clients.kafka_host", *argv]
+            argv.append(str(self.directory / "kafka"))
+            startup = KAFKA_STARTUP_SECONDS
+        else:
+            argv = ["-m", "coordkit_assignors.lab.clients.broker_host", *argv]
+            argv.append(",".join(spec.server_assignors))
+            startup = STARTUP_SECONDS
+        host = self.host = self._start("brokers", argv)
+        deadline = time.monotonic() + startup
         while "ready" not in host.output().split("\n"):
             if not host.running() or time.monotonic() > deadline:
                 raise LabError(
-                    f"the brokers did not start within {STARTUP_SECONDS:.0f} s: {host.errors()}"
+                    f"the brokers ({spec.broker}) did not start within {startup:.0f} s: "
+                    f"{host.errors()}"
                 )
             time.sleep(0.1)
         addresses = {}
@@ -218,16 +234,21 @@ class ClientsRun:
             ["-m", "coordkit_assignors.lab.clients.producer", json.dumps(settings)],
         )
 
+    def _heartbeat_ms(self) -> int:
+        return max(100, self.spec.session_ms // 5)
+
     def _start_consumer(self) -> _ConsumerState:
         name = f"consumer-{len(self.consumers)}"
         session = self.spec.session_ms
+        # The consumer protocol's session and heartbeat are the brokers' (_start_host).
         settings = {
             **self._settings(name),
             "group": GROUP,
             "client_id": name,
+            "protocol": self.spec.protocol,
             "assignor": self.spec.assignor,
             "session_ms": session,
-            "heartbeat_ms": max(100, session // 5),
+            "heartbeat_ms": self._heartbeat_ms(),
             "max_poll_ms": max(30_000, 3 * session),
         }
         child = self._start(
@@ -238,6 +259,14 @@ class ClientsRun:
         return state
 
     def close(self) -> None:
+        # The brokers first, told by the end of their stdin: Kafka's host kills its JVMs
+        # before the run's directory, which holds their data, is removed.
+        if self.spec.broker == "kafka" and self.host is not None and self.host.running():
+            self.host._close()
+            try:
+                self.host.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
         for child in self.children:
             try:
                 child.kill()

@@ -3,10 +3,24 @@
 Per scenario: coordkit's Kafka server in a process of its own (``brokers`` brokers on a private
 memory store, one topic of ``partitions`` partitions, replication factor 2), a producer process
 sending keyed records at ``rate`` a second (acks=all, the send time in each value), and a group
-of ``consumers`` consumer processes of one client library with one assignor: the strategy,
-``<client>/<assignor>`` (``kafka-python/range``, ``aiokafka/coordkit-sticky``,
-``confluent-kafka/cooperative-sticky``; ``coordkit-*`` is coordkit's assignor inside the client,
-:mod:`coordkit.clients`). A seeded schedule of ``events`` then runs: a consumer joins, one is
+of ``consumers`` consumer processes of one client library with one assignor: the strategy.
+
+* Kafka's classic protocol, ``<client>/<assignor>`` (``kafka-python/range``,
+  ``aiokafka/coordkit-sticky``, ``confluent-kafka/cooperative-sticky``; ``coordkit-*`` is
+  coordkit's assignor inside the client, :mod:`coordkit.clients`): the group's leader assigns;
+* Kafka 4's consumer protocol (KIP-848), ``confluent-kafka/consumer-<assignor>``: the brokers
+  assign with that server-side assignor, one strategy per registered one (``uniform``,
+  ``range``, ``rack-aware``, ``sticky``, ...; the brokers offer them all in
+  ``group.consumer.assignors``); the group's session and heartbeat are the brokers'
+  (``session_ms``, a fifth of it);
+* the reference rows, ``...@kafka`` (``confluent-kafka/range@kafka``,
+  ``confluent-kafka/cooperative-sticky@kafka``, ``confluent-kafka/consumer-uniform@kafka``,
+  ``confluent-kafka/consumer-range@kafka``): the same run, schedule and clients with Apache
+  Kafka 4.4 as the brokers (KRaft: one controller, which is never crashed, and ``brokers``
+  brokers; Kafka's own server assignors; the jars of ``bash kafka-dist/fetch.sh``, see
+  :mod:`.kafka_host`). A broker crash there is a SIGKILL of that broker's JVM.
+
+A seeded schedule of ``events`` then runs: a consumer joins, one is
 killed with SIGKILL, one restarts (leaves cleanly, a new process joins), and — unless
 ``broker_failures`` is false — one broker crashes (at most ``brokers - 2``, so every partition
 keeps a replica; leaders and maybe the group's coordinator move). After each event the
@@ -19,6 +33,7 @@ the steps (one window per event, see :mod:`.analysis`) give the metrics:
 * ``clients-disruption-seconds``: from the first partition losing its owner to the last getting
   one again (a join's rebalance without the new process's start-up);
 * ``clients-unowned-partition-seconds``: partition-seconds without an owner after the event;
+* ``revocations``: partitions taken from consumers (revoked or lost) in the window;
 * ``records-consumed-twice``: records delivered again (uncommitted when their owner changed);
 * ``records-lost``: acknowledged records no consumer ever received (must be 0);
 * ``latency-p50-ms``, ``latency-p99-ms``: send to first receipt, records sent in the window.
@@ -38,7 +53,9 @@ import attrs
 
 from coordkit.errors import MissingDependencyError
 from coordkit.lab import FunctionMetric, LabError
+from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.lab.clients.analysis import CLIENTS_KIND, ClientStep
+from coordkit_assignors.lab.clients.kafka_host import KAFKA_SERVER_ASSIGNORS, require_kafka
 from coordkit_assignors.lab.clients.run import ClientEvent, RunSpec, run_clients
 
 if TYPE_CHECKING:
@@ -53,10 +70,10 @@ CLIENTS: Mapping[str, tuple[str, str]] = {
     "confluent-kafka": ("confluent_kafka", "confluent-kafka"),
 }
 
-#: The strategies, ``<client>/<assignor>``: the client's own assignors by their Kafka names,
-#: coordkit's as ``coordkit-<name>`` (aiokafka rebalances eagerly only; confluent-kafka runs
-#: librdkafka's built-in assignors).
-STRATEGIES: tuple[str, ...] = (
+#: The classic protocol's strategies, ``<client>/<assignor>``: the client's own assignors by
+#: their Kafka names, coordkit's as ``coordkit-<name>`` (aiokafka rebalances eagerly only;
+#: confluent-kafka runs librdkafka's built-in assignors).
+CLASSIC_STRATEGIES: tuple[str, ...] = (
     "kafka-python/range",
     "kafka-python/cooperative-sticky",
     "kafka-python/coordkit-sticky",
@@ -66,19 +83,53 @@ STRATEGIES: tuple[str, ...] = (
     "confluent-kafka/range",
     "confluent-kafka/cooperative-sticky",
 )
+#: Kafka 4's consumer protocol (KIP-848): ``confluent-kafka/consumer-<server assignor>``, one per
+#: registered server-side assignor (librdkafka is the client that speaks it here).
+CONSUMER_PREFIX = "consumer-"
+CONSUMER_CLIENT = "confluent-kafka"
+#: The reference rows: the same run with Apache Kafka 4.4 as the brokers.
+KAFKA_SUFFIX = "@kafka"
+KAFKA_STRATEGIES: tuple[str, ...] = (
+    "confluent-kafka/range@kafka",
+    "confluent-kafka/cooperative-sticky@kafka",
+    *(f"{CONSUMER_CLIENT}/{CONSUMER_PREFIX}{a}{KAFKA_SUFFIX}" for a in KAFKA_SERVER_ASSIGNORS),
+)
 
 ACTIONS = ("join", "crash", "restart", "broker-failure")
 
 
-def split_strategy(strategy: str) -> tuple[str, str]:
-    """``"kafka-python/range"`` → ``("kafka-python", "range")``; unknown ones are refused."""
-    if strategy not in STRATEGIES:
+@attrs.frozen
+class Strategy:
+    """One strategy's parts: ``confluent-kafka/consumer-range@kafka`` is client
+    ``confluent-kafka``, protocol ``consumer``, (server) assignor ``range``, broker ``kafka``."""
+
+    client: str
+    assignor: str
+    protocol: str
+    broker: str
+
+
+def all_strategies(manager: PluginManager | None = None) -> list[str]:
+    """Classic, consumer protocol (every registered server assignor), then Kafka's rows."""
+    names = (manager or get_plugin_manager()).server_assignor_names()
+    consumer = [f"{CONSUMER_CLIENT}/{CONSUMER_PREFIX}{name}" for name in names]
+    return [*CLASSIC_STRATEGIES, *consumer, *KAFKA_STRATEGIES]
+
+
+def parse_strategy(strategy: str, manager: PluginManager | None = None) -> Strategy:
+    """``"confluent-kafka/consumer-range@kafka"`` → its parts; unknown ones are refused."""
+    known = all_strategies(manager)
+    if strategy not in known:
         raise LabError(
             f"workload 'real-clients' has no strategy {strategy!r}; its strategies: "
-            f"{', '.join(STRATEGIES)}"
+            f"{', '.join(known)}"
         )
-    client, assignor = strategy.split("/", 1)
-    return client, assignor
+    name, kafka, _ = strategy.partition(KAFKA_SUFFIX)
+    client, assignor = name.split("/", 1)
+    broker = "kafka" if kafka else "coordkit"
+    if assignor.startswith(CONSUMER_PREFIX):
+        return Strategy(client, assignor.removeprefix(CONSUMER_PREFIX), "consumer", broker)
+    return Strategy(client, assignor, "classic", broker)
 
 
 def require_client(client: str) -> None:
@@ -114,7 +165,7 @@ class RealClientsWorkload:
     }
 
     def strategies(self, manager: PluginManager) -> list[str]:
-        return list(STRATEGIES)
+        return all_strategies(manager)
 
     def feasible(self, params: Mapping[str, Any]) -> bool:
         return int(params["brokers"]) >= 2 and int(params["consumers"]) >= 1
@@ -180,10 +231,20 @@ class RealClientsWorkload:
         strategy: str,
         manager: PluginManager | None = None,
     ) -> Iterator[ClientStep]:
-        client, assignor = split_strategy(strategy)
-        require_client(client)
+        parts = parse_strategy(strategy, manager)
+        require_client(parts.client)
+        if parts.broker == "kafka":
+            require_kafka()
         spec = self.generate({**self.defaults, **params}, seed)
-        spec = attrs.evolve(spec, client=client, assignor=assignor)
+        spec = attrs.evolve(
+            spec,
+            client=parts.client,
+            assignor=parts.assignor,
+            protocol=parts.protocol,
+            broker=parts.broker,
+            # coordkit's brokers offer every registered server assignor, Kafka's its own two.
+            server_assignors=tuple((manager or get_plugin_manager()).server_assignor_names()),
+        )
         # The whole run happens here, its processes gone before it returns: the runner's
         # lockstep never has two strategies' processes running at once.
         return iter(run_clients(spec, strategy))
@@ -222,6 +283,16 @@ CLIENT_METRICS = (
         "lower",
         _after_event(lambda s: s.unowned_seconds),
         tradeoff="interruption",
+    ),
+    ClientMetric(
+        "revocations",
+        "partitions taken from a consumer in the window (its revoked and lost callbacks: eager "
+        "revokes every member's partitions, cooperative and the consumer protocol only those "
+        "that move; a consumer leaving gives up its own)",
+        "partitions",
+        "lower",
+        lambda s: float(s.revocations),
+        headline="Which client and assignor revoke fewest partitions?",
     ),
     ClientMetric(
         "records-consumed-twice",
