@@ -7,9 +7,10 @@ Versions: ConsumerGroupHeartbeat v1 (the member id is the client's own, as KIP-1
 v0 where it differs (the coordinator picks the member id), ConsumerGroupDescribe v1. Both
 clusters run with ``clusters.CONSUMER_GROUP_CONFIGS``: ``group.consumer.assignors=uniform,range``
 (``uniform`` the default), a 5 s heartbeat interval, 45 s sessions, at most three members; and
-Kafka computes a target assignment in the heartbeat that changes the group (no batching, no
-offloading: ``clusters.KAFKA_ONLY_CONFIGS``), as coordkit does, so that every epoch and
-assignment follows from the requests alone, never from a timer.
+both compute a target assignment in the heartbeat that changes the group (no batching:
+``group.consumer.assignment.interval.ms=0``; Kafka no offloading either, in
+``clusters.KAFKA_ONLY_CONFIGS``), so that every epoch and assignment follows from the requests
+alone, never from a timer.
 
 A member here is an instant client: it heartbeats with the partitions of the last assignment it
 was given as the ones it owns (it revokes and takes up partitions at once, as a consumer whose
