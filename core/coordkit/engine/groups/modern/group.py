@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from attrs import frozen
@@ -60,6 +61,11 @@ class ConsumerGroup:
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
+        #: How many members subscribe to each topic name, and to each regex (Kafka's
+        #: ``subscribedTopicNames``): kept as members change, so a heartbeat needs no pass over
+        #: every member.
+        self._names: Counter[str] = Counter()
+        self._regexes: Counter[str] = Counter()
         #: instance id -> member id of the static members.
         self.static_members: dict[str, str] = {}
         #: member id -> its target assignment at :attr:`assignment_epoch`.
@@ -80,6 +86,7 @@ class ConsumerGroup:
         #: The member ids that have a node, and whether the group's own node exists.
         self.persisted_members: set[str] = set()
         self.persisted_header: bytes | None = None
+        self.persisted_key: tuple[object, ...] | None = None
         self.members_node = False
 
     # -- the state -------------------------------------------------------------------------------
@@ -110,6 +117,8 @@ class ConsumerGroup:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)
+            self._count(old, -1)
+        self._count(member, 1)
         self.members[member.member_id] = member
         self.dirty_members.add(member.member_id)
         self.removed_members.discard(member.member_id)
@@ -128,11 +137,44 @@ class ConsumerGroup:
         if member is None:
             return None
         self._release(member)
+        self._count(member, -1)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == (
             member_id
         ):
             del self.static_members[member.instance_id]
         return member
+
+    def _count(self, member: ConsumerGroupMember, sign: int) -> None:
+        for name in member.subscribed_topic_names:
+            self._names[name] += sign
+            if not self._names[name]:
+                del self._names[name]
+        regex = member.subscribed_topic_regex
+        if regex is not None:
+            self._regexes[regex] += sign
+            if not self._regexes[regex]:
+                del self._regexes[regex]
+
+    def subscriptions(
+        self,
+        replacing: ConsumerGroupMember | None = None,
+        by: ConsumerGroupMember | None = None,
+    ) -> tuple[set[str], set[str]]:
+        """The topic names and regexes some member subscribes to, with ``replacing`` (a member of
+        the group) swapped for ``by``."""
+        names, regexes = set(self._names), set(self._regexes)
+        if replacing is not None and replacing.member_id in self.members:
+            for name in replacing.subscribed_topic_names:
+                if self._names[name] == 1:
+                    names.discard(name)
+            regex = replacing.subscribed_topic_regex
+            if regex is not None and self._regexes[regex] == 1:
+                regexes.discard(regex)
+        if by is not None:
+            names.update(by.subscribed_topic_names)
+            if by.subscribed_topic_regex is not None:
+                regexes.add(by.subscribed_topic_regex)
+        return names, regexes
 
     def _hold(self, member: ConsumerGroupMember) -> None:
         epoch = member.member_epoch
@@ -157,18 +199,6 @@ class ConsumerGroup:
     def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         """Kafka's ``currentPartitionEpoch``: the owner's epoch, -1 when nobody owns it."""
         return self._partition_epochs.get((topic_id, partition), -1)
-
-    def subscribed_topic_names(self, replacing: ConsumerGroupMember | None = None,
-                               by: ConsumerGroupMember | None = None) -> set[str]:  # fmt: skip
-        """Every topic name some member subscribes to, with ``replacing`` swapped for ``by``."""
-        names: set[str] = set()
-        for member in self.members.values():
-            if replacing is not None and member.member_id == replacing.member_id:
-                continue
-            names.update(member.subscribed_topic_names)
-        if by is not None:
-            names.update(by.subscribed_topic_names)
-        return names
 
     def preferred_assignor(self, members: Iterable[ConsumerGroupMember]) -> str | None:
         """Kafka's ``computePreferredServerAssignor``: the assignor most members name."""

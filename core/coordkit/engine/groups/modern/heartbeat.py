@@ -187,8 +187,9 @@ class ConsumerGroupHeartbeats:
             group.remove_member(replaced.member_id)
             group.target[updated.member_id] = inherited
             group.dirty_members.add(updated.member_id)
-        members_after = {**group.members, updated.member_id: updated}
-        metadata = self.targets.subscription_metadata(members_after.values())
+        metadata = self.targets.subscription_metadata(
+            group, group.members.get(updated.member_id), updated
+        )
         if metadata != group.subscription_metadata:
             bump = True
         group_epoch = group.group_epoch + 1 if bump else group.group_epoch
@@ -398,7 +399,7 @@ class ConsumerGroupHeartbeats:
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """Remove the member: its partitions are free, and the group epoch moves."""
         group.remove_member(member.member_id)
-        group.subscription_metadata = self.targets.subscription_metadata(group.members.values())
+        group.subscription_metadata = self.targets.subscription_metadata(group)
         group.group_epoch += 1
 
     def expire(self, group: ConsumerGroup, now: float) -> bool:

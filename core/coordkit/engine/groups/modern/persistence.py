@@ -41,6 +41,7 @@ def load_consumer_group(
     group = ConsumerGroup(group_id, partition)
     records.decode_group(header, path, group)
     group.persisted_header = header
+    group.persisted_key = _header_key(group)
     parent = members_path(path)
     try:
         keys = store.children(parent)
@@ -69,9 +70,9 @@ def load_consumer_group(
 def write_ops(group: ConsumerGroup, path: str) -> list[Op]:
     """The writes that bring the stored group up to ``group`` (empty when nothing changed)."""
     ops: list[Op] = []
-    header = records.encode_group(group)
     parent = members_path(path)
-    if header != group.persisted_header:
+    if _header_key(group) != group.persisted_key:
+        header = records.encode_group(group)
         if group.persisted_header is None:
             ops.append(Create(path, header))
         else:
@@ -93,8 +94,15 @@ def write_ops(group: ConsumerGroup, path: str) -> list[Op]:
     return ops
 
 
+def _header_key(group: ConsumerGroup) -> tuple[object, ...]:
+    """What the group's own node holds, compared without encoding it on every heartbeat."""
+    return (group.group_epoch, group.assignment_epoch, group.assignor_name,
+            dict(group.subscription_metadata))  # fmt: skip
+
+
 def mark_written(group: ConsumerGroup) -> None:
     group.persisted_header = records.encode_group(group)
+    group.persisted_key = _header_key(group)
     group.persisted_members |= {m for m in group.dirty_members if m in group.members}
     group.persisted_members -= group.removed_members
     group.dirty_members.clear()

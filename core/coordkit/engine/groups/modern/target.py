@@ -5,9 +5,10 @@ target handed to the assignor the group prefers, in the order Kafka's coordinato
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from coordkit.engine.groups.modern.group import ConsumerGroup, SubscribedTopic
 from coordkit.engine.groups.modern.java_order import java_hash_map_order, java_hash_set_order
@@ -25,6 +26,11 @@ from coordkit.strategies.target_assignment import (
 )
 
 log = logging.getLogger("coordkit.engine.groups")
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(regex: str) -> re.Pattern[str]:
+    return re.compile(regex)
 
 
 class TargetAssignmentBuilder:
@@ -58,23 +64,37 @@ class TargetAssignmentBuilder:
         group.assignment_computed_at = now
         return True
 
-    def member_topics(self, member: ConsumerGroupMember) -> set[str]:
+    def matches(self, regex: str) -> frozenset[str]:
+        """The topics a subscription regex matches (internal topics never)."""
+        pattern = _compiled(regex)
+        return frozenset(
+            t for t in self.topics.names() if t not in INTERNAL_TOPICS and pattern.fullmatch(t)
+        )
+
+    def member_topics(
+        self, member: ConsumerGroupMember, matched: dict[str, frozenset[str]] | None = None
+    ) -> set[str]:
         """The topic names the member subscribes to: its names, and what its regex matches."""
         names = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex is not None:
-            pattern = re.compile(member.subscribed_topic_regex)
-            names.update(
-                t for t in self.topics.names()
-                if t not in INTERNAL_TOPICS and pattern.fullmatch(t)
-            )  # fmt: skip
+        regex = member.subscribed_topic_regex
+        if regex is not None:
+            if matched is None:
+                names.update(self.matches(regex))
+            else:
+                names.update(matched.setdefault(regex, self.matches(regex)))
         return names
 
     def subscription_metadata(
-        self, members: Iterable[ConsumerGroupMember]
+        self,
+        group: ConsumerGroup,
+        replacing: ConsumerGroupMember | None = None,
+        by: ConsumerGroupMember | None = None,
     ) -> dict[str, SubscribedTopic]:
-        names: set[str] = set()
-        for member in members:
-            names.update(self.member_topics(member))
+        """Kafka's subscription metadata: the subscribed topics that exist, with ``replacing``
+        swapped for ``by`` (a heartbeat's member before and after)."""
+        names, regexes = group.subscriptions(replacing, by)
+        for regex in regexes:
+            names |= self.matches(regex)
         return self.topics.topics(names)
 
     def compute(self, group: ConsumerGroup) -> None:
@@ -84,12 +104,15 @@ class TargetAssignmentBuilder:
         metadata = group.subscription_metadata
         ids = {name: topic.topic_id for name, topic in metadata.items()}
         order = java_hash_map_order(group.members)
+        matched: dict[str, frozenset[str]] = {}
         specs = {}
         for member_id in order:
             member = group.members[member_id]
             specs[member_id] = MemberSpec(
                 subscribed_topic_ids=[
-                    ids[t] for t in java_hash_set_order(self.member_topics(member)) if t in ids
+                    ids[t]
+                    for t in java_hash_set_order(self.member_topics(member, matched))
+                    if t in ids
                 ],
                 rack=member.rack_id,
                 instance_id=member.instance_id,

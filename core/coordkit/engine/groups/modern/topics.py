@@ -47,6 +47,9 @@ class TopicsImage:
         self._lock = threading.Lock()
         self._names: tuple[float, frozenset[str]] | None = None
         self._topics: dict[str, tuple[float, SubscribedTopic | None]] = {}
+        #: The node bytes each topic was last decoded from: unchanged bytes are not decoded again
+        #: (a topic of thousands of partitions costs milliseconds to decode).
+        self._decoded: dict[str, tuple[bytes, SubscribedTopic | None]] = {}
         self._racks: tuple[float, dict[int, str]] | None = None
 
     def names(self) -> frozenset[str]:
@@ -93,8 +96,19 @@ class TopicsImage:
             return None
         if isinstance(result, StoreError):
             raise result
+        data = bytes(result[0])
+        with self._lock:
+            previous = self._decoded.get(name)
+        if previous is not None and previous[0] == data:
+            return previous[1]
+        topic = self._decode_node(name, path, data)
+        with self._lock:
+            self._decoded[name] = (data, topic)
+        return topic
+
+    def _decode_node(self, name: str, path: str, data: bytes) -> SubscribedTopic | None:
         try:
-            assignment = layout.TOPIC.decode(result[0], path)
+            assignment = layout.TOPIC.decode(data, path)
             topic_id = kafka_uuid(assignment.topic_id) if assignment.topic_id else None
         except (LayoutError, ValueError) as exc:
             log.warning("consumer groups leave out topic %r: %s", name, exc)
@@ -146,6 +160,7 @@ class TopicsImage:
         with self._lock:
             self._names = None
             self._topics.clear()
+            self._decoded.clear()
             self._racks = None
 
 
