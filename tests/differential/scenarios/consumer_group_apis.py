@@ -330,9 +330,10 @@ def describe_not_consumer_groups(side: Side) -> list[Any]:
 
 @scenario("consumer_group_apis.describe_groups_of_consumer_group", versions=CLASSIC)
 def describe_groups_of_consumer_group(side: Side) -> list[Any]:
-    """DescribeGroups v5 of a stable consumer group of two: Kafka 4.4 describes only classic
-    groups through it, and answers Dead with no members and no error (as for a group that does
-    not exist)."""
+    """DescribeGroups (the highest version both serve) of a stable consumer group of two:
+    Kafka 4.4 describes only classic groups through it: Dead with no members, and no error at
+    v5 (as for a group that does not exist), GROUP_ID_NOT_FOUND at v6 ("... is not a classic
+    group")."""
     name = side.topic()
     create_topics(side, side.group(), {name: 2})
     names = TopicNames(side)
