@@ -2,7 +2,8 @@
 (``coordkit group describe``).
 
 * the classic group's persisted metadata, ``/coordkit/groups/G`` (generation, protocol, leader,
-  members and their assignment as of the last completed sync);
+  members and their assignment as of the last completed sync), or a consumer-protocol group's
+  (KIP-848) node and member nodes there (:mod:`coordkit.cli.group.consumer`);
 * its committed offsets, through the offset storage the coordinators commit through;
 * a legacy group's ``/consumers/G``: registrations, owner nodes and offsets.
 """
@@ -13,12 +14,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
-from rich.console import Group
+from rich.console import Group, RenderableType
 
+from coordkit.cli.group.consumer import (
+    StoredConsumerGroup,
+    consumer_group_json,
+    read_consumer_group,
+    render_consumer_group,
+)
 from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.groups import GroupMetadata, group_path
 from coordkit.engine.groups.metadata import decode as decode_metadata
+from coordkit.engine.groups.modern.records import is_consumer_group
 from coordkit.engine.legacy import LegacyGroupView, read_group
 from coordkit.errors import NoNodeError
 from coordkit.kafka import layout
@@ -33,6 +41,7 @@ class StoredGroup:
     """A group as the store holds it.
 
     :param metadata: the persisted classic group, ``None`` if there is none.
+    :param consumer: the consumer-protocol group, ``None`` if there is none.
     :param offsets: committed offsets in ``offset_storage``.
     :param legacy: ``/consumers/G`` read back, ``None`` if the node does not exist.
     """
@@ -42,10 +51,16 @@ class StoredGroup:
     metadata: GroupMetadata | None
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
     legacy: LegacyGroupView | None
+    consumer: StoredConsumerGroup | None = None
 
     @property
     def empty(self) -> bool:
-        return self.metadata is None and not self.offsets and self.legacy is None
+        return (
+            self.metadata is None
+            and self.consumer is None
+            and not self.offsets
+            and self.legacy is None
+        )
 
 
 def read_stored_group(store: MetadataStore, group_id: str, offset_storage: str) -> StoredGroup:
@@ -56,21 +71,29 @@ def read_stored_group(store: MetadataStore, group_id: str, offset_storage: str) 
     :raises LayoutError: a node does not hold what Kafka's or coordkit's layout says.
     """
     path = group_path(group_id)
+    metadata: GroupMetadata | None = None
+    consumer: StoredConsumerGroup | None = None
     try:
         data, _ = store.get(path)
-        metadata: GroupMetadata | None = decode_metadata(group_id, data, path)
     except NoNodeError:
-        metadata = None
+        pass
+    else:
+        if is_consumer_group(data):
+            consumer = read_consumer_group(store, group_id, path, data)
+        else:
+            metadata = decode_metadata(group_id, data, path)
     offsets = get_plugin_manager().offset_store(offset_storage)(store).fetch(group_id)
     legacy_root = layout.consumer_group_path(group_id)
     legacy = read_group(store, group_id) if store.exists(legacy_root) is not None else None
-    return StoredGroup(group_id, offset_storage, metadata, offsets, legacy)
+    return StoredGroup(group_id, offset_storage, metadata, offsets, legacy, consumer)
 
 
 def render_stored(stored: StoredGroup, where: str) -> Group:
     """What the store holds for the group, as tables that fit the terminal (names and values
     from the store are shown as they are, control characters made visible)."""
-    parts: list[FittedTable] = []
+    parts: list[RenderableType] = []
+    if stored.consumer is not None:
+        parts += render_consumer_group(stored.consumer, where)
     metadata = stored.metadata
     if metadata is not None:
         parts.append(
@@ -188,6 +211,7 @@ def stored_json(stored: StoredGroup) -> dict[str, Any]:
                 for m in sorted(metadata.members, key=lambda m: m.join_order)
             ],
         },
+        "consumer": None if stored.consumer is None else consumer_group_json(stored.consumer),
         "offset_storage": stored.offset_storage,
         "offsets": {str(tp): v.offset for tp, v in sorted(stored.offsets.items())},
         "legacy": None
