@@ -122,13 +122,14 @@ def coordinator(group_cluster: Callable[..., Cluster]) -> GroupCoordinator:
 def test_members_join_and_partitions_move_only_once_revoked(coordinator: GroupCoordinator) -> None:
     first = Member("m1")
     answer = first.heartbeat(coordinator)
-    assert (answer.error, answer.member_epoch, len(first.partitions())) == (ErrorCode.NONE, 1, 6)
+    # Kafka 4.4's groups start at epoch 1: the first member's join makes it 2.
+    assert (answer.error, answer.member_epoch, len(first.partitions())) == (ErrorCode.NONE, 2, 6)
     second = Member("m2")
     answer = second.heartbeat(coordinator)
     # The second member's target is held by the first: it gets nothing until it is released.
-    assert (answer.member_epoch, second.partitions()) == (2, set())
+    assert (answer.member_epoch, second.partitions()) == (3, set())
     answer = first.heartbeat(coordinator)  # told to give three back, at its epoch
-    assert (answer.member_epoch, len(first.partitions())) == (1, 3)
+    assert (answer.member_epoch, len(first.partitions())) == (2, 3)
     assert_disjoint([first, second])
     settle(coordinator, [first, second])
     assert (len(first.partitions()), len(second.partitions())) == (3, 3)
@@ -144,7 +145,7 @@ def test_a_member_leaving_bumps_the_epoch_and_frees_its_partitions(
     assert (answer.error, answer.member_epoch) == (ErrorCode.NONE, -1)
     settle(coordinator, members)
     (description,) = coordinator.consumer_group_describe([GROUP])
-    assert description.group_epoch == 4  # three joins, one leave
+    assert description.group_epoch == 5  # from 1: three joins, one leave
     assert sorted(len(m.partitions()) for m in members) == [3, 3]
 
 
@@ -259,7 +260,7 @@ def test_the_group_resumes_its_epochs_on_a_new_coordinator(
         what="another coordinator",
     )
     (description,) = successor.consumer_group_describe([GROUP])
-    assert (description.state, description.group_epoch) == ("Stable", 2)
+    assert (description.state, description.group_epoch) == ("Stable", 3)
     assert sorted(m.member_epoch for m in description.members) == sorted(epochs)
     settle(successor, members)
     assert [m.epoch for m in members] == epochs  # nothing moved: the same epochs go on
@@ -287,7 +288,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group_and_back(
     member = Member("m1")
     settle(coordinator, [member])
     (description,) = coordinator.consumer_group_describe([GROUP])
-    assert (description.state, description.group_epoch) == ("Stable", 1)
+    assert (description.state, description.group_epoch) == ("Stable", 2)
     listed = {g.group_id: g for g in coordinator.list_groups()}
     assert (listed[GROUP].group_type, listed[GROUP].state_name) == ("consumer", "Stable")
     # A classic member cannot join while the consumer group has members ...
@@ -318,22 +319,55 @@ def test_a_burst_of_joins_is_assigned_once_per_assignment_interval(
     )
     coordinator = coordinator_of(cluster)
     first = Member("m1")
-    assert first.heartbeat(coordinator).member_epoch == 1  # the first target: computed at once
+    assert first.heartbeat(coordinator).member_epoch == 2  # the first target: computed at once
     joiners = [Member(f"m{i}") for i in range(2, 5)]
     for member in joiners:
         answer = member.heartbeat(coordinator)
-        # Reconciled to the target there is (epoch 1, nothing for it) while the group waits.
-        assert (answer.error, answer.member_epoch, answer.assignment) == (ErrorCode.NONE, 1, {})
+        # Reconciled to the target there is (epoch 2, nothing for it) while the group waits.
+        assert (answer.error, answer.member_epoch, answer.assignment) == (ErrorCode.NONE, 2, {})
     (description,) = coordinator.consumer_group_describe([GROUP])
     assert (description.state, description.group_epoch, description.assignment_epoch) == (
         "Assigning",
-        4,
-        1,
+        5,
+        2,
     )
     described = wait_for(
-        lambda: (d := coordinator.consumer_group_describe([GROUP])[0]).assignment_epoch == 4 and d,
+        lambda: (d := coordinator.consumer_group_describe([GROUP])[0]).assignment_epoch == 5 and d,
         what="the sweep to compute the held-back target",
         timeout=10,
     )
     assert described.state == "Reconciling"
     settle(coordinator, [first, *joiners])
+
+
+def test_a_regex_subscription_is_resolved_apart_and_follows_new_topics(
+    group_cluster: Callable[..., Cluster],
+) -> None:
+    """As Kafka 4.4 resolves regexes in the background: the join answers at once (epoch 1, nothing
+    yet); the coordinator's sweep resolves the regex and bumps the group epoch; a topic created
+    later that matches joins the subscription at the next resolution."""
+    cluster = group_cluster(topic=TOPIC, partitions=PARTITIONS)
+    coordinator = coordinator_of(cluster)
+    member = Member("re1")
+    answer = member.heartbeat(
+        coordinator, subscribed_topic_names=(), subscribed_topic_regex="ord.*"
+    )
+    assert (answer.error, answer.member_epoch, member.partitions()) == (ErrorCode.NONE, 1, set())
+    wait_for(
+        lambda: (
+            member.heartbeat(coordinator).error is ErrorCode.NONE
+            and len(member.partitions()) == PARTITIONS
+        ),
+        what="the regex's partitions",
+    )
+    assert member.epoch == 2
+    cluster.create_topic("orders-eu", 2, 1)
+    wait_for(
+        lambda: (
+            member.heartbeat(coordinator).error is ErrorCode.NONE
+            and len(member.partitions()) == PARTITIONS + 2
+        ),
+        what="the new topic's partitions",
+    )
+    (description,) = coordinator.consumer_group_describe([GROUP])
+    assert description.members[0].subscribed_topic_regex == "ord.*"

@@ -58,7 +58,9 @@ class ConsumerGroup:
         self.partition = partition
         self.lock = threading.RLock()
         self.dead = False
-        self.group_epoch = 0
+        # Kafka 4.4's new groups start at epoch 1 (so the first member's join makes it 2); the
+        # target assignment is at 0 until the first one is computed.
+        self.group_epoch = 1
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         #: How many members subscribe to each topic name, and to each regex (Kafka's
@@ -66,6 +68,9 @@ class ConsumerGroup:
         #: every member.
         self._names: Counter[str] = Counter()
         self._regexes: Counter[str] = Counter()
+        #: regex -> (when resolved, the topics it matched): resolved apart from the heartbeat
+        #: that brought it (Kafka resolves regexes in the background), refreshed now and then.
+        self.resolved_regexes: dict[str, tuple[float, frozenset[str]]] = {}
         #: instance id -> member id of the static members.
         self.static_members: dict[str, str] = {}
         #: member id -> its target assignment at :attr:`assignment_epoch`.
@@ -154,6 +159,9 @@ class ConsumerGroup:
             self._regexes[regex] += sign
             if not self._regexes[regex]:
                 del self._regexes[regex]
+
+    def subscribed_regexes(self) -> set[str]:
+        return set(self._regexes)
 
     def subscriptions(
         self,

@@ -177,10 +177,16 @@ class ConsumerGroupHeartbeats:
             updated = attrs.evolve(updated, subscribed_topic_regex=None)
 
         # 1. The group epoch moves when the subscriptions, or the subscribed topics, changed.
+        # Kafka 4.4 bumps on a changed server assignor too (the group may prefer another).
+        # A new regex bumps once resolved (the coordinator's sweep), as Kafka resolves regexes
+        # in the background; one the group has resolved already bumps now.
+        regex = updated.subscribed_topic_regex
         bump = (
             updated.subscribed_topic_names != member.subscribed_topic_names
-            or updated.subscribed_topic_regex != member.subscribed_topic_regex
-        )
+            or updated.server_assignor != member.server_assignor
+            or (regex != member.subscribed_topic_regex
+                and (regex is None or regex in group.resolved_regexes))
+        )  # fmt: skip
         if replaced is not None:
             # The new member takes the old one's target too (Kafka's ``replaceMember``).
             inherited = group.target.get(replaced.member_id, {})

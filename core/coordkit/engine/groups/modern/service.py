@@ -30,6 +30,7 @@ from coordkit.engine.groups.modern.protocol import (
     HeartbeatError,
 )
 from coordkit.engine.groups.protocol import ErrorCode, GroupState
+from coordkit.errors import StoreError
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
@@ -167,7 +168,8 @@ class ConsumerGroupService:
                         client_host=m.client_host,
                         subscribed_topic_names=m.subscribed_topic_names,
                         subscribed_topic_regex=m.subscribed_topic_regex,
-                        assignment=m.assigned_partitions,
+                        # Kafka shows what the member holds: kept and still to revoke.
+                        assignment=m.owned(),
                         target_assignment=group.target.get(m.member_id, {}),
                         state=m.state,
                     )
@@ -208,11 +210,17 @@ class ConsumerGroupService:
             if group.dead:
                 return
             fenced = self.heartbeats.expire(group, now)
+            targets = self.heartbeats.targets
             try:
-                computed = self.heartbeats.targets.maybe_compute(group, now)
+                resolved = targets.refresh_regexes(group, now)
+            except StoreError as exc:
+                log.warning("group %r: regex subscriptions not resolved: %s", group.group_id, exc)
+                resolved = False
+            try:
+                computed = targets.maybe_compute(group, now)
             except HeartbeatError:
                 computed = False  # logged; the next heartbeat answers the error
-            if not (fenced or computed):
+            if not (fenced or resolved or computed):
                 return
             if self._persist(group) is not ErrorCode.NONE:
                 self.hosting.replace(group, None)

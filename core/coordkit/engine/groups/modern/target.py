@@ -27,6 +27,9 @@ from coordkit.strategies.target_assignment import (
 
 log = logging.getLogger("coordkit.engine.groups")
 
+#: Seconds after which a resolved regex is matched against the topics again (new topics join).
+REGEX_REFRESH = 1.0
+
 
 @functools.lru_cache(maxsize=256)
 def _compiled(regex: str) -> re.Pattern[str]:
@@ -71,18 +74,42 @@ class TargetAssignmentBuilder:
             t for t in self.topics.names() if t not in INTERNAL_TOPICS and pattern.fullmatch(t)
         )
 
-    def member_topics(
-        self, member: ConsumerGroupMember, matched: dict[str, frozenset[str]] | None = None
-    ) -> set[str]:
-        """The topic names the member subscribes to: its names, and what its regex matches."""
+    @staticmethod
+    def member_topics(group: ConsumerGroup, member: ConsumerGroupMember) -> set[str]:
+        """The topic names the member subscribes to: its names, and what its regex matched when
+        it was last resolved (nothing before its first resolution)."""
         names = set(member.subscribed_topic_names)
         regex = member.subscribed_topic_regex
-        if regex is not None:
-            if matched is None:
-                names.update(self.matches(regex))
-            else:
-                names.update(matched.setdefault(regex, self.matches(regex)))
+        if regex is not None and regex in group.resolved_regexes:
+            names.update(group.resolved_regexes[regex][1])
         return names
+
+    def refresh_regexes(self, group: ConsumerGroup, now: float) -> bool:
+        """Resolve the group's new regexes and those resolved :data:`REGEX_REFRESH` ago; when that
+        changes what the group subscribes to, bump the group epoch. Whether it bumped."""
+        subscribed = group.subscribed_regexes()
+        changed = False
+        for regex in list(group.resolved_regexes):
+            if regex not in subscribed:
+                del group.resolved_regexes[regex]
+        for regex in subscribed:
+            resolved = group.resolved_regexes.get(regex)
+            if resolved is not None and now - resolved[0] < REGEX_REFRESH:
+                continue
+            names = self.matches(regex)
+            group.resolved_regexes[regex] = (now, names)
+            changed = changed or resolved is None or resolved[1] != names
+        if not changed:
+            return False
+        metadata = self.subscription_metadata(group)
+        new_regex = any(now == at for at, _ in group.resolved_regexes.values())
+        if metadata == group.subscription_metadata and not new_regex:
+            return False
+        group.subscription_metadata = metadata
+        group.group_epoch += 1
+        log.info("group %r: group epoch bumped to %d (regex subscriptions resolved)",
+                 group.group_id, group.group_epoch)  # fmt: skip
+        return True
 
     def subscription_metadata(
         self,
@@ -94,7 +121,8 @@ class TargetAssignmentBuilder:
         swapped for ``by`` (a heartbeat's member before and after)."""
         names, regexes = group.subscriptions(replacing, by)
         for regex in regexes:
-            names |= self.matches(regex)
+            if regex in group.resolved_regexes:
+                names |= group.resolved_regexes[regex][1]
         return self.topics.topics(names)
 
     def compute(self, group: ConsumerGroup) -> None:
@@ -104,14 +132,13 @@ class TargetAssignmentBuilder:
         metadata = group.subscription_metadata
         ids = {name: topic.topic_id for name, topic in metadata.items()}
         order = java_hash_map_order(group.members)
-        matched: dict[str, frozenset[str]] = {}
         specs = {}
         for member_id in order:
             member = group.members[member_id]
             specs[member_id] = MemberSpec(
                 subscribed_topic_ids=[
                     ids[t]
-                    for t in java_hash_set_order(self.member_topics(member, matched))
+                    for t in java_hash_set_order(self.member_topics(group, member))
                     if t in ids
                 ],
                 rack=member.rack_id,

@@ -105,13 +105,18 @@ def _topic_names(
     """Names of the topics the descriptions mention, from the coordinator's topics image."""
     image = coordinator(ctx).topics_image
     wanted = {t for g in groups for m in g.members for t in (*m.assignment, *m.target_assignment)}
-    if not wanted:
-        return {}
-    return {
-        topic.topic_id: name
-        for name, topic in image.topics(image.names()).items()
-        if topic.topic_id in wanted
-    }
+    names: dict[uuid.UUID, str] = {}
+    for fresh in (False, True):
+        if fresh:
+            image.invalidate()  # a topic newer than the cached list: read the store again
+        names = {
+            topic.topic_id: name
+            for name, topic in image.topics(image.names()).items()
+            if topic.topic_id in wanted
+        }
+        if wanted <= set(names):
+            break
+    return names
 
 
 async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> Any:
@@ -138,7 +143,8 @@ async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=list(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                # Kafka answers "" for a member without a regex (its member keeps one, empty).
+                subscribed_topic_regex=m.subscribed_topic_regex or "",
                 assignment=DescribedAssignment(
                     topic_partitions=_partitions(DescribedTopicPartitions, m.assignment, names)
                 ),
