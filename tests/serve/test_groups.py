@@ -6,6 +6,7 @@ offsets committed and fetched back, DescribeGroups and ListGroups."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 OFFSET_METADATA_TOO_LARGE = 12
+UNKNOWN_TOPIC_ID = 100
 INCONSISTENT_GROUP_PROTOCOL = 23
 
 FindCoordinator = messages.FindCoordinatorRequest
@@ -140,8 +142,8 @@ GROUP_RANGES = {
     14: (0, 5),
     12: (0, 4),
     13: (0, 5),
-    8: (2, 9),
-    9: (1, 9),
+    8: (2, 10),
+    9: (1, 10),
     15: (0, 6),
     16: (0, 5),
     68: (0, 1),
@@ -436,6 +438,60 @@ def test_offsets_committed_are_fetched_back(serve: ServeFactory, raw_client: Con
     assert joined.error_code == 0
     refused = client.call(_commit_request(group, {("orders", 0): (50, "", -1)}), 8)
     assert refused.topics[0].partitions[0].error_code == UNKNOWN_MEMBER_ID
+
+
+def test_offsets_by_topic_id_from_v10(serve: ServeFactory, raw_client: Connect) -> None:
+    """OffsetCommit and OffsetFetch v10 name topics by id (KIP-848): the offsets are the ones
+    committed by name, an id no topic has is UNKNOWN_TOPIC_ID, and all of a group's offsets come
+    back under their topics' ids."""
+    server = serve(brokers=1)
+    group = "by-id"
+    _, address = _coordinator(raw_client(server.addresses[0]), group, server)
+    client = raw_client(address)
+    _create_topic(client, "orders", 2)
+    metadata = client.call(
+        messages.MetadataRequest(topics=[messages.MetadataRequest.MetadataRequestTopic(
+            name="orders")], allow_auto_topic_creation=False), 12,
+    )  # fmt: skip
+    topic_id = metadata.topics[0].topic_id
+    nobody = uuid.uuid4()
+    commit = OffsetCommit(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[
+            OffsetCommit.OffsetCommitRequestTopic(topic_id=topic_id, partitions=[
+                OffsetCommit.OffsetCommitRequestPartition(partition_index=1, committed_offset=5,
+                                                          committed_metadata="m")]),
+            OffsetCommit.OffsetCommitRequestTopic(topic_id=nobody, partitions=[
+                OffsetCommit.OffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                          committed_metadata="")]),
+        ],
+    )  # fmt: skip
+    committed = client.call(commit, 10)
+    assert [
+        (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions])
+        for t in committed.topics
+    ] == [(topic_id, [(1, 0)]), (nobody, [(0, UNKNOWN_TOPIC_ID)])]
+    # Committed by id, read by name (v9) and by id (v10).
+    by_name = client.call(OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(
+        group_id=group, topics=[OffsetFetch.OffsetFetchRequestTopics(
+            name="orders", partition_indexes=[1])])]), 9)  # fmt: skip
+    assert [p.committed_offset for p in by_name.groups[0].topics[0].partitions] == [5]
+    asked = [
+        OffsetFetch.OffsetFetchRequestTopics(topic_id=topic_id, partition_indexes=[0, 1]),
+        OffsetFetch.OffsetFetchRequestTopics(topic_id=nobody, partition_indexes=[0]),
+    ]
+    by_id = client.call(OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(
+        group_id=group, topics=asked)]), 10)  # fmt: skip
+    assert [
+        (t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
+        for t in by_id.groups[0].topics
+    ] == [(topic_id, [(0, -1, 0), (1, 5, 0)]), (nobody, [(0, -1, UNKNOWN_TOPIC_ID)])]
+    everything = client.call(OffsetFetch(groups=[OffsetFetch.OffsetFetchRequestGroup(
+        group_id=group, topics=None)]), 10)  # fmt: skip
+    assert [(t.topic_id, [p.committed_offset for p in t.partitions])
+            for t in everything.groups[0].topics] == [(topic_id, [5])]  # fmt: skip
 
 
 def test_describe_and_list_groups(serve: ServeFactory, raw_client: Connect) -> None:

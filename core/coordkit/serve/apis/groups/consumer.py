@@ -105,18 +105,7 @@ def _topic_names(
     """Names of the topics the descriptions mention, from the coordinator's topics image."""
     image = coordinator(ctx).topics_image
     wanted = {t for g in groups for m in g.members for t in (*m.assignment, *m.target_assignment)}
-    names: dict[uuid.UUID, str] = {}
-    for fresh in (False, True):
-        if fresh:
-            image.invalidate()  # a topic newer than the cached list: read the store again
-        names = {
-            topic.topic_id: name
-            for name, topic in image.topics(image.names()).items()
-            if topic.topic_id in wanted
-        }
-        if wanted <= set(names):
-            break
-    return names
+    return image.names_by_id(wanted) if wanted else {}
 
 
 async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> Any:

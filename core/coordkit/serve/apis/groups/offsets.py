@@ -4,12 +4,14 @@ A commit is fenced as Kafka fences it (a current member of the current generatio
 outside any group while the group is empty); its committed metadata string and, from v6, the
 leader epoch are stored with the offset. A fetch answers every requested partition (-1 for one
 never committed), or every committed partition when the topics are null (v2+); v8+ asks for
-several groups at once.
+several groups at once. v10 of both names topics by id (UNKNOWN_TOPIC_ID for an id no topic has);
+offsets are kept by topic name, as the offset storage keys them.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from coordkit.engine.groups import ErrorCode
@@ -38,10 +40,12 @@ FetchGroup = nested(FetchResponse, "OffsetFetchResponseGroup")
 FetchGroupTopic = nested(FetchResponse, "OffsetFetchResponseTopics")
 FetchGroupPartition = nested(FetchResponse, "OffsetFetchResponsePartitions")
 
-COMMIT_VERSIONS = (2, 9)
+COMMIT_VERSIONS = (2, 10)
+#: OffsetCommit and OffsetFetch v10+ name topics by id (KIP-848).
+TOPIC_ID_VERSION = 10
 #: OffsetFetch v9+ names the member asking and its epoch (KIP-848).
 FETCH_MEMBER_VERSION = 9
-FETCH_VERSIONS = (1, 9)
+FETCH_VERSIONS = (1, 10)
 #: Kafka's ``offset.metadata.max.bytes`` default.
 MAX_METADATA = 4096
 #: OffsetCommit v6+ carries the leader epoch; v7+ the group instance id.
@@ -67,11 +71,15 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     stamped = version == 1
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    counts = coordinator(ctx).topic_partitions([topic.name for topic in body.topics])
-    for topic in body.topics:
+    names = _topic_names(ctx, request)
+    counts = coordinator(ctx).topic_partitions([n for n in names if n is not None])
+    for topic, name in zip(body.topics, names, strict=True):
         for p in topic.partitions:
-            key = (topic.name, p.partition_index)
-            if not 0 <= p.partition_index < counts.get(topic.name, 0):
+            key = (_label(topic, name), p.partition_index)
+            if name is None:
+                codes[key] = errors.UNKNOWN_TOPIC_ID
+                continue
+            if not 0 <= p.partition_index < counts.get(name, 0):
                 codes[key] = errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             metadata = p.committed_metadata or ""
@@ -79,7 +87,7 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
                 codes[key] = errors.OFFSET_METADATA_TOO_LARGE
                 continue
             try:
-                tp = TopicPartition(topic.name, p.partition_index)
+                tp = TopicPartition(name, p.partition_index)
                 value = OffsetAndMetadata(
                     p.committed_offset,
                     metadata,
@@ -102,29 +110,56 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     )
     answer = coordinator(ctx).offset_commit(commit).error if body.group_id else None
     error = int(ErrorCode.INVALID_GROUP_ID if answer is None else answer)
-    for tp in offsets:
-        codes[(tp.topic, tp.partition)] = error
+    for topic, name in zip(body.topics, names, strict=True):
+        for p in topic.partitions:
+            key = (_label(topic, name), p.partition_index)
+            if name is not None and TopicPartition(name, p.partition_index) in offsets:
+                codes[key] = error
     return codes
 
 
+def _topic_names(ctx: BrokerContext, request: Request) -> list[str | None]:
+    """Each request topic's name: as sent, or (v10+) the name of its id (``None``: unknown)."""
+    topics = request.body.topics
+    if request.version < TOPIC_ID_VERSION:
+        return [t.name for t in topics]
+    known = coordinator(ctx).topics_image.names_by_id(t.topic_id for t in topics)
+    return [known.get(t.topic_id) for t in topics]
+
+
+def _asked_id(label: str) -> uuid.UUID:
+    """The id of a topic asked for by an id no topic has (its label, see :func:`_label`)."""
+    return uuid.UUID(label.removeprefix("<id ").removesuffix(">"))
+
+
+def _label(topic: Any, name: str | None) -> str:
+    """A request topic's key in the answers: its name, or its id when no topic has it."""
+    return name if name is not None else f"<id {topic.topic_id}>"
+
+
 async def handle_offset_commit(ctx: BrokerContext, request: Request) -> Any:
-    codes = await ctx.blocking(lambda: _commit(ctx, request))
-    return CommitResponse(
-        throttle_time_ms=0,
-        topics=[
-            CommitTopic(
-                name=topic.name,
-                partitions=[
-                    CommitPartition(
-                        partition_index=p.partition_index,
-                        error_code=codes[(topic.name, p.partition_index)],
-                    )
-                    for p in topic.partitions
-                ],
-            )
-            for topic in request.body.topics
-        ],
-    )
+    def commit() -> tuple[dict[tuple[str, int], int], list[str | None]]:
+        return _commit(ctx, request), _topic_names(ctx, request)
+
+    codes, names = await ctx.blocking(commit)
+    by_id = request.version >= TOPIC_ID_VERSION
+    topics = []
+    for topic, name in zip(request.body.topics, names, strict=True):
+        answer = CommitTopic(
+            partitions=[
+                CommitPartition(
+                    partition_index=p.partition_index,
+                    error_code=codes[(_label(topic, name), p.partition_index)],
+                )
+                for p in topic.partitions
+            ],
+        )
+        if by_id:
+            answer.topic_id = topic.topic_id
+        else:
+            answer.name = topic.name
+        topics.append(answer)
+    return CommitResponse(throttle_time_ms=0, topics=topics)
 
 
 Asked = list[tuple[str, list[int]]] | None
@@ -141,7 +176,14 @@ def _fetch(
         return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID)
     partitions = None
     if asked is not None:
-        partitions = [TopicPartition(t, p) for t, ps in asked for p in ps if p >= 0]
+        # A topic asked for by an id no topic has is answered UNKNOWN_TOPIC_ID by the caller.
+        partitions = [
+            TopicPartition(t, p)
+            for t, ps in asked
+            if not t.startswith("<id ")
+            for p in ps
+            if p >= 0
+        ]
     request = OffsetFetchRequest(group_id, partitions, member_id, member_epoch)
     return coordinator(ctx).offset_fetch(request)
 
@@ -180,12 +222,24 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     version = request.version
     if version >= FETCH_GROUPS_VERSION:
+        by_id = version >= TOPIC_ID_VERSION
+        image = coordinator(ctx).topics_image
+        names: dict[Any, str] = {}
+        if by_id:
+            wanted = {t.topic_id for g in body.groups for t in g.topics or ()}
+            names = await ctx.blocking(lambda: image.names_by_id(wanted))
+
+        def name_of(topic: Any) -> str:
+            if not by_id:
+                return str(topic.name)
+            return names.get(topic.topic_id, f"<id {topic.topic_id}>")
+
         asked_groups = [
             (
                 g.group_id,
                 None
                 if g.topics is None
-                else [(t.name, list(t.partition_indexes)) for t in g.topics],
+                else [(name_of(t), list(t.partition_indexes)) for t in g.topics],
             )
             for g in body.groups
         ]
@@ -202,26 +256,38 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
             ]
 
         answers = await ctx.blocking(fetch_all)
+        ids: dict[str, Any] = {}
+        if by_id:
+            # Topics answered by name (all of a group's, or asked by id): their ids.
+            answered = {t for answer in answers for t, _ in _answers(answer, None)}
+            answered |= {t for _, asked in asked_groups for t, _ in asked or ()}
+            answered = {t for t in answered if not t.startswith("<id ")}
+            ids = {n: topic.topic_id for n, topic in (await ctx.blocking(
+                lambda: image.topics(answered))).items()}  # fmt: skip
+            ids.update({name: topic_id for topic_id, name in names.items()})
         groups = []
         for (group_id, asked), answer in zip(asked_groups, answers, strict=True):
             failed = answer.error is not ErrorCode.NONE
+            topics = []
+            if not failed:
+                for topic, partitions in _answers(answer, asked):
+                    if by_id and topic not in ids and asked is None:
+                        continue  # a deleted topic's offsets: no id to name it by
+                    code = errors.UNKNOWN_TOPIC_ID if by_id and topic not in ids else errors.NONE
+                    entry = FetchGroupTopic(
+                        partitions=[
+                            _partition(FetchGroupPartition, version, index,
+                                       None if code else value, code)
+                            for index, value in partitions
+                        ],
+                    )  # fmt: skip
+                    if by_id:
+                        entry.topic_id = ids.get(topic) or _asked_id(topic)
+                    else:
+                        entry.name = topic
+                    topics.append(entry)
             groups.append(
-                FetchGroup(
-                    group_id=group_id,
-                    error_code=int(answer.error),
-                    topics=[]
-                    if failed
-                    else [
-                        FetchGroupTopic(
-                            name=topic,
-                            partitions=[
-                                _partition(FetchGroupPartition, version, index, value, errors.NONE)
-                                for index, value in partitions
-                            ],
-                        )
-                        for topic, partitions in _answers(answer, asked)
-                    ],
-                )
+                FetchGroup(group_id=group_id, error_code=int(answer.error), topics=topics)
             )
         return FetchResponse(throttle_time_ms=0, groups=groups)
     asked = (
