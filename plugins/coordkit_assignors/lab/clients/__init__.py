@@ -1,9 +1,11 @@
-"""``real-clients``: consumer groups of real client processes on ``coordkit serve``.
+"""``real-clients``: consumer groups of real client processes on ``coordkit serve``, or on a real
+Apache Kafka 4.4 for the reference rows.
 
 * :mod:`~coordkit_assignors.lab.clients.workload`: the workload, its strategies
-  (client library x assignor) and its metrics;
+  (client library x protocol x assignor, ``@kafka`` for Kafka's brokers) and its metrics;
 * :mod:`~coordkit_assignors.lab.clients.run`: one run's processes and events;
 * :mod:`~coordkit_assignors.lab.clients.analysis`: the processes' logs → steps;
-* :mod:`~coordkit_assignors.lab.clients.broker_host`, :mod:`~.consumer`, :mod:`~.producer`: the
-  programs those processes run.
+* :mod:`~coordkit_assignors.lab.clients.broker_host` (coordkit's brokers),
+  :mod:`~.kafka_host` (Kafka's), :mod:`~.consumer`, :mod:`~.producer`: the programs those
+  processes run.
 """
