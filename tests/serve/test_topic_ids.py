@@ -15,10 +15,14 @@ from coordkit.protocol import messages
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
+from serve.test_leader_epoch import _placed, _wait_moved
+from serve.test_replication import _state
 
 WAIT_SECONDS = 30
 NONE = 0
 UNKNOWN_TOPIC_ID = 100
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
 #: As a tool older than Kafka 2.8 wrote a topic: version 1, no id; one partition on broker 0.
 LEGACY_NODE = b'{"version":1,"partitions":{"0":[0]}}'
 NO_SUCH_ID = uuid.UUID(int=0x0123456789ABCDEF0123456789ABCDEF)
@@ -51,9 +55,10 @@ def produce(client: RawClient, topic_id: uuid.UUID, *values: bytes) -> Any:
     return client.call(Request(acks=-1, timeout_ms=10_000, topic_data=[data]), 13)
 
 
-def fetch(client: RawClient, topic_id: uuid.UUID) -> Any:
+def fetch(client: RawClient, topic_id: uuid.UUID, current_leader_epoch: int = -1) -> Any:
     Request: Any = messages.FetchRequest
-    partition = Request.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    partition = Request.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
+                                       current_leader_epoch=current_leader_epoch)  # fmt: skip
     request = Request(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
                       topics=[Request.FetchTopic(topic_id=topic_id, partitions=[partition])])  # fmt: skip
     return client.call(request, 18)
@@ -143,3 +148,41 @@ def test_librdkafka_reads_and_writes_a_topic_written_without_an_id(
     finally:
         consumer.close()
     assert read == [f"o{i}" for i in range(20)]
+
+
+def test_a_refusal_names_the_new_leader_and_its_endpoint(in_process: InProcessFactory) -> None:
+    """KIP-951 (Fetch 16+, Produce 10+): after a failover, a fetch with the old leader epoch
+    is FENCED_LEADER_EPOCH and one from a broker without a replica NOT_LEADER_OR_FOLLOWER, each
+    naming the new leader, its epoch and where it listens (the differential compares the
+    second with Kafka; a failover is not played there)."""
+    server = in_process(brokers=3)
+    tp = _placed(server, "moving", [0, 1])
+    first = _state(server, tp).leader_epoch
+    server.server.stop_broker(0)
+    _wait_moved(server, tp)
+    second = _state(server, tp).leader_epoch
+    leader, outsider = RawClient(server.address(1)), RawClient(server.address(2))
+    try:
+        topic_id = metadata(leader, "moving").topics[0].topic_id
+        host, port = server.address(1).rsplit(":", 1)
+        for client, epoch, code in ((leader, first, FENCED_LEADER_EPOCH),
+                                    (outsider, -1, NOT_LEADER_OR_FOLLOWER)):  # fmt: skip
+            answer = fetch(client, topic_id, current_leader_epoch=epoch)
+            refused = answer.responses[0].partitions[0]
+            assert refused.error_code == code
+            current = refused.current_leader
+            assert (current.leader_id, current.leader_epoch) == (1, second)
+            assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [
+                (1, host, int(port))
+            ]
+        produced = produce(outsider, topic_id, b"x")
+        refused = produced.responses[0].partition_responses[0]
+        assert refused.error_code == NOT_LEADER_OR_FOLLOWER
+        assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (
+            1,
+            second,
+        )
+        assert [e.node_id for e in produced.node_endpoints] == [1]
+    finally:
+        leader.close()
+        outsider.close()
