@@ -218,7 +218,7 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
             topics, found, failed = _read_all(ctx, request, names)
             break
     response: Any = FetchResponse(throttle_time_ms=0, error_code=errors.NONE, session_id=0,
-                             responses=topics)  # fmt: skip
+                                  responses=topics)  # fmt: skip
     if failed and request.version >= CURRENT_LEADER_VERSION:
         leaders = {
             p.current_leader.leader_id
