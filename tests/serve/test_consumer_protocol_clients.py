@@ -12,7 +12,8 @@ members sharing a topic of 6 partitions (replication factor 3), then:
 3. ``leave``: one member closes (it commits and leaves the group);
 4. ``static``: three static members (``group.instance.id``); one closes (a static member's
    leave is temporary: epoch -2) and a new process with its instance id takes its partitions back
-   while the others keep theirs (no assignment or revocation callback of theirs meanwhile);
+   while the others keep theirs (no assignment or revocation callback of theirs meanwhile) and
+   the group epoch stays (the new member replaced the old one under its instance id);
 5. ``coordinator``: the group coordinator's broker (FindCoordinator) crashes: the members find
    the new coordinator, which resumes the group from the store;
 6. ``broker``: a broker that is not the coordinator crashes: its partitions get other leaders.
@@ -131,12 +132,14 @@ def test_consumer_protocol_group(
         _settled(workers, server, coordinator, group, "the closed member gone")
     elif scenario == "static":
         others = {m.name: len(m.lines("assigned")) for m in group[1:]}
-        before = group[0].owned()
+        before, epoch = group[0].owned(), _describe(server, coordinator).group_epoch
         group[0].stop()
         group[0] = member(0, run=1)
         everyone.append(group[0])
-        _settled(workers, server, coordinator, group, "the static member back")
+        back = _settled(workers, server, coordinator, group, "the static member back")
         assert group[0].owned() == before, "the restarted static member got other partitions"
+        # The new process replaced the member under its instance id: no new group epoch.
+        assert back.group_epoch == epoch, f"group epoch {epoch} -> {back.group_epoch}"
         moved = {m.name: m.lines("assigned")[n - 1 :] for m in group[1:] if (n := others[m.name])}
         assert all(len(lines) == 1 for lines in moved.values()), (
             f"the other members' assignments changed during the static restart: {moved}"
