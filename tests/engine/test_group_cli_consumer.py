@@ -134,6 +134,19 @@ def test_a_malformed_member_node_is_named(
         assert "member_epoch" in line
 
 
+def test_a_member_node_nested_too_deep_is_named(
+    store_url: str, open_session: Callable[[], MetadataStore]
+) -> None:
+    """JSON nested thousands deep (which :func:`json.loads` would crash on) is refused by path."""
+    store = open_session()
+    paths = _write_group(store)
+    store.set(paths["m-stable"], b"[" * 5000 + b"]" * 5000)
+    result = _invoke(store_url)
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line == f"error: {paths['m-stable']}: nested deeper than 64 levels"
+
+
 def test_a_malformed_group_node_is_named(
     store_url: str, open_session: Callable[[], MetadataStore]
 ) -> None:

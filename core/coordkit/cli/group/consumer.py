@@ -30,6 +30,7 @@ from coordkit.errors import LayoutError, NoNodeError, StoreError
 from coordkit.kafka import layout
 from coordkit.kafka.model import TopicPartition
 from coordkit.store import MetadataStore
+from coordkit.support import jsontext
 
 
 @frozen
@@ -62,6 +63,18 @@ class StoredConsumerGroup:
         )
 
 
+def checked_json(data: bytes, path: str) -> Any:
+    """``data`` parsed within :mod:`~coordkit.support.jsontext`'s bounds (the records' own
+    decoders use :func:`json.loads`, which a node nested thousands deep would crash).
+
+    :raises LayoutError: not JSON, or too large or too deep.
+    """
+    try:
+        return jsontext.loads(data)
+    except jsontext.JSONTextError as exc:
+        raise LayoutError(path, str(exc)) from None
+
+
 def read_consumer_group(
     store: MetadataStore, group_id: str, path: str, header: bytes
 ) -> StoredConsumerGroup:
@@ -84,6 +97,7 @@ def read_consumer_group(
             continue  # the member left while we read
         if isinstance(result, StoreError):
             raise result
+        checked_json(result[0], member_path)
         member, target = records.decode_member(result[0], member_path)
         members.append(StoredMember(member_path, member, target))
     members.sort(key=lambda m: (m.member.client_id, m.member.member_id))

@@ -18,6 +18,7 @@ from rich.console import Group, RenderableType
 
 from coordkit.cli.group.consumer import (
     StoredConsumerGroup,
+    checked_json,
     consumer_group_json,
     read_consumer_group,
     render_consumer_group,
@@ -26,7 +27,7 @@ from coordkit.cli.group.view import compact_partitions
 from coordkit.cli.tables import Column, FittedTable, Kind
 from coordkit.engine.groups import GroupMetadata, group_path
 from coordkit.engine.groups.metadata import decode as decode_metadata
-from coordkit.engine.groups.modern.records import is_consumer_group
+from coordkit.engine.groups.modern.records import CONSUMER_TYPE
 from coordkit.engine.legacy import LegacyGroupView, read_group
 from coordkit.errors import NoNodeError
 from coordkit.kafka import layout
@@ -78,7 +79,8 @@ def read_stored_group(store: MetadataStore, group_id: str, offset_storage: str) 
     except NoNodeError:
         pass
     else:
-        if is_consumer_group(data):
+        node = checked_json(data, path)
+        if isinstance(node, dict) and node.get("type") == CONSUMER_TYPE:
             consumer = read_consumer_group(store, group_id, path, data)
         else:
             metadata = decode_metadata(group_id, data, path)
