@@ -68,8 +68,9 @@ KAFKA_ONLY_CONFIGS = {
 #: Kafka's brokers have racks (coordkit serve has no option to give its brokers one).
 KAFKA_RACKS = {1: "a", 2: "b", 3: "a"}
 KAFKA_BROKER_IDS = (1, 2, 3)
-#: Seconds coordkit serve may take to print its addresses.
-STARTUP_SECONDS = 60
+#: Seconds coordkit serve may take to print its addresses (a bound, generous for a shared,
+#: loaded machine: its start is a second or two when idle).
+STARTUP_SECONDS = 180
 STOP_SECONDS = 30
 
 
@@ -155,8 +156,15 @@ class CoordkitServe:
                     return
         finally:
             timer.cancel()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(STOP_SECONDS)
+        tail = self.log_tail()  # read before stop() removes the log
         self.stop()
-        raise AssertionError(f"coordkit serve did not start:\n{self.log_tail()}")
+        raise AssertionError(
+            f"coordkit serve did not start within {STARTUP_SECONDS} s (exit status "
+            f"{self.process.returncode}):\n{tail}"
+        )
 
     def _drain(self) -> None:
         assert self.process.stdout is not None
