@@ -169,8 +169,8 @@ _ELECTION_CASES = (
 
 _GROUP_CASES = (PresetCase("consumer-groups", {"consumers": 4, "static": (False, True)}),)
 
-#: Real client processes on coordkit serve: a scenario starts half a dozen processes for about a
-#: minute (a crash waits out a session timeout), so few events.
+#: Real client processes on coordkit serve (and on Kafka for the @kafka rows): a scenario starts
+#: half a dozen processes for about a minute (a crash waits out a session timeout), so few events.
 _CLIENT_CASES = (PresetCase("real-clients", {"consumers": 3, "events": 4}),)
 
 _PLACEMENT_CASES = (
@@ -222,9 +222,11 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "clients",
             "a consumer group of real client processes (kafka-python, aiokafka, "
-            "confluent-kafka; their assignors and coordkit's) on coordkit serve through joins, "
-            "SIGKILLs and restarts: rebalance time, records delivered twice or lost, latency "
-            "(not part of full)",
+            "confluent-kafka; their assignors and coordkit's; classic eager, cooperative and "
+            "Kafka 4's consumer protocol with each server-side assignor) on coordkit serve, "
+            "with Kafka 4.4 reference rows (@kafka), through joins, SIGKILLs and restarts: "
+            "rebalance time, revocations, records delivered twice or lost, latency (not part "
+            "of full)",
             _CLIENT_CASES,
             replicates=2,
         ),
