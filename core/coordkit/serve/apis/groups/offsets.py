@@ -5,7 +5,9 @@ outside any group while the group is empty); its committed metadata string and, 
 leader epoch are stored with the offset. A fetch answers every requested partition (-1 for one
 never committed), or every committed partition when the topics are null (v2+); v8+ asks for
 several groups at once. v10 of both names topics by id (UNKNOWN_TOPIC_ID for an id no topic has);
-offsets are kept by topic name, as the offset storage keys them.
+offsets are kept by topic name, as the offset storage keys them. Ids are resolved in the broker's
+own map of topic ids (the one Metadata and Fetch answer from), as Kafka's broker resolves them in
+its metadata cache: a topic deleted is gone from it at once.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ FETCH_EPOCH_VERSION = 5
 FETCH_GROUPS_VERSION = 8
 
 
-def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
+def _commit(
+    ctx: BrokerContext, request: Request, names: list[str | None]
+) -> dict[tuple[str, int], int]:
     """Commit what can be committed; each partition's error code (store work, off the loop).
 
     A partition of a topic that does not exist, or beyond its partition count, is
@@ -71,7 +75,6 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     stamped = version == 1
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    names = _topic_names(ctx, request)
     counts = coordinator(ctx).topic_partitions([n for n in names if n is not None])
     for topic, name in zip(body.topics, names, strict=True):
         for p in topic.partitions:
@@ -118,12 +121,12 @@ def _commit(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     return codes
 
 
-def _topic_names(ctx: BrokerContext, request: Request) -> list[str | None]:
+async def _topic_names(ctx: BrokerContext, request: Request) -> list[str | None]:
     """Each request topic's name: as sent, or (v10+) the name of its id (``None``: unknown)."""
     topics = request.body.topics
     if request.version < TOPIC_ID_VERSION:
         return [t.name for t in topics]
-    known = coordinator(ctx).topics_image.names_by_id(t.topic_id for t in topics)
+    known = await ctx.topic_names(t.topic_id for t in topics)
     return [known.get(t.topic_id) for t in topics]
 
 
@@ -138,10 +141,8 @@ def _label(topic: Any, name: str | None) -> str:
 
 
 async def handle_offset_commit(ctx: BrokerContext, request: Request) -> Any:
-    def commit() -> tuple[dict[tuple[str, int], int], list[str | None]]:
-        return _commit(ctx, request), _topic_names(ctx, request)
-
-    codes, names = await ctx.blocking(commit)
+    names = await _topic_names(ctx, request)
+    codes = await ctx.blocking(lambda: _commit(ctx, request, names))
     by_id = request.version >= TOPIC_ID_VERSION
     topics = []
     for topic, name in zip(request.body.topics, names, strict=True):
@@ -223,11 +224,9 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
     version = request.version
     if version >= FETCH_GROUPS_VERSION:
         by_id = version >= TOPIC_ID_VERSION
-        image = coordinator(ctx).topics_image
         names: dict[Any, str] = {}
         if by_id:
-            wanted = {t.topic_id for g in body.groups for t in g.topics or ()}
-            names = await ctx.blocking(lambda: image.names_by_id(wanted))
+            names = await ctx.topic_names({t.topic_id for g in body.groups for t in g.topics or ()})
 
         def name_of(topic: Any) -> str:
             if not by_id:
@@ -261,9 +260,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
             # Topics answered by name (all of a group's, or asked by id): their ids.
             answered = {t for answer in answers for t, _ in _answers(answer, None)}
             answered |= {t for _, asked in asked_groups for t, _ in asked or ()}
-            answered = {t for t in answered if not t.startswith("<id ")}
-            ids = {n: topic.topic_id for n, topic in (await ctx.blocking(
-                lambda: image.topics(answered))).items()}  # fmt: skip
+            ids = {t: i for t in answered if (i := ctx.topic_ids.id_of(t)).int}
             ids.update({name: topic_id for topic_id, name in names.items()})
         groups = []
         for (group_id, asked), answer in zip(asked_groups, answers, strict=True):
