@@ -3,12 +3,15 @@ support; Kafka 4 dropped some old versions).
 
 Produce 13 and Fetch 13+ name topics by id only: their builders take a name, and
 :func:`differential.harness.by_id` puts each name's id (as the side's metadata gives it) in the
-request before it is sent; DeleteTopics' builder fills both v1-5's names and v6's topics."""
+request before it is sent; DeleteTopics' builder fills both v1-5's names and v6's topics.
+OffsetCommit and OffsetFetch v10 name topics by id too (KIP-848): their builders take a topic
+as a name (given ``ids``, the side's id of that name is filled in as well, so the request
+means the same at v9 and v10) or as an id (a request naming an id no topic has)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from attrs import evolve
@@ -33,10 +36,15 @@ JOIN_GROUP = 9
 SYNC_GROUP = 5
 HEARTBEAT = 4
 LEAVE_GROUP = 5
-OFFSET_COMMIT = 9
-OFFSET_FETCH = 9
-DESCRIBE_GROUPS = 5
+OFFSET_COMMIT = 10
+OFFSET_FETCH = 10
+DESCRIBE_GROUPS = 6
 LIST_GROUPS = 5
+
+#: A topic in an OffsetCommit or OffsetFetch request: its name, or an id.
+Topic = str | uuid.UUID
+#: A side's id of a topic name (``Side.topic_id``).
+TopicIds = Callable[[str], uuid.UUID]
 
 #: The timestamps scenarios give their records (ms): a broker echoing one back (a duplicate's
 #: append time, a record's timestamp) is compared as it is; any other time a broker answers is
@@ -94,9 +102,7 @@ def creatable(
             Request.CreatableReplicaAssignment(partition_index=p, broker_ids=list(ids))
             for p, ids in (assignment or {}).items()
         ],
-        configs=[
-            Request.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
-        ],
+        configs=[Request.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
     )
 
 
@@ -315,17 +321,26 @@ def leave_group(group: str, *members: tuple[str, str | None]) -> Any:
     )
 
 
+def named_topic(cls: Any, topic: Topic, ids: TopicIds | None, **fields: Any) -> Any:
+    """An OffsetCommit or OffsetFetch request topic: a name (v2-9; with ``ids`` its id too, for
+    v10) or an id (v10)."""
+    if isinstance(topic, uuid.UUID):
+        return cls(name="", topic_id=topic, **fields)
+    return cls(name=topic, topic_id=NO_TOPIC_ID if ids is None else ids(topic), **fields)
+
+
 def offset_commit(
     group: str,
-    offsets: Mapping[tuple[str, int], int],
+    offsets: Mapping[tuple[Topic, int], int],
     *,
     generation: int = -1,
     member_id: str = "",
     instance_id: str | None = None,
     metadata: str = "",
+    ids: TopicIds | None = None,
 ) -> Any:
     Request: Any = messages.OffsetCommitRequest
-    topics: dict[str, list[Any]] = {}
+    topics: dict[Topic, list[Any]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(
             Request.OffsetCommitRequestPartition(
@@ -340,30 +355,44 @@ def offset_commit(
         generation_id_or_member_epoch=generation,
         member_id=member_id,
         group_instance_id=instance_id,
-        topics=[Request.OffsetCommitRequestTopic(name=t, partitions=p) for t, p in topics.items()],
+        topics=[
+            named_topic(Request.OffsetCommitRequestTopic, t, ids, partitions=p)
+            for t, p in topics.items()
+        ],
+    )
+
+
+def offset_fetch_group(
+    group: str,
+    topics: Mapping[Topic, Sequence[int]] | None,
+    ids: TopicIds | None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> Any:
+    """One group of an OffsetFetch v8+: topic → partitions, or ``None`` for all."""
+    Request: Any = messages.OffsetFetchRequest
+    return Request.OffsetFetchRequestGroup(
+        group_id=group,
+        member_id=member_id,
+        member_epoch=member_epoch,
+        topics=None
+        if topics is None
+        else [
+            named_topic(Request.OffsetFetchRequestTopics, t, ids, partition_indexes=list(p))
+            for t, p in topics.items()
+        ],
     )
 
 
 def offset_fetch(
-    groups: Mapping[str, Mapping[str, Sequence[int]] | None], *, require_stable: bool = False
+    groups: Mapping[str, Mapping[Topic, Sequence[int]] | None],
+    *,
+    require_stable: bool = False,
+    ids: TopicIds | None = None,
 ) -> Any:
     """OffsetFetch of several groups: group → {topic: partitions}, or ``None`` for all."""
-    Request: Any = messages.OffsetFetchRequest
-    return Request(
-        groups=[
-            Request.OffsetFetchRequestGroup(
-                group_id=group,
-                member_id=None,
-                member_epoch=-1,
-                topics=None
-                if topics is None
-                else [
-                    Request.OffsetFetchRequestTopics(name=t, partition_indexes=list(p))
-                    for t, p in topics.items()
-                ],
-            )
-            for group, topics in groups.items()
-        ],
+    return messages.OffsetFetchRequest(
+        groups=[offset_fetch_group(g, topics, ids) for g, topics in groups.items()],
         require_stable=require_stable,
     )
 
@@ -465,24 +494,16 @@ def consumer_group_describe(*groups: str) -> Any:
 
 
 def offset_fetch_member(
-    group: str, topics: Mapping[str, Sequence[int]] | None, member_id: str, member_epoch: int
+    group: str,
+    topics: Mapping[Topic, Sequence[int]] | None,
+    member_id: str | None,
+    member_epoch: int,
+    *,
+    ids: TopicIds | None = None,
 ) -> Any:
     """OffsetFetch v9+ of one group as a member of the consumer protocol asks it: with its
     member id and epoch."""
-    Request: Any = messages.OffsetFetchRequest
-    return Request(
-        groups=[
-            Request.OffsetFetchRequestGroup(
-                group_id=group,
-                member_id=member_id,
-                member_epoch=member_epoch,
-                topics=None
-                if topics is None
-                else [
-                    Request.OffsetFetchRequestTopics(name=t, partition_indexes=list(p))
-                    for t, p in topics.items()
-                ],
-            )
-        ],
+    return messages.OffsetFetchRequest(
+        groups=[offset_fetch_group(group, topics, ids, member_id, member_epoch)],
         require_stable=False,
     )

@@ -26,6 +26,7 @@ from differential.scenarios import (
     consumer_groups,
     frames,
     groups,
+    groups_by_id,
     metadata,
     records,
     topic_ids,
@@ -34,7 +35,8 @@ from differential.scenarios import (
 #: The scenario modules, by API family (imported for their registrations).
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
             "frames": frames, "consumer_groups": consumer_groups,
-            "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids}  # fmt: skip
+            "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
+            "groups_by_id": groups_by_id}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

@@ -2,7 +2,8 @@
 ConsumerGroupHeartbeat, static members, subscriptions by regex and the cluster's topics changing
 under a group (created, partitions added, deleted), ConsumerGroupDescribe of groups that are not
 consumer groups, DescribeGroups and ListGroups of a consumer group, and offsets committed and
-fetched with member epochs (OffsetCommit and OffsetFetch v9).
+fetched with member epochs (OffsetCommit and OffsetFetch v10, topics by id: sent and recorded as
+``groups.commit`` and ``groups.fetch_offsets`` do).
 
 The members, their heartbeats and the clusters' configs are those of ``consumer_groups.py``.
 """
@@ -328,12 +329,14 @@ def describe_not_consumer_groups(side: Side) -> list[Any]:
     return [describe(side, side.group("missing")), describe(side, member.group)]
 
 
-@scenario("consumer_group_apis.describe_groups_of_consumer_group", versions=CLASSIC)
+@scenario(
+    "consumer_group_apis.describe_groups_of_consumer_group", versions=CLASSIC, compare_messages=True
+)
 def describe_groups_of_consumer_group(side: Side) -> list[Any]:
     """DescribeGroups (the highest version both serve) of a stable consumer group of two:
     Kafka 4.4 describes only classic groups through it: Dead with no members, and no error at
-    v5 (as for a group that does not exist), GROUP_ID_NOT_FOUND at v6 ("... is not a classic
-    group")."""
+    v5 (as for a group that does not exist), GROUP_ID_NOT_FOUND at v6 with the message "Group
+    ... is not a classic group." (compared)."""
     name = side.topic()
     create_topics(side, side.group(), {name: 2})
     names = TopicNames(side)
@@ -365,18 +368,20 @@ def list_groups_with_types(side: Side) -> list[Any]:
 
 
 def commit(side: Side, group: str, topic: str, offset: int, epoch: int, member_id: str) -> Any:
-    request = rq.offset_commit(group, {(topic, 0): offset}, generation=epoch, member_id=member_id)
-    return classic.coordinator_call(side, group, request, rq.OFFSET_COMMIT).topics
+    return classic.commit(side, group, {(topic, 0): offset}, generation=epoch, member_id=member_id)
 
 
-def fetch(side: Side, group: str, topic: str, epoch: int, member_id: str | None) -> Any:
-    request = rq.offset_fetch_member(group, {topic: [0]}, member_id, epoch)  # type: ignore[arg-type]
-    return classic.coordinator_call(side, group, request, rq.OFFSET_FETCH).groups
+def fetch(side: Side, group: str, topic: str | None, epoch: int, member_id: str | None) -> Any:
+    """OffsetFetch of partition 0 of ``topic`` (``None``: all the group's offsets)."""
+    request = rq.offset_fetch_member(group, None if topic is None else {topic: [0]}, member_id,
+                                     epoch, ids=side.topic_id)  # fmt: skip
+    answer = classic.coordinator_call(side, group, request, rq.OFFSET_FETCH)
+    return classic.named_groups(side, answer.groups)
 
 
 @scenario("consumer_group_apis.offset_commit_member_epoch", versions=OFFSETS)
 def offset_commit_member_epoch(side: Side) -> list[Any]:
-    """OffsetCommit v9 into a consumer group of one member: with its id and epoch, NONE; with
+    """OffsetCommit v10 into a consumer group of one member: with its id and epoch, NONE; with
     its previous or a later epoch, STALE_MEMBER_EPOCH; a member id the group does not have,
     UNKNOWN_MEMBER_ID; no member (epoch -1, an admin's commit) while the group has members,
     UNKNOWN_MEMBER_ID; what is committed is what OffsetFetch reads."""
@@ -398,7 +403,7 @@ def offset_commit_member_epoch(side: Side) -> list[Any]:
 
 @scenario("consumer_group_apis.offset_fetch_member_epoch", versions=OFFSETS)
 def offset_fetch_member_epoch(side: Side) -> list[Any]:
-    """OffsetFetch v9 with a member id and epoch (as a consumer of the new protocol fetches):
+    """OffsetFetch v10 with a member id and epoch (as a consumer of the new protocol fetches):
     its own epoch, the offsets; another epoch, STALE_MEMBER_EPOCH; a member id the group does
     not have, UNKNOWN_MEMBER_ID; neither (an admin), the offsets."""
     name = side.topic()
@@ -431,3 +436,18 @@ def offset_commit_after_leaving(side: Side) -> list[Any]:
         commit(side, group, name, 4, -1, ""),
         fetch(side, group, name, -1, None),
     ]
+
+
+@scenario("consumer_group_apis.offsets_of_all_topics_by_id", versions=OFFSETS)
+def offsets_of_all_topics_by_id(side: Side) -> list[Any]:
+    """A member subscribed to two topics commits to both (OffsetCommit v10, by id, with its
+    epoch) and fetches all the group's offsets (OffsetFetch v10, null topics, with its epoch):
+    both topics, by id."""
+    one, two = side.topic("one"), side.topic("two")
+    create_topics(side, side.group(), {one: 2, two: 1})
+    member = Member(side, side.group(), [one, two])
+    member.join()
+    offsets = {(one, 0): 3, (one, 1): 4, (two, 0): 5}
+    committed = classic.commit(side, member.group, offsets, generation=member.epoch,
+                               member_id=member.member_id)  # fmt: skip
+    return [committed, fetch(side, member.group, None, member.epoch, member.member_id)]

@@ -2,8 +2,13 @@
 LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups and ListGroups.
 
 Versions: FindCoordinator v5, JoinGroup v9, SyncGroup v5, Heartbeat v4, LeaveGroup v5,
-OffsetCommit v9, OffsetFetch v9, DescribeGroups v5, ListGroups v5 — the highest both Kafka 4.4
-and coordkit serve answer. Both clusters run with ``group.initial.rebalance.delay.ms=0`` and
+OffsetCommit v10, OffsetFetch v10, DescribeGroups v6, ListGroups v5 — the highest both Kafka 4.4
+and coordkit serve answer. OffsetCommit and OffsetFetch v10 name topics by id: a scenario names
+its topics, each sent with the side's id of it (:func:`commit`, :func:`fetch_offsets`), and the
+topics answered by id are recorded by the name the side's metadata has for the id
+(:func:`named`); scenarios of ids and of v9 against v10 are in ``groups_by_id.py``.
+
+Both clusters run with ``group.initial.rebalance.delay.ms=0`` and
 ``group.min.session.timeout.ms=1000``; members ask for 30 s sessions, so none expires while a
 scenario runs, and every rebalance is driven by requests, never by a timeout.
 
@@ -32,6 +37,9 @@ GROUPS = {
     "ListGroups": rq.LIST_GROUPS,
     "FindCoordinator": rq.FIND_COORDINATOR,
 }
+#: OffsetCommit and OffsetFetch v9: the last versions to name topics by name (a topic that does
+#: not exist can only be named so).
+BY_NAME = 9
 #: Error codes (Kafka's ``Errors``) the scenarios branch on.
 MEMBER_ID_REQUIRED = 79
 REBALANCE_IN_PROGRESS = 27
@@ -202,9 +210,11 @@ def not_coordinator(side: Side) -> list[Any]:
     return [
         side.call(other, rq.join_group(group), rq.JOIN_GROUP),
         side.call(other, rq.heartbeat(group, 1, "m"), rq.HEARTBEAT),
-        side.call(other, rq.offset_commit(group, {(name, 0): 1}), rq.OFFSET_COMMIT),
-        side.call(other, rq.offset_fetch({group: {name: [0]}}), rq.OFFSET_FETCH),
-    ]
+        named(side, side.call(other, rq.offset_commit(group, {(name, 0): 1}, ids=side.topic_id),
+                              rq.OFFSET_COMMIT).topics),
+        named_groups(side, side.call(other, rq.offset_fetch({group: {name: [0]}}, ids=side.topic_id),
+                                     rq.OFFSET_FETCH).groups),
+    ]  # fmt: skip
 
 
 # -- JoinGroup ---------------------------------------------------------------------------------
@@ -516,16 +526,37 @@ def leave_then_rejoin(side: Side) -> list[Any]:
 # -- offsets ----------------------------------------------------------------------------------------
 
 
-def commit(side: Side, group: str, offsets: Mapping[tuple[str, int], int], **options: Any) -> Any:
-    return coordinator_call(side, group, rq.offset_commit(group, offsets, **options),
-                            rq.OFFSET_COMMIT).topics  # fmt: skip
+def named(side: Side, topics: Sequence[Any]) -> list[Any]:
+    """The topics of an OffsetCommit or OffsetFetch answer, those answered by id (v10) named as
+    the side's metadata names the id ("" for an id it does not have), sorted by name: the two
+    sides' answers compare by name, and their ids are numbered in the same order."""
+    if any(t.topic_id.int for t in topics):
+        names = {t.topic_id: t.name for t in side.metadata(0, None).topics}
+        for topic in topics:
+            if topic.topic_id.int:
+                topic.name = names.get(topic.topic_id, "")
+    return sorted(topics, key=lambda t: t.name)
 
 
-def fetch_offsets(side: Side, groups: Mapping[str, Mapping[str, Sequence[int]] | None],
-                  **options: Any) -> Any:  # fmt: skip
-    first = next(iter(groups))
-    return coordinator_call(side, first, rq.offset_fetch(groups, **options),
-                            rq.OFFSET_FETCH).groups  # fmt: skip
+def named_groups(side: Side, groups: Sequence[Any]) -> Sequence[Any]:
+    """The groups of an OffsetFetch v8+ answer, their topics :func:`named`."""
+    for group in groups:
+        group.topics = named(side, group.topics)
+    return groups
+
+
+def commit(side: Side, group: str, offsets: Mapping[tuple[rq.Topic, int], int], *,
+           version: int = rq.OFFSET_COMMIT, **options: Any) -> Any:  # fmt: skip
+    """OffsetCommit of ``offsets``, a topic named by name going with the side's id of it."""
+    request = rq.offset_commit(group, offsets, ids=side.topic_id, **options)
+    return named(side, coordinator_call(side, group, request, version).topics)
+
+
+def fetch_offsets(side: Side, groups: Mapping[str, Mapping[rq.Topic, Sequence[int]] | None], *,
+                  version: int = rq.OFFSET_FETCH, **options: Any) -> Any:  # fmt: skip
+    """OffsetFetch of ``groups`` (sent to the first one's coordinator), as :func:`commit`."""
+    request = rq.offset_fetch(groups, ids=side.topic_id, **options)
+    return named_groups(side, coordinator_call(side, next(iter(groups)), request, version).groups)
 
 
 @scenario("groups.offset_commit_simple", versions=GROUPS)
@@ -601,12 +632,14 @@ def offset_commit_to_empty_group_with_generation(side: Side) -> list[Any]:
     return [commit(side, side.group(), {(name, 0): 1}, generation=1, member_id="stranger")]
 
 
-@scenario("groups.offset_commit_unknown_topic", versions=GROUPS)
+@scenario("groups.offset_commit_unknown_topic", versions={**GROUPS, "OffsetCommit": BY_NAME},
+          older_versions="OffsetCommit v9: a topic that does not exist named by name")  # fmt: skip
 def offset_commit_unknown_topic(side: Side) -> list[Any]:
-    """A commit for a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION (the broker
-    checks its metadata before the coordinator sees the commit)."""
+    """A commit (v9) for a topic name that does not exist: UNKNOWN_TOPIC_OR_PARTITION (the
+    broker checks its metadata before the coordinator sees the commit). By id (v10):
+    ``groups_by_id.offset_commit_unknown_id``."""
     group = side.group()
-    return [commit(side, group, {(side.topic("missing"), 0): 1})]
+    return [commit(side, group, {(side.topic("missing"), 0): 1}, version=BY_NAME)]
 
 
 @scenario("groups.offset_commit_unknown_partition", versions=GROUPS)
@@ -653,14 +686,17 @@ def offset_fetch_all_unknown_group(side: Side) -> list[Any]:
     return [fetch_offsets(side, {side.group(): None})]
 
 
-@scenario("groups.offset_fetch_uncommitted_partition", versions=GROUPS)
+@scenario("groups.offset_fetch_uncommitted_partition", versions={**GROUPS, "OffsetFetch": BY_NAME},
+          older_versions="OffsetFetch v9: a topic that does not exist named by name")  # fmt: skip
 def offset_fetch_uncommitted_partition(side: Side) -> list[Any]:
-    """OffsetFetch of a committed partition, one never committed and one of a topic that does
-    not exist."""
+    """OffsetFetch (v9) of a committed partition, one never committed and one of a topic name
+    that does not exist: offset -1 and no error for the last two. By id (v10):
+    ``groups_by_id.offset_fetch_known_and_unknown_ids``."""
     group, name = side.group(), side.topic()
     side.create_topic(name, partitions=2)
     commit(side, group, {(name, 0): 4})
-    return [fetch_offsets(side, {group: {name: [0, 1], side.topic("missing"): [0]}})]
+    missing = side.topic("missing")
+    return [fetch_offsets(side, {group: {name: [0, 1], missing: [0]}}, version=BY_NAME)]
 
 
 @scenario("groups.offset_fetch_two_groups", versions=GROUPS)
@@ -690,10 +726,10 @@ def offset_fetch_require_stable(side: Side) -> list[Any]:
 # -- DescribeGroups and ListGroups -------------------------------------------------------------------
 
 
-@scenario("groups.describe_unknown", versions=GROUPS)
+@scenario("groups.describe_unknown", versions=GROUPS, compare_messages=True)
 def describe_unknown(side: Side) -> list[Any]:
-    """DescribeGroups v5 of a group that does not exist: Dead, no error (v6 answers
-    GROUP_ID_NOT_FOUND)."""
+    """DescribeGroups v6 of a group that does not exist: GROUP_ID_NOT_FOUND, "Group ... not
+    found." (KIP-1043; v5 answered Dead with no error), state Dead, no members."""
     return [describe(side, side.group())]
 
 
@@ -743,7 +779,8 @@ def describe_static_member(side: Side) -> list[Any]:
 @scenario("groups.describe_two_groups", versions=GROUPS)
 def describe_two_groups(side: Side) -> list[Any]:
     """DescribeGroups of a stable group and an unknown one in one request, sent to the first
-    group's coordinator (the second's is the same: the names are chosen so)."""
+    group's coordinator (the second's is the same: the names are chosen so): the first
+    described, the second GROUP_ID_NOT_FOUND (v6)."""
     member = stable_member(side, side.group("a"))
     unknown = next(side.group(f"b{i}") for i in range(100)
                    if side.coordinator(side.group(f"b{i}")) == side.coordinator(member.group))  # fmt: skip
