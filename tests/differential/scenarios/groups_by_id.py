@@ -123,3 +123,21 @@ def committed_by_id_read_by_name(side: Side) -> list[Any]:
         fetch_offsets(side, {group: {name: [0, 1]}}, version=BY_NAME),
         fetch_offsets(side, {group: None}, version=BY_NAME),
     ]
+
+
+@scenario("groups_by_id.offsets_of_a_topic_created_again", versions=DELETE)
+def offsets_of_a_topic_created_again(side: Side) -> list[Any]:
+    """An offset committed to a topic that is then deleted and created again under its name:
+    Kafka deletes a deleted topic's offsets, so OffsetFetch v10 by the new topic's id answers -1
+    and all the group's offsets none."""
+    group, name = side.group(), side.topic()
+    side.create_topic(name)
+    commit(side, group, {(name, 0): 2})
+    answer = side.call(0, rq.delete_topics(name), rq.DELETE_TOPICS)
+    side.wait_topic_gone(name)
+    side.create_topic(name)
+    return [
+        [r.error_code for r in answer.responses],
+        fetch_offsets(side, {group: {name: [0]}}),
+        fetch_offsets(side, {group: None}),
+    ]
