@@ -231,11 +231,14 @@ def describe_when(
     side: Side, group: str, state: str, epoch: int | None = None, names: TopicNames | None = None
 ) -> dict[str, Any]:
     """ConsumerGroupDescribe once the group says ``state`` (and group epoch ``epoch``): Kafka 4
-    describes a group as of its last committed write, which may lag an answer just given."""
+    describes a group as of its last committed write, which may lag an answer just given. An
+    Empty group is described once its target has caught up with its epoch: both coordinators
+    compute an empty group's target apart from any heartbeat, a moment after it empties."""
     return wait_for(
         lambda: (
             (found := describe(side, group, names))["group_state"] == state
             and epoch in (None, found["group_epoch"])
+            and (state != "Empty" or found["assignment_epoch"] == found["group_epoch"])
             and found
         ),
         WAIT_SECONDS,
