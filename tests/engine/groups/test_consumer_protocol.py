@@ -18,10 +18,19 @@ import pytest
 from coordkit.engine import Cluster
 from coordkit.engine.groups import ErrorCode, GroupState
 from coordkit.engine.groups.coordinator import GroupCoordinator
+from coordkit.engine.groups.modern import records
 from coordkit.engine.groups.modern.protocol import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from coordkit.engine.groups.protocol import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+)
+from coordkit.errors import LayoutError
+from coordkit.kafka.model import TopicPartition
+from coordkit.strategies.offsets import OffsetAndMetadata
 from harness.waiting import wait_for
 
 from .conftest import partitions_of, start, wait_stable
@@ -371,3 +380,43 @@ def test_a_regex_subscription_is_resolved_apart_and_follows_new_topics(
     )
     (description,) = coordinator.consumer_group_describe([GROUP])
     assert description.members[0].subscribed_topic_regex == "ord.*"
+
+
+def test_a_commit_at_an_older_epoch_is_taken_for_the_partitions_held_since(
+    coordinator: GroupCoordinator,
+) -> None:
+    """Kafka 4.4's OffsetCommit check for consumer groups: at the member's epoch, the whole
+    commit; at an older one (sent before its answer moved it on), the partitions it has held
+    since that epoch, the rest STALE_MEMBER_EPOCH; at a newer one, nothing."""
+    first = Member("m1")
+    settle(coordinator, [first])
+    old_epoch = first.epoch
+    second = Member("m2")
+    second.heartbeat(coordinator)
+    first.heartbeat(coordinator)  # revokes three, at its epoch
+    first.heartbeat(coordinator)  # acknowledged: the next epoch, three kept
+    assert first.epoch == old_epoch + 1
+    kept = {p for _, p in first.partitions()}
+    gone = set(range(PARTITIONS)) - kept
+    offsets = {TopicPartition(TOPIC, p): OffsetAndMetadata(10) for p in range(PARTITIONS)}
+
+    def commit(epoch: int) -> OffsetCommitResponse:
+        return coordinator.offset_commit(OffsetCommitRequest(GROUP, epoch, "m1", offsets=offsets))
+
+    older = commit(old_epoch)
+    assert older.error is ErrorCode.NONE
+    assert set(older.partition_errors) == {TopicPartition(TOPIC, p) for p in gone}
+    assert set(older.partition_errors.values()) == {ErrorCode.STALE_MEMBER_EPOCH}
+    committed = coordinator.offset_fetch(OffsetFetchRequest(GROUP)).offsets
+    assert {tp.partition for tp in committed} == kept
+    assert commit(first.epoch) == OffsetCommitResponse(ErrorCode.NONE)
+    assert commit(first.epoch + 1).error is ErrorCode.STALE_MEMBER_EPOCH
+
+
+def test_stored_consumer_groups_nested_too_deep_are_refused_in_one_line() -> None:
+    """A group or member node is read with bounded JSON: nesting thousands deep is a layout error
+    (logged, the node left out), never a RecursionError."""
+    deep = b"[" * 5000 + b"]" * 5000
+    assert records.is_consumer_group(deep) is False
+    with pytest.raises(LayoutError, match="not JSON"):
+        records.decode_member(deep, "/coordkit/groups/g/members/x")

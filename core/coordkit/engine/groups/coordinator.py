@@ -408,14 +408,16 @@ class GroupCoordinator(EngineObserver):
         with group.lock:
             if group.dead:
                 return OffsetCommitResponse(ErrorCode.NOT_COORDINATOR)
-            error = self.consumer_groups.validate_offset_commit(
-                group, request.member_id, request.generation
+            error, refused = self.consumer_groups.validate_offset_commit(
+                group, request.member_id, request.generation, request.offsets
             )
             if error is not ErrorCode.NONE:
                 return OffsetCommitResponse(error)
-            if not request.offsets:
-                return OffsetCommitResponse(ErrorCode.NONE)
-            return OffsetCommitResponse(self.persistence.store_offsets(group, request.offsets))
+            offsets = {tp: o for tp, o in request.offsets.items() if tp not in refused}
+            if not offsets:
+                return OffsetCommitResponse(ErrorCode.NONE, refused)
+            stored = self.persistence.store_offsets(group, offsets)
+            return OffsetCommitResponse(stored, refused)
 
     def offset_fetch(self, request: OffsetFetchRequest) -> OffsetFetchResponse:
         found = self._lookup(request.group_id, create=False)

@@ -304,7 +304,11 @@ class OffsetCommitRequest:
 
 @frozen
 class OffsetCommitResponse:
+    """The commit's error, and the partitions refused with another (a consumer group member's
+    commit at an older epoch is checked partition by partition)."""
+
     error: ErrorCode
+    partition_errors: Mapping[TopicPartition, ErrorCode] = field(factory=dict)
 
 
 def _optional_partitions(

@@ -79,6 +79,8 @@ class ConsumerGroup:
         self.subscription_metadata: dict[str, SubscribedTopic] = {}
         #: (topic id, partition) -> epoch of the member that owns it now.
         self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        #: member id -> (topic id, partition) -> the member epoch it holds the partition since.
+        self._assignment_epochs: dict[str, dict[tuple[uuid.UUID, int], int]] = {}
         #: member id -> monotonic deadlines (session; revocation, with the epoch it is for).
         self.session_deadlines: dict[str, float] = {}
         self.rebalance_deadlines: dict[str, tuple[float, int]] = {}
@@ -124,6 +126,7 @@ class ConsumerGroup:
             self._release(old)
             self._count(old, -1)
         self._count(member, 1)
+        self._track_assignment_epochs(old, member)
         self.members[member.member_id] = member
         self.dirty_members.add(member.member_id)
         self.removed_members.discard(member.member_id)
@@ -143,11 +146,33 @@ class ConsumerGroup:
             return None
         self._release(member)
         self._count(member, -1)
+        self._assignment_epochs.pop(member_id, None)
         if member.instance_id is not None and self.static_members.get(member.instance_id) == (
             member_id
         ):
             del self.static_members[member.instance_id]
         return member
+
+    def _track_assignment_epochs(
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember
+    ) -> None:
+        """Each partition a member holds keeps the member epoch it was first given at (Kafka's
+        partition assignment epochs, which an OffsetCommit at an older epoch is checked with)."""
+        before = self._assignment_epochs.get(new.member_id, {})
+        after: dict[tuple[uuid.UUID, int], int] = {}
+        for topic_id, partitions in new.owned().items():
+            for p in partitions:
+                after[(topic_id, p)] = before.get((topic_id, p), new.member_epoch)
+        if after:
+            self._assignment_epochs[new.member_id] = after
+        else:
+            self._assignment_epochs.pop(new.member_id, None)
+
+    def assignment_epoch_of(
+        self, member_id: str, topic_id: uuid.UUID, partition: int
+    ) -> int | None:
+        """The epoch ``member_id`` holds the partition since, ``None`` when it does not hold it."""
+        return self._assignment_epochs.get(member_id, {}).get((topic_id, partition))
 
     def _count(self, member: ConsumerGroupMember, sign: int) -> None:
         for name in member.subscribed_topic_names:

@@ -33,6 +33,7 @@ from coordkit.engine.groups.modern.member import (
     assignment,
 )
 from coordkit.errors import LayoutError
+from coordkit.support import jsontext
 
 #: The ``type`` of a consumer group's node (a classic group's node has none).
 CONSUMER_TYPE = "consumer"
@@ -93,16 +94,16 @@ def encode_member(member: ConsumerGroupMember, target: Assignment) -> bytes:
 def is_consumer_group(data: bytes) -> bool:
     """Whether a group node holds a consumer group (else: a classic group's metadata)."""
     try:
-        obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        obj = jsontext.loads(data)  # bounded: a node nested too deep is refused, not recursed
+    except ValueError:
         return False
     return isinstance(obj, dict) and obj.get("type") == CONSUMER_TYPE
 
 
 def _object(data: bytes, path: str) -> dict[str, Any]:
     try:
-        obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+        obj = jsontext.loads(data)
+    except ValueError as exc:
         raise LayoutError(path, f"not JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise LayoutError(path, "not a JSON object")

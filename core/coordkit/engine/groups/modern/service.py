@@ -10,7 +10,7 @@ fenced writes are the coordinator's, handed in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.membership import Group
@@ -31,6 +31,7 @@ from coordkit.engine.groups.modern.protocol import (
 )
 from coordkit.engine.groups.protocol import ErrorCode, GroupState
 from coordkit.errors import StoreError
+from coordkit.kafka.model import TopicPartition
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
@@ -180,15 +181,35 @@ class ConsumerGroupService:
     # -- offsets (Kafka's ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch``) -------
 
     @staticmethod
-    def validate_offset_commit(group: ConsumerGroup, member_id: str, epoch: int) -> ErrorCode:
+    def validate_offset_commit(
+        group: ConsumerGroup, member_id: str, epoch: int, partitions: Iterable[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """The commit's error, and the partitions refused alone (Kafka 4.4's
+        ``validateOffsetCommit``): a commit at the member's epoch is taken whole; one at an older
+        epoch, partition by partition — those the member has held since that epoch or before (a
+        commit sent before its answer moved the member on); a newer epoch is stale."""
         if epoch < 0 and not group.members:
-            return ErrorCode.NONE  # an admin, or a consumer outside the group, on an empty group
+            return (
+                ErrorCode.NONE,
+                {},
+            )  # an admin, or a consumer outside the group, on an empty group
         member = group.members.get(member_id)
         if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
-        return ErrorCode.NONE
+            return ErrorCode.UNKNOWN_MEMBER_ID, {}
+        if epoch > member.member_epoch or epoch < 0:
+            return ErrorCode.STALE_MEMBER_EPOCH, {}
+        if epoch == member.member_epoch:
+            return ErrorCode.NONE, {}
+        ids = {name: topic.topic_id for name, topic in group.subscription_metadata.items()}
+        refused: dict[TopicPartition, ErrorCode] = {}
+        for tp in partitions:
+            topic_id = ids.get(tp.topic)
+            since = None if topic_id is None else group.assignment_epoch_of(
+                member_id, topic_id, tp.partition
+            )  # fmt: skip
+            if since is None or epoch < since:
+                refused[tp] = ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE, refused
 
     @staticmethod
     def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:

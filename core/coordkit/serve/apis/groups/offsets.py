@@ -111,13 +111,17 @@ def _commit(
         offsets=offsets,
         group_instance_id=body.group_instance_id if version >= COMMIT_INSTANCE_VERSION else None,
     )
-    answer = coordinator(ctx).offset_commit(commit).error if body.group_id else None
-    error = int(ErrorCode.INVALID_GROUP_ID if answer is None else answer)
+    answer = coordinator(ctx).offset_commit(commit) if body.group_id else None
+    error = int(ErrorCode.INVALID_GROUP_ID if answer is None else answer.error)
+    refused = {} if answer is None else answer.partition_errors
     for topic, name in zip(body.topics, names, strict=True):
         for p in topic.partitions:
             key = (_label(topic, name), p.partition_index)
-            if name is not None and TopicPartition(name, p.partition_index) in offsets:
-                codes[key] = error
+            if name is None:
+                continue
+            committed = TopicPartition(name, p.partition_index)
+            if committed in offsets:
+                codes[key] = int(refused.get(committed, error))
     return codes
 
 
