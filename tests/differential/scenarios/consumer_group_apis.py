@@ -348,6 +348,21 @@ def describe_groups_of_consumer_group(side: Side) -> list[Any]:
     return [classic.describe(side, members[0].group)]
 
 
+@scenario("consumer_group_apis.classic_member_joins_consumer_group", versions=CLASSIC)
+def classic_member_joins_consumer_group(side: Side) -> list[Any]:
+    """A classic member (JoinGroup v9, no member id) asks to join a consumer group that has a
+    member: Kafka 4.4 lets classic members into consumer groups (its default migration policy),
+    starting with MEMBER_ID_REQUIRED as for a classic group. Only that first answer is recorded
+    (Kafka's later ones wait on the consumer-protocol members' reconciliation)."""
+    name = side.topic()
+    create_topics(side, side.group(), {name: 2})
+    member = Member(side, side.group(), [name])
+    member.join()
+    settle([member])
+    answer = classic.Member(side, member.group).join()
+    return [answer.error_code]
+
+
 @scenario("consumer_group_apis.list_groups_with_types", versions=CLASSIC)
 def list_groups_with_types(side: Side) -> list[Any]:
     """ListGroups v5 with a consumer group and a classic group: no filter lists both with
