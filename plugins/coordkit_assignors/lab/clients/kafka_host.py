@@ -285,8 +285,9 @@ def broker_settings(
 
 def _wait_ready(nodes: KafkaNodes, brokers: int, topic: str, partitions: int, factor: int) -> None:
     """Every broker registered, the topic created and each partition led with a full ISR."""
-    # NewTopic is confluent-kafka's documented import, though its stubs do not re-export it.
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    # NewTopic is confluent-kafka's documented import, though its stubs do not re-export it (the
+    # type env, without confluent-kafka, sees no error to ignore).
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined,unused-ignore]
 
     bootstrap = ",".join(nodes.address(b) for b in range(brokers))
     admin = AdminClient({"bootstrap.servers": bootstrap})
