@@ -56,8 +56,7 @@ def _print_configs(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     if not value or ctx.resilient_parsing:
         return
     for key in CONFIGS.values():
-        default = ",".join(key.default) if key.type == "list" else str(key.default).lower()
-        click.echo(f"{key.name} ({key.type}, default {default}): {key.doc}")
+        click.echo(f"{key.name} ({key.type}, default {key.default_text}): {key.doc}")
     ctx.exit()
 
 

@@ -45,6 +45,13 @@ class ConfigKey:
     at_least: int | None = None
     convert: Callable[[Any], Any] = lambda value: value
 
+    @property
+    def default_text(self) -> str:
+        """The default as it is written on the command line (``uniform,range``, ``true``)."""
+        if self.type == "list":
+            return ",".join(self.default)
+        return str(self.default).lower()
+
     def parse(self, text: str) -> Any:
         """The value of ``text``, checked; :class:`BrokerConfigError` says what is wrong."""
         if self.type == "list":
