@@ -93,8 +93,8 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         14: (0, 5),  # SyncGroup
         12: (0, 4),  # Heartbeat
         13: (0, 5),  # LeaveGroup
-        8: (2, 9),  # OffsetCommit
-        9: (1, 9),  # OffsetFetch
+        8: (2, 10),  # OffsetCommit
+        9: (1, 10),  # OffsetFetch
         15: (0, 6),  # DescribeGroups
         16: (0, 5),  # ListGroups
         68: (0, 1),  # ConsumerGroupHeartbeat
