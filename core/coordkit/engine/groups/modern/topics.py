@@ -156,23 +156,6 @@ class TopicsImage:
             self._racks = (now, racks)
         return racks
 
-    def names_by_id(self, wanted: Iterable[uuid.UUID]) -> dict[uuid.UUID, str]:
-        """The names of the topics ``wanted`` names by id (the ids no topic has left out); a
-        topic newer than the cached list makes it read the store again, once."""
-        ids = set(wanted)
-        found: dict[uuid.UUID, str] = {}
-        for fresh in (False, True):
-            if fresh:
-                self.invalidate()
-            found = {
-                topic.topic_id: name
-                for name, topic in self.topics(self.names()).items()
-                if topic.topic_id in ids
-            }
-            if not ids or ids <= set(found):
-                break
-        return found
-
     def invalidate(self) -> None:
         with self._lock:
             self._names = None

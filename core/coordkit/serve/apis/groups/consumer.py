@@ -99,24 +99,21 @@ async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) 
     return response
 
 
-def _topic_names(
+async def _topic_names(
     ctx: BrokerContext, groups: list[ConsumerGroupDescription]
 ) -> dict[uuid.UUID, str]:
-    """Names of the topics the descriptions mention, from the coordinator's topics image."""
-    image = coordinator(ctx).topics_image
+    """Names of the topics the descriptions mention, from the broker's map of topic ids (the
+    one Metadata, Fetch and OffsetCommit answer from)."""
     wanted = {t for g in groups for m in g.members for t in (*m.assignment, *m.target_assignment)}
-    return image.names_by_id(wanted) if wanted else {}
+    return await ctx.topic_names(wanted) if wanted else {}
 
 
 async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     group_ids = list(body.group_ids)
 
-    def describe() -> tuple[list[ConsumerGroupDescription], dict[uuid.UUID, str]]:
-        groups = coordinator(ctx).consumer_group_describe(group_ids)
-        return groups, _topic_names(ctx, groups)
-
-    groups, names = await ctx.blocking(describe)
+    groups = await ctx.blocking(lambda: coordinator(ctx).consumer_group_describe(group_ids))
+    names = await _topic_names(ctx, groups)
     operations = (
         GROUP_OPERATIONS if body.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
     )
