@@ -13,13 +13,12 @@ import enum
 import threading
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from attrs import frozen
 
 from coordkit.engine.groups.modern.java_order import java_hash_map_order
 from coordkit.engine.groups.modern.member import (
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
     ConsumerGroupMember,
 )
@@ -35,9 +34,8 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
-#: Kafka's ``GroupType`` names, as ListGroups v5 and DescribeGroups report them.
+#: Kafka's ``GroupType`` name of these groups, as ListGroups v5 reports it.
 CONSUMER_GROUP_TYPE = "consumer"
-CLASSIC_GROUP_TYPE = "classic"
 
 
 @frozen
@@ -247,19 +245,8 @@ class ConsumerGroup:
                 best = name
         return best
 
-    def describe_target(self, member_id: str) -> Assignment:
-        return self.target.get(member_id, {})
-
-    def owners(self) -> Mapping[tuple[uuid.UUID, int], int]:
-        return dict(self._partition_epochs)
-
     def __repr__(self) -> str:
         return (
             f"<ConsumerGroup {self.group_id!r} {self.state.value} epoch={self.group_epoch} "
             f"assignment_epoch={self.assignment_epoch} members={len(self.members)}>"
         )
-
-
-def is_temporarily_away(member: ConsumerGroupMember) -> bool:
-    """A static member that left with epoch -2: it keeps its place until its session ends."""
-    return member.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH

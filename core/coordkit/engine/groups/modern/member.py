@@ -30,10 +30,6 @@ def assignment(value: Mapping[uuid.UUID, Iterable[int]] | None) -> dict[uuid.UUI
     return {t: frozenset(ps) for t, ps in value.items() if ps}
 
 
-def assignment_size(value: Assignment) -> int:
-    return sum(len(ps) for ps in value.values())
-
-
 class MemberState(enum.Enum):
     """Kafka's ``MemberState``: where the member is in reconciling towards its target."""
 
@@ -87,9 +83,6 @@ class ConsumerGroupMember:
         for topic_id, partitions in self.partitions_pending_revocation.items():
             out[topic_id] = out.get(topic_id, frozenset()) | partitions
         return out
-
-    def subscribes(self) -> bool:
-        return bool(self.subscribed_topic_names) or self.subscribed_topic_regex is not None
 
 
 def new_member_id() -> str:

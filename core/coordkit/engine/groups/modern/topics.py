@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable
 
 from coordkit.engine.cluster_id import kafka_uuid
@@ -162,11 +161,3 @@ class TopicsImage:
             self._topics.clear()
             self._decoded.clear()
             self._racks = None
-
-
-def topic_name_of(image: TopicsImage, topic_id: uuid.UUID, among: Iterable[str]) -> str | None:
-    """The name of ``topic_id`` among the topics ``among`` (``None`` if none has it)."""
-    for name, topic in image.topics(among).items():
-        if topic.topic_id == topic_id:
-            return name
-    return None
