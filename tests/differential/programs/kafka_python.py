@@ -120,7 +120,7 @@ class Member:
         try:
             self.consumer = KafkaConsumer(
                 bootstrap_servers=BOOTSTRAP, group_id=GROUP, client_id=f"{PREFIX}-{self.name}",
-                auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=10000,
+                auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=30000,
                 heartbeat_interval_ms=500,
             )  # fmt: skip
             # The topic's metadata first: a member that joins before it knows the topic's

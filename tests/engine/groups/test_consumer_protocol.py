@@ -200,18 +200,26 @@ def test_a_static_member_away_keeps_its_partitions_and_its_successor_takes_them(
     held = static.partitions()
     away = coordinator.consumer_group_heartbeat(static.request(member_epoch=-2))
     assert (away.error, away.member_epoch) == (ErrorCode.NONE, -2)
-    # The instance id is taken until that member comes back under a new member id.
-    intruder = Member("s2", instance_id="instance-2")
-    assert intruder.heartbeat(coordinator).error is ErrorCode.NONE
-    clash = Member("s3", instance_id="instance-2")
-    assert clash.heartbeat(coordinator).error is ErrorCode.UNRELEASED_INSTANCE_ID
-    coordinator.consumer_group_heartbeat(intruder.request(member_epoch=-1))
     successor = Member("s1-again", instance_id="instance-1")
     answer = successor.heartbeat(coordinator)
     assert answer.error is ErrorCode.NONE
     assert successor.partitions() == held  # what the instance had, without a rebalance
     (description,) = coordinator.consumer_group_describe([GROUP])
     assert "s1" not in {m.member_id for m in description.members}
+
+
+def test_an_instance_id_in_use_is_refused_to_a_second_member(
+    coordinator: GroupCoordinator,
+) -> None:
+    # Separate from the test above: a join and a leave each change the target, and when the
+    # ticker computes it in between decides which partitions the away instance is kept.
+    holder = Member("s2", instance_id="instance-2")
+    assert holder.heartbeat(coordinator).error is ErrorCode.NONE
+    clash = Member("s3", instance_id="instance-2")
+    assert clash.heartbeat(coordinator).error is ErrorCode.UNRELEASED_INSTANCE_ID
+    coordinator.consumer_group_heartbeat(holder.request(member_epoch=-1))
+    released = Member("s4", instance_id="instance-2")
+    assert released.heartbeat(coordinator).error is ErrorCode.NONE
 
 
 #: Seeds of the random schedules (``COORDKIT_GROUP_SEEDS=1,2`` replays others).
