@@ -125,8 +125,12 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "LeaveGroup", "OffsetCommit", "OffsetFetch", "ListOffsets", "Produce", "Fetch",
         "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeGroups", "ListGroups",
         "InitProducerId", "OffsetForLeaderEpoch", "ConsumerGroupHeartbeat",
-        "ConsumerGroupDescribe",
+        "ConsumerGroupDescribe", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
+        "ControlledShutdown",
     }  # fmt: skip
+    # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
+    assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
+    assert (APIS["UpdateMetadata"].key, str(APIS["UpdateMetadata"].versions)) == (6, "0-8")
     # Kafka 4.4's definitions: the versions KIP-896 removed are gone (Fetch from 4).
     assert (APIS["Metadata"].key, str(APIS["Metadata"].versions)) == (3, "0-13")
     assert (APIS["Fetch"].key, str(APIS["Fetch"].versions)) == (1, "4-18")
@@ -323,8 +327,10 @@ def _kafka_python_versions(name: str) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-#: APIs kafka-python 3.0 has no classes for (its consumer speaks only the classic protocol).
-NOT_IN_KAFKA_PYTHON = ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe")
+#: APIs kafka-python 3.0 has no classes for (its consumer speaks only the classic protocol; a
+#: client never sends the controller's requests to brokers).
+NOT_IN_KAFKA_PYTHON = ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "LeaderAndIsr",
+                       "StopReplica", "UpdateMetadata", "ControlledShutdown")  # fmt: skip
 
 
 def _shared_versions() -> list[tuple[str, int]]:

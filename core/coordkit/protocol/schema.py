@@ -60,6 +60,12 @@ API_NAMES = (
     # KIP-848's consumer group protocol (issue 33).
     "ConsumerGroupHeartbeat",
     "ConsumerGroupDescribe",
+    # The ZooKeeper-mode controller's requests to brokers, and a broker's to it (issue 34):
+    # Kafka 4 dropped them, so their definitions are Kafka 3.9's (definitions/README.md).
+    "LeaderAndIsr",
+    "StopReplica",
+    "UpdateMetadata",
+    "ControlledShutdown",
 )
 
 
