@@ -347,7 +347,8 @@ def test_coordkit_leaves_leaders_isrs_and_its_controller_epoch(coordkit_stopped:
 def test_coordkit_leaves_a_kafka_log_directory_per_broker(coordkit_stopped: Scenario) -> None:
     """What Kafka reads besides the segments, as coordkit wrote it: whose directory it is, each
     partition's topic id, the high watermarks (every record was acknowledged: each log's end,
-    on followers too) and recovery points (0: coordkit writes no index files)."""
+    on followers too) and recovery points (each log's end: coordkit flushed its logs at its
+    stop, as Kafka does, so Kafka takes their segments and indexes as they are)."""
     ends: dict[tuple[str, int], int] = {}
     for topic, partition, offset, *_ in coordkit_stopped.coordkit_records:
         ends[(topic, partition)] = max(ends.get((topic, partition), 0), offset + 1)
@@ -375,7 +376,9 @@ def test_coordkit_leaves_a_kafka_log_directory_per_broker(coordkit_stopped: Scen
             tp: ends[tp] for tp in held
         }
         checkpoint = (directory / kafka_files.RECOVERY_POINTS).read_bytes()
-        assert kafka_files.read_offsets_checkpoint(checkpoint, "rp") == dict.fromkeys(held, 0)
+        assert kafka_files.read_offsets_checkpoint(checkpoint, "rp") == {
+            tp: ends[tp] for tp in held
+        }
 
 
 def test_kafka_brings_every_partition_of_coordkit_online(

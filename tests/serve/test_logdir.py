@@ -57,9 +57,9 @@ def test_appends_and_truncations_are_on_disk_and_load_again(tmp_path: Path) -> N
     log.append(_batch(b"c"), leader_epoch=2)
     log.append(_batch(b"d"), leader_epoch=4)
     segment = tmp_path / "broker-0" / "orders-3" / SEGMENT_NAME
-    assert segment.stat().st_size == sum(len(b) for b in log._batches)
+    assert segment.stat().st_size == log.size
     assert log.truncate_to(3) == 1  # cuts the epoch-4 batch
-    assert segment.stat().st_size == sum(len(b) for b in log._batches)
+    assert segment.stat().st_size == log.size
     log.append(_batch(b"e", b"f"), leader_epoch=5)
     expected = _values(log)
     epochs = [log.end_offset_for(e) for e in range(7)]
@@ -100,7 +100,7 @@ def test_a_damaged_tail_is_cut_at_the_last_whole_batch(tmp_path: Path, damage: s
     log = logs.get(TP)
     for value in (b"one", b"two", b"three"):
         log.append(_batch(value), leader_epoch=0)
-    sizes = [len(b) for b in log._batches]
+    sizes = [len(b) for b in [b for segment in log.segments for b in segment.batches]]
     directory.close()
     segment = tmp_path / partition_dir_name(TP) / SEGMENT_NAME
     data = bytearray(segment.read_bytes())
@@ -130,7 +130,7 @@ def test_valid_prefix_stops_where_offsets_go_back() -> None:
     log = PartitionLog()
     log.append(_batch(b"a"), leader_epoch=0)
     log.append(_batch(b"b"), leader_epoch=0)
-    first, second = log._batches
+    first, second = [b for segment in log.segments for b in segment.batches]
     assert valid_prefix(first + second) == len(first) + len(second)
     assert valid_prefix(second + first) == len(second)  # offset 1, then 0
     assert valid_prefix(first + first) == len(first)  # offset 0 twice

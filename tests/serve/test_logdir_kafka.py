@@ -17,6 +17,7 @@ from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve.dataplane import kafka_files
 from coordkit.serve.dataplane.kafka_files import KafkaFileError
 from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, BrokerLogs
+from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, LogDirError, segment_name
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
 from serve.test_replication import _topic
@@ -118,8 +119,8 @@ def test_two_directories_cannot_share_a_lock_with_kafka(tmp_path: Path) -> None:
 
 def test_a_log_rolls_into_segments_and_loads_them_all(tmp_path: Path) -> None:
     one = len(_batch(b"v-00"))
-    directory = LogDirectory(tmp_path, segment_bytes=3 * one)
-    logs = BrokerLogs(directory)
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory, LogConfig(segment_bytes=3 * one))
     for i in range(8):
         logs.get(TP).append(_batch(b"v-%02d" % i), leader_epoch=i // 3)
     partition = tmp_path / "orders-0"
@@ -129,16 +130,16 @@ def test_a_log_rolls_into_segments_and_loads_them_all(tmp_path: Path) -> None:
     assert (partition / kafka_files.LEADER_EPOCHS).read_bytes() == b"0\n3\n0 0\n1 3\n2 6\n"
     directory.close()
 
-    directory = LogDirectory(tmp_path, segment_bytes=3 * one)
-    logs = BrokerLogs(directory)
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory, LogConfig(segment_bytes=3 * one))
     assert _values(logs) == [(i, b"v-%02d" % i) for i in range(8)]
     assert logs.get(TP).truncate_to(2) == 6  # into the first segment: the others go
     assert sorted(p.name for p in partition.glob("*.log")) == [segment_name(0)]
     assert (partition / kafka_files.LEADER_EPOCHS).read_bytes() == b"0\n1\n0 0\n"
     logs.get(TP).append(_batch(b"again"), leader_epoch=5)
     directory.close()
-    directory = LogDirectory(tmp_path, segment_bytes=3 * one)
-    logs = BrokerLogs(directory)
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory, LogConfig(segment_bytes=3 * one))
     assert _values(logs) == [(0, b"v-00"), (1, b"v-01"), (2, b"again")]
     assert logs.get(TP).end_offset_for(5) == (5, 3)
     directory.close()
@@ -177,8 +178,8 @@ def test_a_log_whose_first_segments_retention_deleted_starts_past_zero(tmp_path:
 
 def test_a_corrupt_segment_cuts_the_log_there(tmp_path: Path) -> None:
     one = len(_batch(b"v-00"))
-    directory = LogDirectory(tmp_path, segment_bytes=2 * one)
-    logs = BrokerLogs(directory)
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory, LogConfig(segment_bytes=2 * one))
     for i in range(6):
         logs.get(TP).append(_batch(b"v-%02d" % i), leader_epoch=0)
     directory.close()
@@ -186,8 +187,8 @@ def test_a_corrupt_segment_cuts_the_log_there(tmp_path: Path) -> None:
     data = bytearray(middle.read_bytes())
     data[-1] ^= 1  # the second batch of the middle segment
     middle.write_bytes(bytes(data))
-    directory = LogDirectory(tmp_path, segment_bytes=2 * one)
-    logs = BrokerLogs(directory)
+    directory = LogDirectory(tmp_path)
+    logs = BrokerLogs(directory, LogConfig(segment_bytes=2 * one))
     assert _values(logs) == [(i, b"v-%02d" % i) for i in range(3)]
     assert sorted(p.name for p in (tmp_path / "orders-0").glob("*.log")) == [
         segment_name(0), segment_name(2)
@@ -239,28 +240,32 @@ def test_changing_a_kafka_log_leaves_kafka_nothing_stale(tmp_path: Path) -> None
     one = len(_batch(b"a"))
     _kafka_like_directory(tmp_path, one)
     partition = tmp_path / "orders-0"
+    recovery = tmp_path / kafka_files.RECOVERY_POINTS
     directory = LogDirectory(tmp_path)
     logs = BrokerLogs(directory)
     assert not (tmp_path / kafka_files.CLEAN_SHUTDOWN).exists()
     assert _values(logs) == [(0, b"a"), (1, b"b"), (2, b"c")]
     assert directory.stored_topic_ids == {TP: TOPIC_ID}
-    # Loading changes nothing of Kafka's but the marker.
-    assert len(list(partition.glob("*index"))) == 4
-    logs.get(TP).append(_batch(b"d"), leader_epoch=0)
-    # The active segment changed: its indexes go, and Kafka's recovery starts at it.
-    assert sorted(p.name for p in partition.glob("*index")) == [
-        f"{0:020d}.index", f"{0:020d}.timeindex"
+    # Loading changes nothing of Kafka's but the marker: its (empty) indexes agree with the
+    # batches (too few bytes for an entry).
+    assert sorted((p.name, p.stat().st_size) for p in partition.glob("*index")) == [
+        (f"{base:020d}{suffix}", 0) for base in (0, 2) for suffix in (".index", ".timeindex")
     ]  # fmt: skip
-    recovery = tmp_path / kafka_files.RECOVERY_POINTS
-    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 2}
+    logs.get(TP).append(_batch(b"d"), leader_epoch=0)
+    # An append past the recovery point leaves it: Kafka checks from there anyway.
+    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 3}
     logs.get(TP).truncate_to(1)
-    # Into the first segment: its indexes go too, and the snapshots past offset 1.
-    assert list(partition.glob("*index")) == []
+    # Into the first segment: the later one goes with its indexes, the snapshots past offset 1
+    # too, and the recovery point comes down to the cut at once.
+    assert sorted(p.name for p in partition.iterdir() if p.suffix in (".log", ".index")) == [
+        f"{0:020d}.index", f"{0:020d}.log"
+    ]  # fmt: skip
     assert list(partition.glob("*.snapshot")) == []
-    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 0}
+    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 1}
     directory.write_high_watermarks({TP: 7})
-    directory.close()
-    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 0}
+    logs.close()
+    # Closed as Kafka stops: flushed, so the recovery point is the log end.
+    assert kafka_files.read_offsets_checkpoint(recovery.read_bytes(), "r") == {TP: 1}
     hws = (tmp_path / kafka_files.HIGH_WATERMARKS).read_bytes()
     assert kafka_files.read_offsets_checkpoint(hws, "h") == {TP: 1}  # not past the log end
     assert (tmp_path / kafka_files.LOG_START_OFFSETS).read_bytes() == b"0\n0\n"

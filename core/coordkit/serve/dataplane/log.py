@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,11 +37,15 @@ from coordkit.protocol import compression, records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
+from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerIds, ProducerStates
+from coordkit.serve.dataplane.segment import LogSegment, RollParams
 
 if TYPE_CHECKING:
     from coordkit.engine.broker import Broker
-    from coordkit.serve.dataplane.logdir import LogDirectory, PartitionSegments
+    from coordkit.serve.dataplane.logdir import LogDirectory
+    from coordkit.serve.dataplane.segment_files import PartitionSegments
+
 
 #: ListOffsets' special timestamps (Kafka's ``ListOffsetsRequest.LATEST_TIMESTAMP`` and so on).
 LATEST_TIMESTAMP = -1
@@ -65,41 +70,96 @@ class Appended:
     log_append_time: int = -1
 
 
-class PartitionLog:
-    """One replica's batches in offset order; ``log_end`` is the next offset to assign."""
+def wall_ms() -> int:
+    return int(time.time() * 1000)
 
-    def __init__(self, segment: PartitionSegments | None = None) -> None:
-        self._batches: list[bytes] = []
-        self._headers: list[BatchHeader] = []
-        #: Each batch's last offset, for bisecting a fetch position.
-        self._last_offsets: list[int] = []
+
+class PartitionLog:
+    """One replica's log (Kafka's ``UnifiedLog`` over its ``LocalLog``): segments in offset
+    order, the last one active; ``log_start`` is the first offset a reader may ask for,
+    ``log_end`` the next offset to assign."""
+
+    def __init__(
+        self,
+        files: PartitionSegments | None = None,
+        config: LogConfig | None = None,
+        *,
+        log_start: int = 0,
+        clock: Callable[[], int] = wall_ms,
+    ) -> None:
+        self.config = config or LogConfig()
+        self.clock = clock
+        self.segments: list[LogSegment] = []
+        #: The segments' base offsets, for bisecting a fetch position.
+        self._bases: list[int] = []
         #: Kafka's leader epoch cache: ``(epoch, first offset)``, epochs ascending.
         self._epochs: list[tuple[int, int]] = []
         self.producers = ProducerStates()
-        self.log_start = 0
-        self.log_end = 0
+        self.log_start = self.log_end = log_start
+        self._add_segment(log_start)
         #: Where appends and truncations are written through (``None``: memory only).
-        self.segment = segment
+        self.files = files
+        #: Records appended since the last fsync (Kafka's ``unflushedMessages``), and when.
+        self.unflushed_messages = 0
+        self.last_flush_ms = clock()
+        if files is not None:
+            files.log_start, files.end_offset = self.log_start, self.log_end
 
     @classmethod
-    def loaded(cls, data: bytes, segment: PartitionSegments) -> PartitionLog:
-        """The log whose batches ``data`` holds (its segments' checked contents, see
-        :func:`coordkit.serve.dataplane.logdir.valid_prefix`), writing on to ``segment``: the leader
-        epoch cache and the producers' state rebuilt from the batches' headers. It starts where
-        its first segment does and ends where its last batch or segment does (a Kafka log whose
-        old segments retention deleted starts past 0, and an empty active segment's name is
-        the log end)."""
-        partition_log = cls()
-        partition_log.log_start = partition_log.log_end = segment.log_start
-        for header, raw in records.iter_batches(data, verify_crc=False):
-            partition_log._new_epoch(header.partition_leader_epoch)
-            partition_log._keep(bytes(raw), header)
-        partition_log.log_end = max(partition_log.log_end, segment.end_offset)
-        partition_log.segment = segment
+    def loaded(
+        cls,
+        stored: list[tuple[int, bytes]],
+        files: PartitionSegments,
+        config: LogConfig | None = None,
+        *,
+        checkpointed_start: int = 0,
+        clock: Callable[[], int] = wall_ms,
+    ) -> PartitionLog:
+        """The log whose segments ``stored`` holds (``(base offset, checked batches)``, see
+        :meth:`~coordkit.serve.dataplane.segment_files.PartitionSegments.load`), writing on to
+        ``files``: the leader epoch cache and the producers' state rebuilt from the batches'
+        headers. It starts at its first segment's base offset, or at the checkpointed log start
+        past it, and ends after its last batch (an empty last segment's base: Kafka rolls one
+        at the log end)."""
+        first = stored[0][0] if stored else 0
+        partition_log = cls(config=config, log_start=first, clock=clock)
+        partition_log.segments, partition_log._bases = [], []
+        for base, data in stored:
+            partition_log.log_end = max(partition_log.log_end, base)
+            partition_log._add_segment(partition_log.log_end if partition_log.segments else base)
+            for header, raw in records.iter_batches(data, verify_crc=False):
+                partition_log._new_epoch(header.partition_leader_epoch)
+                partition_log._keep(bytes(raw), header, roll=False)
+        if not partition_log.segments:
+            partition_log._add_segment(first)
+        for inactive in partition_log.segments[:-1]:
+            inactive.on_become_inactive()
+        partition_log.files = files
+        files.check_indexes(partition_log.segments)
+        files.end_offset = partition_log.log_end
+        files.log_start = partition_log.log_start
+        partition_log.maybe_increment_log_start(min(checkpointed_start, partition_log.log_end))
+        files.epochs_changed(partition_log._epochs)
         return partition_log
 
     def __len__(self) -> int:
-        return len(self._batches)
+        return sum(len(segment.batches) for segment in self.segments)
+
+    @property
+    def active(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(segment.size for segment in self.segments)
+
+    def _add_segment(self, base: int) -> LogSegment:
+        segment = LogSegment(base, created_ms=self.clock(),
+                             index_interval_bytes=self.config.index_interval_bytes,
+                             max_index_size=self.config.max_index_size)  # fmt: skip
+        self.segments.append(segment)
+        self._bases.append(base)
+        return segment
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -138,6 +198,7 @@ class PartitionLog:
             kept = attrs.evolve(header, base_offset=base, partition_leader_epoch=leader_epoch)
             self._keep(records.assign_offsets(raw, base, leader_epoch), kept)
             appended += header.last_offset_delta + 1
+        self._appended(appended)
         return Appended(errors.NONE, first_offset, appended, self.log_end)
 
     def append_copied(self, data: bytes) -> int:
@@ -157,35 +218,186 @@ class PartitionLog:
             self._new_epoch(header.partition_leader_epoch)
             self._keep(bytes(raw), header)
             count += header.last_offset_delta + 1
+        self._appended(count)
         return count
 
-    def _keep(self, batch: bytes, header: BatchHeader) -> None:
-        self._batches.append(batch)
-        self._headers.append(header)
+    def _keep(self, batch: bytes, header: BatchHeader, *, roll: bool = True) -> None:
+        if roll:
+            self._maybe_roll(header, len(batch))
+        active = self.active
+        active.append(batch, header)
         self.log_end = header.base_offset + header.last_offset_delta + 1
-        self._last_offsets.append(self.log_end - 1)
         self.producers.record(header)
-        if self.segment is not None:
-            self.segment.append(batch)
+        if self.files is not None:
+            self.files.append(active, batch)
+            self.files.end_offset = self.log_end
+
+    def _maybe_roll(self, header: BatchHeader, size: int) -> None:
+        """Kafka's ``UnifiedLog.maybeRoll``: a new active segment at the log end when the
+        active one should roll before this batch."""
+        config = self.config
+        params = RollParams(max_segment_bytes=config.segment_bytes,
+                            max_segment_ms=config.segment_ms,
+                            max_timestamp_in_messages=header.max_timestamp,
+                            max_offset_in_messages=header.last_offset, messages_size=size,
+                            now=self.clock())  # fmt: skip
+        if self.active.should_roll(params):
+            self.roll()
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end (the old one keeps its batches)."""
+        old = self.active
+        if old.size == 0 and old.base_offset == self.log_end:
+            return old
+        old.on_become_inactive()
+        new = self._add_segment(self.log_end)
+        if self.files is not None:
+            self.files.roll(old, new.base_offset)
+        return new
+
+    def _appended(self, count: int) -> None:
+        """Kafka's ``flush.messages``: fsync once so many records were not."""
+        self.unflushed_messages += count
+        if self.unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync the log's files up to its end (the recovery point moves there)."""
+        if self.files is not None:
+            self.files.flush(self.log_end)
+        self.unflushed_messages = 0
+        self.last_flush_ms = self.clock()
+
+    def flush_if_due(self, now: int) -> bool:
+        """Kafka's ``flush.ms``, checked by the log manager's flusher: whether it flushed."""
+        if self.unflushed_messages and now - self.last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
 
     def _new_epoch(self, epoch: int) -> None:
         if not self._epochs or epoch > self._epochs[-1][0]:
             self._epochs.append((epoch, self.log_end))
+            if self.files is not None:
+                self.files.epochs_changed(self._epochs)
 
     def truncate_to(self, offset: int) -> int:
         """Cut every batch from the one holding ``offset`` on; returns the records cut."""
-        index = bisect.bisect_left(self._last_offsets, offset)
-        if index >= len(self._batches):
+        if offset < self.log_start:
+            cut = self.log_end - offset
+            self.truncate_fully_and_start_at(offset)
+            return max(cut, 0)
+        number = bisect.bisect_right(self._bases, offset) - 1
+        floor = self.segments[number]
+        if number == len(self.segments) - 1 and floor.slot_of(offset) >= len(floor.batches):
             return 0
-        cut_from = self._headers[index].base_offset
+        gone = self.segments[number + 1 :]
+        del self.segments[number + 1 :], self._bases[number + 1 :]
+        floor.truncate_to(offset)
+        cut_from = floor.next_offset
         cut = self.log_end - cut_from
-        if self.segment is not None:
-            self.segment.truncate(sum(len(batch) for batch in self._batches[:index]))
-        del self._batches[index:], self._headers[index:], self._last_offsets[index:]
         self.log_end = cut_from
+        if self.files is not None:
+            self.files.truncated(self.segments)
+            self.files.end_offset = self.log_end
+        del gone
         self._epochs = [(e, start) for e, start in self._epochs if start < cut_from]
-        self.producers.rebuild(self._headers)
+        if self.files is not None:
+            self.files.epochs_changed(self._epochs)
+        self.producers.rebuild([h for segment in self.segments for h in segment.headers])
         return cut
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start again, empty, at ``offset`` (Kafka's follower whose
+        leader's log starts past its end)."""
+        gone = [segment.base_offset for segment in self.segments]
+        self.segments, self._bases = [], []
+        self._add_segment(offset)
+        self.log_start = self.log_end = offset
+        self._epochs = []
+        self.producers.rebuild([])
+        if self.files is not None:
+            self.files.started_at(gone, offset)
+            self.files.epochs_changed(self._epochs)
+
+    # -- the log start and retention -------------------------------------------------------------
+
+    def maybe_increment_log_start(self, offset: int) -> bool:
+        """Move the log start up to ``offset`` (a follower following its leader's; a segment
+        deleted): Kafka's ``maybeIncrementLogStartOffset``; the leader epoch cache keeps the
+        epoch in force there, starting there."""
+        offset = min(offset, self.log_end)
+        if offset <= self.log_start:
+            return False
+        self.log_start = offset
+        before = [entry for entry in self._epochs if entry[1] <= offset]
+        if before:
+            self._epochs = [(before[-1][0], offset), *self._epochs[len(before) :]]
+        if self.files is not None:
+            self.files.log_start = offset
+            self.files.epochs_changed(self._epochs)
+        return True
+
+    def delete_old_segments(self, now: int, high_watermark: int) -> int:
+        """Kafka's ``UnifiedLog.deleteOldSegments``: whole segments wholly below the log start,
+        then (``cleanup.policy`` delete) the oldest while the log is over ``retention.bytes``,
+        then those whose newest record is older than ``retention.ms``; never a segment reaching
+        past ``high_watermark``. Returns the segments deleted."""
+        deleted = self._delete_while(
+            lambda segment, following: (
+                following is not None and following.base_offset <= self.log_start
+            ),
+            high_watermark,
+        )
+        if not self.config.delete:
+            return deleted
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes >= 0 and self.size >= retention_bytes:
+            excess = self.size - retention_bytes
+
+            def over_size(segment: LogSegment, following: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_while(over_size, high_watermark)
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_while(
+                lambda segment, following: now - segment.largest_timestamp > retention_ms,
+                high_watermark,
+            )
+        return deleted
+
+    def _delete_while(
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool],
+        high_watermark: int,
+    ) -> int:
+        """Kafka's ``deletableSegments`` and ``deleteSegments``: the oldest segments while
+        ``predicate`` holds (an empty active segment never), the log rolled first when every
+        segment goes, the log start moved to the first segment left."""
+        deletable: list[LogSegment] = []
+        for number, segment in enumerate(self.segments):
+            following = self.segments[number + 1] if number + 1 < len(self.segments) else None
+            upper = following.base_offset if following is not None else self.log_end
+            if following is None and segment.size == 0:
+                break
+            if high_watermark < upper or not predicate(segment, following):
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            self.roll()
+        count = len(deletable)
+        del self.segments[:count], self._bases[:count]
+        self.maybe_increment_log_start(self.segments[0].base_offset)
+        if self.files is not None:
+            self.files.delete_segments([segment.base_offset for segment in deletable])
+        return count
 
     # -- leader epochs ------------------------------------------------------------------------
 
@@ -242,54 +454,68 @@ class PartitionLog:
         """Whole batches from the one holding ``offset``, below offset ``upto`` (consumers read
         up to the high watermark; default: the log end), at most ``max_bytes`` of them — but
         with ``at_least_one`` the first, however large (Kafka's rule since Fetch v3 for the first
-        partition with data, so that a consumer never stalls on a large batch).
+        partition with data, so that a consumer never stalls on a large batch). The segment and
+        the batch are found by binary search, not by reading from the start.
 
-        :raises IndexError: ``offset`` is outside ``[log_start, log_end]``.
+        :raises IndexError: ``offset`` is outside ``[log_start, log_end]`` (Kafka's
+            OFFSET_OUT_OF_RANGE).
         """
         if not self.log_start <= offset <= self.log_end:
             raise IndexError(offset)
         limit = self.log_end if upto is None else min(upto, self.log_end)
-        index = bisect.bisect_left(self._last_offsets, offset)
+        number = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         out = bytearray()
-        for position in range(index, len(self._batches)):
-            if self._last_offsets[position] >= limit:
-                break
-            batch = self._batches[position]
-            if (out or not at_least_one) and len(out) + len(batch) > max_bytes:
-                break
-            out += batch
+        slot = self.segments[number].slot_of(offset)
+        for segment in self.segments[number:]:
+            for position in range(slot, len(segment.batches)):
+                if segment.last_offsets[position] >= limit:
+                    return bytes(out)
+                batch = segment.batches[position]
+                if (out or not at_least_one) and len(out) + len(batch) > max_bytes:
+                    return bytes(out)
+                out += batch
+            slot = 0
         return bytes(out)
 
     def offset_for(self, timestamp: int, upto: int | None = None) -> tuple[int, int]:
         """ListOffsets: ``(offset, timestamp)`` for a timestamp or one of the special values,
-        among records below ``upto`` (the high watermark; latest is ``upto`` itself);
-        ``(-1, -1)`` when no record has a timestamp at or after it."""
+        answered only below ``upto`` (the high watermark; latest is ``upto`` itself);
+        ``(-1, -1)`` when no record has a timestamp at or after it (Kafka's
+        ``UnifiedLog.fetchOffsetByTimestamp``: the first segment whose newest record reaches
+        the timestamp, searched from where its time index points)."""
         limit = self.log_end if upto is None else min(upto, self.log_end)
         if timestamp == LATEST_TIMESTAMP:
             return limit, -1
         if timestamp == EARLIEST_TIMESTAMP:
             return self.log_start, -1
-        visible = bisect.bisect_left(self._last_offsets, limit)
-        stamps = [h.max_timestamp for h in self._headers[:visible]]
+        found: tuple[int, int] = (-1, -1)
         if timestamp == MAX_TIMESTAMP:
-            if not stamps:
-                return -1, -1
-            index = max(range(len(stamps)), key=stamps.__getitem__)
-            newest = stamps[index]
-            return self._first_record_at(index, lambda t: t == newest)
-        for index, newest in enumerate(stamps):
-            if newest >= timestamp:
-                return self._first_record_at(index, lambda t: t >= timestamp)
-        return -1, -1
+            newest = max(self.segments, key=lambda s: s.max_timestamp_so_far)
+            if newest.max_timestamp_so_far >= 0:
+                slot = newest.slot_of(newest.offset_of_max_timestamp_so_far)
+                most = newest.max_timestamp_so_far
+                found = self._first_record_at(newest, slot, lambda t: t == most)
+        else:
+            for segment in self.segments:
+                if segment.max_timestamp_so_far < timestamp:
+                    continue
+                reaching = segment.slot_by_timestamp(timestamp, self.log_start)
+                if reaching is not None:
+                    found = self._first_record_at(segment, reaching, lambda t: t >= timestamp)
+                break
+        return found if 0 <= found[0] < limit else (-1, -1)
 
-    def _first_record_at(self, index: int, wanted: Callable[[int], bool]) -> tuple[int, int]:
-        """The first record of batch ``index`` whose timestamp is ``wanted``."""
-        batch = records.decode_batch(self._batches[index], verify_crc=False)
+    def _first_record_at(
+        self, segment: LogSegment, slot: int, wanted: Callable[[int], bool]
+    ) -> tuple[int, int]:
+        """The first record of ``segment``'s batch ``slot`` at or past the log start whose
+        timestamp is ``wanted``."""
+        batch = records.decode_batch(segment.batches[slot], verify_crc=False)
         for record in batch.records:
-            if wanted(record.timestamp):
+            if record.offset >= self.log_start and wanted(record.timestamp):
                 return record.offset, record.timestamp
         # Log-append-time batches give every record the batch's max timestamp.
-        return batch.base_offset, batch.max_timestamp
+        return max(batch.base_offset, self.log_start), batch.max_timestamp
 
 
 def _checked(data: bytes, verify_crc: bool = True) -> list[tuple[BatchHeader, memoryview]]:
@@ -352,14 +578,27 @@ class Replication(Protocol):
 
 class BrokerLogs:
     """The logs of the partition replicas one broker holds (created on first use); with a
-    ``directory``, loaded from it and written through to it."""
+    ``directory``, loaded from it and written through to it. ``config``: each topic's log
+    config (a :class:`LogConfig` for every topic, or a lookup by topic name)."""
 
-    def __init__(self, directory: LogDirectory | None = None) -> None:
+    def __init__(
+        self,
+        directory: LogDirectory | None = None,
+        config: LogConfig | Callable[[str], LogConfig] | None = None,
+    ) -> None:
         self.directory = directory
+        if config is None or isinstance(config, LogConfig):
+            fixed = config or LogConfig()
+            self.config_of: Callable[[str], LogConfig] = lambda _topic: fixed
+        else:
+            self.config_of = config
         self._logs: dict[TP, PartitionLog] = {}
         if directory is not None:
-            for tp, data in directory.stored().items():
-                self._logs[tp] = PartitionLog.loaded(data, directory.segment(tp))
+            for tp, stored in directory.stored().items():
+                self._logs[tp] = PartitionLog.loaded(
+                    stored, directory.segment(tp), self.config_of(tp[0]),
+                    checkpointed_start=directory.checkpointed_log_start(tp),
+                )  # fmt: skip
         self._changed = asyncio.Event()
         #: The process's replication (set by :class:`~coordkit.serve.dataplane.replicas.Replicas`).
         self.replicas: Replication | None = None
@@ -369,9 +608,20 @@ class BrokerLogs:
     def get(self, tp: TP) -> PartitionLog:
         log = self._logs.get(tp)
         if log is None:
-            segment = None if self.directory is None else self.directory.segment(tp)
-            log = self._logs[tp] = PartitionLog(segment)
+            files = None if self.directory is None else self.directory.segment(tp)
+            log = self._logs[tp] = PartitionLog(files, self.config_of(tp[0]))
         return log
+
+    def logs(self) -> list[tuple[TP, PartitionLog]]:
+        """Every log this broker holds."""
+        return list(self._logs.items())
+
+    def reconfigure(self, topic: str | None = None) -> None:
+        """Read the log config of ``topic``'s logs again (every topic's when ``None``): a
+        topic config changed."""
+        for tp, partition_log in self._logs.items():
+            if topic is None or tp[0] == topic:
+                partition_log.config = self.config_of(tp[0])
 
     def find(self, tp: TP) -> PartitionLog | None:
         return self._logs.get(tp)
@@ -389,7 +639,8 @@ class BrokerLogs:
         return {topic for topic, _ in self._logs}
 
     def close(self) -> None:
-        """Close the log directory's files (the logs stay readable in memory)."""
+        """Close the log directory (its logs flushed) and files (the logs stay readable in
+        memory)."""
         if self.directory is not None:
             self.directory.close()
 

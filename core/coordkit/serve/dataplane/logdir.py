@@ -2,12 +2,11 @@
 so that a broker — or a whole cluster on a persisted store — restarts with its records, and a
 Kafka 3.9 broker started on the directory serves them too (and the other way round).
 
-Layout, as Kafka's: ``<dir>/<topic>-<partition>/<base offset, 20 digits>.log``, the segments of
-a partition's log, each the record batches (format v2) one after another, exactly as they sit in
-memory (offsets and leader epochs written in). Appends go to the last segment (Kafka's active
-one), and a new segment starts when one would grow past ``segment_bytes`` (Kafka's
-``log.segment.bytes``, 1 GiB). The leader epoch cache and the producers' state are rebuilt from
-the batches' headers when the log is loaded, as Kafka rebuilds them on recovery.
+Layout, as Kafka's: ``<dir>/<topic>-<partition>/`` holds a partition's segments
+(``<base offset, 20 digits>.log`` with its ``.index`` and ``.timeindex``), written as its
+in-memory log changes (:mod:`coordkit.serve.dataplane.segment_files`). The leader epoch cache and
+the producers' state are rebuilt from the batches' headers when the log is loaded, as Kafka
+rebuilds them on recovery.
 
 Kafka's other files (:mod:`coordkit.serve.dataplane.kafka_files`), so that a Kafka broker accepts the
 directory and a directory Kafka wrote stays right for Kafka after coordkit used it:
@@ -18,24 +17,20 @@ directory and a directory Kafka wrote stays right for Kafka after coordkit used 
 * ``partition.metadata`` — each partition's topic id, from the store's topic node;
 * ``leader-epoch-checkpoint`` — each partition's leader epochs, rewritten when they change;
 * ``recovery-point-offset-checkpoint`` — from where Kafka must check (recover) a log when it
-  starts: coordkit writes no index files and does not fsync, so every segment it wrote or
-  changed lies past the recovery point, and Kafka recovers it and rebuilds its indexes (a
-  Kafka recovery point above a segment coordkit changes is lowered before the change);
-* ``replication-offset-checkpoint`` (high watermarks) and ``log-start-offset-checkpoint``,
+  starts: raised to a log's end when its files are fsynced (``flush.messages``, ``flush.ms``,
+  and when the directory is closed, as Kafka flushes at its shutdown), lowered at once before a
+  truncation below it; Kafka trusts the segments and indexes below it;
+* ``replication-offset-checkpoint`` (high watermarks) and ``log-start-offset-checkpoint`` (a
+  log start past the first segment's base offset: a follower that followed its leader's),
   written when the directory is closed; ``cleaner-offset-checkpoint``, empty, as Kafka creates it.
 
-Index files (``.index``, ``.timeindex``, ``.txnindex``) of a segment coordkit changes are
-deleted, producer state snapshots (``.snapshot``) past a truncation too, and Kafka's
-clean-shutdown marker when the directory is opened: Kafka rebuilds what is missing on recovery.
-Kafka's index files of segments coordkit leaves alone stay as they are; coordkit reads only the
-``.log`` files (it keeps every batch in memory).
+Kafka's clean-shutdown marker is deleted when the directory is opened (coordkit writes no
+producer state snapshots, which a Kafka broker after a clean shutdown would not rebuild).
 
-Writes go to the operating system at every append and truncation (no fsync: as Kafka by default,
-what a process crash cannot lose a machine crash can; replication is the guard). Loading checks
-every batch (lengths, CRC-32C, offsets growing) and cuts the log at the first that fails: the
-torn tail of a process killed mid-write (Kafka's log recovery). Offsets may skip (Kafka's log
-cleaner removes records of compacted topics), never go back. A batch of an older record format
-(v0, v1) is not read, and the directory is refused rather than cut.
+Writes go to the operating system at every append and truncation (fsync only as configured: as
+Kafka by default, what a process crash cannot lose a machine crash can; replication is the
+guard). A batch of an older record format (v0, v1) is not read, and the directory is refused
+rather than cut.
 
 One process at a time: the directory is locked (``.lock``) with ``flock`` and with a POSIX record
 lock, the kind Java's ``FileChannel.tryLock`` takes, so a second ``coordkit serve`` and a Kafka
@@ -44,8 +39,6 @@ broker pointed at it are both refused.
 
 from __future__ import annotations
 
-import array
-import bisect
 import contextlib
 import datetime
 import fcntl
@@ -54,36 +47,29 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import BinaryIO
-
-import attrs
 
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError
-from coordkit.protocol import records
-from coordkit.protocol.errors import ProtocolError
-from coordkit.protocol.records import BatchHeader
 from coordkit.serve.dataplane import kafka_files
 from coordkit.serve.dataplane.kafka_files import KafkaFileError
+from coordkit.serve.dataplane.segment_files import (
+    OldRecordFormatError,
+    PartitionSegments,
+    scan_batches,
+    segment_name,
+)
+
+__all__ = ["SEGMENT_NAME", "LogDirError", "LogDirectory", "PartitionSegments", "segment_name",
+           "valid_prefix"]  # fmt: skip
 
 log = logging.getLogger("coordkit.serve")
 
-#: Kafka's default ``log.segment.bytes``: a segment is not written past it.
-DEFAULT_SEGMENT_BYTES = 1 << 30
 #: The first segment's name: its base offset, 20 digits (``LogFileUtils.filenamePrefixFromOffset``).
-SEGMENT_NAME = f"{0:020d}.log"
+SEGMENT_NAME = segment_name(0)
 LOCK_NAME = ".lock"
 #: A partition directory's name: a legal topic name (Kafka's ``[a-zA-Z0-9._-]``, at most 249
 #: characters), a dash, the partition number.
 _PARTITION_DIR = re.compile(r"(?P<topic>[A-Za-z0-9._-]{1,249})-(?P<partition>0|[1-9][0-9]{0,9})")
-_SEGMENT_FILE = re.compile(r"(?P<base>[0-9]{20})\.log")
-_SNAPSHOT_FILE = re.compile(r"(?P<offset>[0-9]{20})\.snapshot")
-#: What Kafka keeps beside a segment and rebuilds from it when missing.
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-#: Offsets within a segment are 32-bit (relative to its base offset in Kafka's indexes).
-_MAX_RELATIVE_OFFSET = 2**31 - 1
-#: Where a batch header keeps its format (magic) byte.
-_MAGIC_AT = 16
 
 
 class LogDirError(CoordkitError):
@@ -91,213 +77,11 @@ class LogDirError(CoordkitError):
     broker's or cluster's, a record format coordkit does not read)."""
 
 
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}.log"
-
-
-@attrs.define
-class _Segment:
-    """One segment file: its base offset, path, where it starts in the partition's bytes (all
-    segments one after another) and its size."""
-
-    base_offset: int
-    path: Path
-    start: int
-    size: int
-
-    @property
-    def end(self) -> int:
-        return self.start + self.size
-
-
-class PartitionSegments:
-    """A partition's segment files, written through as its :class:`~coordkit.serve.dataplane.log.PartitionLog`
-    appends and truncates: byte positions are the partition's batches one after another, across
-    its segments. Keeps the partition's ``leader-epoch-checkpoint`` current from the batches'
-    headers (the log's only writer is the partition log: it hands over whole batches)."""
-
-    def __init__(self, log_dir: LogDirectory, tp: TP, directory: Path) -> None:
-        self._log_dir = log_dir
-        self.tp = tp
-        self.directory = directory
-        self._segments: list[_Segment] = []
-        #: Each batch's first byte (in the partition's bytes) and base offset, for truncation.
-        self._batch_starts = array.array("q")
-        self._batch_offsets = array.array("q")
-        self.end_offset = 0
-        #: Kafka's leader epoch cache: ``(epoch, first offset)``, as its recovery assigns it.
-        self.epochs: list[tuple[int, int]] = []
-        #: Segments whose index files were deleted (they are changed from now on).
-        self._changed: set[int] = set()
-        self._active: BinaryIO | None = None
-
-    # -- loading ------------------------------------------------------------------------------
-
-    def load(self) -> bytes:
-        """The valid batches of every segment, in order; a segment is cut after its last valid
-        batch and the segments after it are deleted (Kafka's recovery)."""
-        found: list[_Segment] = []
-        for entry in self.directory.iterdir():
-            match = _SEGMENT_FILE.fullmatch(entry.name)
-            if match is not None and entry.is_file():
-                found.append(_Segment(int(match["base"]), entry, 0, entry.stat().st_size))
-        found.sort(key=lambda segment: segment.base_offset)
-        data = bytearray()
-        for number, segment in enumerate(found):
-            content = segment.path.read_bytes()
-            first = max(segment.base_offset, self.end_offset)
-            valid, headers = scan_batches(
-                content, first, where=f"{self.directory}/{segment.path.name}"
-            )
-            segment.start, segment.size = len(data), valid
-            self._segments.append(segment)
-            for header, position in headers:
-                self._note(header, segment.start + position)
-            data += content[:valid]
-            if valid < len(content):
-                log.warning("log directory %s: %s-%s: cut %s bytes of %s after its last whole "
-                            "batch (a torn or corrupt tail)", self._log_dir.path, *self.tp,
-                            len(content) - valid, segment.path.name)  # fmt: skip
-                self._changing(segment)
-                with open(segment.path, "r+b") as file:
-                    file.truncate(valid)
-                for later in found[number + 1 :]:
-                    log.warning("log directory %s: %s-%s: deleting %s, after the cut",
-                                self._log_dir.path, *self.tp, later.path.name)  # fmt: skip
-                    self._changing(later)
-                    later.path.unlink()
-                self._delete_snapshots_after(self.end_offset)
-                self._write_epochs()
-                break
-        if self._segments:
-            # An empty last segment (Kafka rolls a new one at its log end) names the log end.
-            self.end_offset = max(self.end_offset, self._segments[-1].base_offset)
-            if not (self.directory / kafka_files.LEADER_EPOCHS).exists():
-                self._write_epochs()
-        return bytes(data)
-
-    def _note(self, header: BatchHeader, position: int) -> bool:
-        """Book a batch at ``position``: its offsets and, as Kafka's recovery assigns it, a new
-        leader epoch (then true)."""
-        self._batch_starts.append(position)
-        self._batch_offsets.append(header.base_offset)
-        self.end_offset = header.last_offset + 1
-        epoch = header.partition_leader_epoch
-        if epoch >= 0 and (not self.epochs or epoch > self.epochs[-1][0]):
-            self.epochs.append((epoch, header.base_offset))
-            return True
-        return False
-
-    # -- what PartitionLog writes through -------------------------------------------------------
-
-    @property
-    def size(self) -> int:
-        return self._segments[-1].end if self._segments else 0
-
-    def append(self, data: bytes) -> None:
-        """Append whole batches (their offsets follow on from this log's end)."""
-        for header, raw in records.iter_batches(data, verify_crc=False):
-            active = self._segment_for(header)
-            self._changing(active)
-            if self._active is None:
-                self._active = open(active.path, "ab", buffering=0)  # noqa: SIM115 - kept open
-            self._active.write(raw)
-            position = active.end
-            active.size += len(raw)
-            if self._note(header, position):
-                self._write_epochs()
-
-    def _segment_for(self, header: BatchHeader) -> _Segment:
-        """The segment a batch goes to: the last, or a new one when the last would grow past
-        the directory's segment size or its offsets past 32 bits (Kafka's roll)."""
-        last = self._segments[-1] if self._segments else None
-        if (
-            last is None
-            or (last.size and last.size + header.size > self._log_dir.segment_bytes)
-            or header.last_offset - last.base_offset > _MAX_RELATIVE_OFFSET
-        ):
-            base = 0 if last is None else header.base_offset
-            path = self.directory / segment_name(base)
-            path.touch()
-            last = _Segment(base, path, self.size, 0)
-            self._segments.append(last)
-            self._close_active()
-        return last
-
-    def truncate(self, size: int) -> None:
-        """Cut everything from byte ``size`` of the partition's bytes on (a batch boundary):
-        segments wholly past it are deleted (the first is kept, empty), the one holding it cut."""
-        if size >= self.size:
-            return
-        self._close_active()
-        while len(self._segments) > 1 and self._segments[-1].start >= size:
-            gone = self._segments.pop()
-            self._changing(gone)
-            gone.path.unlink(missing_ok=True)
-        last = self._segments[-1]
-        self._changing(last)
-        with open(last.path, "r+b") as file:
-            file.truncate(max(size - last.start, 0))
-        last.size = max(size - last.start, 0)
-        kept = bisect.bisect_left(self._batch_starts, size)
-        if kept < len(self._batch_offsets):
-            self.end_offset = self._batch_offsets[kept]
-        del self._batch_starts[kept:], self._batch_offsets[kept:]
-        if not self._batch_offsets:
-            self.end_offset = last.base_offset
-        epochs = [(epoch, start) for epoch, start in self.epochs if start < self.end_offset]
-        if epochs != self.epochs:
-            self.epochs = epochs
-            self._write_epochs()
-        self._delete_snapshots_after(self.end_offset)
-
-    def close(self) -> None:
-        self._close_active()
-
-    def _close_active(self) -> None:
-        if self._active is not None:
-            self._active.close()
-            self._active = None
-
-    # -- Kafka's files beside the segments ------------------------------------------------------
-
-    def _changing(self, segment: _Segment) -> None:
-        """Before ``segment`` changes for the first time: its index files go (Kafka rebuilds
-        them) and the recovery point comes down to it, so Kafka checks it when it starts."""
-        if segment.base_offset in self._changed:
-            return
-        self._changed.add(segment.base_offset)
-        stem = segment.path.name.removesuffix(".log")
-        for suffix in INDEX_SUFFIXES:
-            (self.directory / f"{stem}{suffix}").unlink(missing_ok=True)
-        self._log_dir.lower_recovery_point(self.tp, segment.base_offset)
-
-    def _delete_snapshots_after(self, offset: int) -> None:
-        """Producer state snapshots past ``offset`` describe records no longer in the log
-        (Kafka deletes them on truncation too)."""
-        for entry in self.directory.iterdir():
-            match = _SNAPSHOT_FILE.fullmatch(entry.name)
-            if match is not None and int(match["offset"]) > offset:
-                entry.unlink(missing_ok=True)
-
-    def _write_epochs(self) -> None:
-        kafka_files.write_atomically(
-            self.directory / kafka_files.LEADER_EPOCHS,
-            kafka_files.leader_epoch_checkpoint(self.epochs),
-        )
-
-    @property
-    def log_start(self) -> int:
-        """Where the log starts: its first segment's base offset."""
-        return self._segments[0].base_offset if self._segments else 0
-
-
 class LogDirectory:
     """Broker logs under ``path`` (created when missing), locked for this process."""
 
-    def __init__(self, path: Path, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path
-        self.segment_bytes = segment_bytes
         try:
             path.mkdir(parents=True, exist_ok=True)
             self._lock = open(path / LOCK_NAME, "a")  # noqa: SIM115 - held until close
@@ -375,16 +159,17 @@ class LogDirectory:
 
     # -- loading ------------------------------------------------------------------------------
 
-    def stored(self) -> dict[TP, bytes]:
-        """Every partition's valid batches as found on disk, each log cut after its last valid
-        batch. Kafka's files are read where coordkit needs them; other entries that are not
-        ``<topic>-<partition>`` directories are left alone (and logged).
+    def stored(self) -> dict[TP, list[tuple[int, bytes]]]:
+        """Every partition's valid batches as found on disk, by segment (``(base offset,
+        bytes)``), each log cut after its last valid batch. Kafka's files are read where
+        coordkit needs them; other entries that are not ``<topic>-<partition>`` directories are
+        left alone (and logged).
 
         :raises LogDirError: a log holds batches of an older record format.
         """
         # Kafka's marker says its logs were flushed and indexed as they are: no longer so.
         (self.path / kafka_files.CLEAN_SHUTDOWN).unlink(missing_ok=True)
-        found: dict[TP, bytes] = {}
+        found: dict[TP, list[tuple[int, bytes]]] = {}
         for entry in sorted(self.path.iterdir()):
             if entry.name == LOCK_NAME or entry.name in kafka_files.DIRECTORY_FILES:
                 continue
@@ -395,9 +180,16 @@ class LogDirectory:
                 continue
             tp = (match["topic"], int(match["partition"]))
             segments = self._segments[tp] = PartitionSegments(self, tp, entry)
-            found[tp] = segments.load()
+            try:
+                found[tp] = segments.load()
+            except OldRecordFormatError as exc:
+                raise LogDirError(str(exc)) from None
             self._read_partition_metadata(tp, entry)
         return found
+
+    def checkpointed_log_start(self, tp: TP) -> int:
+        """``tp``'s log start as ``log-start-offset-checkpoint`` has it (0: not listed)."""
+        return self._log_starts.get(tp, 0)
 
     def _read_partition_metadata(self, tp: TP, directory: Path) -> None:
         path = directory / kafka_files.PARTITION_METADATA
@@ -422,7 +214,6 @@ class LogDirectory:
             directory = self.path / partition_dir_name(tp)
             directory.mkdir(exist_ok=True)
             segments = self._segments[tp] = PartitionSegments(self, tp, directory)
-            segments.load()
             self._without_metadata.add(tp)
             self._write_partition_metadata()
         return segments
@@ -454,12 +245,20 @@ class LogDirectory:
         """The partitions with a log here."""
         return sorted(self._segments)
 
+    def recovery_point(self, tp: TP) -> int:
+        return self._recovery_points.get(tp, 0)
+
     def lower_recovery_point(self, tp: TP, offset: int) -> None:
-        """Kafka must check ``tp``'s log from ``offset`` on at its next start (coordkit changes
-        it there): a recovery point above it comes down, on disk at once."""
+        """Kafka must check ``tp``'s log from ``offset`` on at its next start (coordkit cuts it
+        there): a recovery point above it comes down, on disk at once."""
         if self._recovery_points.get(tp, 0) > offset:
             self._recovery_points[tp] = offset
             self._write_offsets(kafka_files.RECOVERY_POINTS, self._recovery_points)
+
+    def raise_recovery_point(self, tp: TP, offset: int) -> None:
+        """``tp``'s files are fsynced up to ``offset`` (written to the checkpoint at close, as
+        Kafka writes it periodically and at its shutdown)."""
+        self._recovery_points[tp] = max(self._recovery_points.get(tp, 0), offset)
 
     def remove(self, tp: TP) -> None:
         """Delete ``tp``'s directory (its topic was deleted)."""
@@ -482,19 +281,22 @@ class LogDirectory:
         kafka_files.write_atomically(self.path / name, kafka_files.offsets_checkpoint(offsets))
 
     def close(self) -> None:
-        """Close the segment files and write the recovery points and log start offsets of every
-        partition (Kafka's, as it writes them when it stops)."""
+        """fsync every partition's files and write the recovery points (their log ends now) and
+        log start offsets of every partition, as Kafka flushes and checkpoints when it stops;
+        then close the segment files."""
         if self._lock.closed:
             return
         segments = getattr(self, "_segments", {})
         try:
+            for partition in segments.values():
+                partition.flush()
             if segments:
-                recovery = {tp: self._recovery_points.get(tp, 0) for tp in segments}
+                recovery = {tp: min(self._recovery_points.get(tp, 0), segments[tp].end_offset)
+                            for tp in segments}  # fmt: skip
                 self._write_offsets(kafka_files.RECOVERY_POINTS, recovery)
                 # Kafka lists a log start only where it is past the first segment's base offset.
-                starts = {tp: min(start, segments[tp].end_offset)
-                          for tp, start in self._log_starts.items()
-                          if tp in segments and start > segments[tp].log_start}  # fmt: skip
+                starts = {tp: partition.log_start for tp, partition in segments.items()
+                          if partition.bases and partition.log_start > partition.bases[0]}  # fmt: skip
                 self._write_offsets(kafka_files.LOG_START_OFFSETS, starts)
         except OSError as exc:
             log.warning("log directory %s: checkpoints not written: %s", self.path, exc.strerror)
@@ -516,42 +318,13 @@ def partition_dir_name(tp: TP) -> str:
     return name
 
 
-def scan_batches(
-    data: bytes, first_offset: int = 0, *, where: str = "log"
-) -> tuple[int, list[tuple[BatchHeader, int]]]:
-    """``(bytes of data that are whole, CRC-checked batches with offsets from first_offset
-    on, growing; those batches' headers and positions)``. A batch may hold fewer records than
-    its offsets span (Kafka's log cleaner removes records of compacted topics).
-
-    :raises LogDirError: a batch of record format v0 or v1 (Kafka's older formats: the log is
-        not coordkit's to cut).
-    """
-    view = memoryview(data)
-    position = 0
-    expected = first_offset
-    headers: list[tuple[BatchHeader, int]] = []
-    while position < len(view):
-        if len(view) - position > _MAGIC_AT and view[position + _MAGIC_AT] in (0, 1):
-            raise LogDirError(
-                f"{where}: a batch of record format v{view[position + _MAGIC_AT]} at byte "
-                f"{position} (coordkit reads format v2 only); nothing was changed"
-            )
-        try:
-            header, raw = next(records.iter_batches(view[position:], allow_partial_tail=True))
-        except (StopIteration, ProtocolError, ValueError):
-            break
-        if header.base_offset < expected or header.record_count > header.last_offset_delta + 1:
-            break
-        headers.append((header, position))
-        expected = header.last_offset + 1
-        position += len(raw)
-    return position, headers
-
-
 def valid_prefix(data: bytes, first_offset: int = 0) -> int:
     """Bytes of ``data`` that are whole, CRC-checked batches whose offsets grow from
-    ``first_offset`` (see :func:`scan_batches`)."""
-    return scan_batches(data, first_offset)[0]
+    ``first_offset`` (see :func:`~coordkit.serve.dataplane.segment_files.scan_batches`)."""
+    try:
+        return scan_batches(data, first_offset)[0]
+    except OldRecordFormatError as exc:
+        raise LogDirError(str(exc)) from None
 
 
 def broker_log_dir(data_dir: Path, broker_id: int) -> Path:

@@ -1,0 +1,96 @@
+"""A broker's log manager tasks (Kafka's ``LogManager``): every ``log.retention.check.interval.ms``
+each of the broker's logs deletes the segments its retention no longer keeps
+(:meth:`~coordkit.serve.dataplane.log.PartitionLog.delete_old_segments`: below the log start, over
+``retention.bytes``, older than ``retention.ms``), on leaders and followers alike, as Kafka's
+``cleanupLogs`` does; and every ``log.flush.scheduler.interval.ms`` (Kafka's default: never) a
+log not fsynced for ``flush.ms`` is (Kafka's ``flushDirtyLogs``).
+
+Retention never deletes past a log's high watermark (the leader's; a follower's is the leader's
+as it last heard, capped by its own log end), so the log start never passes it. A log start that
+moves is what the leader's Fetch answers report (``log_start_offset``), and what its followers
+follow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from coordkit.engine.states import TP
+from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog, wall_ms
+
+log = logging.getLogger("coordkit.serve")
+
+#: Kafka's defaults: ``log.retention.check.interval.ms`` (5 minutes) and
+#: ``log.flush.scheduler.interval.ms`` (``Long.MAX_VALUE``: the flusher never runs).
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS = 2**63 - 1
+
+
+class LogManager:
+    """The retention check and the flusher of one broker's ``logs``; ``high_watermark`` gives a
+    log's high watermark as the broker knows it."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        logs: BrokerLogs,
+        high_watermark: Callable[[TP, PartitionLog], int],
+        *,
+        retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+        flush_scheduler_interval_ms: int = DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
+        clock: Callable[[], int] = wall_ms,
+    ) -> None:
+        self.broker_id = broker_id
+        self.logs = logs
+        self.high_watermark = high_watermark
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.flush_scheduler_interval_ms = flush_scheduler_interval_ms
+        self.clock = clock
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def cleanup_logs(self) -> int:
+        """One retention check over every log (Kafka's ``cleanupLogs``): the segments deleted."""
+        now = self.clock()
+        deleted = 0
+        for tp, partition_log in self.logs.logs():
+            start = partition_log.log_start
+            count = partition_log.delete_old_segments(now, self.high_watermark(tp, partition_log))
+            if count:
+                log.info("broker %s: %s-%s: deleted %s segments by retention, log start %s -> %s",
+                         self.broker_id, *tp, count, start, partition_log.log_start)  # fmt: skip
+            deleted += count
+        return deleted
+
+    def flush_dirty_logs(self) -> int:
+        """Kafka's ``flushDirtyLogs``: each log whose ``flush.ms`` passed is fsynced."""
+        now = self.clock()
+        return sum(1 for _, partition_log in self.logs.logs() if partition_log.flush_if_due(now))
+
+    def start(self) -> None:
+        """Schedule both tasks on the running event loop (where the logs live)."""
+        self._tasks.append(asyncio.create_task(
+            self._every(self.retention_check_interval_ms, self.cleanup_logs),
+            name=f"coordkit-serve-log-retention-{self.broker_id}"))  # fmt: skip
+        if self.flush_scheduler_interval_ms < DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS:
+            self._tasks.append(asyncio.create_task(
+                self._every(self.flush_scheduler_interval_ms, self.flush_dirty_logs),
+                name=f"coordkit-serve-log-flusher-{self.broker_id}"))  # fmt: skip
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+
+    async def _every(self, interval_ms: int, work: Callable[[], int]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                work()
+            except OSError as exc:
+                log.warning("broker %s: log manager task failed: %s", self.broker_id, exc)
