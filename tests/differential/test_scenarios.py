@@ -24,6 +24,7 @@ from differential.harness import (
 from differential.scenarios import (
     consumer_group_apis,
     consumer_groups,
+    durability,
     frames,
     groups,
     groups_by_id,
@@ -36,7 +37,7 @@ from differential.scenarios import (
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
             "frames": frames, "consumer_groups": consumer_groups,
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
-            "groups_by_id": groups_by_id}  # fmt: skip
+            "groups_by_id": groups_by_id, "durability": durability}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

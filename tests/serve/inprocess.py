@@ -15,7 +15,7 @@ import pytest
 
 from coordkit.engine import EngineConfig
 from coordkit.serve import KafkaServer
-from coordkit.serve.context import BrokerContext
+from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.dataplane.replicas import Replicas
 from harness.backends import Backend
 
@@ -32,10 +32,16 @@ class InProcessServer:
         brokers: int,
         config: EngineConfig | None = None,
         data_dir: Path | None = None,
+        settings: ServeSettings | None = None,
     ) -> None:
         self.store_url = store_url
         self.server = KafkaServer(
-            store_url, list(range(brokers)), port=0, config=config, data_dir=data_dir
+            store_url,
+            list(range(brokers)),
+            port=0,
+            config=config,
+            data_dir=data_dir,
+            settings=settings,
         )
         self._closed = False
         self.server.start_brokers()
@@ -102,10 +108,11 @@ def in_process_fixture(backend: Backend) -> Iterator[InProcessFactory]:
         *,
         store_url: str | None = None,
         data_dir: Path | None = None,
+        settings: ServeSettings | None = None,
     ) -> InProcessServer:
         """A server on ``store_url`` (default: a new store of the backend)."""
         url = backend.new_url() if store_url is None else store_url
-        server = InProcessServer(url, brokers, config, data_dir)
+        server = InProcessServer(url, brokers, config, data_dir, settings)
         started.append(server)
         return server
 

@@ -54,6 +54,7 @@ class PartitionLog:
         "leader_since",
         "leo",
         "lost",
+        "min_isr",
         "replicas",
         "truncated",
         "zk_version",
@@ -74,10 +75,22 @@ class PartitionLog:
         self.lost = 0  # acknowledged records cut off by unclean elections
         self.truncated = 0  # unacknowledged records cut off by elections
         self.adding: tuple[int, ...] = ()  # members an in-flight ISR change adds
+        #: The topic's ``min.insync.replicas``.
+        self.min_isr = 1
+
+    def effective_min_isr(self) -> int:
+        """Kafka's ``Partition.effectiveMinIsr``: ``min.insync.replicas``, but never more than
+        the replicas there are (a larger setting is not refused, it is capped)."""
+        return min(self.min_isr, len(self.replicas) or len(self.isr))
+
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.effective_min_isr()
 
     def advance_hw(self) -> int:
-        """Recompute the HW from the maximal ISR; returns newly acknowledged records."""
-        if not self.isr:
+        """Recompute the HW from the maximal ISR; returns newly acknowledged records. Under
+        ``min.insync.replicas`` it stays (Kafka 3.7+, KAFKA-15583: a record is not committed
+        while fewer replicas than that are in sync)."""
+        if not self.isr or self.under_min_isr():
             return 0
         hw = min(self.leo.get(r, 0) for r in (*self.isr, *self.adding))
         if hw <= self.hw:
@@ -147,6 +160,9 @@ class ReplicationModel(EngineObserver):
         self._last_fetch: dict[int, float] = {}
         # Per broker: partitions it leads (a broker stopping or registering touches only those).
         self._led: dict[int, set[TP]] = {}
+        #: ``min.insync.replicas`` of topics without their own (see :meth:`set_min_isr`).
+        self.min_isr_default = 1
+        self._min_isr: dict[str, int] = {}
         #: Replicas hold real records elsewhere (``coordkit serve``): :meth:`fetch` moves nothing,
         #: log ends come from :meth:`report_log_ends` as real fetches copy the records.
         self.external_fetch = False
@@ -171,6 +187,7 @@ class ReplicationModel(EngineObserver):
                 log = self._logs.get(change.tp)
                 if log is None:
                     log = self._logs[change.tp] = PartitionLog()
+                    log.min_isr = self._min_isr.get(change.tp[0], self.min_isr_default)
                 current = change.current
                 # Writes of one partition can reach observers out of order across threads.
                 if (current.leader_epoch, current.zk_version) <= (log.leader_epoch, log.zk_version):
@@ -254,8 +271,22 @@ class ReplicationModel(EngineObserver):
             for tp in self._led.get(broker_id, ()):
                 self._came_online(tp)
 
+    def set_min_isr(self, topic: str, min_isr: int) -> list[TP]:
+        """``topic``'s ``min.insync.replicas`` (as its config says); returns the partitions whose
+        high watermark moved (it may, once no longer held under the minimum)."""
+        moved: list[TP] = []
+        with self._lock:
+            self._min_isr[topic] = min_isr
+            for tp, log in self._logs.items():
+                if tp[0] == topic:
+                    log.min_isr = min_isr
+                    if log.advance_hw():
+                        moved.append(tp)
+        return moved
+
     def topic_deleted(self, topic: str) -> None:
         with self._lock:
+            self._min_isr.pop(topic, None)
             for tp in [tp for tp in self._logs if tp[0] == topic]:
                 del self._logs[tp]
                 self._unindex(tp)

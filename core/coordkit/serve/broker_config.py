@@ -16,6 +16,7 @@ import attrs
 
 from coordkit.engine.config import EngineConfig
 from coordkit.serve.context import ServeSettings
+from coordkit.serve.topic_configs import broker_defaults
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -31,8 +32,10 @@ class ConfigKey:
 
     :param type: Kafka's type name (``int``, ``long``, ``short``, ``boolean``).
     :param at_least: the smallest value allowed (Kafka's ``atLeast`` validator), if any.
-    :param target: ``engine`` or ``serve``: which settings object the value goes to.
-    :param field: that object's attribute.
+    :param target: ``engine`` or ``serve``: which settings object the value goes to; or
+        ``topic``: a topic config's default only (:mod:`coordkit.serve.topic_configs` lists
+        each topic config's broker synonyms).
+    :param field: that object's attribute (for ``topic``: the topic config it defaults).
     :param convert: Kafka's value into the attribute's (e.g. milliseconds into seconds).
     """
 
@@ -147,6 +150,10 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("unclean.leader.election.enable", "boolean", False,
                   "Elect a replica outside the ISR when no ISR member is alive (loses records).",
                   "engine", "offline_election", convert=_offline_election),
+        ConfigKey("min.insync.replicas", "int", 1,
+                  "The fewest in-sync replicas a produce with acks=all needs: fewer, and it is "
+                  "refused (NOT_ENOUGH_REPLICAS); the default of the topic config.",
+                  "topic", "min.insync.replicas", 1),
         ConfigKey("replica.lag.time.max.ms", "long", 30_000,
                   "How long a follower may lag before its leader drops it from the ISR.",
                   "engine", "replica_lag_time_max", 1, _seconds),
@@ -184,7 +191,13 @@ class BrokerConfigs:
         return attrs.evolve(base or EngineConfig(), **self._fields("engine"))
 
     def serve_settings(self, base: ServeSettings | None = None) -> ServeSettings:
-        return attrs.evolve(base or ServeSettings(), **self._fields("serve"))
+        """``base`` with every serve config applied, and the topic configs' defaults that the
+        configs set give (``log.retention.hours`` for ``retention.ms``, ...)."""
+        return attrs.evolve(
+            base or ServeSettings(),
+            topic_defaults=broker_defaults(self.values),
+            **self._fields("serve"),
+        )
 
     def _fields(self, target: str) -> dict[str, Any]:
         return {

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import attrs
 
@@ -20,6 +20,7 @@ from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log import BrokerLogs
+from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
 
 T = TypeVar("T")
@@ -42,6 +43,10 @@ class ServeSettings:
     default_replication_factor: int = DEFAULT_REPLICATION_FACTOR
     #: Kafka's ``socket.request.max.bytes``: a larger request frame closes the connection.
     max_request_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    #: Topic config → the default the broker's configs give it (``min.insync.replicas``,
+    #: ``log.retention.ms`` for ``retention.ms``, ...); the others take Kafka's defaults
+    #: (:mod:`coordkit.serve.topic_configs`).
+    topic_defaults: Mapping[str, Any] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -57,6 +62,14 @@ class BrokerContext:
     logs: BrokerLogs = attrs.field(factory=BrokerLogs)
     #: The process's topic ids (one object shared by its brokers).
     topic_ids: TopicIds = attrs.field(factory=TopicIds)
+    #: Each topic's configs over the broker's defaults (one object shared by the process's
+    #: brokers, following the store's config changes).
+    topic_configs: TopicConfigs = attrs.field(
+        default=attrs.Factory(
+            lambda self: TopicConfigs(self.broker.store, self.settings.topic_defaults),
+            takes_self=True,
+        )
+    )
 
     @property
     def broker_id(self) -> int:

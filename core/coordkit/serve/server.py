@@ -41,6 +41,7 @@ from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
 from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
@@ -197,6 +198,8 @@ class KafkaServer:
         self._stop_requested = threading.Event()
         #: Topic ids and names, shared by every broker of the process.
         self.topic_ids = TopicIds()
+        #: Topic configs, shared by every broker of the process (read from the start).
+        self.topic_configs: TopicConfigs | None = None
 
     def start_brokers(self) -> None:
         """Start the engine brokers (they register; one becomes the controller).
@@ -209,6 +212,14 @@ class KafkaServer:
         except BaseException:
             self.close()
             raise
+        replication = self.cluster.replication
+        replication.min_isr_default = self.settings.topic_defaults.get(
+            MIN_INSYNC_REPLICAS, TOPIC_CONFIGS[MIN_INSYNC_REPLICAS].default
+        )
+        configs = self.topic_configs = TopicConfigs(
+            self.cluster.admin_store, self.settings.topic_defaults, changed=self._configs_read
+        )
+        configs.start()
         for broker_id, sock in zip(self.addresses, self._sockets, strict=True):
             broker = self.cluster.broker(broker_id)
             address = self.addresses[broker_id]
@@ -220,6 +231,7 @@ class KafkaServer:
                 admin=TopicAdmin(broker.store, placement=self.cluster.strategies.placement),
                 settings=self.settings,
                 topic_ids=self.topic_ids,
+                topic_configs=configs,
             )
             log_dir = self._log_dirs.get(broker_id)
             if log_dir is not None:
@@ -248,6 +260,13 @@ class KafkaServer:
             )
             for ctx in contexts
         ]
+
+    def _configs_read(self, topic: str) -> None:
+        """``topic``'s configs were read: the replication model holds its high watermark under
+        its ``min.insync.replicas``."""
+        configs = self.topic_configs
+        if configs is not None:
+            self.cluster.replication.set_min_isr(topic, configs.value(topic, MIN_INSYNC_REPLICAS))
 
     def _claim_log_dirs(self) -> None:
         """Make each log directory its broker's, of the store's cluster (its ``meta.properties``,
@@ -344,6 +363,8 @@ class KafkaServer:
         """Drop a deleted topic's served logs, on the event loop that owns them; its id names
         nothing any more."""
         self.topic_ids.forget(topic)
+        if self.topic_configs is not None:
+            self.topic_configs.forget(topic)
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
@@ -418,6 +439,8 @@ class KafkaServer:
             self.close()
 
     def close(self) -> None:
+        if self.topic_configs is not None:
+            self.topic_configs.stop()
         if self.follower is not None:
             self.follower.stop()
             self.cluster.observers.remove(self.follower)

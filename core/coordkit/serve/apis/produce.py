@@ -7,6 +7,16 @@ by the followers (:mod:`coordkit.serve.dataplane.replicas`).
 * acks=-1 (all) once every ISR member has the records, i.e. the high watermark passed them, or
   REQUEST_TIMED_OUT at the request's ``timeout_ms`` (the records stay in the leader's log and
   may still commit, as in Kafka); NOT_LEADER_OR_FOLLOWER when the leadership moved meanwhile.
+  Those answers keep the offset the records got, as Kafka's ``DelayedProduce`` keeps it.
+
+``min.insync.replicas`` (the topic's config, else the broker's; capped by the replica count, as
+Kafka's ``Partition.effectiveMinIsr``): with acks=all and an ISR smaller than it, a partition's
+records are refused before they are appended (NOT_ENOUGH_REPLICAS, Kafka's
+``Partition.appendRecordsToLeader``); acks=0 and 1 are not refused. Under it the high watermark
+does not move (KAFKA-15583, see :mod:`coordkit.engine.replication`), so a produce waiting for its
+records while the ISR shrinks below it waits until the ISR grows back or its timeout; it is
+answered NOT_ENOUGH_REPLICAS_AFTER_APPEND only when the high watermark passed its records
+before the ISR shrank (Kafka's ``Partition.checkEnoughReplicasReachOffset``).
 
 Idempotent producers (a producer id in the batch) are checked per partition as Kafka does (see
 :mod:`coordkit.serve.dataplane.producer_state`): a retried batch is answered with its original offset and not
@@ -25,10 +35,8 @@ From Produce 10 a partition refused for another leader names the current leader 
 (KIP-951); from 13 topics are named by id, and an id this process does not know is
 UNKNOWN_TOPIC_ID for each of its partitions.
 
-Limits: ``min.insync.replicas`` is not enforced (the engine has no such setting; Kafka's default,
-1, never refuses), so NOT_ENOUGH_REPLICAS is never answered; the topic-level
-``max.message.bytes`` is not read (the broker's default, ``message.max.bytes``, applies to
-every topic).
+Limits: the topic-level ``max.message.bytes`` is not read (the broker's default,
+``message.max.bytes``, applies to every topic).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import uuid
 from typing import Any
 
 from coordkit.engine.states import TP
+from coordkit.errors import StoreError
 from coordkit.protocol import Request, messages, records
 from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
@@ -141,6 +150,15 @@ def _append(
             answer.current_leader = LeaderIdAndEpoch(leader_id=leadership[0],
                                                      leader_epoch=leadership[1])  # fmt: skip
         return answer, -1
+    state = ctx.replication.log(tp)
+    if acks == ACKS_ALL and state is not None and state.under_min_isr():
+        # Kafka's leader refuses before appending, answering its log start offset.
+        log.info("broker %s: refused an acks=all produce to %s-%s: ISR %s is smaller than "
+                 "min.insync.replicas %s", ctx.broker_id, *tp, list(state.isr),
+                 state.effective_min_isr())  # fmt: skip
+        answer.error_code = errors.NOT_ENOUGH_REPLICAS
+        answer.log_start_offset = ctx.logs.get(tp).log_start
+        return answer, -1
     if len(batch) > MESSAGE_MAX_BYTES:
         answer.error_code = errors.MESSAGE_TOO_LARGE
         return answer, -1
@@ -200,6 +218,29 @@ def _refused(version: int, body: Any, code: int) -> Any:
     )
 
 
+async def _read_topic_configs(
+    ctx: BrokerContext, body: Any, names: dict[uuid.UUID, str] | None
+) -> None:
+    """Read, off the event loop, the configs of the topics this broker leads partitions of and
+    has not read yet (its ``min.insync.replicas``), as a Kafka broker reads a topic's configs
+    when it first serves it."""
+    configs = ctx.topic_configs
+    wanted = []
+    for topic in body.topic_data:
+        name = topic.name if names is None else names.get(topic.topic_id)
+        if (
+            name is not None
+            and not configs.known(name)
+            and any(ctx.leads((name, p.index)) for p in topic.partition_data)
+        ):
+            wanted.append(name)
+    if wanted:
+        try:
+            await ctx.blocking(lambda: configs.read_missing(wanted))
+        except StoreError as exc:
+            log.warning("broker %s: topic configs of %s not read: %s", ctx.broker_id, wanted, exc)
+
+
 async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     acks = int(body.acks)
@@ -215,6 +256,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
     names: dict[uuid.UUID, str] = {}
     if version >= TOPIC_ID_VERSION:
         names = await ctx.topic_names(t.topic_id for t in body.topic_data)
+    await _read_topic_configs(ctx, body, names if version >= TOPIC_ID_VERSION else None)
     responses = []
     waits: list[tuple[Any, TP, int]] = []
     failed: list[tuple[str | None, int, int]] = []
@@ -247,7 +289,6 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         for (answer, tp, _), error in zip(waits, outcomes, strict=True):
             if error:
                 answer.error_code = error
-                answer.base_offset = -1
                 moved = ctx.leadership(tp)
                 if (
                     error == errors.NOT_LEADER_OR_FOLLOWER

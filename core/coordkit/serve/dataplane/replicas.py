@@ -142,7 +142,11 @@ class Replicas:
 
     async def wait_committed(self, ctx: LocalBroker, tp: TP, offset: int, timeout: float) -> int:
         """Wait until ``tp``'s high watermark reaches ``offset`` (acks=all): ``NONE``,
-        ``NOT_LEADER_OR_FOLLOWER`` (the leadership moved meanwhile) or ``REQUEST_TIMED_OUT``."""
+        ``NOT_LEADER_OR_FOLLOWER`` (the leadership moved meanwhile) or ``REQUEST_TIMED_OUT``;
+        or, as Kafka's ``Partition.checkEnoughReplicasReachOffset``, ``NOT_ENOUGH_REPLICAS_AFTER_
+        APPEND`` when the high watermark reached it but the maximal ISR is by then smaller than
+        ``min.insync.replicas`` (the high watermark does not move under it: only an ISR that
+        shrank between the two is seen so)."""
         deadline = time.monotonic() + timeout
         while True:
             changed = ctx.logs.changed()
@@ -150,6 +154,8 @@ class Replicas:
             if state is None or state.leader != ctx.broker_id:
                 return errors.NOT_LEADER_OR_FOLLOWER
             if state.hw >= offset:
+                if len({*state.isr, *state.adding}) < state.effective_min_isr():
+                    return errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 return errors.NONE
             left = deadline - time.monotonic()
             if left <= 0:
