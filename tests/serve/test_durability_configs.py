@@ -20,6 +20,7 @@ from kafka.errors import NotEnoughReplicasError
 
 from coordkit.engine import EngineConfig
 from coordkit.kafka import layout
+from coordkit.protocol import messages
 from coordkit.serve.broker_config import CONFIGS, parse_broker_configs
 from coordkit.serve.topic_configs import (
     MIN_INSYNC_REPLICAS,
@@ -37,6 +38,7 @@ from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixtur
 from serve.test_replication import _latest, _produce, _replica_bytes, _state
 
 NOT_ENOUGH_REPLICAS = 19
+INVALID_CONFIG = 40
 #: A follower that stops fetching leaves the ISR after a second.
 LAG = EngineConfig(replica_lag_time_max=1.0)
 
@@ -199,6 +201,29 @@ def test_create_topics_writes_the_configs_it_is_given(in_process: InProcessFacto
     configs = server.server.topic_configs
     assert configs is not None
     assert configs.value("strict", MIN_INSYNC_REPLICAS) == 2
+
+
+def test_create_topics_refuses_a_bad_value_of_a_config_it_honours(
+    in_process: InProcessFactory, raw_client: Any
+) -> None:
+    server = in_process(brokers=1)
+    client = raw_client(server.address(0))
+    Create = messages.CreateTopicsRequest
+    topics = [
+        Create.CreatableTopic(name=name, num_partitions=1, replication_factor=1,
+                              configs=[Create.CreatableTopicConfig(name=key, value=value)])
+        for name, key, value in [("zero", MIN_INSYNC_REPLICAS, "0"),
+                                 ("kafkas", "compression.type", "zstd")]
+    ]  # fmt: skip
+    results = client.call(Create(topics=topics, timeout_ms=10_000), 7).topics
+    # compression.type is one of Kafka's configs coordkit does not read: kept as given.
+    assert [(r.name, r.error_code) for r in results] == [("zero", INVALID_CONFIG), ("kafkas", 0)]
+    assert results[0].error_message == (
+        "Invalid value 0 for configuration min.insync.replicas: 0 is below the minimum of 1"
+    )
+    store = server.server.cluster.admin_store
+    assert store.exists(layout.topic_path("zero")) is None
+    assert store.exists(layout.topic_config_path("zero")) is None
 
 
 # -- min.insync.replicas on produce ----------------------------------------------------------

@@ -65,3 +65,11 @@ def min_insync_above_replicas(side: Side) -> list[Any]:
 def min_insync_on_one_replica(side: Side) -> list[Any]:
     """Replication factor 1, ``min.insync.replicas=2``: acks=all is taken (capped at one)."""
     return _acks_all_then_one(side, 1, "2")
+
+
+@scenario("durability.min_insync_zero_refused", versions=VERSIONS)
+def min_insync_zero_refused(side: Side) -> list[Any]:
+    """``min.insync.replicas=0`` breaks the config's validator (at least 1): INVALID_CONFIG (the
+    topic is not created: ``tests/serve/test_durability_configs.py`` checks the store)."""
+    _, result = _create(side, 3, {"min.insync.replicas": "0"})
+    return [result]

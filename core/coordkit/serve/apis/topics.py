@@ -10,6 +10,10 @@ timeout, until the controller has removed it; a topic still there then is REQUES
 (its deletion goes on), as Kafka answers. The brokers drop a deleted topic's served logs when
 they see it gone (see :mod:`coordkit.serve.dataplane.follower`).
 
+A config value that a topic config coordkit serve honours refuses (``retention.ms=soon``,
+``min.insync.replicas=0``) is INVALID_CONFIG, and nothing is created, as Kafka's controller
+validates it (``LogConfig.validate``).
+
 As Kafka 4's controller answers: a name given twice in one request is refused once
 (INVALID_REQUEST) and neither created nor deleted; a refused topic's result has no topic id
 and -1 partitions and replication factor; a created one (or, validating only, one that would
@@ -41,6 +45,7 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.topic_configs import TOPIC_CONFIGS, TopicConfigError
 from coordkit.serve.topic_ids import read_topic_ids
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
@@ -115,6 +120,9 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
         result.num_partitions = len(assignment)
         result.replication_factor = len(next(iter(assignment.values())))
     config = {c.name: c.value for c in topic.configs or [] if c.value is not None}
+    invalid = _invalid_config(config)
+    if invalid is not None:
+        return _refused(topic.name, errors.INVALID_CONFIG, invalid)
     admin: TopicAdmin = ctx.admin
     try:
         if assignment:
@@ -144,6 +152,21 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
     except (CoordkitError, ValueError) as exc:
         return _refused(topic.name, errors.topic_creation_error(exc), str(exc))
     return result
+
+
+def _invalid_config(config: Mapping[str, str]) -> str | None:
+    """Kafka's message for the first value of ``config`` that a topic config of the catalogue
+    refuses (Kafka's ``LogConfig.validate``), if any. Names outside the catalogue are kept as
+    given: it holds the configs coordkit serve honours, not all of Kafka's."""
+    for name, text in config.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            continue
+        try:
+            key.parse(text)
+        except TopicConfigError as exc:
+            return f"Invalid value {text} for configuration {name}: {exc}"
+    return None
 
 
 def _refused(name: str, code: int, message: str) -> Any:
