@@ -59,7 +59,8 @@ def test_a_bad_word_is_refused_naming_it(word: str, message: str) -> None:
 
 def test_every_config_default_passes_its_own_check() -> None:
     for key in CONFIGS.values():
-        assert key.parse(key.default_text) == key.default, key.name
+        if key.default is not None:  # null: left to the next synonym (log.retention.ms)
+            assert key.parse(key.default_text) == key.default, key.name
 
 
 def test_the_command_line_refuses_a_bad_config_in_one_line_with_status_2() -> None:

@@ -50,7 +50,10 @@ class ConfigKey:
 
     @property
     def default_text(self) -> str:
-        """The default as it is written on the command line (``uniform,range``, ``true``)."""
+        """The default as it is written on the command line (``uniform,range``, ``true``;
+        ``null``: unset, as Kafka shows a default left to the next synonym)."""
+        if self.default is None:
+            return "null"
         if self.type == "list":
             return ",".join(self.default)
         return str(self.default).lower()
@@ -172,6 +175,45 @@ CONFIGS: Mapping[str, ConfigKey] = {
                   "to the broker.", "serve", "default_replication_factor", 1),
         ConfigKey("socket.request.max.bytes", "int", 104_857_600,
                   "The largest request frame accepted.", "serve", "max_request_bytes", 8),
+        # Logs: segments, retention and flush (the defaults of the topic configs of the same
+        # names without "log."; Kafka's precedence: .ms, then .minutes, then .hours).
+        ConfigKey("log.segment.bytes", "int", 1 << 30,
+                  "The size at which a log rolls a new segment.", "topic", "segment.bytes", 14),
+        ConfigKey("log.roll.ms", "long", None,
+                  "The age at which a log rolls a new segment (null: log.roll.hours).",
+                  "topic", "segment.ms", 1),
+        ConfigKey("log.roll.hours", "int", 168,
+                  "The age at which a log rolls a new segment, in hours.",
+                  "topic", "segment.ms", 1),
+        ConfigKey("log.retention.ms", "long", None,
+                  "How long a log keeps a segment (-1: for ever; null: log.retention.minutes).",
+                  "topic", "retention.ms", -1),
+        ConfigKey("log.retention.minutes", "int", None,
+                  "How long a log keeps a segment, in minutes (null: log.retention.hours).",
+                  "topic", "retention.ms", -1),
+        ConfigKey("log.retention.hours", "int", 168,
+                  "How long a log keeps a segment, in hours.", "topic", "retention.ms", -1),
+        ConfigKey("log.retention.bytes", "long", -1,
+                  "How large a partition's log may grow before its oldest segments are deleted "
+                  "(-1: no limit).", "topic", "retention.bytes"),
+        ConfigKey("log.retention.check.interval.ms", "long", 300_000,
+                  "How often each broker checks its logs' retention.",
+                  "serve", "log_retention_check_interval_ms", 1),
+        ConfigKey("log.flush.interval.messages", "long", INT64_MAX,
+                  "Records appended to a log between two fsyncs.",
+                  "topic", "flush.messages", 1),
+        ConfigKey("log.flush.interval.ms", "long", None,
+                  "Milliseconds between two fsyncs of a log, checked every "
+                  "log.flush.scheduler.interval.ms (null: that interval).", "topic", "flush.ms", 0),
+        ConfigKey("log.flush.scheduler.interval.ms", "long", INT64_MAX,
+                  "How often each broker checks whether a log's flush.ms passed.",
+                  "serve", "log_flush_scheduler_interval_ms", 0),
+        ConfigKey("log.index.interval.bytes", "int", 4096,
+                  "Bytes of batches between two entries of a segment's offset and time indexes.",
+                  "serve", "log_index_interval_bytes", 0),
+        ConfigKey("log.index.size.max.bytes", "int", 10 * 1024 * 1024,
+                  "The largest offset or time index; a segment whose index is full rolls.",
+                  "serve", "log_index_size_max_bytes", 4),
     )
 }  # fmt: skip
 

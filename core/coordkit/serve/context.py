@@ -19,7 +19,12 @@ from coordkit.errors import StoreError
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
+from coordkit.serve.dataplane.index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE
 from coordkit.serve.dataplane.log import BrokerLogs
+from coordkit.serve.dataplane.retention import (
+    DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
+    DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+)
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
 
@@ -47,6 +52,12 @@ class ServeSettings:
     #: ``log.retention.ms`` for ``retention.ms``, ...); the others take Kafka's defaults
     #: (:mod:`coordkit.serve.topic_configs`).
     topic_defaults: Mapping[str, Any] = attrs.field(factory=dict)
+    #: Kafka's ``log.index.interval.bytes`` and ``log.index.size.max.bytes`` (every log's).
+    log_index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    log_index_size_max_bytes: int = DEFAULT_MAX_INDEX_SIZE
+    #: Kafka's ``log.retention.check.interval.ms`` and ``log.flush.scheduler.interval.ms``.
+    log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
+    log_flush_scheduler_interval_ms: int = DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS
 
 
 @attrs.define(eq=False)

@@ -28,6 +28,7 @@ import attrs
 from coordkit.engine import Broker, Cluster, EngineConfig
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.errors import EngineError
+from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, StoreError
@@ -36,10 +37,12 @@ from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.dataplane.follower import LeadershipFollower
-from coordkit.serve.dataplane.log import BrokerLogs
+from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
 from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
+from coordkit.serve.dataplane.retention import LogManager
 from coordkit.serve.listener import BrokerListener
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
@@ -193,6 +196,8 @@ class KafkaServer:
         self.follower: LeadershipFollower | None = None
         self.replicas: Replicas | None = None
         self.remote_followers: list[RemoteFollower] = []
+        #: Each broker's log retention and flush tasks (Kafka's LogManager).
+        self.log_managers: list[LogManager] = []
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()
@@ -233,13 +238,21 @@ class KafkaServer:
                 topic_ids=self.topic_ids,
                 topic_configs=configs,
             )
-            log_dir = self._log_dirs.get(broker_id)
-            if log_dir is not None:
-                ctx.logs = BrokerLogs(log_dir)
+            ctx.logs = BrokerLogs(self._log_dirs.get(broker_id), self._log_config)
             self.listeners.append(BrokerListener(ctx, sock, self.codec))
         self._drop_logs_of_deleted_topics()
         contexts = [listener.ctx for listener in self.listeners]
         self.replicas = Replicas(self.cluster.replication, contexts, self.cluster.config)
+        self.log_managers = [
+            LogManager(
+                ctx.broker_id,
+                ctx.logs,
+                self._high_watermark_of(ctx.broker_id),
+                retention_check_interval_ms=self.settings.log_retention_check_interval_ms,
+                flush_scheduler_interval_ms=self.settings.log_flush_scheduler_interval_ms,
+            )
+            for ctx in contexts
+        ]
         self.follower = LeadershipFollower(
             self.cluster.admin_store,
             self.cluster.replication,
@@ -267,6 +280,39 @@ class KafkaServer:
         configs = self.topic_configs
         if configs is not None:
             self.cluster.replication.set_min_isr(topic, configs.value(topic, MIN_INSYNC_REPLICAS))
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
+                loop.call_soon_threadsafe(self._reconfigure_logs, topic)
+
+    def _reconfigure_logs(self, topic: str) -> None:
+        for listener in self.listeners:
+            listener.ctx.logs.reconfigure(topic)
+
+    def _log_config(self, topic: str) -> LogConfig:
+        """``topic``'s log config (Kafka's ``LogConfig``): its topic configs (over the broker's
+        defaults, :mod:`coordkit.serve.topic_configs`) and the broker's index settings."""
+        settings = self.settings
+        base = LogConfig(index_interval_bytes=settings.log_index_interval_bytes,
+                         max_index_size=settings.log_index_size_max_bytes)  # fmt: skip
+        configs = self.topic_configs
+        if configs is None:
+            return base
+        return LogConfig.of(lambda name: configs.value(topic, name), base)
+
+    def _high_watermark_of(self, broker_id: int) -> Callable[[TP, PartitionLog], int]:
+        """A log's high watermark as broker ``broker_id`` knows it, for its retention: the
+        leader's (this process's model), or, for a partition led in another process, the one
+        its leader last told (a follower's high watermark, capped by its own log end)."""
+
+        def high_watermark(tp: TP, partition_log: PartitionLog) -> int:
+            for remote in self.remote_followers:
+                if remote.ctx.broker_id == broker_id and tp in remote.high_watermarks:
+                    return min(remote.high_watermarks[tp], partition_log.log_end)
+            replicas = self.replicas
+            return 0 if replicas is None else replicas.high_watermark(tp, partition_log)
+
+        return high_watermark
 
     def _claim_log_dirs(self) -> None:
         """Make each log directory its broker's, of the store's cluster (its ``meta.properties``,
@@ -395,6 +441,8 @@ class KafkaServer:
                 self.replicas.start()
             for remote in self.remote_followers:
                 remote.start()
+            for manager in self.log_managers:
+                manager.start()
             if ready is not None:
                 ready()
             try:
@@ -406,6 +454,8 @@ class KafkaServer:
                     await self.replicas.close()
                 for remote in self.remote_followers:
                     await remote.close()
+                for manager in self.log_managers:
+                    await manager.close()
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its

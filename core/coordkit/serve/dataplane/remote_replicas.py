@@ -47,6 +47,12 @@ FetchPartition = nested(FetchRequest, "FetchPartition")
 EpochRequest = messages.OffsetForLeaderEpochRequest
 EpochTopic = nested(EpochRequest, "OffsetForLeaderTopic")
 EpochPartition = nested(EpochRequest, "OffsetForLeaderPartition")
+OffsetsRequest = messages.ListOffsetsRequest
+OffsetsTopic = nested(OffsetsRequest, "ListOffsetsTopic")
+OffsetsPartition = nested(OffsetsRequest, "ListOffsetsPartition")
+#: ListOffsets with a replica id and the current leader epoch; EARLIEST: the log start.
+LIST_OFFSETS_VERSION = 4
+EARLIEST_TIMESTAMP = -2
 #: Versions every ``coordkit serve`` answers (and Kafka 3.9): Fetch by topic names, the last
 #: before topic ids; OffsetForLeaderEpoch with a replica id.
 FETCH_VERSION = 12
@@ -294,9 +300,12 @@ class RemoteFollower:
         )
         answer = await connection.call(request, FETCH_VERSION, self._timeout)
         ends: dict[TP, int] = {}
+        out_of_range: list[TP] = []
         for topic in answer.responses:
             for result in topic.partitions:
                 tp = (topic.topic, result.partition_index)
+                if result.error_code == errors.OFFSET_OUT_OF_RANGE:
+                    out_of_range.append(tp)
                 if result.error_code in (errors.OFFSET_OUT_OF_RANGE, errors.FENCED_LEADER_EPOCH):
                     self._checked_epoch.pop(tp, None)  # compare epochs again first
                     continue
@@ -314,9 +323,38 @@ class RemoteFollower:
                         continue
                 ends[tp] = own.log_end
                 self.high_watermarks[tp] = result.high_watermark
+                # The leader's log start, followed (Kafka's maybeIncrementLogStartOffset).
+                own.maybe_increment_log_start(result.log_start_offset)
+        if out_of_range:
+            await self._start_at_leaders_log_start(connection, out_of_range)
         if ends:
             self.model.report_log_ends(self.ctx.broker_id, ends, fetched=True)
         return bool(ends)
+
+    async def _start_at_leaders_log_start(
+        self, connection: LeaderConnection, partitions: list[TP]
+    ) -> None:
+        """Fetches below the leader's log start: where the leader's log now starts past this
+        one's end (its retention), start again there, as Kafka's follower does on
+        OFFSET_OUT_OF_RANGE (``fetchEarliestOffsetFromLeader``, ``truncateFullyAndStartAt``);
+        otherwise the epochs are compared again."""
+        by_topic: dict[str, list[Any]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(OffsetsPartition(
+                partition_index=partition, current_leader_epoch=-1,
+                timestamp=EARLIEST_TIMESTAMP))  # fmt: skip
+        request = OffsetsRequest(replica_id=self.ctx.broker_id, isolation_level=0, topics=[
+            OffsetsTopic(name=topic, partitions=parts) for topic, parts in by_topic.items()
+        ])  # fmt: skip
+        answer = await connection.call(request, LIST_OFFSETS_VERSION, self._timeout)
+        for topic in answer.topics:
+            for result in topic.partitions:
+                own = self.ctx.logs.get((topic.name, result.partition_index))
+                if result.error_code == errors.NONE and result.offset > own.log_end:
+                    log.info("broker %s: %s-%s starts again at the leader's log start %s",
+                             self.ctx.broker_id, topic.name, result.partition_index,
+                             result.offset)  # fmt: skip
+                    own.truncate_fully_and_start_at(result.offset)
 
     @property
     def _timeout(self) -> float:

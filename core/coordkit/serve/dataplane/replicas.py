@@ -232,6 +232,12 @@ class Replicas:
                              "(leader %s, epoch %s)", broker_id, *tp, cut, own.log_end, leader,
                              state.leader_epoch)  # fmt: skip
                 self._checked_epoch[key] = state.leader_epoch
+            if own.log_end < leader_log.log_start:
+                # The leader's retention passed this log's end: start again at the leader's
+                # log start (Kafka's follower on OFFSET_OUT_OF_RANGE, truncateFullyAndStartAt).
+                log.info("broker %s: %s-%s starts again at the leader's log start %s",
+                         broker_id, *tp, leader_log.log_start)  # fmt: skip
+                own.truncate_fully_and_start_at(leader_log.log_start)
             if leader_log.log_end > own.log_end:
                 try:
                     data = leader_log.read(own.log_end, REPLICA_FETCH_MAX_BYTES)
@@ -246,6 +252,9 @@ class Replicas:
                     pending.add(tp)
                     continue
                 copied = True
+            # A follower's log start follows its leader's (Kafka's fetcher hands the leader's
+            # log start to maybeIncrementLogStartOffset); retention then deletes below it.
+            own.maybe_increment_log_start(leader_log.log_start)
             if full or self._reported.get(key) != own.log_end:
                 ends[tp] = self._reported[key] = own.log_end
         for tp in self.model.report_log_ends(broker_id, ends, fetched=True):
