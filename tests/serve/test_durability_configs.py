@@ -10,6 +10,7 @@ these tests cause by pausing a follower's fetching (``replica.lag.time.max.ms`` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -38,6 +39,7 @@ from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixtur
 from serve.test_replication import _latest, _produce, _replica_bytes, _state
 
 NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 INVALID_CONFIG = 40
 #: A follower that stops fetching leaves the ISR after a second.
 LAG = EngineConfig(replica_lag_time_max=1.0)
@@ -288,6 +290,26 @@ def test_a_config_change_takes_effect_without_a_restart(
     server.server.cluster.admin.set_config("changing", {})
     wait_for(lambda: configs.value("changing", MIN_INSYNC_REPLICAS) == 1, 30, "the removal")
     assert _produce(client, tp, b"one is enough again").error_code == 0
+
+
+def test_not_enough_replicas_after_append_when_the_isr_shrank_past_the_records(
+    in_process: InProcessFactory, raw_client: Any
+) -> None:
+    """Kafka's ``checkEnoughReplicasReachOffset``: a produce whose records the high watermark
+    passed, checked once the ISR is below the minimum (a shrink between the two), is answered
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND; the records stay."""
+    server = in_process(brokers=2, config=LAG, settings=_settings("min.insync.replicas=2"))
+    _topic(server, "after")
+    tp = ("after", 0)
+    assert _produce(raw_client(server.address(0)), tp, b"committed").error_code == 0
+    _shrink(server, "after")
+    loop = server.server._loop
+    assert loop is not None
+    waited = server.replicas.wait_committed(server.context(0), tp, 1, 10.0)
+    assert asyncio.run_coroutine_threadsafe(waited, loop).result(30) == (
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    )
+    assert _state(server, tp).hw == 1
 
 
 def test_kafka_python_gets_not_enough_replicas(in_process: InProcessFactory) -> None:
