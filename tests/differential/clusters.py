@@ -50,6 +50,12 @@ SHARED_CONFIGS = {
     # A consumer group's target is computed in the heartbeat that needs it, not held back by
     # Kafka 4.4's one-second batching (coordkit honours the same config).
     "group.consumer.assignment.interval.ms": "0",
+    # Records are kept: Kafka's 7-day default would delete records whose create times are
+    # older, as the scenarios' and the Java program's fixed ones (2023) are, at the first
+    # retention check; a recording made then would read nothing. The retention scenarios give
+    # their topics retention.ms or retention.bytes, checked every second.
+    "log.retention.ms": "-1",
+    "log.retention.check.interval.ms": "1000",
 }
 #: Configs only the Kafka cluster gets, because coordkit serve has no such setting: the
 #: scenarios that depend on them record the difference (see the table of docs/serve.md).
@@ -60,10 +66,6 @@ KAFKA_ONLY_CONFIGS = {
     # too (with the assignment interval of SHARED_CONFIGS at 0), so epochs follow from the
     # requests alone.
     "group.consumer.assignor.offload.enable": "false",
-    # coordkit serve keeps every record (it has no time retention). Kafka's 7-day default would
-    # delete records whose create times are older, as the Java program's fixed ones (2023) are,
-    # at its first retention check (5 minutes after start): a recording made then read nothing.
-    "log.retention.ms": "-1",
 }
 #: Kafka's brokers have racks (coordkit serve has no option to give its brokers one).
 KAFKA_RACKS = {1: "a", 2: "b", 3: "a"}

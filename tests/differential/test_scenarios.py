@@ -30,6 +30,7 @@ from differential.scenarios import (
     groups_by_id,
     metadata,
     records,
+    retention,
     topic_ids,
 )
 
@@ -37,7 +38,8 @@ from differential.scenarios import (
 FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "groups": groups,
             "frames": frames, "consumer_groups": consumer_groups,
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
-            "groups_by_id": groups_by_id, "durability": durability}  # fmt: skip
+            "groups_by_id": groups_by_id, "durability": durability,
+            "retention": retention}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
