@@ -36,6 +36,7 @@ from kafka.admin import NewTopic
 from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.plugins import open_store
 from coordkit.protocol import messages
+from coordkit.protocol.records import decode_batches
 from coordkit.serve.dataplane import kafka_files
 from coordkit.serve.dataplane.logdir import LogDirectory, LogDirError, segment_name
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
@@ -53,6 +54,9 @@ COORDKIT_RECORDS = 60
 ROLLED = "rolled"
 ROLLED_SEGMENT_BYTES = 1024
 ROLLED_RECORDS = 120
+#: coordkit's own logs are of small segments too, with an index entry every few batches, so that
+#: Kafka reads them from the middle through coordkit's indexes.
+COORDKIT_LOG_CONFIGS = ("log.segment.bytes=512", "log.index.interval.bytes=100")
 #: Kafka's own words for a node or a file it cannot use; any in an ERROR or WARN line fails.
 COMPLAINT = re.compile(
     r"json|parse|znode|format|corrupt|checkpoint|inconsistent|could not find|KeeperException",
@@ -81,6 +85,8 @@ class Scenario:
     #: Every record as Kafka served it before it stopped.
     kafka_records: list[Record] = attrs.field(factory=list)
     coordkit_again: dict[int, ServeProcess] = attrs.field(factory=dict)
+    #: The index files of coordkit's segments as it left them (path → bytes).
+    coordkit_indexes: dict[Path, bytes] = attrs.field(factory=dict)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -96,6 +102,7 @@ def _coordkit(*args: str) -> subprocess.CompletedProcess[str]:
 def _start_coordkit(url: str, data_dir: Path) -> dict[int, ServeProcess]:
     """``coordkit serve --broker-id N`` for each broker, in a process of its own."""
     common = ["--store", url, "--port", "0", "--data-dir", str(data_dir)]
+    common += [word for config in COORDKIT_LOG_CONFIGS for word in ("--config", config)]
     return {b: ServeProcess([*common, "--broker-id", str(b)]) for b in BROKERS}
 
 
@@ -229,7 +236,7 @@ def coordkit_stopped(scenario: Scenario) -> Scenario:
         wait_for(lambda: _online_with_full_isrs(first, set(COORDKIT_TOPICS)), WAIT_SECONDS,
                  "coordkit's partitions online with full ISRs")  # fmt: skip
         for topic in COORDKIT_TOPICS:
-            _produce(bootstrap, topic, COORDKIT_RECORDS, topic)
+            _produce(bootstrap, topic, COORDKIT_RECORDS, topic, batch_size=16)  # a batch each
         partitions = {name: count for name, (count, _) in COORDKIT_TOPICS.items()}
         scenario.coordkit_records = _read_all(bootstrap, partitions, 2 * COORDKIT_RECORDS)
         wait_for(lambda: _replicas_alike(scenario.data_dir, COORDKIT_TOPICS), WAIT_SECONDS,
@@ -237,6 +244,8 @@ def coordkit_stopped(scenario: Scenario) -> Scenario:
     finally:
         _stop_coordkit(servers)
     scenario.coordkit_states, scenario.coordkit_controller_epoch = _zookeeper_states(scenario.url)
+    scenario.coordkit_indexes = {path: path.read_bytes()
+                                 for path in sorted(scenario.data_dir.glob("*/*/*index"))}  # fmt: skip
     # Broker 3's meta.properties goes, so that Kafka writes its own (held to coordkit's below).
     (scenario.data_dir / "broker-3" / kafka_files.META_PROPERTIES).unlink()
     return scenario
@@ -244,11 +253,15 @@ def coordkit_stopped(scenario: Scenario) -> Scenario:
 
 def _replicas_alike(data_dir: Path, topics: Mapping[str, tuple[int, int]]) -> bool:
     """Whether every replica of every partition of ``topics`` (name → partitions, replication
-    factor) holds the same bytes."""
-    replicas: dict[str, set[bytes]] = {}
+    factor) holds the same segments, byte for byte."""
+    replicas: dict[str, set[tuple[tuple[str, bytes], ...]]] = {}
     for broker in BROKERS:
-        for log in (data_dir / f"broker-{broker}").glob("*/*.log"):
-            replicas.setdefault(log.parent.name, set()).add(log.read_bytes())
+        for partition in (data_dir / f"broker-{broker}").glob("*-*"):
+            segments = tuple(
+                (log.name, log.read_bytes()) for log in sorted(partition.glob("*.log"))
+            )
+            if segments:
+                replicas.setdefault(partition.name, set()).add(segments)
     expected = {f"{t}-{p}": f for t, (n, f) in topics.items() for p in range(n)}
     return all(
         len(replicas.get(name, set())) == 1 and _holders(data_dir, name) == factor
@@ -426,6 +439,74 @@ def test_kafka_serves_coordkits_records_at_their_offsets(
     partitions = {name: count for name, (count, _) in COORDKIT_TOPICS.items()}
     served = _read_all(kafka_on_coordkit.bootstrap, partitions, 2 * COORDKIT_RECORDS)
     assert served == coordkit_stopped.coordkit_records
+
+
+def _fetch_from(address: str, topic: str, partition: int, offset: int) -> Any:
+    """A consumer's Fetch (v12) of one partition at ``offset``, a small batch at most."""
+    fetch = messages.FetchRequest
+    wanted = fetch.FetchPartition(partition=partition, current_leader_epoch=-1,
+                                  fetch_offset=offset, last_fetched_epoch=-1,
+                                  log_start_offset=-1, partition_max_bytes=1)  # fmt: skip
+    request = fetch(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1, isolation_level=0,
+                    session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[],
+                    topics=[fetch.FetchTopic(topic=topic, partitions=[wanted])])  # fmt: skip
+    client = RawClient(address)
+    try:
+        return client.call(request, 12).responses[0].partitions[0]
+    finally:
+        client.close()
+
+
+def _offset_for(address: str, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
+    request = messages.ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[
+        messages.ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+            messages.ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])])  # fmt: skip
+    client = RawClient(address)
+    try:
+        found = client.call(request, 7).topics[0].partitions[0]
+        return int(found.offset), int(found.timestamp)
+    finally:
+        client.close()
+
+
+def test_kafka_reads_coordkits_segments_from_the_middle_through_its_indexes(
+    kafka_on_coordkit: KafkaCluster, coordkit_stopped: Scenario
+) -> None:
+    """coordkit's logs are several segments each, below the recovery point it wrote at its
+    stop: Kafka 3.9 takes their offset and time indexes as they are (it recovers only the active
+    segments, and leaves the others' files untouched) and answers Fetch from the middle of a log
+    and ListOffsets by timestamp through them, as coordkit served them."""
+    scenario = coordkit_stopped
+    addresses = {b: kafka_on_coordkit.node(b).address for b in BROKERS}
+    leaders = {
+        tp: p.leader_id for tp, p in _partitions(kafka_on_coordkit.bootstrap.split(",")[0]).items()
+    }
+    indexed = 0
+    for (topic, partition), leader in leaders.items():
+        if topic not in COORDKIT_TOPICS:
+            continue
+        directory = scenario.data_dir / f"broker-{leader}" / f"{topic}-{partition}"
+        segments = _segments(directory)
+        assert len(segments) >= 2, (topic, partition, segments)
+        for name in segments[:-1]:  # below the active segment: Kafka's as coordkit wrote them
+            for suffix in (".index", ".timeindex"):
+                path = directory / name.replace(".log", suffix)
+                assert path.read_bytes() == scenario.coordkit_indexes[path], path
+                indexed += bool(path.stat().st_size)
+        records = [r for r in scenario.coordkit_records if r[:2] == (topic, partition)]
+        for _, _, offset, key, value, timestamp in records[len(records) // 3 : -2 : 3]:
+            answer = _fetch_from(addresses[leader], topic, partition, offset)
+            assert answer.error_code == 0
+            found = {
+                r.offset: (r.key, r.value)
+                for b in decode_batches(answer.records)
+                for r in b.records
+            }
+            assert found[offset] == (key, value)
+            expected = min((r[2], r[5]) for r in records if r[5] >= timestamp)
+            assert _offset_for(addresses[leader], topic, partition, timestamp) == expected
+    assert indexed > 0  # entries, not only empty files
 
 
 def test_a_log_directory_kafka_holds_is_refused(kafka_on_coordkit: KafkaCluster) -> None:

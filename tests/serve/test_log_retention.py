@@ -10,10 +10,11 @@ import pytest
 
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve.dataplane import kafka_files
-from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
+from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, PartitionLog
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, segment_name
-from coordkit.serve.dataplane.retention import LogManager
+from coordkit.serve.dataplane.retention import LogManager, delete_old_segments
 
 TP = ("orders", 0)
 
@@ -43,29 +44,28 @@ def _filled(config: LogConfig, count: int = 10, clock: Clock | None = None) -> P
 def test_retention_by_size_deletes_whole_segments_below_the_high_watermark() -> None:
     log = _filled(LogConfig(segment_bytes=3 * ONE, retention_bytes=5 * ONE, retention_ms=-1))
     assert [s.base_offset for s in log.segments] == [0, 3, 6, 9]
-    assert log.delete_old_segments(now=0, high_watermark=2) == 0  # segment 0 reaches past it
+    assert delete_old_segments(log, now=0, high_watermark=2) == 0  # segment 0 reaches past it
     # 10 batches, 5 kept at most: segment 0 goes (7 left); segment 3 would leave 4.
-    assert log.delete_old_segments(now=0, high_watermark=10) == 1
+    assert delete_old_segments(log, now=0, high_watermark=10) == 1
     assert (log.log_start, [s.base_offset for s in log.segments]) == (3, [3, 6, 9])
     with pytest.raises(IndexError):
         log.read(2, 1 << 20)
     assert log.offset_for(EARLIEST_TIMESTAMP) == (3, -1)
     assert log.offset_for(0) == (3, 3_000)  # the oldest record left
     assert log.end_offset_for(0) == (0, 4)  # the epoch in force at the log start starts there
-    assert log._epochs[0] == (0, 3)
 
 
 def test_retention_by_time_rolls_and_deletes_even_the_active_segment() -> None:
     clock = Clock(10_000)
     log = _filled(LogConfig(segment_bytes=3 * ONE, retention_ms=5_000), clock=clock)
     # Segments' newest records: 2 000, 5 000, 8 000, 9 000; now 10 000: older than 5 s goes.
-    assert log.delete_old_segments(now=clock.now, high_watermark=10) == 1
+    assert delete_old_segments(log, now=clock.now, high_watermark=10) == 1
     assert log.log_start == 3
     clock.now = 100_000  # every record is older: the log rolls an empty segment and keeps it
-    assert log.delete_old_segments(now=clock.now, high_watermark=10) == 3
+    assert delete_old_segments(log, now=clock.now, high_watermark=10) == 3
     assert (log.log_start, log.log_end, [s.base_offset for s in log.segments]) == (10, 10, [10])
     assert log.read(10, 1 << 20) == b""
-    assert log.delete_old_segments(now=clock.now, high_watermark=10) == 0  # empty: kept
+    assert delete_old_segments(log, now=clock.now, high_watermark=10) == 0  # empty: kept
     log.append(_batch(b"next", timestamp=99_000), leader_epoch=5)
     assert [r.offset for b in decode_batches(log.read(10, 1 << 20)) for r in b.records] == [10]
 
@@ -73,7 +73,7 @@ def test_retention_by_time_rolls_and_deletes_even_the_active_segment() -> None:
 def test_compacted_topics_are_not_retained_by_time_or_size() -> None:
     log = _filled(LogConfig(segment_bytes=3 * ONE, retention_ms=0, retention_bytes=0,
                             delete=False))  # fmt: skip
-    assert log.delete_old_segments(now=10**9, high_watermark=10) == 0
+    assert delete_old_segments(log, now=10**9, high_watermark=10) == 0
 
 
 def test_a_follower_follows_its_leaders_log_start() -> None:
@@ -84,7 +84,7 @@ def test_a_follower_follows_its_leaders_log_start() -> None:
         log.read(4, 1 << 20)
     assert [r.offset for b in decode_batches(log.read(5, ONE)) for r in b.records] == [5]
     # Segments wholly below the log start go at the next check; segment 3 holds it.
-    assert log.delete_old_segments(now=0, high_watermark=10) == 1
+    assert delete_old_segments(log, now=0, high_watermark=10) == 1
     assert [s.base_offset for s in log.segments] == [3, 6, 9]
     assert log.log_start == 5
     log.truncate_fully_and_start_at(42)  # the leader's log starts past this one's end

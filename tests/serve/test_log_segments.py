@@ -12,8 +12,9 @@ import pytest
 
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.index import CorruptIndexError, OffsetIndex, TimeIndex
-from coordkit.serve.dataplane.log import MAX_TIMESTAMP, BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.log import MAX_TIMESTAMP, PartitionLog
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, segment_name
 

@@ -14,7 +14,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from coordkit.plugins import open_store
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
-from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
+from coordkit.serve.dataplane.log import PartitionLog
 from coordkit.serve.dataplane.logdir import (
     SEGMENT_NAME,
     LogDirectory,

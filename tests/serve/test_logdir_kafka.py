@@ -15,8 +15,9 @@ import pytest
 from coordkit.plugins import open_store
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.kafka_files import KafkaFileError
-from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, BrokerLogs
+from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, LogDirError, segment_name
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401

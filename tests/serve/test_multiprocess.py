@@ -183,14 +183,17 @@ def _isrs(address: str, topic: str) -> dict[int, list[int]]:
 
 
 def _logs_alike(data_dir: Path, partition_dir: str, brokers: tuple[int, ...]) -> bool:
-    """Whether ``brokers`` hold the same non-empty log of ``partition_dir`` (their segments)."""
+    """Whether ``brokers`` hold the same non-empty log of ``partition_dir``: the same segments,
+    byte for byte, and the same offset and time indexes beside them."""
     logs = {
-        b"".join(
-            p.read_bytes() for p in sorted((data_dir / f"broker-{b}" / partition_dir).glob("*.log"))
+        tuple(
+            (p.name, p.read_bytes())
+            for p in sorted((data_dir / f"broker-{b}" / partition_dir).iterdir())
+            if p.suffix in (".log", ".index", ".timeindex")
         )
         for b in brokers
     }
-    return len(logs) == 1 and logs != {b""}
+    return len(logs) == 1 and any(data for _, data in next(iter(logs)))
 
 
 def test_followers_in_other_processes_copy_the_leaders_records(
@@ -199,11 +202,13 @@ def test_followers_in_other_processes_copy_the_leaders_records(
     """Each broker in a process of its own, each leading one partition of a topic on all
     three: acks=all is answered once the other processes' followers have fetched the records,
     their logs end byte for byte as the leader's, a kill -9 of a leader's process loses no
-    acknowledged record, and the broker started again catches up and rejoins the ISR."""
+    acknowledged record, and the broker started again on its log directory (segments and
+    indexes, small ones) catches up with what was written meanwhile and rejoins the ISR."""
     if Capability.SHARED_ACROSS_PROCESSES not in capabilities_of(backend):
         pytest.skip(f"{NOT_APPLICABLE}: {backend.name} is not shared across processes")
     url = _with_session_timeout(backend.new_url())
-    data = ("--data-dir", str(tmp_path))
+    data = ("--data-dir", str(tmp_path), "--config", "log.segment.bytes=400",
+            "--config", "log.index.interval.bytes=100")  # fmt: skip
     servers = {broker_id: start_broker(url, broker_id, *data) for broker_id in BROKERS}
     address = {b: s.addresses[b] for b, s in servers.items()}
     bootstrap = ",".join(address.values())
@@ -219,7 +224,7 @@ def test_followers_in_other_processes_copy_the_leaders_records(
             f"broker {broker_id} sees every leader of 'copied'",
             lambda b=broker_id: _leaders(address[b], "copied") == {0: 0, 1: 1, 2: 2},  # type: ignore[misc]
         )
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", batch_size=16)  # a batch each
     sent = [producer.send("copied", value=b"p%d-%d" % (p, i), partition=p)
             for p in range(3) for i in range(10)]  # fmt: skip
     for future in sent:
@@ -239,13 +244,22 @@ def test_followers_in_other_processes_copy_the_leaders_records(
     consumer.assign([TopicPartition("copied", 0)])
     assert [r.value for r in consumer] == [b"p0-%d" % i for i in range(10)]
     consumer.close()
+    producer = KafkaProducer(bootstrap_servers=",".join([address[1], address[2]]), acks="all",
+                             batch_size=16)  # fmt: skip
+    sent = [producer.send("copied", value=b"p%d-%d" % (p, i), partition=p)
+            for p in range(3) for i in range(10, 20)]  # fmt: skip
+    for future in sent:
+        future.get(timeout=WAIT_SECONDS)
+    producer.close(timeout=WAIT_SECONDS)
 
     # Broker 0 again, on its log directory: it follows the new leader and rejoins the ISR.
     servers[0] = start_broker(url, 0, *data)
     full = {p: [0, 1, 2] for p in range(3)}
     _wait_for("broker 0 back in every ISR", lambda: _isrs(address[1], "copied") == full)
-    alike = functools.partial(_logs_alike, tmp_path, "copied-0", BROKERS)
-    _wait_for("broker 0's log of partition 0 the new leader's", alike)
+    for p in range(3):
+        alike = functools.partial(_logs_alike, tmp_path, f"copied-{p}", BROKERS)
+        _wait_for(f"broker 0's log of copied-{p} its leader's, indexes and all", alike)
+    assert len(list((tmp_path / "broker-0" / "copied-0").glob("*.log"))) > 1
 
 
 def test_a_private_store_makes_a_cluster_per_process(

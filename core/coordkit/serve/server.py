@@ -36,8 +36,9 @@ from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.follower import LeadershipFollower
-from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog
+from coordkit.serve.dataplane.log import PartitionLog
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
 from coordkit.serve.dataplane.remote_replicas import RemoteFollower

@@ -12,38 +12,39 @@ of a new leader cuts exactly the records the new leader does not have
 Compression: batches are kept as sent, so any codec passes through (none, gzip, snappy, lz4,
 zstd; the consumer decompresses); an unknown codec id is refused.
 
-Logs live in memory; with a log directory (``coordkit serve --data-dir``) they are written
-through to it and loaded from it (:mod:`coordkit.serve.dataplane.logdir`). Limits: no retention: a log
-coordkit began starts at offset 0 for good (one loaded from Kafka's segments starts where its
-first segment does).
+A log is a list of segments (:mod:`coordkit.serve.dataplane.segment`, Kafka's ``LogSegment``
+with its offset and time indexes), the last one active: a new one rolls as Kafka's roll
+(``segment.bytes``, ``segment.ms``, a full index). Retention (:mod:`coordkit.serve.dataplane.retention`) deletes whole
+segments and moves the log start; a follower's log start follows its leader's. The settings are
+the topic's :class:`~coordkit.serve.dataplane.log_config.LogConfig`.
 
-Every log lives on the event loop's thread (see :mod:`coordkit.serve.listener`), so nothing here
-takes a lock. Fetches that found too little wait on :meth:`BrokerLogs.changed` (long polling):
-every append, and every move of a high watermark, sets the current event and replaces it.
+Logs live in memory; with a log directory (``coordkit serve --data-dir``) they are written
+through to it and loaded from it (:mod:`coordkit.serve.dataplane.logdir`), fsynced as
+``flush.messages`` and ``flush.ms`` say.
+
+A broker's logs are its :class:`~coordkit.serve.dataplane.broker_logs.BrokerLogs`. Every log
+lives on the event loop's thread (see :mod:`coordkit.serve.listener`), so nothing here takes a
+lock.
 """
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import attrs
 
-from coordkit.engine.states import TP
 from coordkit.protocol import compression, records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log_config import LogConfig
-from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerIds, ProducerStates
+from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerStates
 from coordkit.serve.dataplane.segment import LogSegment, RollParams
 
 if TYPE_CHECKING:
-    from coordkit.engine.broker import Broker
-    from coordkit.serve.dataplane.logdir import LogDirectory
     from coordkit.serve.dataplane.segment_files import PartitionSegments
 
 
@@ -338,66 +339,15 @@ class PartitionLog:
             self.files.epochs_changed(self._epochs)
         return True
 
-    def delete_old_segments(self, now: int, high_watermark: int) -> int:
-        """Kafka's ``UnifiedLog.deleteOldSegments``: whole segments wholly below the log start,
-        then (``cleanup.policy`` delete) the oldest while the log is over ``retention.bytes``,
-        then those whose newest record is older than ``retention.ms``; never a segment reaching
-        past ``high_watermark``. Returns the segments deleted."""
-        deleted = self._delete_while(
-            lambda segment, following: (
-                following is not None and following.base_offset <= self.log_start
-            ),
-            high_watermark,
-        )
-        if not self.config.delete:
-            return deleted
-        retention_bytes = self.config.retention_bytes
-        if retention_bytes >= 0 and self.size >= retention_bytes:
-            excess = self.size - retention_bytes
-
-            def over_size(segment: LogSegment, following: LogSegment | None) -> bool:
-                nonlocal excess
-                if excess - segment.size < 0:
-                    return False
-                excess -= segment.size
-                return True
-
-            deleted += self._delete_while(over_size, high_watermark)
-        retention_ms = self.config.retention_ms
-        if retention_ms >= 0:
-            deleted += self._delete_while(
-                lambda segment, following: now - segment.largest_timestamp > retention_ms,
-                high_watermark,
-            )
-        return deleted
-
-    def _delete_while(
-        self,
-        predicate: Callable[[LogSegment, LogSegment | None], bool],
-        high_watermark: int,
-    ) -> int:
-        """Kafka's ``deletableSegments`` and ``deleteSegments``: the oldest segments while
-        ``predicate`` holds (an empty active segment never), the log rolled first when every
-        segment goes, the log start moved to the first segment left."""
-        deletable: list[LogSegment] = []
-        for number, segment in enumerate(self.segments):
-            following = self.segments[number + 1] if number + 1 < len(self.segments) else None
-            upper = following.base_offset if following is not None else self.log_end
-            if following is None and segment.size == 0:
-                break
-            if high_watermark < upper or not predicate(segment, following):
-                break
-            deletable.append(segment)
-        if not deletable:
-            return 0
+    def delete_segments(self, deletable: list[LogSegment]) -> None:
+        """Delete the oldest segments ``deletable`` (Kafka's ``deleteSegments``): the log rolls
+        first when every segment goes, and starts at the first segment left."""
         if len(deletable) == len(self.segments):
             self.roll()
-        count = len(deletable)
-        del self.segments[:count], self._bases[:count]
+        del self.segments[: len(deletable)], self._bases[: len(deletable)]
         self.maybe_increment_log_start(self.segments[0].base_offset)
         if self.files is not None:
             self.files.delete_segments([segment.base_offset for segment in deletable])
-        return count
 
     # -- leader epochs ------------------------------------------------------------------------
 
@@ -537,117 +487,3 @@ def _checked(data: bytes, verify_crc: bool = True) -> list[tuple[BatchHeader, me
     if not checked:
         raise ProtocolError("no record batch in the produce request", kind="record batch")
     return checked
-
-
-class LocalBroker(Protocol):
-    """A broker of this process as replication sees it (``coordkit serve``'s
-    :class:`~coordkit.serve.context.BrokerContext` is one)."""
-
-    @property
-    def broker_id(self) -> int: ...
-
-    @property
-    def broker(self) -> Broker:
-        """The engine broker (replication stops with it)."""
-        ...
-
-    @property
-    def logs(self) -> BrokerLogs: ...
-
-
-class Replication(Protocol):
-    """What a broker's logs tell the process's replication, and ask it
-    (:class:`~coordkit.serve.dataplane.replicas.Replicas` keeps this protocol)."""
-
-    def appended(self, host: LocalBroker, tp: TP, partition_log: PartitionLog, count: int) -> None:
-        """Leader ``host`` appended ``count`` records to ``tp``."""
-        ...
-
-    def follower_fetched(self, host: LocalBroker, follower: int, tp: TP, offset: int) -> None:
-        """A follower in another process fetched ``tp`` from leader ``host`` at ``offset``."""
-        ...
-
-    def high_watermark(self, tp: TP, partition_log: PartitionLog) -> int:
-        """The leader's high watermark of ``tp``."""
-        ...
-
-    async def wait_committed(self, host: LocalBroker, tp: TP, offset: int, timeout: float) -> int:
-        """Wait until ``tp``'s high watermark reaches ``offset``; an error code."""
-        ...
-
-
-class BrokerLogs:
-    """The logs of the partition replicas one broker holds (created on first use); with a
-    ``directory``, loaded from it and written through to it. ``config``: each topic's log
-    config (a :class:`LogConfig` for every topic, or a lookup by topic name)."""
-
-    def __init__(
-        self,
-        directory: LogDirectory | None = None,
-        config: LogConfig | Callable[[str], LogConfig] | None = None,
-    ) -> None:
-        self.directory = directory
-        if config is None or isinstance(config, LogConfig):
-            fixed = config or LogConfig()
-            self.config_of: Callable[[str], LogConfig] = lambda _topic: fixed
-        else:
-            self.config_of = config
-        self._logs: dict[TP, PartitionLog] = {}
-        if directory is not None:
-            for tp, stored in directory.stored().items():
-                self._logs[tp] = PartitionLog.loaded(
-                    stored, directory.segment(tp), self.config_of(tp[0]),
-                    checkpointed_start=directory.checkpointed_log_start(tp),
-                )  # fmt: skip
-        self._changed = asyncio.Event()
-        #: The process's replication (set by :class:`~coordkit.serve.dataplane.replicas.Replicas`).
-        self.replicas: Replication | None = None
-        #: The producer ids this broker hands out (InitProducerId).
-        self.producer_ids = ProducerIds()
-
-    def get(self, tp: TP) -> PartitionLog:
-        log = self._logs.get(tp)
-        if log is None:
-            files = None if self.directory is None else self.directory.segment(tp)
-            log = self._logs[tp] = PartitionLog(files, self.config_of(tp[0]))
-        return log
-
-    def logs(self) -> list[tuple[TP, PartitionLog]]:
-        """Every log this broker holds."""
-        return list(self._logs.items())
-
-    def reconfigure(self, topic: str | None = None) -> None:
-        """Read the log config of ``topic``'s logs again (every topic's when ``None``): a
-        topic config changed."""
-        for tp, partition_log in self._logs.items():
-            if topic is None or tp[0] == topic:
-                partition_log.config = self.config_of(tp[0])
-
-    def find(self, tp: TP) -> PartitionLog | None:
-        return self._logs.get(tp)
-
-    def drop_topic(self, topic: str) -> None:
-        """Forget every log of ``topic`` (it was deleted: a topic created again under its name
-        starts empty)."""
-        for tp in [tp for tp in self._logs if tp[0] == topic]:
-            del self._logs[tp]
-            if self.directory is not None:
-                self.directory.remove(tp)
-
-    def stored_topics(self) -> set[str]:
-        """The topics this broker holds a log of."""
-        return {topic for topic, _ in self._logs}
-
-    def close(self) -> None:
-        """Close the log directory (its logs flushed) and files (the logs stay readable in
-        memory)."""
-        if self.directory is not None:
-            self.directory.close()
-
-    def changed(self) -> asyncio.Event:
-        """Set at the next append to any of this broker's logs or move of a high watermark."""
-        return self._changed
-
-    def appended(self) -> None:
-        event, self._changed = self._changed, asyncio.Event()
-        event.set()

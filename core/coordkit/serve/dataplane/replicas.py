@@ -45,7 +45,8 @@ from coordkit.engine.states import TP
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
-from coordkit.serve.dataplane.log import LocalBroker, PartitionLog
+from coordkit.serve.dataplane.broker_logs import LocalBroker
+from coordkit.serve.dataplane.log import PartitionLog
 
 log = logging.getLogger("coordkit.serve")
 

@@ -1,7 +1,7 @@
 """A broker's log manager tasks (Kafka's ``LogManager``): every ``log.retention.check.interval.ms``
 each of the broker's logs deletes the segments its retention no longer keeps
-(:meth:`~coordkit.serve.dataplane.log.PartitionLog.delete_old_segments`: below the log start, over
-``retention.bytes``, older than ``retention.ms``), on leaders and followers alike, as Kafka's
+(:func:`delete_old_segments`: below the log start, over ``retention.bytes``, older than
+``retention.ms``), on leaders and followers alike, as Kafka's
 ``cleanupLogs`` does; and every ``log.flush.scheduler.interval.ms`` (Kafka's default: never) a
 log not fsynced for ``flush.ms`` is (Kafka's ``flushDirtyLogs``).
 
@@ -19,7 +19,9 @@ import logging
 from collections.abc import Callable
 
 from coordkit.engine.states import TP
-from coordkit.serve.dataplane.log import BrokerLogs, PartitionLog, wall_ms
+from coordkit.serve.dataplane.broker_logs import BrokerLogs
+from coordkit.serve.dataplane.log import PartitionLog, wall_ms
+from coordkit.serve.dataplane.segment import LogSegment
 
 log = logging.getLogger("coordkit.serve")
 
@@ -57,7 +59,7 @@ class LogManager:
         deleted = 0
         for tp, partition_log in self.logs.logs():
             start = partition_log.log_start
-            count = partition_log.delete_old_segments(now, self.high_watermark(tp, partition_log))
+            count = delete_old_segments(partition_log, now, self.high_watermark(tp, partition_log))
             if count:
                 log.info("broker %s: %s-%s: deleted %s segments by retention, log start %s -> %s",
                          self.broker_id, *tp, count, start, partition_log.log_start)  # fmt: skip
@@ -94,3 +96,58 @@ class LogManager:
                 work()
             except OSError as exc:
                 log.warning("broker %s: log manager task failed: %s", self.broker_id, exc)
+
+
+def delete_old_segments(log: PartitionLog, now: int, high_watermark: int) -> int:
+    """Kafka's ``UnifiedLog.deleteOldSegments``: whole segments wholly below the log start,
+    then (``cleanup.policy`` delete) the oldest while the log is over ``retention.bytes``, then
+    those whose newest record is older than ``retention.ms``; never a segment reaching past
+    ``high_watermark``. Returns the segments deleted."""
+    deleted = _delete_while(
+        log,
+        lambda segment, following: following is not None and following.base_offset <= log.log_start,
+        high_watermark,
+    )
+    config = log.config
+    if not config.delete:
+        return deleted
+    if config.retention_bytes >= 0 and log.size >= config.retention_bytes:
+        excess = log.size - config.retention_bytes
+
+        def over_size(segment: LogSegment, following: LogSegment | None) -> bool:
+            nonlocal excess
+            if excess - segment.size < 0:
+                return False
+            excess -= segment.size
+            return True
+
+        deleted += _delete_while(log, over_size, high_watermark)
+    if config.retention_ms >= 0:
+        deleted += _delete_while(
+            log,
+            lambda segment, following: now - segment.largest_timestamp > config.retention_ms,
+            high_watermark,
+        )
+    return deleted
+
+
+def _delete_while(
+    log: PartitionLog,
+    predicate: Callable[[LogSegment, LogSegment | None], bool],
+    high_watermark: int,
+) -> int:
+    """Kafka's ``deletableSegments``: the oldest segments while ``predicate`` holds (never an
+    empty active segment, never one reaching past the high watermark), deleted."""
+    deletable: list[LogSegment] = []
+    segments = log.segments
+    for number, segment in enumerate(segments):
+        following = segments[number + 1] if number + 1 < len(segments) else None
+        upper = following.base_offset if following is not None else log.log_end
+        if following is None and segment.size == 0:
+            break
+        if high_watermark < upper or not predicate(segment, following):
+            break
+        deletable.append(segment)
+    if deletable:
+        log.delete_segments(deletable)
+    return len(deletable)
