@@ -12,8 +12,8 @@ serve --data-dir`` (see :mod:`coordkit.serve.dataplane.logdir`):
   and a partition's leader epochs (``leader-epoch-checkpoint``: ``epoch start-offset``).
 
 Kafka replaces a file by writing ``<name>.tmp`` and renaming it over the old one, so a reader
-never sees half a file; :func:`write_atomically` does the same (without Kafka's fsync: coordkit
-does not fsync its logs either).
+never sees half a file, and fsyncs it before the rename (``CheckpointFile``), so that a machine
+crash leaves the old file or the new one whole; :func:`write_atomically` does the same.
 """
 
 from __future__ import annotations
@@ -184,7 +184,11 @@ def _whole(text: str, where: str) -> int:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` as Kafka does: through ``<name>.tmp`` and a rename."""
+    """Replace ``path`` with ``data`` as Kafka does: through ``<name>.tmp``, fsynced, and a
+    rename."""
     temporary = path.with_name(f"{path.name}.tmp")
-    temporary.write_bytes(data)
+    with open(temporary, "wb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
     os.replace(temporary, path)
