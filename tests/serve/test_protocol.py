@@ -99,6 +99,13 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         16: (0, 5),  # ListGroups
         68: (0, 1),  # ConsumerGroupHeartbeat
         69: (0, 1),  # ConsumerGroupDescribe
+        # ZooKeeper mode's controller requests and ControlledShutdown, as Kafka 3.9 serves them.
+        4: (0, 7),  # LeaderAndIsr
+        5: (0, 4),  # StopReplica
+        6: (0, 8),  # UpdateMetadata
+        7: (0, 3),  # ControlledShutdown
+        56: (2, 3),  # AlterPartition: a Kafka 3.9 leader's ISR change to the controller
+        67: (0, 0),  # AllocateProducerIds: a Kafka 3.9 broker's block of producer ids
     }
 
 

@@ -126,7 +126,7 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeGroups", "ListGroups",
         "InitProducerId", "OffsetForLeaderEpoch", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
-        "ControlledShutdown",
+        "ControlledShutdown", "AlterPartition", "AllocateProducerIds",
     }  # fmt: skip
     # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
     assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
@@ -330,7 +330,8 @@ def _kafka_python_versions(name: str) -> tuple[int, int]:
 #: APIs kafka-python 3.0 has no classes for (its consumer speaks only the classic protocol; a
 #: client never sends the controller's requests to brokers).
 NOT_IN_KAFKA_PYTHON = ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "LeaderAndIsr",
-                       "StopReplica", "UpdateMetadata", "ControlledShutdown")  # fmt: skip
+                       "StopReplica", "UpdateMetadata", "ControlledShutdown",
+                       "AlterPartition", "AllocateProducerIds")  # fmt: skip
 
 
 def _shared_versions() -> list[tuple[str, int]]:

@@ -20,6 +20,8 @@ from coordkit.engine import isr_notifications, states
 from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller import Controller
+from coordkit.engine.controller.broker_requests import NO_CHANNEL, BrokerRequestChannel
+from coordkit.engine.controller.shutdown import ControllerClient
 from coordkit.engine.controllership import UnreadableControllerNodeError, read_controller
 from coordkit.engine.errors import BrokerIdInUseError, ControllerUnavailableError, EngineError
 from coordkit.engine.events import Observers, StateChange
@@ -69,6 +71,10 @@ class Broker:
     :param group_observers: told about the consumer groups this broker coordinates.
     :param strategies: the strategies it runs with (by default the ones ``config`` names, from the
         registered plugins).
+    :param broker_requests: how its controller's requests reach brokers of other processes
+        (:mod:`coordkit.engine.controller.broker_requests`); by default none are sent.
+    :param controller_client: how it asks a controller of another process for a controlled
+        shutdown; without one, only an in-process controller is asked.
     """
 
     def __init__(
@@ -86,6 +92,8 @@ class Broker:
         network: Network[Broker] | None = None,
         group_observers: GroupObserver | None = None,
         strategies: Strategies | None = None,
+        broker_requests: BrokerRequestChannel | None = None,
+        controller_client: ControllerClient | None = None,
     ):
         if not isinstance(broker_id, int) or isinstance(broker_id, bool) or broker_id < 0:
             raise ValueError(f"broker id must be a non-negative integer, got {broker_id!r}")
@@ -100,6 +108,10 @@ class Broker:
         self.clock: Clock = clock or SystemClock()
         self.observers = observers or Observers(events=self.strategies.events)
         self.network = network
+        #: How this broker's controller reaches brokers outside the process (none by default).
+        self.broker_requests = broker_requests or NO_CHANNEL
+        #: How this broker reaches a controller of another process (controlled shutdown).
+        self.controller_client = controller_client
         self.controller: Controller | None = None
         self._lock = threading.RLock()
         self._worker = EventThread(f"coordkit-broker-{broker_id}")
@@ -110,6 +122,8 @@ class Broker:
         self._closed = False
         self._lost = False
         self.registrations = 0
+        #: The czxid of the current registration (Kafka's broker epoch); -1 before the first.
+        self.broker_epoch = -1
         #: ``/cluster/id``, read (or made) when the broker starts, as Kafka's broker does.
         self.cluster_id: str | None = None
         #: The group coordinator for the offsets-topic partitions this broker leads.
@@ -223,6 +237,9 @@ class Broker:
         for _ in range(100):
             try:
                 self.store.create(path, data, ephemeral=True)
+                stat = self.store.exists(path)
+                if stat is None or stat.ephemeral_owner != session:
+                    continue  # gone or replaced meanwhile: register again
                 break
             except NodeExistsError:
                 stat = self.store.exists(path)
@@ -251,6 +268,9 @@ class Broker:
         else:
             raise EngineError(f"broker {self.broker_id}: could not register at {path}")
         self._registered_session = session
+        # Kafka's broker epoch (KIP-380): the zxid that created the registration, so that a
+        # controller's request meant for an earlier registration of this id is told apart.
+        self.broker_epoch = stat.czxid
         self.registrations += 1
         log.info("broker %s registered (session %#x)", self.broker_id, session)
         self.observers.broker_registered(self.broker_id, info, session)
@@ -299,6 +319,7 @@ class Broker:
                 observers=self.observers,
                 on_fenced=self._fenced,
                 strategies=self.strategies,
+                broker_requests=self.broker_requests,
             )
             self.controller = controller
         if previous is not None:
@@ -351,10 +372,21 @@ class Broker:
             if current is not None and self.network is not None:
                 holder = self.network.get(current[0].broker_id)
             if current is not None and self.network is not None and holder is None:
-                raise ControllerUnavailableError(
-                    f"broker {self.broker_id}: controller {current[0].broker_id} is not a broker "
-                    "of this process; controlled shutdown needs an in-process controller"
-                )
+                if self.controller_client is None:
+                    raise ControllerUnavailableError(
+                        f"broker {self.broker_id}: controller {current[0].broker_id} is not a "
+                        "broker of this process, and this broker has no way to reach it"
+                    )
+                # Kafka's ControlledShutdown request, to a controller in another process.
+                try:
+                    return self.controller_client.controlled_shutdown(
+                        current[0].broker_id, self.broker_id, self.broker_epoch,
+                        max(0.0, deadline - time.monotonic()),
+                    )  # fmt: skip
+                except EngineError as exc:  # moved, or not answering: ask again (Kafka retries)
+                    last_error = exc
+                    time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+                    continue
             controller = holder.controller if holder is not None else None
             if controller is None or not controller.ready.wait(
                 timeout=max(0.0, deadline - time.monotonic())

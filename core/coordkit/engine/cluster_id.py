@@ -37,6 +37,11 @@ def kafka_uuid(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
+def kafka_uuid_text(value: uuid.UUID) -> str:
+    """Kafka's text form of an id the wire carries (the inverse of :func:`kafka_uuid`)."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
 def read_cluster_id(store: MetadataStore) -> str | None:
     """The id in ``/cluster/id``, ``None`` when there is none yet.
 

@@ -30,6 +30,15 @@ class ControllerUnavailableError(EngineError):
     """No controller could serve a request (none elected, or not reachable in this process)."""
 
 
+class BrokerNotAvailableError(EngineError):
+    """A controlled shutdown asked for a broker the controller does not know as live (Kafka's
+    BROKER_NOT_AVAILABLE)."""
+
+
+class StaleBrokerEpochError(EngineError):
+    """A request names an earlier registration of its broker (Kafka's STALE_BROKER_EPOCH)."""
+
+
 class TopicExistsError(EngineError):
     """A topic of that name already exists."""
 

@@ -66,6 +66,10 @@ API_NAMES = (
     "StopReplica",
     "UpdateMetadata",
     "ControlledShutdown",
+    # A Kafka 3.9 leader's ISR change to the controller (Kafka 4.4's definition, v2-3).
+    "AlterPartition",
+    # A Kafka 3.9 broker's request for a block of producer ids (Kafka 4.4's definition, v0).
+    "AllocateProducerIds",
 )
 
 

@@ -25,6 +25,7 @@ from coordkit.serve.dataplane.retention import (
     DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
     DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 )
+from coordkit.serve.metadata_cache import MetadataCache
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
 
@@ -81,6 +82,8 @@ class BrokerContext:
             takes_self=True,
         )
     )
+    #: What the controller's requests told the process's brokers (``None``: not served).
+    metadata: MetadataCache | None = None
 
     @property
     def broker_id(self) -> int:

@@ -27,7 +27,10 @@ import attrs
 
 from coordkit.engine import Broker, Cluster, EngineConfig
 from coordkit.engine.cluster_id import get_or_create_cluster_id
+from coordkit.engine.controller.broker_requests import BrokerRequestChannel
+from coordkit.engine.controller.shutdown import ControllerClient
 from coordkit.engine.errors import EngineError
+from coordkit.engine.snapshot import registered_brokers
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
@@ -36,8 +39,10 @@ from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
+from coordkit.serve.controller_channel import ControllerChannelManager
+from coordkit.serve.controller_client import WireControllerClient
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
-from coordkit.serve.dataplane.follower import LeadershipFollower
+from coordkit.serve.dataplane.follower import TopicsFollower
 from coordkit.serve.dataplane.log import PartitionLog
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.logdir import LogDirectory, broker_log_dir
@@ -45,6 +50,7 @@ from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.dataplane.retention import LogManager
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.metadata_cache import MetadataCache
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.store import MetadataStore
@@ -90,9 +96,19 @@ class ServingBroker(Broker):
 class ServingCluster(Cluster):
     """A :class:`Cluster` whose brokers register the addresses they listen on."""
 
-    def __init__(self, store_url: str, addresses: Mapping[int, Address], **options: object):
+    def __init__(
+        self,
+        store_url: str,
+        addresses: Mapping[int, Address],
+        *,
+        broker_requests: BrokerRequestChannel | None = None,
+        controller_client: ControllerClient | None = None,
+        **options: object,
+    ):
         super().__init__(store_url, sorted(addresses), **options)  # type: ignore[arg-type]
         self.addresses = dict(addresses)
+        self.broker_requests = broker_requests
+        self.controller_client = controller_client
 
     def new_broker(self, broker_id: int, store: MetadataStore) -> Broker:
         address = self.addresses[broker_id]
@@ -108,6 +124,8 @@ class ServingCluster(Cluster):
             network=self.network,
             group_observers=self.group_observers,
             strategies=self.strategies,
+            broker_requests=self.broker_requests,
+            controller_client=self.controller_client,
         )
 
 
@@ -190,11 +208,25 @@ class KafkaServer:
             broker_id: Address(advertised, int(sock.getsockname()[1]))
             for broker_id, sock in zip(broker_ids, self._sockets, strict=True)
         }
+        #: Topic ids and names, shared by every broker of the process.
+        self.topic_ids = TopicIds()
+        # A controller elected here tells brokers of other processes over the wire.
+        self.controller_channel = ControllerChannelManager(
+            broker_ids,
+            self.topic_ids.id_of,
+            lambda: self.topic_ids.refresh(self.cluster.admin_store),
+        )
         self.cluster = ServingCluster(
-            store_url, self.addresses, config=config, strategies=strategies
+            store_url,
+            self.addresses,
+            config=config,
+            strategies=strategies,
+            broker_requests=self.controller_channel,
+            controller_client=WireControllerClient(lambda: self.cluster.admin_store),
         )
         self.listeners: list[BrokerListener] = []
-        self.follower: LeadershipFollower | None = None
+        self.follower: TopicsFollower | None = None
+        self.metadata: MetadataCache | None = None
         self.replicas: Replicas | None = None
         self.remote_followers: list[RemoteFollower] = []
         #: Each broker's log retention and flush tasks (Kafka's LogManager).
@@ -202,8 +234,6 @@ class KafkaServer:
         self._stopping: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = threading.Event()
-        #: Topic ids and names, shared by every broker of the process.
-        self.topic_ids = TopicIds()
         #: Topic configs, shared by every broker of the process (read from the start).
         self.topic_configs: TopicConfigs | None = None
 
@@ -243,6 +273,15 @@ class KafkaServer:
             self.listeners.append(BrokerListener(ctx, sock, self.codec))
         self._drop_logs_of_deleted_topics()
         contexts = [listener.ctx for listener in self.listeners]
+        self.metadata = MetadataCache(
+            self.cluster.replication,
+            self.addresses,
+            deleted=self._drop_topic,
+            topic_ids=self._add_topic_ids,
+        )
+        self.cluster.observers.add(self.metadata)
+        for ctx in contexts:
+            ctx.metadata = self.metadata
         self.replicas = Replicas(self.cluster.replication, contexts, self.cluster.config)
         self.log_managers = [
             LogManager(
@@ -254,7 +293,7 @@ class KafkaServer:
             )
             for ctx in contexts
         ]
-        self.follower = LeadershipFollower(
+        self.follower = TopicsFollower(
             self.cluster.admin_store,
             self.cluster.replication,
             self.addresses,
@@ -263,13 +302,13 @@ class KafkaServer:
         )
         self.cluster.observers.add(self.follower)
         self.follower.start()
-        follower = self.follower
+        follower, metadata = self.follower, self.metadata
         self.remote_followers = [
             RemoteFollower(
                 ctx,
                 self.cluster.replication,
                 list(self.addresses),
-                lambda: follower.broker_addresses,
+                lambda: {**metadata.broker_addresses, **follower.broker_addresses},
                 self.cluster.config.replica_fetch_wait_max,
             )
             for ctx in contexts
@@ -370,6 +409,20 @@ class KafkaServer:
             return
         self._give_topic_ids(topic_ids)
 
+    def _add_topic_ids(self, topic_ids: dict[str, str]) -> None:
+        """Topic ids a controller's request told (some topics, not every one)."""
+        for name, text in topic_ids.items():
+            try:
+                self.topic_ids.add(name, text)
+            except ValueError as exc:
+                log.warning("topic %r is served without its id: %s", name, exc)
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
+                loop.call_soon_threadsafe(self._give_topic_ids, topic_ids)
+            return
+        self._give_topic_ids(topic_ids)
+
     def _give_topic_ids(self, topic_ids: dict[str, str]) -> None:
         for log_dir in self._log_dirs.values():
             log_dir.topic_ids_known(topic_ids)
@@ -448,6 +501,8 @@ class KafkaServer:
                 ready()
             try:
                 await self._stopping.wait()
+                # While the listeners still serve: leaders move, followers keep fetching.
+                await asyncio.to_thread(self._shut_down_controlled)
             finally:
                 for listener in self.listeners:
                     await listener.close()
@@ -457,6 +512,32 @@ class KafkaServer:
                     await remote.close()
                 for manager in self.log_managers:
                     await manager.close()
+
+    def _shut_down_controlled(self) -> None:
+        """Kafka's controlled shutdown of each broker of the process, when brokers of other
+        processes are registered to take over its leaderships (alone, there is nobody to hand
+        them to)."""
+        try:
+            registered = set(registered_brokers(self.cluster.admin_store))
+        except (StoreError, EngineError):
+            return
+        if registered <= set(self.addresses):
+            return
+        for broker_id in self.addresses:
+            broker = self.cluster.brokers.get(broker_id)
+            if broker is None or not broker.alive:
+                continue
+            try:
+                remaining = broker.controlled_shutdown()
+            except (EngineError, StoreError) as exc:
+                # Kafka's broker also stops after its retries.
+                log.warning("broker %s: controlled shutdown failed: %s", broker_id, exc)
+                continue
+            log.info(
+                "broker %s: controlled shutdown done (%d partitions still led here)",
+                broker_id,
+                len(remaining),
+            )
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its
@@ -495,9 +576,12 @@ class KafkaServer:
         if self.follower is not None:
             self.follower.stop()
             self.cluster.observers.remove(self.follower)
+        if self.metadata is not None:
+            self.cluster.observers.remove(self.metadata)
         for sock in self._sockets:
             sock.close()
         self._complete_partition_metadata()
         self.cluster.close()
+        self.controller_channel.close()
         self._write_high_watermarks()
         self._close_log_dirs()

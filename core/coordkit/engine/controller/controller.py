@@ -29,12 +29,24 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
+from typing import Any, TypeVar
 
 from coordkit.engine import isr_notifications
 from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller.alter_partition import (
+    AlterPartitionResult,
+    IsrChange,
+    alter_partition,
+)
 from coordkit.engine.controller.announce import states_to_announce
+from coordkit.engine.controller.broker_requests import (
+    NO_CHANNEL,
+    BrokerRequestChannel,
+    PartitionState,
+    RequestBatch,
+)
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.deletion import TopicDeletionManager
 from coordkit.engine.controller.events import ControllerEventManager, Marks
@@ -42,7 +54,7 @@ from coordkit.engine.controller.partition_state import PartitionStateMachine, bu
 from coordkit.engine.controller.preferred import PreferredLeaders
 from coordkit.engine.controller.reassignment import ReassignmentManager
 from coordkit.engine.controller.replica_state import ReplicaStateMachine
-from coordkit.engine.controller.shutdown import ControlledShutdown
+from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH, ControlledShutdown
 from coordkit.engine.controller.topic_ids import TopicIds
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.engine.events import Observers, StateChange
@@ -57,6 +69,8 @@ from coordkit.strategies.elections import ControllerTerm
 from coordkit.support.clock import Clock
 
 log = logging.getLogger("coordkit.engine.controller")
+
+T = TypeVar("T")
 
 
 class Controller:
@@ -76,6 +90,7 @@ class Controller:
         observers: Observers,
         on_fenced: Callable[[ControllerTerm], None],
         strategies: Strategies,
+        broker_requests: BrokerRequestChannel = NO_CHANNEL,
     ):
         self.store = store
         self.term = term
@@ -89,13 +104,16 @@ class Controller:
         self.context = ControllerContext(
             store, read_batch=config.read_batch, owner=owner, image=term.image
         )
+        # The brokers outside the process hear what the parts write through the requests batch.
+        self.requests = RequestBatch(broker_requests, term.broker_id, term.epoch)
+        told = Observers(observers, self.requests)
         # Several multis in flight pay off only where a round trip costs something.
         networked = store.characteristics.shared_across_processes
         self.partitions = PartitionStateMachine(
             self.context,
             writer,
             config=config,
-            observers=observers,
+            observers=told,
             broker_id=term.broker_id,
             epoch=term.epoch,
             write_concurrency=config.write_concurrency if networked else 1,
@@ -111,6 +129,7 @@ class Controller:
             config=config,
             observers=observers,
             broker_id=term.broker_id,
+            requests=self.requests,
         )
         self.shutdown = ControlledShutdown(
             self.context,
@@ -209,6 +228,20 @@ class Controller:
         self._cancel_watches()
         self._events.stop()
         self.partitions.close()
+        self.requests.channel.term_ended(self.epoch)
+
+    def _telling(self, fn: Callable[..., T]) -> Callable[..., T]:
+        """``fn`` run on the event thread, its writes then told to brokers elsewhere."""
+
+        @functools.wraps(fn)
+        def telling(*args: Any) -> T:
+            self.requests.begin(self.context.live)
+            try:
+                return fn(*args)
+            finally:
+                self.requests.flush()
+
+        return telling
 
     def idle(self) -> bool:
         """Loaded, and nothing marked, queued, running or waiting to be retried."""
@@ -241,10 +274,25 @@ class Controller:
 
     # -- requests (any thread) ----------------------------------------------------------------
 
-    def controlled_shutdown(self, broker_id: int) -> concurrent.futures.Future[list[TP]]:
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int = UNKNOWN_BROKER_EPOCH
+    ) -> concurrent.futures.Future[list[TP]]:
         """Move leadership off ``broker_id`` and drop it from ISRs; the future holds the partitions
-        it still leads (single-replica partitions, or no other replica in the ISR)."""
-        return self._events.request(self.shutdown.shut_down, broker_id)
+        it still leads (single-replica partitions, or no other replica in the ISR). A
+        ``broker_epoch`` older than its live registration's fails the future
+        (:class:`~coordkit.engine.errors.StaleBrokerEpochError`)."""
+        return self._events.request(self._telling(self.shutdown.shut_down), broker_id,
+                                    broker_epoch)  # fmt: skip
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
+    ) -> concurrent.futures.Future[AlterPartitionResult]:
+        """A leader's ISR changes (Kafka's AlterPartition, :mod:`.alter_partition`); the future
+        holds each partition's new state or error."""
+        return self._events.request(
+            self._telling(functools.partial(alter_partition, self.context, self.partitions)),
+            broker_id, broker_epoch, list(changes),
+        )  # fmt: skip
 
     def elect_preferred_leaders(
         self, partitions: Iterable[TP] | None = None
@@ -252,11 +300,11 @@ class Controller:
         """A preferred-replica election (all partitions by default); the future holds the
         partitions whose leader moved."""
         chosen = None if partitions is None else list(partitions)
-        return self._events.request(self.preferred.elect, chosen)
+        return self._events.request(self._telling(self.preferred.elect), chosen)
 
     def check_leader_imbalance(self) -> concurrent.futures.Future[list[TP]]:
         """Run the automatic preferred-leader rebalance check now."""
-        return self._events.request(self.preferred.rebalance)
+        return self._events.request(self._telling(self.preferred.rebalance))
 
     def leaders(self) -> concurrent.futures.Future[dict[TP, LeaderIsr | None]]:
         """The partition states as this controller knows them (copied on its thread)."""
@@ -284,6 +332,9 @@ class Controller:
         started = time.perf_counter()
         touched: set[TP] = set()
         brokers_changed = False
+        requests = self.requests
+        requests.begin(context.live)
+        started_brokers: set[int] = set()
         if marks.everything:
             self._enable_feature_versioning()
             # Brokers are compared with the previous read, so a bounce is seen here too.
@@ -292,6 +343,8 @@ class Controller:
             # The states were just read: pending notifications only need consuming (a mark for
             # them may have been merged into this pass).
             self.replicas.consume_isr_notifications()
+            # Everyone is told everything (Kafka's onControllerFailover).
+            started_brokers = set(context.live)
         else:
             created: list[TP] = []
             if marks.topics:
@@ -300,7 +353,9 @@ class Controller:
                 created += context.sync_assignment(topic)
             touched.update(created)
             if marks.isr_changes:
-                touched.update(self.replicas.consume_isr_notifications())
+                refreshed = self.replicas.consume_isr_notifications()
+                touched.update(refreshed)
+                requests.partition_states_known(self._states_of(refreshed))
             # New partitions are read before the brokers, as a full load does: every broker
             # registered before they were created is then a candidate for their first leader.
             # A warm controller hears of topics and partitions through its image's feed, which
@@ -316,6 +371,7 @@ class Controller:
                     )
                 self._bounced |= bounced
                 brokers_changed = marks.brokers or bool(dead or born or bounced)
+                started_brokers = born | bounced
         if context.without_ids:
             # Kafka's processTopicIds, on failover and for new topics (before their elections).
             self.topic_ids.process()
@@ -323,6 +379,8 @@ class Controller:
         if marks.everything or marks.deletions or (brokers_changed and self.deletion.ineligible):
             self.deletion.process()
         loaded = time.perf_counter()
+        if requests.live_changed(context.live) and (started_brokers or brokers_changed):
+            self._tell_started(started_brokers)
         excluded = frozenset(self._bounced)
         live = context.live_ids(excluded)
         # Leaders first (availability), then dead replicas out of the ISRs (Kafka's
@@ -358,6 +416,7 @@ class Controller:
         self._sync_topic_watches()
         if marks.everything:
             self._announce_states()
+        requests.flush()
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "controller %s: pass (%s) in %.3fs (sync %.3fs, scan %.3fs, elect %.3fs, rest "
@@ -403,6 +462,33 @@ class Controller:
             len(written),
         )
 
+    def _states_of(self, tps: Iterable[TP]) -> list[StateChange]:
+        """The context's states of ``tps`` as changes read (not written) by this controller."""
+        out = []
+        for tp in tps:
+            part = self.context.parts.get(tp)
+            if part is not None and part.state is not None:
+                out.append(StateChange(tp, part.state, part.state, None, self.broker_id,
+                                       tuple(part.replicas)))  # fmt: skip
+        return out
+
+    def _tell_started(self, started: set[int]) -> None:
+        """Brokers that (re)registered, or all on failover, are told everything; the others
+        that the live brokers changed."""
+        self.requests.brokers_changed()
+        targets = started & self.requests.channel.targets(started)
+        if not targets:
+            return
+        everything = [
+            PartitionState(tp, state, tuple(replicas))
+            for tp, replicas, state in self.context.parts.states()
+            if state is not None
+        ]
+        for broker in sorted(targets):
+            self.requests.broker_started(
+                broker, [s for s in everything if broker in s.replicas], everything
+            )
+
     def _announce_states(self) -> None:
         """Tell observers the states this term loaded that they were not told yet (Kafka's
         LeaderAndIsr/UpdateMetadata to every broker on failover, cut to what they may have missed:
@@ -447,7 +533,7 @@ class Controller:
         now = self.clock.monotonic()
         if now >= self._next_rebalance:
             self._next_rebalance = now + self.config.leader_imbalance_check_interval
-            self.preferred.rebalance()
+            self._telling(self.preferred.rebalance)()
         return self._next_rebalance
 
     def _end_term_on(self, exc: BaseException) -> None:

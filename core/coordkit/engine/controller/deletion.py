@@ -15,6 +15,7 @@ import logging
 
 from coordkit.engine import states
 from coordkit.engine.config import EngineConfig
+from coordkit.engine.controller.broker_requests import RequestBatch
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_state import PartitionStateMachine
 from coordkit.engine.controller.replica_state import commit_ignoring_missing
@@ -37,8 +38,11 @@ class TopicDeletionManager:
         config: EngineConfig,
         observers: Observers,
         broker_id: int,
+        requests: RequestBatch | None = None,
     ):
         self.context = context
+        #: Brokers elsewhere hear of a deletion by StopReplica and UpdateMetadata.
+        self.requests = requests
         self.partitions = partitions
         self.writer = writer
         self.config = config
@@ -90,6 +94,11 @@ class TopicDeletionManager:
     def _delete_topic_nodes(self, topic: str) -> None:
         ops: list[Op] = []
         context = self.context
+        if self.requests is not None and topic in context.topics:
+            assignment = context.topics[topic]
+            found = {p: (part.state if (part := context.parts.get((topic, p))) else None)
+                     for p in assignment}  # fmt: skip
+            self.requests.topic_deleting(assignment, topic, found)
         for partition in sorted(context.topics.get(topic, {})):
             tp = (topic, partition)
             part = context.parts.get(tp)

@@ -69,7 +69,7 @@ def bulk(method: F) -> F:
 class Plan:
     """A state to write for one partition, and how to decide again if its node moved."""
 
-    __slots__ = ("isr", "leader", "part", "reason", "replan", "tp")
+    __slots__ = ("bump", "isr", "leader", "part", "reason", "replan", "tp")
 
     def __init__(
         self,
@@ -79,12 +79,17 @@ class Plan:
         reason: ElectionReason | None,
         replan: Callable[[TP], Plan | None],
         part: PartitionInfo | None = None,
+        *,
+        bump: bool = True,
     ):
         self.tp = tp
         self.leader = leader
         self.isr = isr
         self.reason = reason
         self.replan = replan
+        #: Whether the write starts a new leader epoch (every controller decision does; a
+        #: leader's own ISR change, asked by AlterPartition, keeps its epoch).
+        self.bump = bump
         #: The context's partition the plan was decided from, if the planner had it at hand
         #: (batching then skips a lookup per partition: 1,333,334 in a large shutdown).
         self.part = part
@@ -356,7 +361,7 @@ class PartitionStateMachine:
                     sets = _Batch(sets=True)
                 assert sets.paths is not None
                 sets.paths.append(path_of(plan.tp))
-                sets.data.append(encode(plan.leader, state.leader_epoch + 1, plan.isr))
+                sets.data.append(encode(plan.leader, state.leader_epoch + plan.bump, plan.isr))
                 sets.versions.append(state.zk_version)
                 sets.plans.append(plan)
                 sets.parts.append(part)
@@ -449,7 +454,7 @@ class PartitionStateMachine:
         for index, (plan, part) in enumerate(zip(batch.plans, batch.parts, strict=True)):
             tp = plan.tp
             previous = part.state
-            epoch = 0 if previous is None else previous.leader_epoch + 1
+            epoch = 0 if previous is None else previous.leader_epoch + plan.bump
             current = LeaderIsr(plan.leader, epoch, plan.isr, controller_epoch, versions[index])
             part.state = current
             if created:

@@ -9,11 +9,12 @@ follows. The reply lists the partitions it still leads (no other replica in the 
 from __future__ import annotations
 
 import itertools
+from typing import Protocol
 
 from coordkit.engine.controller.context import ControllerContext
 from coordkit.engine.controller.partition_map import PartitionInfo
 from coordkit.engine.controller.partition_state import PartitionStateMachine, Plan, bulk
-from coordkit.engine.errors import EngineError
+from coordkit.engine.errors import BrokerNotAvailableError, StaleBrokerEpochError
 from coordkit.engine.states import TP
 from coordkit.kafka import layout
 from coordkit.strategies.elections import (
@@ -21,6 +22,25 @@ from coordkit.strategies.elections import (
     PartitionElectionInput,
     PartitionLeaderElection,
 )
+
+#: A ControlledShutdown request's broker epoch before KIP-380 (v0-1): not checked.
+UNKNOWN_BROKER_EPOCH = -1
+
+
+class ControllerClient(Protocol):
+    """How a broker reaches the controller when it runs in another process (Kafka's
+    ControlledShutdown request), handed to the broker by whoever runs it."""
+
+    def controlled_shutdown(
+        self, controller_id: int, broker_id: int, broker_epoch: int, timeout: float
+    ) -> list[TP]:
+        """Ask controller ``controller_id`` to move leadership off ``broker_id``; the partitions
+        it still leads.
+
+        :raises ControllerUnavailableError: no answer, or the controller refused (moved, or a
+            newer registration of the broker).
+        """
+        ...
 
 
 class ControlledShutdown:
@@ -35,12 +55,20 @@ class ControlledShutdown:
         self._election = election
 
     @bulk
-    def shut_down(self, broker_id: int) -> list[TP]:
+    def shut_down(self, broker_id: int, broker_epoch: int = UNKNOWN_BROKER_EPOCH) -> list[TP]:
+        """:param broker_epoch: the czxid of the registration asking (Kafka's
+        ControlledShutdown v2+); an earlier one than the live registration is refused."""
         context = self.context
         if broker_id not in context.live:
-            raise EngineError(
+            raise BrokerNotAvailableError(
                 f"controlled shutdown of broker {broker_id}: it is not registered under "
                 f"{layout.BROKER_IDS}"
+            )
+        live_epoch = context.live[broker_id][1]
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < live_epoch:
+            raise StaleBrokerEpochError(
+                f"controlled shutdown of broker {broker_id}: broker epoch {broker_epoch} is "
+                f"older than its registration's ({live_epoch})"
             )
         context.shutting_down.add(broker_id)
         # Only partitions whose state names the broker can change (as leader or ISR member): one

@@ -1,21 +1,19 @@
-"""What a ``coordkit serve`` process knows of partitions it did not see written: leadership and
-deleted topics, followed from the store.
+"""What a ``coordkit serve`` process reads of the store about topics: deletions, topic ids and
+where the brokers of other processes listen.
 
-The engine tells in-process observers about the states its own brokers write (the controller's
-elections, leaders' ISR changes). A broker whose controller runs in another process
-(``coordkit serve --broker-id``: one broker per process) learns about them only from the store,
-as a Kafka broker learns from the controller's LeaderAndIsr and StopReplica requests. So every
-``interval`` the follower reads the topics and, when a broker outside this process is registered,
-every partition state, and hands them to the process's replication model (which keeps the newest
-state per partition). A topic whose assignment node is gone, or was created again (a new
-``czxid``), is deleted: the model forgets it and ``deleted`` drops its served logs.
+Leadership is not read here: the controller tells it, in-process through the engine's observers
+and to brokers of other processes by LeaderAndIsr and UpdateMetadata over the wire
+(:mod:`coordkit.serve.apis.controller_requests`), as Kafka's controller tells its brokers. What
+this follower keeps reading every ``interval`` is the list of topics (a topic whose assignment
+node is gone, or was created again with a new ``czxid``, is deleted: the model forgets it and
+``deleted`` drops its served logs), their ids, and the registered brokers' addresses.
 
 The follower is also an engine observer: a deletion by a controller in this process reaches it
 at once (before that controller can elect a new topic of the same name), and under the lock that
 a read of the store holds, so that a read made before the deletion cannot bring the deleted
-topic's states back. A topic deleted and created again by another process's controller within
-one interval may keep records produced to it here in between (they are dropped with the rest at
-the next read).
+topic back. A topic deleted and created again by another process's controller within one
+interval may keep records produced to it here in between (they are dropped with the rest at the
+next read).
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ import logging
 import threading
 from collections.abc import Callable, Collection
 
-from coordkit.engine import states
-from coordkit.engine.events import EngineObserver, StateChange
+from coordkit.engine.events import EngineObserver
 from coordkit.engine.replication import ReplicationModel
 from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import LayoutError, StoreError
@@ -38,15 +35,12 @@ log = logging.getLogger("coordkit.serve")
 
 #: Seconds between two reads of the store.
 DEFAULT_INTERVAL = 0.2
-#: The writer a followed state is attributed to (not a broker of this process).
-UNKNOWN_WRITER = -1
 
 
-class LeadershipFollower(EngineObserver):
-    """Follows partition states and topic deletions on ``store`` for ``replication``.
+class TopicsFollower(EngineObserver):
+    """Follows topic deletions, topic ids and the brokers' addresses on ``store``.
 
-    :param own: the broker ids this process runs (while they are every registered broker, the
-        engine's own events already tell the model everything, and states are not read).
+    :param own: the broker ids this process runs (the others' addresses are followed).
     :param deleted: called with each topic found deleted (from the follower's thread).
     :param topic_ids: called with every topic's id (of the topics that have one) when they
         changed since the last read (from the follower's thread).
@@ -78,7 +72,7 @@ class LeadershipFollower(EngineObserver):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> LeadershipFollower:
+    def start(self) -> TopicsFollower:
         self._thread = threading.Thread(target=self._run, name="coordkit-serve-follower",
                                         daemon=True)  # fmt: skip
         self._thread.start()
@@ -129,7 +123,7 @@ class LeadershipFollower(EngineObserver):
         return found
 
     def poll(self) -> None:
-        """One read of the store: deleted topics, then (when needed) every partition state."""
+        """One read of the store: deleted topics, topic ids, the other brokers' addresses."""
         with self._lock:
             self._poll()
 
@@ -157,19 +151,3 @@ class LeadershipFollower(EngineObserver):
         if self.topic_ids is not None and ids != self._known_ids:
             self._known_ids = ids
             self.topic_ids(ids)
-        if set(registered) <= self.own:
-            return
-        tps = [(t, p) for t, a in assignments.items() for p in sorted(a.partitions)]
-        changes = []
-        state_paths = [states.state_path(tp) for tp in tps]
-        for tp, path, found in zip(tps, state_paths, self.store.get_many(state_paths), strict=True):
-            if isinstance(found, StoreError):
-                continue  # not elected yet
-            try:
-                state = states.decode_state(path, found[0], found[1].version)
-            except LayoutError as exc:
-                log.debug("not following %s: %s", path, exc)
-                continue
-            replicas = tuple(assignments[tp[0]].partitions[tp[1]])
-            changes.append(StateChange(tp, state, state, None, UNKNOWN_WRITER, replicas))
-        self.replication.partition_states_known(changes)

@@ -237,6 +237,9 @@ class KafkaCluster:
     :param jvm_options: each node's JVM options: the quick ones of the tests by default,
         :data:`~coordkit.testing.servers.kafka_tools.PRODUCTION_JVM_OPTIONS` to measure Kafka.
     :param seed: seeds the KRaft cluster id.
+    :param other_brokers: ids of brokers of another kind in the same cluster (``coordkit serve``
+        processes on the same chroot): the Kafka nodes are ready when their Metadata lists these
+        too.
     """
 
     def __init__(
@@ -252,6 +255,7 @@ class KafkaCluster:
         heap: str = DEFAULT_HEAP,
         seed: int = 0,
         jvm_options: Sequence[str] = JVM_OPTIONS,
+        other_brokers: Iterable[int] = (),
     ):
         default_version = KAFKA_ZOOKEEPER_MODE_VERSION if zookeeper else KAFKA_KRAFT_VERSION
         self.version = version or default_version
@@ -274,6 +278,7 @@ class KafkaCluster:
         self.chroot = (chroot or f"/kafka-{os.getpid()}-{number}") if zookeeper else None
         self.zookeeper = zookeeper
         self.racks = dict(racks or {})
+        self.other_brokers = frozenset(other_brokers)
         self.properties = dict(properties or {})
         self.cluster_id = _kafka_uuid(random.Random(seed))
         require_java()
@@ -434,7 +439,8 @@ class KafkaCluster:
                 )
             running = {n.node_id for n in self.nodes.values() if n.running}
             answers = [self.nodes[node_id].metadata() for node_id in sorted(running)]
-            if running and all(a is not None and set(a.brokers) == running for a in answers):
+            expected = running | self.other_brokers
+            if running and all(a is not None and set(a.brokers) == expected for a in answers):
                 last = answers[-1]
                 assert last is not None
                 return last

@@ -1,0 +1,79 @@
+"""A blocking connection from one broker to another, speaking Kafka's protocol: the controller's
+requests to brokers (:mod:`coordkit.serve.controller_channel`) and a broker's ControlledShutdown to
+the controller (:mod:`coordkit.serve.controller_client`). One request at a time, each answered
+before the next; the versions are chosen from the peer's ApiVersions."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+from coordkit.protocol import APIS, KafkaCodec, messages
+
+SOCKET_TIMEOUT = 30.0
+
+
+class UnservedVersionError(Exception):
+    """The peer does not speak a version of an api that this side builds."""
+
+
+class BrokerConnection:
+    """One connection to the broker at ``address`` (``OSError`` or ``ProtocolError`` when it
+    fails: the caller closes it and connects again)."""
+
+    def __init__(self, address: tuple[str, int], client_id: str,
+                 timeout: float = SOCKET_TIMEOUT) -> None:  # fmt: skip
+        self.address = address
+        self.client_id = client_id
+        self._sock = socket.create_connection(address, timeout=timeout)
+        self._codec = KafkaCodec()
+        self._correlation = 0
+        answer = self.call(messages.ApiVersionsRequest(), 0)
+        #: The peer's version range of each api it answers, by api key.
+        self.ranges: dict[int, tuple[int, int]] = {
+            entry.api_key: (entry.min_version, entry.max_version) for entry in answer.api_keys
+        }
+
+    def versions(self, wanted: Mapping[str, tuple[int, int]]) -> dict[str, int]:
+        """The highest version of each api both sides speak, from ``wanted``'s (lowest, highest).
+
+        :raises UnservedVersionError: the peer speaks none of an api's versions.
+        """
+        chosen = {}
+        for api, (lowest, highest) in wanted.items():
+            span = self.ranges.get(APIS[api].key)
+            if span is None or span[1] < lowest or span[0] > highest:
+                theirs = "not at all" if span is None else f"v{span[0]}-{span[1]}"
+                raise UnservedVersionError(
+                    f"{self.address[0]}:{self.address[1]} answers {api} {theirs}; "
+                    f"v{lowest}-{highest} is needed"
+                )
+            chosen[api] = min(highest, span[1])
+        return chosen
+
+    def call(self, request: Any, version: int) -> Any:
+        """Send ``request`` at ``version``; its answer."""
+        self._correlation += 1
+        api = type(request).KAFKA_NAME.removesuffix("Request")
+        frame = self._codec.encode_request(request, version=version,
+                                           correlation_id=self._correlation,
+                                           client_id=self.client_id)  # fmt: skip
+        self._sock.sendall(frame)
+        size = int.from_bytes(self._exactly(4), "big", signed=True)
+        got, answer = self._codec.decode_response(api, version, self._exactly(size))
+        if got != self._correlation:
+            raise OSError(f"{api} answered with correlation id {got}, not {self._correlation}")
+        return answer
+
+    def _exactly(self, count: int) -> bytes:
+        data = bytearray()
+        while len(data) < count:
+            chunk = self._sock.recv(count - len(data))
+            if not chunk:
+                raise OSError("the broker closed the connection")
+            data += chunk
+        return bytes(data)
+
+    def close(self) -> None:
+        self._sock.close()

@@ -1,0 +1,83 @@
+"""A broker's ControlledShutdown request to a controller in another process (Kafka's
+``KafkaServer.controlledShutdown``), the engine's
+:class:`~coordkit.engine.controller.shutdown.ControllerClient` over the wire.
+
+The controller is found where its registration says (its PLAINTEXT listener); an answer other than
+success (the controller moved, does not know the broker as live, or knows a newer registration of
+it) is a :class:`ControllerUnavailableError`, and the broker asks again, reading ``/controller``
+anew, until its controlled-shutdown time is up — as Kafka's broker retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from coordkit.engine.errors import ControllerUnavailableError
+from coordkit.engine.states import TP
+from coordkit.errors import CoordkitError
+from coordkit.kafka import layout
+from coordkit.protocol import messages
+from coordkit.protocol.errors import ProtocolError
+from coordkit.serve.broker_connection import BrokerConnection, UnservedVersionError
+from coordkit.store import MetadataStore
+
+log = logging.getLogger("coordkit.serve")
+
+#: Kafka 3.9's versions (v2 adds the broker epoch, v3 is flexible).
+VERSIONS = {"ControlledShutdown": (2, 3)}
+CLIENT_ID = "coordkit-broker"
+
+
+class WireControllerClient:
+    """Asks the controller over Kafka's protocol; ``store`` (a callable: the process's session is
+    opened after this client) gives the controller's registration."""
+
+    def __init__(self, store: Callable[[], MetadataStore]) -> None:
+        self._store = store
+
+    def controlled_shutdown(
+        self, controller_id: int, broker_id: int, broker_epoch: int, timeout: float
+    ) -> list[TP]:
+        address = self._address(controller_id)
+        try:
+            connection = BrokerConnection(address, CLIENT_ID, timeout=max(timeout, 1.0))
+        except (OSError, ProtocolError) as exc:
+            raise ControllerUnavailableError(
+                f"broker {broker_id}: controller {controller_id} at {address[0]}:{address[1]} "
+                f"not reached: {exc}"
+            ) from None
+        try:
+            version = connection.versions(VERSIONS)["ControlledShutdown"]
+            answer = connection.call(
+                messages.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch),
+                version,
+            )
+        except (OSError, ProtocolError, UnservedVersionError) as exc:
+            raise ControllerUnavailableError(
+                f"broker {broker_id}: controlled shutdown by controller {controller_id}: {exc}"
+            ) from None
+        finally:
+            connection.close()
+        if answer.error_code:
+            raise ControllerUnavailableError(
+                f"broker {broker_id}: controller {controller_id} answered the controlled "
+                f"shutdown with error {answer.error_code}"
+            )
+        return sorted((p.topic_name, p.partition_index) for p in answer.remaining_partitions)
+
+    def _address(self, controller_id: int) -> tuple[str, int]:
+        path = layout.broker_path(controller_id)
+        try:
+            data, _ = self._store().get(path)
+            info = layout.BROKER.decode(data, path)
+        except CoordkitError as exc:
+            raise ControllerUnavailableError(
+                f"controller {controller_id}: its registration is not readable: {exc}"
+            ) from None
+        for endpoint in info.endpoints:
+            listener, _, where = endpoint.partition("://")
+            host, _, port = where.rpartition(":")
+            if listener == "PLAINTEXT" and port.isdigit():
+                return host.strip("[]"), int(port)
+        return info.host, info.port

@@ -1,0 +1,124 @@
+"""What the brokers of one ``coordkit serve`` process know from the controller's requests (Kafka's
+``ZkMetadataCache`` plus the controller epoch its ``ReplicaManager`` keeps).
+
+A controller in another process — a ``coordkit serve --broker-id`` or a Kafka 3.9 broker — tells
+brokers leaderships with LeaderAndIsr, the cluster's live brokers and partition states with
+UpdateMetadata, and deletions with StopReplica (:mod:`coordkit.serve.apis.controller_requests`).
+This cache fences those requests and hands what they carry to the process's parts: partition
+states to the replication model, topic ids to the broker id map and the log directories,
+deleted topics to the logs, live brokers' addresses to the followers of remote leaders.
+
+Fencing, as Kafka's broker fences: a request from a controller epoch older than the newest seen is
+refused (STALE_CONTROLLER_EPOCH), and so is one meant for an earlier registration of the broker
+(its broker epoch below the czxid of the broker's registration: STALE_BROKER_EPOCH, KIP-380).
+The newest controller epoch counts the requests accepted and the controllers elected in this
+process (an engine observer hears those), so a deposed controller elsewhere cannot undo what the
+new one here decided.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from coordkit.engine.events import EngineObserver, StateChange
+from coordkit.engine.replication import ReplicationModel
+
+log = logging.getLogger("coordkit.serve")
+
+#: A request's broker epoch when its controller predates KIP-380 (never stale).
+UNKNOWN_BROKER_EPOCH = -1
+
+
+class MetadataCache(EngineObserver):
+    """The controller's word, for the brokers ``own`` of this process.
+
+    :param deleted: called with each topic a controller deleted (StopReplica at the deletion
+        epoch, or UpdateMetadata naming it with the deletion leader).
+    :param topic_ids: called with topic ids (name → id text) the requests carried.
+    """
+
+    def __init__(
+        self,
+        replication: ReplicationModel,
+        own: Collection[int],
+        *,
+        deleted: Callable[[str], None],
+        topic_ids: Callable[[dict[str, str]], None],
+    ) -> None:
+        self.replication = replication
+        self.own = frozenset(own)
+        self._deleted = deleted
+        self._topic_ids = topic_ids
+        self._lock = threading.Lock()
+        #: Kafka's ``ReplicaManager.controllerEpoch`` (its initial value is 0).
+        self.controller_epoch = 0
+        self.controller_id = -1
+        #: Where each live broker of another process listens, from the last UpdateMetadata.
+        self.broker_addresses: dict[int, tuple[str, int]] = {}
+        self.refused = 0
+
+    # -- fencing -------------------------------------------------------------------------------
+
+    def stale_controller(self, controller_id: int, epoch: int, what: str) -> bool:
+        """Whether ``epoch`` is older than the newest controller epoch seen (the request is then
+        refused and logged); otherwise it becomes the newest."""
+        with self._lock:
+            if epoch < self.controller_epoch:
+                self.refused += 1
+                log.warning(
+                    "%s from controller %s refused: its controller epoch %s is older than %s "
+                    "(STALE_CONTROLLER_EPOCH)",
+                    what,
+                    controller_id,
+                    epoch,
+                    self.controller_epoch,
+                )
+                return True
+            self.controller_epoch, self.controller_id = epoch, controller_id
+            return False
+
+    def stale_broker_epoch(self, broker_epoch: int, current: int, what: str) -> bool:
+        """Kafka's ``isBrokerEpochStale``: a request for an older registration of the broker.
+        (A newer epoch than the broker knows is accepted: the controller may have read the new
+        registration before the broker learnt its czxid.)"""
+        if broker_epoch == UNKNOWN_BROKER_EPOCH or broker_epoch >= current:
+            return False
+        with self._lock:
+            self.refused += 1
+        log.warning("%s refused: broker epoch %s is older than this broker's %s "
+                    "(STALE_BROKER_EPOCH)", what, broker_epoch, current)  # fmt: skip
+        return True
+
+    def controller_changed(self, broker_id: int | None, epoch: int) -> None:
+        # A controller elected in this process: older ones elsewhere are stale from now on, and
+        # what they told is not renewed (a controller tells its own process in-process).
+        with self._lock:
+            if epoch > self.controller_epoch:
+                self.controller_epoch = epoch
+                if broker_id is not None:
+                    self.controller_id = broker_id
+                    self.broker_addresses = {}
+
+    # -- what the requests carry ---------------------------------------------------------------
+
+    def states_known(self, changes: Sequence[StateChange]) -> None:
+        """Partition states told by a controller (the model keeps the newest per partition)."""
+        if changes:
+            self.replication.partition_states_known(changes)
+
+    def topic_ids_known(self, ids: Mapping[str, str]) -> None:
+        if ids:
+            self._topic_ids(dict(ids))
+
+    def forget_topic(self, topic: str) -> None:
+        """``topic`` is being deleted by the controller: forget it and drop its logs."""
+        self.replication.topic_deleted(topic)
+        self._deleted(topic)
+
+    def brokers_live(self, addresses: Mapping[int, tuple[str, int]]) -> None:
+        with self._lock:
+            self.broker_addresses = {
+                b: address for b, address in addresses.items() if b not in self.own
+            }
