@@ -19,13 +19,13 @@ from coordkit.errors import StoreError
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
+from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE
 from coordkit.serve.dataplane.retention import (
     DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
     DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 )
-from coordkit.serve.metadata_cache import MetadataCache
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
 

@@ -18,17 +18,10 @@ from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
-from coordkit.serve.apis.allocate_producer_ids import handle_allocate_producer_ids
-from coordkit.serve.apis.alter_partition import handle_alter_partition
-from coordkit.serve.apis.controlled_shutdown import handle_controlled_shutdown
-from coordkit.serve.apis.controller_requests import (
-    handle_leader_and_isr,
-    handle_stop_replica,
-    handle_update_metadata,
-)
 from coordkit.serve.apis.fetch import handle_fetch, handle_list_offsets
 from coordkit.serve.apis.groups import GROUP_APIS
 from coordkit.serve.apis.init_producer_id import handle_init_producer_id
+from coordkit.serve.apis.inter_broker import INTER_BROKER_APIS
 from coordkit.serve.apis.leader_epochs import handle_offset_for_leader_epoch
 from coordkit.serve.apis.metadata import handle_metadata
 from coordkit.serve.apis.partitions import handle_create_partitions
@@ -103,16 +96,7 @@ SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     "CreatePartitions": (0, 3, handle_create_partitions),
     # kafka-python asks v2-4, librdkafka v2; v0-1 differ only in fields left out.
     "OffsetForLeaderEpoch": (2, 4, handle_offset_for_leader_epoch),
-    # The controller's requests (ZooKeeper mode, Kafka 3.9's versions): from a coordkit serve
-    # controller in another process or a Kafka 3.9 broker's (see apis.controller_requests).
-    "LeaderAndIsr": (0, 7, handle_leader_and_isr),
-    "UpdateMetadata": (0, 8, handle_update_metadata),
-    "StopReplica": (0, 4, handle_stop_replica),
-    # A broker of another process asking this process's controller (apis.controlled_shutdown).
-    "ControlledShutdown": (0, 3, handle_controlled_shutdown),
-    # A Kafka 3.9 leader's ISR change, to this process's controller (apis.alter_partition).
-    "AlterPartition": (2, 3, handle_alter_partition),
-    "AllocateProducerIds": (0, 0, handle_allocate_producer_ids),
+    **INTER_BROKER_APIS,  # LeaderAndIsr, ... AllocateProducerIds: see apis.inter_broker
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 

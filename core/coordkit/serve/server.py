@@ -39,8 +39,9 @@ from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
-from coordkit.serve.controller_channel import ControllerChannelManager
-from coordkit.serve.controller_client import WireControllerClient
+from coordkit.serve.control_plane.channel import ControllerChannelManager
+from coordkit.serve.control_plane.client import WireControllerClient
+from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.follower import TopicsFollower
 from coordkit.serve.dataplane.log import PartitionLog
@@ -50,7 +51,6 @@ from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.dataplane.retention import LogManager
 from coordkit.serve.listener import BrokerListener
-from coordkit.serve.metadata_cache import MetadataCache
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.store import MetadataStore

@@ -3,7 +3,7 @@ where the brokers of other processes listen.
 
 Leadership is not read here: the controller tells it, in-process through the engine's observers
 and to brokers of other processes by LeaderAndIsr and UpdateMetadata over the wire
-(:mod:`coordkit.serve.apis.controller_requests`), as Kafka's controller tells its brokers. What
+(:mod:`coordkit.serve.apis.inter_broker.controller_requests`), as Kafka's controller tells its brokers. What
 this follower keeps reading every ``interval`` is the list of topics (a topic whose assignment
 node is gone, or was created again with a new ``czxid``, is deleted: the model forgets it and
 ``deleted`` drops its served logs), their ids, and the registered brokers' addresses.

@@ -19,7 +19,7 @@ from coordkit.errors import CoordkitError
 from coordkit.kafka import layout
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
-from coordkit.serve.broker_connection import BrokerConnection, UnservedVersionError
+from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.serve")

@@ -3,7 +3,7 @@
 
 A controller in another process — a ``coordkit serve --broker-id`` or a Kafka 3.9 broker — tells
 brokers leaderships with LeaderAndIsr, the cluster's live brokers and partition states with
-UpdateMetadata, and deletions with StopReplica (:mod:`coordkit.serve.apis.controller_requests`).
+UpdateMetadata, and deletions with StopReplica (:mod:`coordkit.serve.apis.inter_broker.controller_requests`).
 This cache fences those requests and hands what they carry to the process's parts: partition
 states to the replication model, topic ids to the broker id map and the log directories,
 deleted topics to the logs, live brokers' addresses to the followers of remote leaders.

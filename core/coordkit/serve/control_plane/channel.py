@@ -31,8 +31,8 @@ from coordkit.engine.controller.broker_requests import (
 )
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
-from coordkit.serve.broker_connection import BrokerConnection, UnservedVersionError
 from coordkit.serve.classes import nested
+from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
 
 log = logging.getLogger("coordkit.serve")
 

@@ -5,7 +5,7 @@ Whoever is controller — a ``coordkit serve`` process or a Kafka 3.9 broker —
 answers only the current one. Every request is checked first against the broker epoch (a request
 meant for an earlier registration of this broker: STALE_BROKER_EPOCH, nothing applied), then
 against the newest controller epoch (an older controller: STALE_CONTROLLER_EPOCH, nothing
-applied); see :mod:`coordkit.serve.metadata_cache`, which keeps both and takes what is accepted.
+applied); see :mod:`coordkit.serve.control_plane.metadata_cache`, which keeps both and takes what is accepted.
 
 Per partition, Kafka's rules: LeaderAndIsr applies a state whose leader epoch is newer than the
 broker's (an equal or older one is STALE_CONTROLLER_EPOCH, a partition this broker holds no
@@ -30,7 +30,7 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.metadata_cache import MetadataCache
+from coordkit.serve.control_plane.metadata_cache import MetadataCache
 
 log = logging.getLogger("coordkit.serve")
 

@@ -1,6 +1,6 @@
 """A blocking connection from one broker to another, speaking Kafka's protocol: the controller's
-requests to brokers (:mod:`coordkit.serve.controller_channel`) and a broker's ControlledShutdown to
-the controller (:mod:`coordkit.serve.controller_client`). One request at a time, each answered
+requests to brokers (:mod:`coordkit.serve.control_plane.channel`) and a broker's ControlledShutdown to
+the controller (:mod:`coordkit.serve.control_plane.client`). One request at a time, each answered
 before the next; the versions are chosen from the peer's ApiVersions."""
 
 from __future__ import annotations
