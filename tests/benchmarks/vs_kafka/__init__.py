@@ -3,7 +3,7 @@ the same workloads, one run; every figure printed for both sides with the ratio 
 
     python tests/benchmarks/run.py vs_kafka [--quick] [--case=CASE ...] [--records=N] [--rate=N]
         [--seconds=N] [--kafka-heap=512m] [--failure-timeout=6] [--memory-partitions=N]
-        [--connections=N]
+        [--connections=N] [--producers=N] [--record-size=N] [--catch-up-records=N]
 
 Every cluster has 3 brokers and every topic replication factor 3 unless said otherwise. Kafka is
 three combined broker+controller KRaft nodes (jars from ``bash kafka-dist/fetch.sh``, ``-Xms`` and
@@ -20,7 +20,10 @@ two forms (:mod:`vs_kafka.clusters`):
   processes on one private ZooKeeper: the memory store lives inside one process, so brokers that
   die one at a time need a store shared across processes, and ZooKeeper is the one Kafka itself
   used. A dead process is noticed after ``--failure-timeout`` seconds on both sides (coordkit's
-  store session; Kafka's broker session and controller quorum fetch timeout).
+  store session; Kafka's broker session and controller quorum fetch timeout);
+* issue #34's targets (``processes-produce``, ``processes-failover``, ``processes-catch-up``:
+  :mod:`vs_kafka.processes`) run on such processes too, each broker with its log directory
+  (``--data-dir``), as Kafka's.
 
 The sides run one after the other, never at once, so neither slows the other; the load average
 is printed at the start and the end (the machine may be shared). Group settings are the same on
@@ -40,7 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from vs_kafka import consumer_protocol, failover, footprint, groups, throughput
+from vs_kafka import consumer_protocol, failover, footprint, groups, processes, throughput
 from vs_kafka.clusters import BROKER_IDS, SIDES, broker_processes, one_cluster
 
 #: Every case family, by the name ``--case`` takes.
@@ -50,6 +53,7 @@ CASES = (
     *consumer_protocol.CASES,
     *failover.CASES,
     *footprint.CASES,
+    *processes.CASES,
 )
 Figures = dict[str, float]
 Results = dict[str, dict[str, Figures]]
@@ -81,6 +85,7 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
                     cluster.start(broker)  # the killed controller, for the next cases
             if "footprint" in args.case:
                 footprint.run(cluster, args.memory_partitions, args.connections, case)
+    processes.run(args, side, log_dir, case)
     return figures
 
 
@@ -92,6 +97,10 @@ def report(results: Results, args: argparse.Namespace, load_at_start: str) -> No
     """The table (case, figure, coordkit, Kafka, coordkit / Kafka) and a JSON line."""
     print(f"\nvs_kafka: cases {','.join(args.case)}; records {args.records}; "
           f"failure timeout {args.failure_timeout:g} s; Kafka heap {args.kafka_heap}")  # fmt: skip
+    if set(processes.CASES) & set(args.case):
+        print(f"processes-*: {args.producers} producer threads, {args.record_size} B records, "
+              f"{args.catch_up_records} records written without the stopped broker")  # fmt: skip
+    print(f"command: {' '.join(sys.argv)}")
     print(f"load average (1, 5, 15 min) at start: {load_at_start}; at end: {load()}")
     print(f"{'case':<36} {'figure':<14} {'coordkit':>11} {'kafka':>11} {'ratio':>7}")
     print("-" * 83)
@@ -146,12 +155,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="seconds until either side notices a killed process")  # fmt: skip
     parser.add_argument("--memory-partitions", type=_positive(int), default=1000)
     parser.add_argument("--connections", type=_positive(int), default=500)
+    parser.add_argument("--producers", type=_positive(int), default=2,
+                        help="producer threads of the processes-* cases")  # fmt: skip
+    parser.add_argument("--record-size", type=_positive(int), default=1024,
+                        help="bytes a record of processes-produce")  # fmt: skip
+    parser.add_argument("--catch-up-records", type=_positive(int), default=1_000_000,
+                        help="records processes-catch-up writes while a broker is down")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
-                        help="20,000 records, 3 s paced, 300 partitions, 200 connections")  # fmt: skip
+                        help="20,000 records (catch-up too), 3 s paced, 300 partitions, "
+                             "200 connections")  # fmt: skip
     args = parser.parse_args(argv)
     args.case = list(dict.fromkeys(args.case or CASES))
     if args.quick:
-        args.records, args.seconds = 20_000, 3.0
+        args.records, args.seconds, args.catch_up_records = 20_000, 3.0, 20_000
         args.memory_partitions, args.connections = 300, 200
     return args
 
