@@ -23,6 +23,17 @@ from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.plugins import open_store
 from coordkit.protocol import messages
 from coordkit.serve.classes import nested
+from coordkit.serve.control_plane.channel import (
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaTopicState,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
 from coordkit.store import MetadataStore
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.servers.ports import free_port
@@ -32,17 +43,6 @@ from serve.conftest import RawClient, ServeProcess
 TOPIC = "fenced"
 PARTITIONS = 2
 BROKER = 1  # the broker every request goes to (ids 1-3 on both sides)
-
-LeaderAndIsrRequest = messages.LeaderAndIsrRequest
-LeaderAndIsrTopicState = nested(LeaderAndIsrRequest, "LeaderAndIsrTopicState")
-LeaderAndIsrPartitionState = nested(LeaderAndIsrRequest, "LeaderAndIsrPartitionState")
-LeaderAndIsrLiveLeader = nested(LeaderAndIsrRequest, "LeaderAndIsrLiveLeader")
-UpdateMetadataRequest = messages.UpdateMetadataRequest
-UpdateMetadataTopicState = nested(UpdateMetadataRequest, "UpdateMetadataTopicState")
-UpdateMetadataPartitionState = nested(UpdateMetadataRequest, "UpdateMetadataPartitionState")
-StopReplicaRequest = messages.StopReplicaRequest
-StopReplicaTopicState = nested(StopReplicaRequest, "StopReplicaTopicState")
-StopReplicaPartitionState = nested(StopReplicaRequest, "StopReplicaPartitionState")
 
 
 @attrs.frozen

@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+import attrs
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
@@ -32,11 +33,24 @@ PARTITIONS = 3
 RECORDS = 30
 
 
-def _cluster(backend: Backend, start_broker: StartBroker) -> tuple[str, dict[int, ServeProcess]]:
+@attrs.define
+class Processes:
+    """Three processes, one broker each, a topic written to; the controller as the store says."""
+
+    url: str
+    processes: dict[int, ServeProcess]
+    controller: int
+    epoch: int
+
+
+@pytest.fixture
+def cluster(backend: Backend, start_broker: StartBroker) -> Processes:
     if Capability.SHARED_ACROSS_PROCESSES not in capabilities_of(backend):
         pytest.skip(f"{NOT_APPLICABLE}: {backend.name} is not shared across processes")
     url = backend.new_url()
-    return url, {b: start_broker(url, b) for b in BROKERS}
+    processes = {b: start_broker(url, b) for b in BROKERS}
+    _produce(",".join(a for p in processes.values() for a in p.addresses.values()))
+    return Processes(url, processes, *_controller(url))
 
 
 def _controller(url: str) -> tuple[int, int]:
@@ -78,13 +92,8 @@ def _read_all(bootstrap: str) -> list[bytes]:
         consumer.close()
 
 
-def test_a_clean_stop_asks_the_controller_of_another_process_first(
-    backend: Backend, start_broker: StartBroker
-) -> None:
-    url, processes = _cluster(backend, start_broker)
-    bootstrap = ",".join(a for p in processes.values() for a in p.addresses.values())
-    _produce(bootstrap)
-    controller, _ = _controller(url)
+def test_a_clean_stop_asks_the_controller_of_another_process_first(cluster: Processes) -> None:
+    processes, controller = cluster.processes, cluster.controller
     leaving = next(b for b in BROKERS if b != controller)
     others = [b for b in BROKERS if b != leaving]
     address = processes[others[0]].addresses[others[0]]
@@ -108,12 +117,9 @@ def test_a_clean_stop_asks_the_controller_of_another_process_first(
 
 
 def test_brokers_of_other_processes_hear_leaderships_from_the_controller(
-    backend: Backend, start_broker: StartBroker
+    cluster: Processes,
 ) -> None:
-    url, processes = _cluster(backend, start_broker)
-    bootstrap = ",".join(a for p in processes.values() for a in p.addresses.values())
-    _produce(bootstrap)
-    controller, epoch = _controller(url)
+    processes, controller, epoch = cluster.processes, cluster.controller, cluster.epoch
     for broker, process in processes.items():
         if broker == controller:
             continue
@@ -128,13 +134,9 @@ def test_brokers_of_other_processes_hear_leaderships_from_the_controller(
                              rf"\(epoch {epoch}\)", err), err  # fmt: skip
 
 
-def test_a_stale_controller_request_changes_nothing(
-    backend: Backend, start_broker: StartBroker
-) -> None:
-    url, processes = _cluster(backend, start_broker)
-    bootstrap = ",".join(a for p in processes.values() for a in p.addresses.values())
-    _produce(bootstrap)
-    controller, epoch = _controller(url)
+def test_a_stale_controller_request_changes_nothing(cluster: Processes) -> None:
+    url, processes = cluster.url, cluster.processes
+    controller, epoch = cluster.controller, cluster.epoch
     target = next(b for b in BROKERS if b != controller)
     address = processes[target].addresses[target]
     before = _wait_for("leaders", lambda: (f := _leaders(address, TOPIC)) and -1 not in f.values()

@@ -30,7 +30,6 @@ from coordkit.engine.cluster_id import get_or_create_cluster_id
 from coordkit.engine.controller.broker_requests import BrokerRequestChannel
 from coordkit.engine.controller.shutdown import ControllerClient
 from coordkit.engine.errors import EngineError
-from coordkit.engine.snapshot import registered_brokers
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
@@ -40,7 +39,7 @@ from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.control_plane.channel import ControllerChannelManager
-from coordkit.serve.control_plane.client import WireControllerClient
+from coordkit.serve.control_plane.client import WireControllerClient, shut_down_controlled
 from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.follower import TopicsFollower
@@ -399,15 +398,10 @@ class KafkaServer:
         return read_topic_ids(self.cluster.admin_store)
 
     def _note_topic_ids(self, topic_ids: dict[str, str]) -> None:
-        """Hand the store's topic ids to the log directories (their partitions'
-        ``partition.metadata``), on the event loop that owns them; and to the brokers' map."""
+        """Hand the store's topic ids (every topic's) to the brokers' map and the log
+        directories."""
         self.topic_ids.update(topic_ids)
-        loop = self._loop
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
-                loop.call_soon_threadsafe(self._give_topic_ids, topic_ids)
-            return
-        self._give_topic_ids(topic_ids)
+        self._hand_topic_ids(topic_ids)
 
     def _add_topic_ids(self, topic_ids: dict[str, str]) -> None:
         """Topic ids a controller's request told (some topics, not every one)."""
@@ -416,6 +410,11 @@ class KafkaServer:
                 self.topic_ids.add(name, text)
             except ValueError as exc:
                 log.warning("topic %r is served without its id: %s", name, exc)
+        self._hand_topic_ids(topic_ids)
+
+    def _hand_topic_ids(self, topic_ids: dict[str, str]) -> None:
+        """Topic ids to the log directories (their partitions' ``partition.metadata``), on the
+        event loop that owns them."""
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
@@ -502,7 +501,7 @@ class KafkaServer:
             try:
                 await self._stopping.wait()
                 # While the listeners still serve: leaders move, followers keep fetching.
-                await asyncio.to_thread(self._shut_down_controlled)
+                await asyncio.to_thread(shut_down_controlled, self.cluster, list(self.addresses))
             finally:
                 for listener in self.listeners:
                     await listener.close()
@@ -512,32 +511,6 @@ class KafkaServer:
                     await remote.close()
                 for manager in self.log_managers:
                     await manager.close()
-
-    def _shut_down_controlled(self) -> None:
-        """Kafka's controlled shutdown of each broker of the process, when brokers of other
-        processes are registered to take over its leaderships (alone, there is nobody to hand
-        them to)."""
-        try:
-            registered = set(registered_brokers(self.cluster.admin_store))
-        except (StoreError, EngineError):
-            return
-        if registered <= set(self.addresses):
-            return
-        for broker_id in self.addresses:
-            broker = self.cluster.brokers.get(broker_id)
-            if broker is None or not broker.alive:
-                continue
-            try:
-                remaining = broker.controlled_shutdown()
-            except (EngineError, StoreError) as exc:
-                # Kafka's broker also stops after its retries.
-                log.warning("broker %s: controlled shutdown failed: %s", broker_id, exc)
-                continue
-            log.info(
-                "broker %s: controlled shutdown done (%d partitions still led here)",
-                broker_id,
-                len(remaining),
-            )
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import attrs
 
+from coordkit.engine.controller.partition_map import PartitionMap
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.states import TP, LeaderIsr
 from coordkit.kafka.model import BrokerInfo
@@ -192,22 +193,34 @@ class RequestBatch(EngineObserver):
                         StoppedReplica(tp, EPOCH_DURING_DELETE, delete=True)
                     )
 
-    def broker_started(self, broker: int, partitions: Iterable[PartitionState],
-                       everything: Iterable[PartitionState]) -> None:  # fmt: skip
-        """``broker`` registered (again) or the controller is new: it is told every partition
-        (full UpdateMetadata) and the leaderships of those it replicates (Kafka's
-        ``onBrokerStartup``/``onControllerFailover``)."""
-        if broker not in self._targets:
+    def states_read(self, parts: PartitionMap, tps: Iterable[TP]) -> None:
+        """The states of ``tps`` as the controller just read them (ISR changes that leaders
+        wrote and notified): every broker hears them by UpdateMetadata."""
+        if not self._targets:
             return
-        requests = self._for(broker)
-        requests.leader_and_isr.extend(partitions)
-        requests.update_metadata.extend(everything)
-        requests.update_brokers = True
+        with self._lock:
+            for tp in tps:
+                part = parts.get(tp)
+                if part is not None and part.state is not None:
+                    self._changed[tp] = PartitionState(tp, part.state, tuple(part.replicas))
 
-    def brokers_changed(self) -> None:
-        """The live broker set changed: every broker hears it."""
-        for broker in self._targets:
-            self._for(broker).update_brokers = True
+    def brokers_started(self, started: Iterable[int], parts: PartitionMap) -> None:
+        """The live broker set changed: every broker hears it; those of ``started`` (registered
+        again, or all of them when the controller is new) are told every partition (full
+        UpdateMetadata) and the leaderships of those they replicate (Kafka's
+        ``onBrokerStartup`` and ``onControllerFailover``)."""
+        with self._lock:
+            for broker in self._targets:
+                self._for(broker).update_brokers = True
+            told = set(started) & self._targets
+            if not told:
+                return
+            everything = [PartitionState(tp, state, tuple(replicas))
+                          for tp, replicas, state in parts.states() if state is not None]  # fmt: skip
+            for broker in sorted(told):
+                requests = self._for(broker)
+                requests.leader_and_isr.extend(s for s in everything if broker in s.replicas)
+                requests.update_metadata.extend(everything)
 
     def flush(self) -> None:
         """Hand the pass's requests to the channel."""

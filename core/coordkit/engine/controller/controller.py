@@ -44,7 +44,6 @@ from coordkit.engine.controller.announce import states_to_announce
 from coordkit.engine.controller.broker_requests import (
     NO_CHANNEL,
     BrokerRequestChannel,
-    PartitionState,
     RequestBatch,
 )
 from coordkit.engine.controller.context import ControllerContext
@@ -355,7 +354,7 @@ class Controller:
             if marks.isr_changes:
                 refreshed = self.replicas.consume_isr_notifications()
                 touched.update(refreshed)
-                requests.partition_states_known(self._states_of(refreshed))
+                requests.states_read(context.parts, refreshed)
             # New partitions are read before the brokers, as a full load does: every broker
             # registered before they were created is then a candidate for their first leader.
             # A warm controller hears of topics and partitions through its image's feed, which
@@ -380,7 +379,7 @@ class Controller:
             self.deletion.process()
         loaded = time.perf_counter()
         if requests.live_changed(context.live) and (started_brokers or brokers_changed):
-            self._tell_started(started_brokers)
+            requests.brokers_started(started_brokers, context.parts)
         excluded = frozenset(self._bounced)
         live = context.live_ids(excluded)
         # Leaders first (availability), then dead replicas out of the ISRs (Kafka's
@@ -461,33 +460,6 @@ class Controller:
             len(context.parts),
             len(written),
         )
-
-    def _states_of(self, tps: Iterable[TP]) -> list[StateChange]:
-        """The context's states of ``tps`` as changes read (not written) by this controller."""
-        out = []
-        for tp in tps:
-            part = self.context.parts.get(tp)
-            if part is not None and part.state is not None:
-                out.append(StateChange(tp, part.state, part.state, None, self.broker_id,
-                                       tuple(part.replicas)))  # fmt: skip
-        return out
-
-    def _tell_started(self, started: set[int]) -> None:
-        """Brokers that (re)registered, or all on failover, are told everything; the others
-        that the live brokers changed."""
-        self.requests.brokers_changed()
-        targets = started & self.requests.channel.targets(started)
-        if not targets:
-            return
-        everything = [
-            PartitionState(tp, state, tuple(replicas))
-            for tp, replicas, state in self.context.parts.states()
-            if state is not None
-        ]
-        for broker in sorted(targets):
-            self.requests.broker_started(
-                broker, [s for s in everything if broker in s.replicas], everything
-            )
 
     def _announce_states(self) -> None:
         """Tell observers the states this term loaded that they were not told yet (Kafka's

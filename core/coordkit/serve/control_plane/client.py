@@ -11,16 +11,21 @@ anew, until its controlled-shutdown time is up — as Kafka's broker retries.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from coordkit.engine.errors import ControllerUnavailableError
+from coordkit.engine.errors import ControllerUnavailableError, EngineError
+from coordkit.engine.snapshot import registered_brokers
 from coordkit.engine.states import TP
-from coordkit.errors import CoordkitError
+from coordkit.errors import CoordkitError, StoreError
 from coordkit.kafka import layout
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
 from coordkit.store import MetadataStore
+
+if TYPE_CHECKING:
+    from coordkit.engine import Cluster
 
 log = logging.getLogger("coordkit.serve")
 
@@ -81,3 +86,27 @@ class WireControllerClient:
             if listener == "PLAINTEXT" and port.isdigit():
                 return host.strip("[]"), int(port)
         return info.host, info.port
+
+
+def shut_down_controlled(cluster: Cluster, own: Sequence[int]) -> None:
+    """Kafka's controlled shutdown of each broker ``own`` of a process that stops, while its
+    listeners still serve, when brokers of other processes are registered to take over its
+    leaderships (alone, there is nobody to hand them to)."""
+    try:
+        registered = set(registered_brokers(cluster.admin_store))
+    except (StoreError, EngineError):
+        return
+    if registered <= set(own):
+        return
+    for broker_id in own:
+        broker = cluster.brokers.get(broker_id)
+        if broker is None or not broker.alive:
+            continue
+        try:
+            remaining = broker.controlled_shutdown()
+        except (EngineError, StoreError) as exc:
+            # Kafka's broker also stops after its retries.
+            log.warning("broker %s: controlled shutdown failed: %s", broker_id, exc)
+            continue
+        log.info("broker %s: controlled shutdown done (%d partitions still led here)",
+                 broker_id, len(remaining))  # fmt: skip
