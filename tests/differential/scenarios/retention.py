@@ -81,3 +81,14 @@ def ms_deletes_every_segment(side: Side) -> list[Any]:
     for i in range(3):
         side.produce(name, 0, rq.batch(2, first_timestamp=rq.BASE_TIMESTAMP + 2 * i))
     return _after_retention(side, name, 6)
+
+
+@scenario("retention.segment_bytes_below_a_mebibyte", versions={"CreateTopics": rq.CREATE_TOPICS})
+def segment_bytes_below_a_mebibyte(side: Side) -> list[Any]:
+    """A topic created with ``segment.bytes`` of 1024: Kafka 4 refuses anything under 1 MiB
+    (KIP-1030); the answer's error code is compared."""
+    name = side.topic()
+    topic = rq.creatable(name, -1, -1, assignment=side.placement(1, 1),
+                         configs={"segment.bytes": "1024"})  # fmt: skip
+    answer = side.call(0, rq.create_topics(topic), rq.CREATE_TOPICS)
+    return [answer.topics[0].error_code]
