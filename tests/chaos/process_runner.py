@@ -148,6 +148,12 @@ class ProcessChaosRun:
             broker.cut_store()
         elif step.action == ps.RESTORE_STORE:
             broker.restore_store()
+        elif step.action == ps.CUT_PEERS:
+            assert step.peer is not None
+            detail = self.cluster.cut_peers(step.broker, step.peer)
+        elif step.action == ps.RESTORE_PEERS:
+            assert step.peer is not None
+            self.cluster.restore_peers(step.broker, step.peer)
         if step.action in ps.FAULT_ACTIONS:
             self.outcome.faults += 1
         acked = len(self.producer.acked) if self.producer else 0
@@ -173,11 +179,18 @@ class ProcessChaosRun:
         time.sleep(WARM_UP)  # records acknowledged by the healed cluster too
         assert self.producer is not None
         assert self.consumer is not None
-        self.producer.stop()
+        unanswered = self.producer.stop(deadline - time.monotonic())
         self.note(
             f"producer stopped: {self.producer.sent} sent, {len(self.producer.acked)} "
-            f"acknowledged, {len(self.producer.failed)} failed"
+            f"acknowledged, {len(self.producer.failed)} failed, {unanswered} unanswered; "
+            f"last acknowledged offsets {self.producer.last_acked()}"
         )
+        if unanswered:
+            self.fail(
+                f"{unanswered} records sent (acks=all) unanswered {HEAL_BOUND:.0f}s after the "
+                f"heal, every partition led with its full ISR meanwhile; high watermarks "
+                f"(offset, epoch, leader): {self.watcher.high_watermarks if self.watcher else '?'}"
+            )
         ends = _end_offsets(self.cluster.bootstrap)
         while True:
             read = self.consumer.read

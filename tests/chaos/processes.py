@@ -1,10 +1,12 @@
 """Three ``coordkit serve --broker-id N`` processes on one store, each reaching the store through
-a TCP proxy of its own, and the faults a process-chaos schedule inflicts on them.
+a TCP proxy of its own and each other broker through a proxy of that pair
+(:mod:`chaos.peer_routes`), and the faults a process-chaos schedule inflicts on them.
 
 * kill -9 a process, then start it again with the same broker id, port and log directory (the
   store refuses the id until the dead process's session expires: the start is retried);
 * SIGSTOP a process past the store's session timeout, then SIGCONT;
-* cut a process off from the store (its proxy drops every connection and refuses new ones).
+* cut a process off from the store (its proxy drops every connection and refuses new ones);
+* cut two brokers apart (both pairs' proxies: fetches and the controller's requests between them).
 
 Each process's output is drained by a thread (a full pipe would block the broker) and its last
 lines kept for a failure report.
@@ -15,22 +17,38 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
+import json
+import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from chaos import peer_routes
+from chaos.peer_routes import ROUTES_VARIABLE
 from coordkit.store.urls import StoreURL
+from coordkit.testing.servers.ports import free_port
 from harness.faults import continue_process, suspend_process
 from harness.proxy import TCPProxy
 from harness.zookeeper import with_hosts
-from serve.conftest import STOP_SECONDS, PortTakenError, ServeProcess
+from serve.conftest import SHORT_SESSIONS, STOP_SECONDS, PortTakenError
+
+#: What each process runs: the test's connection routes (:mod:`chaos.peer_routes`), loaded from
+#: its file (``tests/chaos`` is not put on the broker's path), then ``coordkit``'s command line.
+_LAUNCH = (
+    "import importlib.util as u; "
+    f"s = u.spec_from_file_location('coordkit_chaos_peer_routes', {peer_routes.__file__!r}); "
+    "m = u.module_from_spec(s); s.loader.exec_module(m); m.install(); "
+    "from coordkit.cli import main; main()"
+)
 
 BROKERS = (1, 2, 3)
 #: Lines of each process's output kept for a failure report.
-KEPT_LINES = 40
+KEPT_LINES = 120
 #: Broker configs of every process: followers fetch often and leave the ISR quickly, so that a
 #: schedule's faults move ISRs within its seconds.
 SERVE_CONFIGS = (
@@ -44,13 +62,18 @@ SERVE_CONFIGS = (
 class BrokerProcess:
     """One broker id's process (the current one: a restart replaces it) and its store proxy."""
 
-    def __init__(self, broker_id: int, store_url: str, data_dir: Path) -> None:
+    def __init__(
+        self, broker_id: int, store_url: str, data_dir: Path, moved: Callable[[int], None]
+    ) -> None:
         self.broker_id = broker_id
+        self.moved = moved
         parsed = StoreURL.parse(store_url)
         self.proxies = [TCPProxy(host, port or 0) for host, port in parsed.hosts]
         self.url = with_hosts(parsed, ",".join(p.address for p in self.proxies))
         self.data_dir = data_dir
-        self.port = 0
+        self.routes_file = data_dir.with_name(f"{data_dir.name}-routes.json")
+        #: Chosen before the first start, so that routes to it exist before any connection.
+        self.port = free_port()
         self.address = ""
         self.process: subprocess.Popen[str] | None = None
         self.output: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
@@ -61,20 +84,41 @@ class BrokerProcess:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        """Start the process (same port as before when it is still free)."""
-        args = ["--store", self.url, "--broker-id", str(self.broker_id),
-                "--data-dir", str(self.data_dir)]  # fmt: skip
+        """Start the process on :attr:`port` (another free one when it was taken meanwhile, and
+        ``moved`` is called to route the other brokers' connections there)."""
+        for attempt in range(5):
+            try:
+                self._spawn()
+                return
+            except PortTakenError:
+                if attempt == 4:
+                    raise
+                self.port = free_port()
+                self.moved(self.broker_id)
+
+    def _spawn(self) -> None:
+        args = ["serve", "--store", self.url, "--broker-id", str(self.broker_id),
+                "--data-dir", str(self.data_dir), "--port", str(self.port), *SHORT_SESSIONS]  # fmt: skip
         for config in SERVE_CONFIGS:
             args += ["--config", config]
-        try:
-            server = ServeProcess([*args, "--port", str(self.port)])
-        except PortTakenError:
-            server = ServeProcess([*args, "--port", "0"])
-        self.process = server.process
-        self.address = server.addresses[self.broker_id]
-        self.port = int(self.address.rsplit(":", 1)[1])
-        self.output.append(f"[started at {self.address}, pid {server.process.pid}]")
-        for stream in (server.process.stdout, server.process.stderr):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **{ROUTES_VARIABLE: str(self.routes_file)})
+        process = subprocess.Popen([sys.executable, "-c", _LAUNCH, *args], env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+        assert process.stdout is not None
+        assert process.stderr is not None
+        for line in process.stdout:  # "broker N ... HOST:PORT" lines, then "store ..."
+            if line.startswith("broker "):
+                self.address = line.split()[-1]
+            elif line.startswith("store "):
+                break
+        else:
+            process.wait(STOP_SECONDS)
+            error = process.stderr.read()
+            failure = PortTakenError if "Address already in use" in error else AssertionError
+            raise failure(f"broker {self.broker_id}'s process did not start: {error}")
+        self.process = process
+        self.output.append(f"[started at {self.address}, pid {process.pid}]")
+        for stream in (process.stdout, process.stderr):
             threading.Thread(target=self._drain, args=(stream,), daemon=True).start()
 
     def _drain(self, stream: IO[str] | None) -> None:
@@ -121,12 +165,64 @@ class BrokerProcess:
 
 
 class ProcessCluster:
-    """:data:`BROKERS`, one process each, on ``store_url`` (a fresh namespace)."""
+    """:data:`BROKERS`, one process each, on ``store_url`` (a fresh namespace); each process's
+    connections to another broker go through a proxy of that ordered pair (:meth:`cut_peers`)."""
 
     def __init__(self, store_url: str, data_root: Path) -> None:
         self.brokers = {
-            b: BrokerProcess(b, store_url, data_root / f"broker-{b}-process") for b in BROKERS
+            b: BrokerProcess(b, store_url, data_root / f"broker-{b}-process", self._route)
+            for b in BROKERS
         }
+        #: (from, to) -> the proxy ``from``'s process reaches ``to``'s listener through.
+        self.peer_proxies: dict[tuple[int, int], TCPProxy] = {}
+        self.cut_pairs: set[tuple[int, int]] = set()
+        self._routes_lock = threading.Lock()
+        for broker in BROKERS:
+            self._route(broker)
+
+    def _route(self, to: int) -> None:
+        """(Re)make the proxies to broker ``to``'s port and rewrite every process's routes."""
+        with self._routes_lock:
+            port = self.brokers[to].port
+            for source in BROKERS:
+                if source == to:
+                    continue
+                old = self.peer_proxies.get((source, to))
+                if old is not None and old.target[1] == port:
+                    continue
+                if old is not None:
+                    old.close()
+                proxy = self.peer_proxies[(source, to)] = TCPProxy("127.0.0.1", port)
+                if (source, to) in self.cut_pairs:
+                    proxy.cut()
+            for source, broker in self.brokers.items():
+                routes = {
+                    f"127.0.0.1:{self.brokers[to].port}": proxy.address
+                    for (frm, to), proxy in self.peer_proxies.items()
+                    if frm == source
+                }
+                broker.data_dir.parent.mkdir(parents=True, exist_ok=True)
+                partial = broker.routes_file.with_suffix(".tmp")
+                partial.write_text(json.dumps(routes))
+                partial.replace(broker.routes_file)  # a reader never sees half a file
+
+    def cut_peers(self, a: int, b: int) -> str:
+        """Cut ``a`` and ``b`` apart both ways (clients and the store still reach both); says how
+        many connections between them were open (the proof that they went through the proxies)."""
+        with self._routes_lock:
+            dropped = []
+            for pair in ((a, b), (b, a)):
+                self.cut_pairs.add(pair)
+                proxy = self.peer_proxies[pair]
+                dropped.append(f"{len(proxy._pairs)} from {pair[0]} to {pair[1]}")
+                proxy.cut()
+        return f"dropped connections: {', '.join(dropped)}"
+
+    def restore_peers(self, a: int, b: int) -> None:
+        with self._routes_lock:
+            for pair in ((a, b), (b, a)):
+                self.cut_pairs.discard(pair)
+                self.peer_proxies[pair].restore()
 
     def start(self) -> ProcessCluster:
         """Start every process at once (each takes seconds to import and register)."""
@@ -165,6 +261,8 @@ class ProcessCluster:
         for broker in self.brokers.values():
             broker.resume()
             broker.restore_store()
+        for a, b in list(self.cut_pairs):
+            self.restore_peers(a, b)
 
     def log_dirs(self) -> dict[int, Path]:
         """Each broker's log directory (``--data-dir`` puts broker N's in ``broker-N``)."""
@@ -180,3 +278,5 @@ class ProcessCluster:
     def close(self) -> None:
         for broker in self.brokers.values():
             broker.close()
+        for proxy in self.peer_proxies.values():
+            proxy.close()

@@ -65,6 +65,7 @@ class Step:
     :param count: partitions (create: the count; add-partitions: the new total) or records.
     :param hold: for a pause or cut, the least time it lasts (its end waits for the rest).
     :param pause_after: seconds to wait before the next step.
+    :param peer: the other broker of a fault between two brokers (process schedules).
     """
 
     action: str
@@ -74,6 +75,7 @@ class Step:
     replication_factor: int = 0
     hold: float = 0.0
     pause_after: float = 0.0
+    peer: int | None = None
 
     def __str__(self) -> str:
         words = [self.action]
@@ -89,6 +91,8 @@ class Step:
             words.append("controller" if self.broker is None else f"broker {self.broker}")
         elif self.broker is not None:
             words.append(f"broker {self.broker}")
+        if self.peer is not None:
+            words.append(f"and broker {self.peer}")
         if self.hold:
             words.append(f"hold={self.hold:.2f}s")
         if self.pause_after:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chaos.process_schedule import FAULT_ACTIONS, FAULTS, generate_process_schedule
+from chaos.process_schedule import CUT_PEERS, FAULT_ACTIONS, FAULTS, generate_process_schedule
 from chaos.workload import Watcher
 from coordkit.protocol.records import assign_offsets, encode_batch, new_batch
 
@@ -71,5 +71,8 @@ def test_a_process_schedule_is_a_function_of_its_seed() -> None:
             assert fault.action in FAULT_ACTIONS
             assert undo.action == FAULTS[fault.action]
             assert undo.broker == fault.broker
+            assert undo.peer == fault.peer
+            assert (fault.peer is not None) == (fault.action == CUT_PEERS)
+            assert fault.peer != fault.broker
             kinds.add(fault.action)
     assert kinds == set(FAULT_ACTIONS)

@@ -96,13 +96,26 @@ class Producer(threading.Thread):
             self.failed[value] = repr(exc)
         self._slots.release()
 
-    def stop(self) -> None:
-        """Stop sending and wait for the answers of what is in flight."""
+    def stop(self, timeout: float = 30.0) -> int:
+        """Stop sending and wait up to ``timeout`` s for the answers of what is in flight; how
+        many records are still unanswered then."""
         self._halt.set()
         self.join(30)
         with contextlib.suppress(KafkaError):
-            self.producer.flush(timeout=60)
-        self.producer.close(timeout=10)
+            self.producer.flush(timeout=max(timeout, 0.1))
+        with self._lock:
+            unanswered = self.sent - len(self.acked) - len(self.failed)
+        with contextlib.suppress(KafkaError):
+            self.producer.close(timeout=0 if unanswered else 5)
+        return unanswered
+
+    def last_acked(self) -> dict[int, int]:
+        """The highest acknowledged offset of each partition."""
+        with self._lock:
+            found: dict[int, int] = {}
+            for p, offset in self.acked.values():
+                found[p] = max(found.get(p, -1), offset)
+            return found
 
 
 class GroupConsumer(threading.Thread):
