@@ -19,13 +19,16 @@ nodes (combined broker+controller), replication factor 3 everywhere:
   cleanly (Ctrl-C / SIGTERM: each side's controlled shutdown); ``--catch-up-records`` records of
   100 bytes written (acks=all) without it; it is started again on its log directory: seconds
   from its process start until it answers Metadata (``start s``) and until it is back in the ISR
-  of every partition (``in ISR s``, as Metadata from a live broker reports the ISR).
+  of every partition (``in ISR s``, as Metadata from a live broker reports the ISR); the size of
+  its segment files of the topic when it starts and once in every ISR, beside the other brokers'
+  (``MB at start``, ``MB in ISR``, ``leaders' MB``: it did copy what it missed).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import subprocess
 import threading
@@ -108,6 +111,18 @@ class FastHeartbeatKafkaNodes(KafkaNodes):
             jvm_options=PRODUCTION_JVM_OPTIONS,
         )
         self.cluster.start()
+
+
+def topic_log_bytes(cluster: BrokerProcesses, broker: int, topic: str) -> int:
+    """The size of the segment files of ``topic``'s replicas in ``broker``'s log directory (the
+    check that a broker in the ISR again holds the records its leaders do)."""
+    if isinstance(cluster, DataDirServeProcesses):
+        root = cluster.data_dir / f"broker-{broker}"
+    elif isinstance(cluster, FastHeartbeatKafkaNodes):
+        root = cluster.cluster.node(broker).data_dir
+    else:
+        raise TypeError(f"no log directory known for {cluster!r}")
+    return sum(f.stat().st_size for f in root.glob(f"{topic}-*/*.log"))
 
 
 @contextlib.contextmanager
@@ -234,15 +249,27 @@ def processes_paced(cluster: BrokerProcesses, args: argparse.Namespace) -> Figur
     return paced(bootstrap, "processes-paced", args.rate, args.seconds, args.record_size)
 
 
-def in_every_isr(bootstrap: str, topic: str, broker: int) -> bool:
+def isrs_holding(bootstrap: str, topic: str, broker: int) -> int | None:
+    """How many partitions of ``topic`` have ``broker`` in their ISR (None: no answer)."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, **failover.QUIET})
     try:
         found = admin.list_topics(topic, timeout=5).topics[topic]
     except Exception:  # a broker just restarting: ask again
-        return False
-    return bool(found.partitions) and all(broker in p.isrs for p in found.partitions.values())
+        return None
+    if len(found.partitions) != PARTITIONS:
+        return None
+    return sum(broker in p.isrs for p in found.partitions.values())
+
+
+def _wait(check: Callable[[], bool], started: float, timeout: float) -> float:
+    """Seconds from ``started`` until ``check()`` holds (nan after ``timeout``)."""
+    while time.perf_counter() - started < timeout:
+        if check():
+            return time.perf_counter() - started
+        time.sleep(0.05)
+    return float("nan")
 
 
 def catch_up(cluster: BrokerProcesses, args: argparse.Namespace) -> Figures:
@@ -252,24 +279,29 @@ def catch_up(cluster: BrokerProcesses, args: argparse.Namespace) -> Figures:
     controller = cluster.controller()
     victim = max(b for b in cluster.live() if b != controller)
     cluster.stop(victim)
+    # The measure means something only if the stopped broker left every ISR first.
+    left = _wait(lambda: isrs_holding(bootstrap_of(cluster), topic, victim) == 0,
+                 time.perf_counter(), 60.0)  # fmt: skip
+    if math.isnan(left):
+        raise SystemExit(f"catch-up: broker {victim} still in an ISR 60 s after it stopped")
     print(f"    catch-up: broker {victim} stopped; writing {args.catch_up_records:,} records",
           flush=True)  # fmt: skip
     written = produce(bootstrap_of(cluster), topic, args.catch_up_records,
                       CATCH_UP_RECORD_SIZE, args.producers, "catch-up write")  # fmt: skip
     print(f"    catch-up: written at {written['rec/s']:,.0f} rec/s; starting broker {victim}",
           flush=True)  # fmt: skip
+    behind = topic_log_bytes(cluster, victim, topic)
     started = time.perf_counter()
     cluster.start(victim)  # returns once it answers Metadata listing itself
     serving = time.perf_counter() - started
     others = bootstrap_of(cluster)
-    in_isr = float("nan")
-    while time.perf_counter() - started < CATCH_UP_TIMEOUT:
-        if in_every_isr(others, topic, victim):
-            in_isr = time.perf_counter() - started
-            break
-        time.sleep(0.05)
+    in_isr = _wait(lambda: isrs_holding(others, topic, victim) == PARTITIONS, started,
+                   CATCH_UP_TIMEOUT)  # fmt: skip
+    leaders_bytes = max(topic_log_bytes(cluster, b, topic) for b in cluster.live() if b != victim)
     return {"records": float(args.catch_up_records), "write rec/s": written["rec/s"],
-            "start s": serving, "in ISR s": in_isr}  # fmt: skip
+            "start s": serving, "in ISR s": in_isr,
+            "MB at start": behind / 1e6, "MB in ISR": topic_log_bytes(cluster, victim, topic) / 1e6,
+            "leaders' MB": leaders_bytes / 1e6}  # fmt: skip
 
 
 def run(args: argparse.Namespace, side: str, log_dir: Path, case: Case) -> None:
