@@ -240,8 +240,12 @@ class ProcessChaosRun:
         self.note(f"watcher: leader epochs of the batches in the replicas' logs: {epochs}")
         for problem in self.watcher.problems:
             self.fail(problem)
-        log = _read_everything(self.cluster.bootstrap)
-        self.note(f"fresh consumer read {len(log)} records")
+        ends = _end_offsets(self.cluster.bootstrap)
+        log = _read_everything(self.cluster.bootstrap, ends)
+        self.note(f"fresh consumer read {len(log)} records (end offsets {ends})")
+        short = {p: end for p, end in ends.items() if end and (p, end - 1) not in log}
+        if short:
+            self.fail(f"a fresh consumer could not read to the end offsets of {short}")
         acked = self.producer.acked
         if not acked:
             self.fail("no record was acknowledged: the run proves nothing")
@@ -283,10 +287,9 @@ def _end_offsets(bootstrap: str) -> dict[int, int]:
         consumer.close()
 
 
-def _read_everything(bootstrap: str) -> dict[tuple[int, int], bytes]:
-    """Every record of the topic, by ``(partition, offset)``, read from the beginning to the end
-    offsets of now."""
-    ends = _end_offsets(bootstrap)
+def _read_everything(bootstrap: str, ends: dict[int, int]) -> dict[tuple[int, int], bytes]:
+    """Every record of the topic, by ``(partition, offset)``, read from the beginning to
+    ``ends`` (or until nothing comes for 10 s)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                              enable_auto_commit=False, consumer_timeout_ms=10_000)  # fmt: skip
     try:
