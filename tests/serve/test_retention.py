@@ -77,9 +77,11 @@ def test_retention_moves_the_log_start_of_leader_and_followers(
     data_dir = tmp_path / "logs"
     server = in_process(brokers=3, data_dir=data_dir, settings=settings)
     one = len(encode_batch(new_batch([(b"k", b"old-00")], timestamp=0)))
-    # Segments of two batches; what is older than a minute goes.
+    # Segments of two batches, kept for ever while they are written: a check between the last
+    # old record and the first fresh one would find every segment expired and delete them all,
+    # as Kafka does (the log would then start at 5).
     server.server.cluster.create_topic(
-        TP[0], 1, 3, config={"segment.bytes": str(2 * one), "retention.ms": "60000"},
+        TP[0], 1, 3, config={"segment.bytes": str(2 * one), "retention.ms": "-1"},
         assignment={0: [0, 1, 2]},
     )  # fmt: skip
     wait_for(lambda: _state(server, TP) is not None and len(_state(server, TP).isr) == 3, 30,
@@ -93,6 +95,10 @@ def test_retention_moves_the_log_start_of_leader_and_followers(
             assert _produce(client, b"old-%02d" % i, now - HOUR_MS + i) == i
         for i in range(5):
             assert _produce(client, b"new-%02d" % i, now + i) == 5 + i
+        # Then what is older than a minute goes (a config change, as kafka-configs makes it).
+        server.server.cluster.admin.set_config(
+            TP[0], {"segment.bytes": str(2 * one), "retention.ms": "60000"}
+        )
         # Segments 0-1 and 2-3 go; 4-5 holds a fresh record.
         wait_for(lambda: _offset(client, -2) == (4, -1), 30, "the log start to move to 4")
         answer = _fetch(client, 3)
