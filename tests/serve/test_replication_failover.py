@@ -13,7 +13,16 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from coordkit.engine.states import TP
 from coordkit.testing.waiting import wait_for
 from serve.inprocess import InProcessFactory, in_process_fixture  # noqa: F401
-from serve.test_replication import _fetch, _produce, _replica_bytes, _state, _topic, _values
+from serve.test_replication import (
+    ListOffsets,
+    _fetch,
+    _latest,
+    _produce,
+    _replica_bytes,
+    _state,
+    _topic,
+    _values,
+)
 
 RECORDS = 2_000
 PARTITIONS = 3
@@ -97,3 +106,32 @@ def test_a_follower_cuts_what_the_new_leader_does_not_have(
     # Broker 2 cut the record the new leader never had (acks=1: never promised) and copied on.
     assert _replica_bytes(server, tp, 2) == _replica_bytes(server, tp, 1)
     assert _values(_fetch(new, tp).records) == [b"committed", b"after failover"]
+
+
+def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
+    in_process: InProcessFactory, raw_client: Any
+) -> None:
+    """A new leader whose high watermark lags the start of its epoch (a follower still in its
+    ISR has not copied what it has) answers a consumer's ListOffsets LATEST with
+    OFFSET_NOT_AVAILABLE, as Kafka's ``Partition.fetchOffsetForTimestamp``: the offset it would
+    give could be below what the old leader told (the high watermark going back); once the
+    follower has copied, the answer is the new high watermark."""
+    server = in_process(brokers=3)
+    server.server.cluster.create_topic("lag", 1, 3, assignment={0: [0, 1, 2]})
+    tp = ("lag", 0)
+    wait_for(lambda: _state(server, tp) is not None, 30, "a leader")
+    old = raw_client(server.address(0))
+    assert _produce(old, tp, b"committed").error_code == 0  # acks=all: on every replica
+    server.replicas.pause(2)
+    assert _produce(old, tp, b"not yet on 2", acks=1).error_code == 0
+    wait_for(lambda: _replica_bytes(server, tp, 1)[0] == 2, 10, "broker 1 to copy it")
+    server.server.stop_broker(0)
+    wait_for(lambda: _state(server, tp).leader == 1, 30, "broker 1 to lead")
+    new = raw_client(server.address(1))
+    request = ListOffsets(replica_id=-1, topics=[ListOffsets.ListOffsetsTopic(
+        name=tp[0], partitions=[ListOffsets.ListOffsetsPartition(partition_index=0,
+                                                                timestamp=-1)])])  # fmt: skip
+    answer = new.call(request, 7).topics[0].partitions[0]
+    assert (answer.error_code, answer.offset) == (78, -1)  # OFFSET_NOT_AVAILABLE
+    server.replicas.resume(2)
+    wait_for(lambda: _latest(new, tp) == 2, 30, "the new leader's high watermark to reach 2")

@@ -42,7 +42,7 @@ from coordkit.serve import errors
 from coordkit.serve.apis.metadata import node_endpoints
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, PartitionLog
+from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, PartitionLog
 
 FetchResponse = messages.FetchResponse
 TopicData = nested(FetchResponse, "FetchableTopicResponse")
@@ -65,6 +65,8 @@ LEADER_ERRORS = frozenset({errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_E
 #: ListOffsets' timestamps of tiered storage (v8, v9, v11): the earliest local offset, the
 #: latest tiered one and the earliest pending upload.
 EARLIEST_LOCAL_TIMESTAMP = -4
+#: ListOffsets' replica id of a consumer (Kafka's ``CONSUMER_REPLICA_ID``).
+CONSUMER_REPLICA_ID = -1
 LATEST_TIERED_TIMESTAMP = -5
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 #: The first ListOffsets version with the leader epoch.
@@ -230,7 +232,9 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
     return response
 
 
-def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any:
+def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any, client: bool) -> Any:
+    """One partition's ListOffsets answer; ``client``: asked by a consumer (Kafka's replica id
+    -1), not a follower or a debugging tool."""
     tp = (topic, partition.partition_index)
     answer = OffsetsPartition(partition_index=partition.partition_index, timestamp=-1, offset=-1)
     error, leadership = ctx.leader_error(tp)
@@ -251,18 +255,30 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any) -> Any
     timestamp = partition.timestamp
     if timestamp == EARLIEST_LOCAL_TIMESTAMP:
         timestamp = EARLIEST_TIMESTAMP  # every record is local
-    answer.offset, answer.timestamp = partition_log.offset_for(
-        timestamp, upto=high_watermark(ctx, tp, partition_log)
-    )
+    hw = high_watermark(ctx, tp, partition_log)
+    answer.offset, answer.timestamp = partition_log.offset_for(timestamp, upto=hw)
+    lagging = client and partition_log.epoch_start(epoch) > hw
+    if lagging and (
+        timestamp == LATEST_TIMESTAMP or (timestamp != EARLIEST_TIMESTAMP and answer.offset < 0)
+    ):
+        # A new leader whose high watermark still lags the start of its epoch (its followers
+        # have not fetched yet): Kafka's Partition.fetchOffsetForTimestamp answers latest, and
+        # a timestamp found nowhere below it, with OFFSET_NOT_AVAILABLE, not an offset that
+        # would go back.
+        answer.offset = -1
+        answer.error_code = errors.OFFSET_NOT_AVAILABLE
+        return answer
     if version >= LEADER_EPOCH_VERSION and answer.offset >= 0:
         answer.leader_epoch = epoch  # no record found: no epoch either
     return answer
 
 
 async def handle_list_offsets(ctx: BrokerContext, request: Request) -> Any:
+    client = request.body.replica_id == CONSUMER_REPLICA_ID
     topics = [
         OffsetsTopic(
-            name=t.name, partitions=[_offset(ctx, request.version, t.name, p) for p in t.partitions]
+            name=t.name,
+            partitions=[_offset(ctx, request.version, t.name, p, client) for p in t.partitions],
         )
         for t in request.body.topics
     ]

@@ -355,6 +355,17 @@ class PartitionLog:
     def latest_epoch(self) -> int:
         return self._epochs[-1][0] if self._epochs else -1
 
+    def epoch_start(self, epoch: int) -> int:
+        """Where ``epoch`` starts here: its first batch's offset, or the log end while it has
+        none (a leader enters its epoch at its first append; Kafka's at its election, when its
+        log ended there too)."""
+        for known, start in reversed(self._epochs):
+            if known == epoch:
+                return start
+            if known < epoch:
+                break
+        return self.log_end
+
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
         """Kafka's OffsetsForLeaderEpoch: ``(the largest epoch at or below epoch, the offset
         after its last record here)``; ``(-1, log_start)`` when no epoch is that old."""
