@@ -19,7 +19,8 @@ nodes (combined broker+controller), replication factor 3 everywhere:
   cleanly (Ctrl-C / SIGTERM: each side's controlled shutdown); ``--catch-up-records`` records of
   100 bytes written (acks=all) without it; it is started again on its log directory: seconds
   from its process start until it answers Metadata (``start s``) and until it is back in the ISR
-  of every partition (``in ISR s``, as Metadata from a live broker reports the ISR); the size of
+  of every partition (``in ISR s``, as Metadata from a live broker reports the ISR; ``ISR after
+  start s``: the difference, the catching up once it serves); the size of
   its segment files of the topic when it starts and once in every ISR, beside the other brokers'
   (``MB at start``, ``MB in ISR``, ``leaders' MB``: it did copy what it missed).
 """
@@ -299,7 +300,7 @@ def catch_up(cluster: BrokerProcesses, args: argparse.Namespace) -> Figures:
                    CATCH_UP_TIMEOUT)  # fmt: skip
     leaders_bytes = max(topic_log_bytes(cluster, b, topic) for b in cluster.live() if b != victim)
     return {"records": float(args.catch_up_records), "write rec/s": written["rec/s"],
-            "start s": serving, "in ISR s": in_isr,
+            "start s": serving, "in ISR s": in_isr, "ISR after start s": in_isr - serving,
             "MB at start": behind / 1e6, "MB in ISR": topic_log_bytes(cluster, victim, topic) / 1e6,
             "leaders' MB": leaders_bytes / 1e6}  # fmt: skip
 
