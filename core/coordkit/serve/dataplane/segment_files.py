@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO, Protocol
 
 from coordkit.engine.states import TP
 from coordkit.protocol import records
@@ -41,9 +41,6 @@ from coordkit.protocol.records import BatchHeader
 from coordkit.serve.dataplane import kafka_files
 from coordkit.serve.dataplane.index import CorruptIndexError, OffsetIndex, TimeIndex
 from coordkit.serve.dataplane.segment import LogSegment
-
-if TYPE_CHECKING:
-    from coordkit.serve.dataplane.logdir import LogDirectory
 
 log = logging.getLogger("coordkit.serve")
 
@@ -63,10 +60,24 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
 
 
+class RecoveryPoints(Protocol):
+    """What a partition's files need of their log directory (a
+    :class:`~coordkit.serve.dataplane.logdir.LogDirectory`): where it is, and its recovery
+    points (Kafka's ``recovery-point-offset-checkpoint``)."""
+
+    path: Path
+
+    def recovery_point(self, tp: TP) -> int: ...
+
+    def lower_recovery_point(self, tp: TP, offset: int) -> None: ...
+
+    def raise_recovery_point(self, tp: TP, offset: int) -> None: ...
+
+
 class PartitionSegments:
     """``tp``'s files under ``directory``, kept as its log changes."""
 
-    def __init__(self, log_dir: LogDirectory, tp: TP, directory: Path) -> None:
+    def __init__(self, log_dir: RecoveryPoints, tp: TP, directory: Path) -> None:
         self._log_dir = log_dir
         self.tp = tp
         self.directory = directory
