@@ -31,7 +31,9 @@ import argparse
 import contextlib
 import math
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -305,6 +307,15 @@ def catch_up(cluster: BrokerProcesses, args: argparse.Namespace) -> Figures:
             "leaders' MB": leaders_bytes / 1e6}  # fmt: skip
 
 
+def keep_logs(log_dir: Path, name: str) -> None:
+    """Copy the brokers' logs out of the run's temporary directory when records failed: the
+    figure alone does not say why."""
+    kept = Path(tempfile.mkdtemp(prefix="vs-kafka-kept-"))
+    for log in log_dir.glob("*.log"):
+        shutil.copy(log, kept / log.name)
+    print(f"    {name}: records failed; the brokers' logs are kept in {kept}", flush=True)
+
+
 def run(args: argparse.Namespace, side: str, log_dir: Path, case: Case) -> None:
     """The cases of this module that ``args.case`` names, on a fresh cluster of ``side``."""
     wanted = [c for c in CASES if c in args.case]
@@ -315,6 +326,8 @@ def run(args: argparse.Namespace, side: str, log_dir: Path, case: Case) -> None:
         def measured() -> Figures:
             figures = measure()
             print(f"    {side}: {name}: {figures}", flush=True)
+            if figures.get("failed") and isinstance(cluster, DataDirServeProcesses):
+                keep_logs(cluster.log_dir, name)
             return figures
 
         case(name, measured)
