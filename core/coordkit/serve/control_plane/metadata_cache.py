@@ -22,13 +22,11 @@ import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.replication import ReplicationModel
 
 log = logging.getLogger("coordkit.serve")
-
-#: A request's broker epoch when its controller predates KIP-380 (never stale).
-UNKNOWN_BROKER_EPOCH = -1
 
 
 class MetadataCache(EngineObserver):
@@ -54,10 +52,8 @@ class MetadataCache(EngineObserver):
         self._lock = threading.Lock()
         #: Kafka's ``ReplicaManager.controllerEpoch`` (its initial value is 0).
         self.controller_epoch = 0
-        self.controller_id = -1
         #: Where each live broker of another process listens, from the last UpdateMetadata.
         self.broker_addresses: dict[int, tuple[str, int]] = {}
-        self.refused = 0
 
     # -- fencing -------------------------------------------------------------------------------
 
@@ -66,7 +62,6 @@ class MetadataCache(EngineObserver):
         refused and logged); otherwise it becomes the newest."""
         with self._lock:
             if epoch < self.controller_epoch:
-                self.refused += 1
                 log.warning(
                     "%s from controller %s refused: its controller epoch %s is older than %s "
                     "(STALE_CONTROLLER_EPOCH)",
@@ -76,7 +71,7 @@ class MetadataCache(EngineObserver):
                     self.controller_epoch,
                 )
                 return True
-            self.controller_epoch, self.controller_id = epoch, controller_id
+            self.controller_epoch = epoch
             return False
 
     def stale_broker_epoch(self, broker_epoch: int, current: int, what: str) -> bool:
@@ -85,8 +80,6 @@ class MetadataCache(EngineObserver):
         registration before the broker learnt its czxid.)"""
         if broker_epoch == UNKNOWN_BROKER_EPOCH or broker_epoch >= current:
             return False
-        with self._lock:
-            self.refused += 1
         log.warning("%s refused: broker epoch %s is older than this broker's %s "
                     "(STALE_BROKER_EPOCH)", what, broker_epoch, current)  # fmt: skip
         return True
@@ -98,7 +91,6 @@ class MetadataCache(EngineObserver):
             if epoch > self.controller_epoch:
                 self.controller_epoch = epoch
                 if broker_id is not None:
-                    self.controller_id = broker_id
                     self.broker_addresses = {}
 
     # -- what the requests carry ---------------------------------------------------------------

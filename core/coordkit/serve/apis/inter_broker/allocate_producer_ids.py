@@ -22,10 +22,6 @@ log = logging.getLogger("coordkit.serve")
 
 Response = messages.AllocateProducerIdsResponse
 
-NOT_CONTROLLER = 41
-STALE_BROKER_EPOCH = 77
-BROKER_ID_NOT_REGISTERED = 102
-
 
 def _refused(code: int) -> Any:
     return Response(throttle_time_ms=0, error_code=code, producer_id_start=-1, producer_id_len=0)
@@ -35,17 +31,17 @@ async def handle_allocate_producer_ids(ctx: BrokerContext, request: Request) -> 
     body = request.body
     controller = ctx.broker.controller
     if controller is None or not controller.active:
-        return _refused(NOT_CONTROLLER)
+        return _refused(errors.NOT_CONTROLLER)
     live = controller.context.live.get(body.broker_id)
     if live is None:
         log.warning("controller %s: AllocateProducerIds from broker %s, which is not registered",
                     ctx.broker_id, body.broker_id)  # fmt: skip
-        return _refused(BROKER_ID_NOT_REGISTERED)
+        return _refused(errors.BROKER_ID_NOT_REGISTERED)
     if live[1] != body.broker_epoch:
         log.warning("controller %s: AllocateProducerIds from broker %s refused: broker epoch %s, "
                     "its registration's is %s", ctx.broker_id, body.broker_id, body.broker_epoch,
                     live[1])  # fmt: skip
-        return _refused(STALE_BROKER_EPOCH)
+        return _refused(errors.STALE_BROKER_EPOCH)
     try:
         block = await ctx.blocking(lambda: claim_block(ctx.broker.store, body.broker_id))
     except (StoreError, LayoutError) as exc:

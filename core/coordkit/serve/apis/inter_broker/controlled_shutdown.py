@@ -15,6 +15,7 @@ import concurrent.futures
 import logging
 from typing import Any
 
+from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH
 from coordkit.engine.errors import BrokerNotAvailableError, EngineError, StaleBrokerEpochError
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
@@ -26,34 +27,28 @@ log = logging.getLogger("coordkit.serve")
 ControlledShutdownResponse = messages.ControlledShutdownResponse
 RemainingPartition = nested(ControlledShutdownResponse, "RemainingPartition")
 
-STALE_CONTROLLER_EPOCH = 11
-BROKER_NOT_AVAILABLE = 8
-STALE_BROKER_EPOCH = 77
-#: Before v2 the request names no broker epoch.
-UNKNOWN_BROKER_EPOCH = -1
-
 
 async def handle_controlled_shutdown(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     broker_epoch = getattr(body, "broker_epoch", UNKNOWN_BROKER_EPOCH)
     controller = ctx.broker.controller
     if controller is None or not controller.active:
-        return _refused(STALE_CONTROLLER_EPOCH)
+        return _refused(errors.STALE_CONTROLLER_EPOCH)
     future = controller.controlled_shutdown(body.broker_id, broker_epoch)
     timeout = ctx.broker.config.controlled_shutdown_timeout
     try:
         remaining = await ctx.blocking(lambda: future.result(timeout=timeout))
     except BrokerNotAvailableError as exc:
         log.warning("controller %s: %s", ctx.broker_id, exc)
-        return _refused(BROKER_NOT_AVAILABLE)
+        return _refused(errors.BROKER_NOT_AVAILABLE)
     except StaleBrokerEpochError as exc:
         log.warning("controller %s: %s (STALE_BROKER_EPOCH)", ctx.broker_id, exc)
-        return _refused(STALE_BROKER_EPOCH)
+        return _refused(errors.STALE_BROKER_EPOCH)
     except concurrent.futures.TimeoutError:
         return _refused(errors.REQUEST_TIMED_OUT)
     except (EngineError, concurrent.futures.CancelledError):
         # The term ended meanwhile (fenced, stopped): the controller moved.
-        return _refused(STALE_CONTROLLER_EPOCH)
+        return _refused(errors.STALE_CONTROLLER_EPOCH)
     log.info("controller %s: controlled shutdown of broker %s, %d partitions still led",
              ctx.broker_id, body.broker_id, len(remaining))  # fmt: skip
     return ControlledShutdownResponse(error_code=errors.NONE, remaining_partitions=[

@@ -41,9 +41,6 @@ UpdateMetadataResponse = messages.UpdateMetadataResponse
 StopReplicaResponse = messages.StopReplicaResponse
 StopReplicaPartitionError = nested(StopReplicaResponse, "StopReplicaPartitionError")
 
-STALE_CONTROLLER_EPOCH = 11
-STALE_BROKER_EPOCH = 77
-INCONSISTENT_TOPIC_ID = 103
 #: Kafka's ``LeaderAndIsr.LeaderDuringDelete`` and ``EpochDuringDelete``: a topic being deleted.
 LEADER_DURING_DELETE = -2
 EPOCH_DURING_DELETE = -2
@@ -67,10 +64,10 @@ def _fenced(ctx: BrokerContext, request: Request, what: str) -> int:
     broker_epoch = getattr(body, "broker_epoch", -1)
     if cache.stale_broker_epoch(broker_epoch, ctx.broker.broker_epoch,
                                 f"broker {ctx.broker_id}: {what}"):  # fmt: skip
-        return STALE_BROKER_EPOCH
+        return errors.STALE_BROKER_EPOCH
     if cache.stale_controller(body.controller_id, body.controller_epoch,
                               f"broker {ctx.broker_id}: {what}"):  # fmt: skip
-        return STALE_CONTROLLER_EPOCH
+        return errors.STALE_CONTROLLER_EPOCH
     return errors.NONE
 
 
@@ -144,12 +141,12 @@ def _leader_and_isr_partition(
     if topic_id is not None and known_id is not None and known_id != topic_id:
         log.error("broker %s: LeaderAndIsr for %s-%s names topic id %s, this broker knows %s "
                   "(INCONSISTENT_TOPIC_ID)", ctx.broker_id, *tp, topic_id, known_id)  # fmt: skip
-        return INCONSISTENT_TOPIC_ID
+        return errors.INCONSISTENT_TOPIC_ID
     current = ctx.replication.leadership(tp)
     current_epoch = -1 if current is None else current[1]
     if state.leader_epoch <= current_epoch:
         # Kafka: an older epoch, and an equal one (the broker already follows this decision).
-        return STALE_CONTROLLER_EPOCH
+        return errors.STALE_CONTROLLER_EPOCH
     if ctx.broker_id not in state.replicas:
         return errors.UNKNOWN_TOPIC_OR_PARTITION
     changes.append(_state_change(tp, state, state.partition_epoch))
