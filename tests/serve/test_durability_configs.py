@@ -79,6 +79,10 @@ def test_topic_configs_have_kafkas_types_and_defaults() -> None:
         "unclean.leader.election.enable": ("boolean", False),
         "cleanup.policy": ("list", ("delete",)),
         "message.timestamp.type": ("string", "CreateTime"),
+        "delete.retention.ms": ("long", 86_400_000),
+        "min.cleanable.dirty.ratio": ("double", 0.5),
+        "min.compaction.lag.ms": ("long", 0),
+        "max.compaction.lag.ms": ("long", 2**63 - 1),
     }
     assert {name: (key.type, key.default) for name, key in TOPIC_CONFIGS.items()} == expected
     assert TOPIC_CONFIGS["cleanup.policy"].parse(" compact, delete ") == ("compact", "delete")
@@ -90,6 +94,8 @@ def test_topic_configs_have_kafkas_types_and_defaults() -> None:
         ("cleanup.policy", "delete,forever", "'forever' is not one of compact, delete"),
         ("message.timestamp.type", "Now", "is not one of CreateTime, LogAppendTime"),
         ("unclean.leader.election.enable", "yes", "not a boolean"),
+        ("min.cleanable.dirty.ratio", "1.5", "1.5 is not between 0 and 1"),
+        ("min.cleanable.dirty.ratio", "half", "not a number"),
     ]:
         with pytest.raises(TopicConfigError, match=why):
             TOPIC_CONFIGS[name].parse(text)

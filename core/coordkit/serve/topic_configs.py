@@ -58,6 +58,10 @@ MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 CLEANUP_POLICY = "cleanup.policy"
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
+DELETE_RETENTION_MS = "delete.retention.ms"
+MIN_CLEANABLE_DIRTY_RATIO = "min.cleanable.dirty.ratio"
+MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
+MAX_COMPACTION_LAG_MS = "max.compaction.lag.ms"
 
 
 class TopicConfigError(ValueError):
@@ -77,9 +81,11 @@ class Synonym:
 class TopicConfigKey:
     """One topic config, as Kafka's ``LogConfig`` defines it.
 
-    :param type: Kafka's type name (``int``, ``long``, ``boolean``, ``string``, ``list``).
+    :param type: Kafka's type name (``int``, ``long``, ``double``, ``boolean``, ``string``,
+        ``list``).
     :param synonyms: the broker configs that give its default, first set first used.
     :param at_least: Kafka's ``atLeast`` validator, if any.
+    :param at_most: with ``at_least``, Kafka's ``between`` validator.
     :param choices: the values allowed (Kafka's ``in`` / ``ValidList.in``), if limited.
     """
 
@@ -89,6 +95,7 @@ class TopicConfigKey:
     doc: str
     synonyms: tuple[Synonym, ...] = ()
     at_least: int | None = None
+    at_most: int | None = None
     choices: tuple[str, ...] | None = None
 
     def parse(self, text: str) -> Any:
@@ -108,6 +115,16 @@ class TopicConfigKey:
                 if self.choices is not None and item not in self.choices:
                     raise TopicConfigError(f"{item!r} is not one of {', '.join(self.choices)}")
             return text if self.type == "string" else items
+        if self.type == "double":
+            try:
+                ratio = float(text)
+            except ValueError:
+                raise TopicConfigError(f"{text!r} is not a number (double)") from None
+            if (self.at_least is not None and ratio < self.at_least) or (
+                self.at_most is not None and ratio > self.at_most
+            ):
+                raise TopicConfigError(f"{ratio} is not between {self.at_least} and {self.at_most}")
+            return ratio
         try:
             value = int(text)
         except ValueError:
@@ -162,6 +179,18 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigKey] = {
                        "Whether records keep the producer's timestamp or get the append time.",
                        (_log("message.timestamp.type"),),
                        choices=("CreateTime", "LogAppendTime")),
+        TopicConfigKey(DELETE_RETENTION_MS, "long", 86_400_000,
+                       "How long a compacted log keeps a tombstone after cleaning it.",
+                       (_log("cleaner.delete.retention.ms"),), at_least=0),
+        TopicConfigKey(MIN_CLEANABLE_DIRTY_RATIO, "double", 0.5,
+                       "The share of a compacted log not cleaned yet at which it is cleaned.",
+                       (_log("cleaner.min.cleanable.ratio"),), at_least=0, at_most=1),
+        TopicConfigKey(MIN_COMPACTION_LAG_MS, "long", 0,
+                       "How long a record stays uncompacted at least.",
+                       (_log("cleaner.min.compaction.lag.ms"),), at_least=0),
+        TopicConfigKey(MAX_COMPACTION_LAG_MS, "long", INT64_MAX,
+                       "How long a record stays uncompacted at most.",
+                       (_log("cleaner.max.compaction.lag.ms"),), at_least=1),
     )
 }  # fmt: skip
 
