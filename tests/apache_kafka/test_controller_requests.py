@@ -30,6 +30,8 @@ from coordkit.serve.control_plane.channel import (
     StopReplicaPartitionState,
     StopReplicaRequest,
     StopReplicaTopicState,
+    UpdateMetadataBroker,
+    UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
@@ -241,7 +243,8 @@ def test_stop_replica_rules(sides: Any) -> None:
 
 
 def test_nothing_refused_was_applied(sides: Any) -> None:
-    """Run last (file order): the leaders both clusters had are the ones they serve."""
+    """Run after the refusals (file order): the leaders both clusters had are the ones they
+    serve."""
     for side in sides:
         client = RawClient(side.address)
         try:
@@ -254,3 +257,61 @@ def test_nothing_refused_was_applied(sides: Any) -> None:
         served = {p.partition_index: (p.leader_id, p.leader_epoch) for p in topic.partitions}
         stored = {p: (side.state(p).leader, side.state(p).leader_epoch) for p in range(PARTITIONS)}
         assert served == stored, side.name
+
+
+def _live_brokers(side: Side) -> list[Any]:
+    """The side's registered brokers as an UpdateMetadata lists them (so that a request the
+    broker applies leaves its idea of the cluster as it was)."""
+    brokers = []
+    for name in side.store.children("/brokers/ids"):
+        data, _ = side.store.get(f"/brokers/ids/{name}")
+        found = json.loads(data)
+        endpoints = []
+        for endpoint in found.get("endpoints", []):
+            listener, _, address = endpoint.partition("://")
+            host, _, port = address.rpartition(":")
+            endpoints.append(UpdateMetadataEndpoint(port=int(port), host=host, listener=listener,
+                                                    security_protocol=0))  # fmt: skip
+        brokers.append(UpdateMetadataBroker(id=int(name), v0_host=found.get("host") or "",
+                                            v0_port=found.get("port", -1), rack=found.get("rack"),
+                                            endpoints=endpoints))  # fmt: skip
+    return brokers
+
+
+def test_leader_and_isr_for_an_epoch_update_metadata_brought_first_is_applied(sides: Any) -> None:
+    """Run after every other (file order): both brokers end one leader epoch ahead of their
+    store on a partition they follow. UpdateMetadata fills Kafka's metadata cache, not its
+    partitions: the LeaderAndIsr for the same new epoch is applied (NONE), and only a second one
+    is already applied (STALE_CONTROLLER_EPOCH)."""
+
+    def followed(side: Side) -> int:
+        return next(p for p in range(PARTITIONS) if side.state(p).leader != BROKER)
+
+    def update_metadata(side: Side) -> Any:
+        controller, epoch = side.controller()
+        partition = followed(side)
+        found = side.state(partition)
+        return UpdateMetadataRequest(
+            controller_id=controller, controller_epoch=epoch,
+            broker_epoch=side.broker_epoch(BROKER),
+            topic_states=[UpdateMetadataTopicState(
+                topic_name=TOPIC, topic_id=side.topic_id(), partition_states=[
+                    UpdateMetadataPartitionState(
+                        partition_index=partition, controller_epoch=found.controller_epoch,
+                        leader=found.leader, leader_epoch=found.leader_epoch + 1,
+                        isr=list(found.isr), zk_version=found.version,
+                        replicas=list(found.replicas), offline_replicas=[])])],
+            live_brokers=_live_brokers(side),
+        )  # fmt: skip
+
+    def leader_and_isr_ahead(side: Side) -> Any:
+        return leader_and_isr(side, states=[partition_state(side, followed(side), epoch_delta=1)])
+
+    assert both(sides, update_metadata, 8) == ((0, []), (0, []))
+    kafka, coordkit = both(sides, leader_and_isr_ahead, 7)
+    assert kafka == coordkit
+    assert kafka[0] == 0
+    assert [code for _, code in kafka[1]] == [0]
+    kafka, coordkit = both(sides, leader_and_isr_ahead, 7)
+    assert kafka == coordkit
+    assert [code for _, code in kafka[1]] == [11]

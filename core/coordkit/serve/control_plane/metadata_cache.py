@@ -54,6 +54,10 @@ class MetadataCache(EngineObserver):
         self.controller_epoch = 0
         #: Where each live broker of another process listens, from the last UpdateMetadata.
         self.broker_addresses: dict[int, tuple[str, int]] = {}
+        #: Leader epochs only an UpdateMetadata has brought so far, per partition. Kafka keeps
+        #: those in its metadata cache, apart from its partitions' epochs (which only LeaderAndIsr
+        #: sets): a LeaderAndIsr for such an epoch is applied, not refused as already applied.
+        self._told_by_metadata: dict[tuple[str, int], int] = {}
 
     # -- fencing -------------------------------------------------------------------------------
 
@@ -100,12 +104,38 @@ class MetadataCache(EngineObserver):
         if changes:
             self.replication.partition_states_known(changes)
 
+    def metadata_states_known(self, changes: Sequence[StateChange]) -> None:
+        """Partition states an UpdateMetadata told: those newer than the model's are marked
+        as known from the metadata only, then handed on as :meth:`states_known`."""
+        with self._lock:
+            for change in changes:
+                current = self.replication.leadership(change.tp)
+                if current is None or change.current.leader_epoch > current[1]:
+                    self._told_by_metadata[change.tp] = change.current.leader_epoch
+        self.states_known(changes)
+
+    def told_by_metadata_only(self, tp: tuple[str, int], epoch: int) -> bool:
+        """Whether leader epoch ``epoch`` of ``tp`` came from an UpdateMetadata and no
+        LeaderAndIsr yet."""
+        with self._lock:
+            return self._told_by_metadata.get(tp) == epoch
+
+    def partition_states_applied(self, changes: Sequence[StateChange]) -> None:
+        """Partition states a LeaderAndIsr applied (their epochs are the partitions' now)."""
+        with self._lock:
+            for change in changes:
+                self._told_by_metadata.pop(change.tp, None)
+        self.states_known(changes)
+
     def topic_ids_known(self, ids: Mapping[str, str]) -> None:
         if ids:
             self._topic_ids(dict(ids))
 
     def forget_topic(self, topic: str) -> None:
         """``topic`` is being deleted by the controller: forget it and drop its logs."""
+        with self._lock:
+            for tp in [tp for tp in self._told_by_metadata if tp[0] == topic]:
+                del self._told_by_metadata[tp]
         self.replication.topic_deleted(topic)
         self._deleted(topic)
 

@@ -280,8 +280,13 @@ class RemoteFollower:
         """Copy what the leader has past each log's end; whether any partition was served
         (a fetch that only met errors is not repeated at once)."""
         by_topic: dict[str, list[Any]] = {}
+        #: Where each partition's fetch starts: an answer for a log that moved meanwhile (another
+        #: round truncated or copied into it) is dropped, as Kafka's fetcher drops a response
+        #: whose fetch state changed while it was in flight (``processFetchRequest``).
+        asked: dict[TP, int] = {}
         for (topic, partition), state in partitions:
             own = self.ctx.logs.get((topic, partition))
+            asked[(topic, partition)] = own.log_end
             by_topic.setdefault(topic, []).append(FetchPartition(
                 partition=partition, current_leader_epoch=state.leader_epoch,
                 fetch_offset=own.log_end, last_fetched_epoch=own.latest_epoch,
@@ -312,6 +317,11 @@ class RemoteFollower:
                 if result.error_code != errors.NONE:
                     continue
                 own = self.ctx.logs.get(tp)
+                if asked.get(tp) != own.log_end:
+                    log.debug("broker %s: %s-%s moved from offset %s to %s while fetching; the "
+                              "answer is dropped", self.ctx.broker_id, *tp, asked.get(tp),
+                              own.log_end)  # fmt: skip
+                    continue
                 data = _whole_batches(result.records or b"")
                 if data:
                     try:

@@ -110,7 +110,7 @@ async def handle_leader_and_isr(ctx: BrokerContext, request: Request) -> Any:
             ids[topic] = known
         results.setdefault((topic, topic_id), []).append((state.partition_index, code))
     cache.topic_ids_known(ids)
-    cache.states_known(changes)
+    cache.partition_states_applied(changes)
     log.info("broker %s: LeaderAndIsr from controller %s (epoch %s): %d partitions, %d applied",
              ctx.broker_id, body.controller_id, body.controller_epoch,
              sum(len(r) for r in results.values()), len(changes))  # fmt: skip
@@ -144,8 +144,13 @@ def _leader_and_isr_partition(
         return errors.INCONSISTENT_TOPIC_ID
     current = ctx.replication.leadership(tp)
     current_epoch = -1 if current is None else current[1]
-    if state.leader_epoch <= current_epoch:
-        # Kafka: an older epoch, and an equal one (the broker already follows this decision).
+    if state.leader_epoch < current_epoch or (
+        state.leader_epoch == current_epoch
+        and not _cache(ctx).told_by_metadata_only(tp, current_epoch)
+    ):
+        # Kafka: an older epoch than the partition's, and an equal one (the broker already
+        # follows this decision). An epoch UpdateMetadata brought first is not the partition's:
+        # Kafka keeps it in its metadata cache, and the LeaderAndIsr for it applies.
         return errors.STALE_CONTROLLER_EPOCH
     if ctx.broker_id not in state.replicas:
         return errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -181,7 +186,7 @@ async def handle_update_metadata(ctx: BrokerContext, request: Request) -> Any:
             changes.append(_state_change((topic, state.partition_index), state, state.zk_version))
     cache.brokers_live(dict(_addresses(body.live_brokers)))
     cache.topic_ids_known(ids)
-    cache.states_known(changes)
+    cache.metadata_states_known(changes)
     for topic in sorted(deleting):
         cache.forget_topic(topic)
     return UpdateMetadataResponse(error_code=errors.NONE)
