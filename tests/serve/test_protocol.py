@@ -106,6 +106,15 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         7: (0, 3),  # ControlledShutdown
         56: (2, 3),  # AlterPartition: a Kafka 3.9 leader's ISR change to the controller
         67: (0, 0),  # AllocateProducerIds: a Kafka 3.9 broker's block of producer ids
+        # The admin apis (issue 35 item 2), Kafka 4.4's versions.
+        60: (0, 2),  # DescribeCluster
+        35: (1, 5),  # DescribeLogDirs
+        21: (0, 2),  # DeleteRecords
+        43: (0, 2),  # ElectLeaders
+        45: (0, 1),  # AlterPartitionReassignments
+        46: (0, 0),  # ListPartitionReassignments
+        61: (0, 0),  # DescribeProducers
+        75: (0, 0),  # DescribeTopicPartitions
     }
 
 

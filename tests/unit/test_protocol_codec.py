@@ -127,6 +127,10 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "InitProducerId", "OffsetForLeaderEpoch", "ConsumerGroupHeartbeat",
         "ConsumerGroupDescribe", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
         "ControlledShutdown", "AlterPartition", "AllocateProducerIds",
+        # The admin apis of issue 35 item 2.
+        "DescribeCluster", "DescribeLogDirs", "DeleteRecords", "ElectLeaders",
+        "AlterPartitionReassignments", "ListPartitionReassignments", "DeleteGroups",
+        "OffsetDelete", "DescribeProducers", "DescribeTopicPartitions",
     }  # fmt: skip
     # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
     assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
@@ -310,13 +314,13 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 
 def _kafka_python_class(name: str) -> Any:
-    from kafka.protocol.admin import groups, topics
+    from kafka.protocol.admin import cluster, groups, topics, transactions
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
-                   metadata, produce, transaction):  # fmt: skip
+                   metadata, produce, transaction, cluster, transactions):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")

@@ -70,6 +70,17 @@ API_NAMES = (
     "AlterPartition",
     # A Kafka 3.9 broker's request for a block of producer ids (Kafka 4.4's definition, v0).
     "AllocateProducerIds",
+    # The admin apis tools call (issue 35 item 2).
+    "DescribeCluster",
+    "DescribeLogDirs",
+    "DeleteRecords",
+    "ElectLeaders",
+    "AlterPartitionReassignments",
+    "ListPartitionReassignments",
+    "DeleteGroups",
+    "OffsetDelete",
+    "DescribeProducers",
+    "DescribeTopicPartitions",
 )
 
 

@@ -88,9 +88,10 @@ def default_value(spec: FieldSpec, classes: dict[str, type[Struct]]) -> object:
     if kind == "float64":
         return float(text) if text else 0.0
     if kind == "bool":
-        if text not in ("", "true", "false"):
+        # Kafka's generator reads a bool default ignoring case (DescribeCluster's "False").
+        if text.lower() not in ("", "true", "false"):
             raise ProtocolError(f"field {spec.name}: bad bool default {text!r}")
-        return text == "true"
+        return text.lower() == "true"
     if kind == "string":
         return text
     if kind == "uuid":

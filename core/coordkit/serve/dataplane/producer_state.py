@@ -193,6 +193,10 @@ class ProducerStates:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 
+    def entries(self) -> list[tuple[int, ProducerEntry]]:
+        """Every producer with a batch in the log, by id (DescribeProducers)."""
+        return sorted(self._entries.items())
+
     def check(
         self, header: BatchHeader, pending: dict[int, tuple[int, int]]
     ) -> int | BatchMetadata:

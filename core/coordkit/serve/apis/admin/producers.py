@@ -1,0 +1,62 @@
+"""DescribeProducers (KIP-664): the idempotent producers a partition's log holds state of.
+
+As Kafka's ``ReplicaManager.activeProducerState``: any replica holding the partition's log
+answers (the admin client asks the leader), with each producer's id, epoch, last sequence and
+the timestamp of its last batch; a partition the broker holds no replica of is
+NOT_LEADER_OR_FOLLOWER, one the cluster does not have UNKNOWN_TOPIC_OR_PARTITION. No producer is
+transactional (transactions are not served): the coordinator epoch and the current transaction's
+start offset are -1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+
+Response = messages.DescribeProducersResponse
+Topic_ = nested(Response, "TopicResponse")
+Partition_ = nested(Response, "PartitionResponse")
+Producer_ = nested(Response, "ProducerState")
+
+VERSIONS = (0, 0)
+NONE_KNOWN = -1
+
+
+def _describe(ctx: BrokerContext, topic: str, partition: int) -> Any:
+    answer = Partition_(partition_index=partition, error_code=errors.NONE, error_message=None,
+                        active_producers=[])  # fmt: skip
+    tp = (topic, partition)
+    state = ctx.replication.log(tp)
+    if state is None:
+        answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
+        return answer
+    partition_log = ctx.logs.find(tp)
+    if ctx.broker_id not in state.replicas or partition_log is None:
+        answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+        return answer
+    answer.active_producers = [
+        Producer_(
+            producer_id=producer_id,
+            producer_epoch=entry.epoch,
+            last_sequence=entry.last_seq,
+            last_timestamp=entry.batches[-1].timestamp if entry.batches else NONE_KNOWN,
+            coordinator_epoch=NONE_KNOWN,
+            current_txn_start_offset=NONE_KNOWN,
+        )
+        for producer_id, entry in partition_log.producers.entries()
+    ]
+    return answer
+
+
+async def handle_describe_producers(ctx: BrokerContext, request: Request) -> Any:
+    return Response(
+        throttle_time_ms=0,
+        topics=[
+            Topic_(name=t.name, partitions=[_describe(ctx, t.name, p) for p in t.partition_indexes])
+            for t in request.body.topics
+        ],
+    )

@@ -1,0 +1,237 @@
+"""The admin apis of issue #35 item 2 against ``coordkit serve`` in its own process, through
+the raw protocol and real admin clients (kafka-python's and confluent-kafka's AdminClient):
+DescribeCluster, DescribeLogDirs, DeleteRecords, ElectLeaders, Alter/ListPartitionReassignments,
+DescribeProducers and DescribeTopicPartitions. What Kafka answers for the same requests is
+compared by the differential (``tests/differential/scenarios/admin.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka import TopicCollection
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import NewTopic as CkNewTopic
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from coordkit.protocol import messages
+from coordkit.testing.waiting import wait_for
+from serve.conftest import RawClient, ServeFactory, ServeProcess
+
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+INVALID_REPLICA_ASSIGNMENT = 39
+ELECTION_NOT_NEEDED = 84
+NO_REASSIGNMENT_IN_PROGRESS = 85
+MISMATCHED_ENDPOINT_TYPE = 114
+WAIT_SECONDS = 30
+
+
+@pytest.fixture
+def admin_for() -> Iterator[Callable[[ServeProcess], KafkaAdminClient]]:
+    opened: list[KafkaAdminClient] = []
+
+    def connect(server: ServeProcess) -> KafkaAdminClient:
+        admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=30_000)
+        opened.append(admin)
+        return admin
+
+    yield connect
+    for admin in opened:
+        admin.close()
+
+
+def _metadata(server: ServeProcess, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """Partition → (leader, replicas, ISR) as Metadata tells it."""
+    client = RawClient(server.addresses[min(server.addresses)])
+    try:
+        request = messages.MetadataRequest(
+            topics=[messages.MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False,
+        )
+        found = client.call(request, 12).topics[0]
+    finally:
+        client.close()
+    return {
+        p.partition_index: (p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
+        for p in found.partitions
+    }
+
+
+def _produce(server: ServeProcess, topic: str, partition: int, count: int) -> None:
+    producer = KafkaProducer(bootstrap_servers=server.bootstrap, acks="all",
+                             enable_idempotence=True)  # fmt: skip
+    try:
+        for i in range(count):
+            producer.send(topic, value=f"v{i}".encode(), partition=partition).get(WAIT_SECONDS)
+    finally:
+        producer.close(timeout=WAIT_SECONDS)
+
+
+def _earliest(server: ServeProcess, topic: str, partition: int) -> int:
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=None)
+    try:
+        tp = TopicPartition(topic, partition)
+        return int(consumer.beginning_offsets([tp])[tp])
+    finally:
+        consumer.close()
+
+
+def _raw(server: ServeProcess, broker: int) -> RawClient:
+    return RawClient(server.addresses[broker])
+
+
+def test_describe_cluster_and_topic_partitions(serve: ServeFactory) -> None:
+    server = serve(brokers=3)
+    client = _raw(server, 0)
+    try:
+        answer = client.call(messages.DescribeClusterRequest(endpoint_type=1), 2)
+        assert answer.error_code == NONE
+        assert sorted((b.broker_id, b.port) for b in answer.brokers) == sorted(
+            (b, int(a.rsplit(":", 1)[1])) for b, a in server.addresses.items()
+        )
+        assert answer.controller_id in server.addresses
+        refused = client.call(messages.DescribeClusterRequest(endpoint_type=2), 2)
+        assert refused.error_code == MISMATCHED_ENDPOINT_TYPE
+        assert refused.brokers == []
+    finally:
+        client.close()
+    # confluent-kafka's describe_cluster (DescribeCluster) and describe_topics
+    # (DescribeTopicPartitions, cursor paging through a small partition limit of its own).
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    described = admin.describe_cluster().result(WAIT_SECONDS)
+    assert sorted(n.id for n in described.nodes) == sorted(server.addresses)
+    admin.create_topics([CkNewTopic("paged", 5, 2)])["paged"].result(WAIT_SECONDS)
+    wait_for(lambda: len(_metadata(server, "paged")) == 5, WAIT_SECONDS, "paged's leaders")
+    topics = admin.describe_topics(TopicCollection(["paged"]))["paged"].result(WAIT_SECONDS)
+    assert [p.id for p in topics.partitions] == [0, 1, 2, 3, 4]
+    assert all(len(p.replicas) == 2 for p in topics.partitions)
+    # Paging by hand: two partitions a page.
+    client = _raw(server, 1)
+    try:
+        request = messages.DescribeTopicPartitionsRequest
+        topic = request.TopicRequest(name="paged")
+        first = client.call(request(topics=[topic], response_partition_limit=2), 0)
+        assert [p.partition_index for p in first.topics[0].partitions] == [0, 1]
+        assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("paged", 2)
+        cursor = request.Cursor(topic_name="paged", partition_index=2)
+        second = client.call(request(topics=[topic], response_partition_limit=2,
+                                     cursor=cursor), 0)  # fmt: skip
+        assert [p.partition_index for p in second.topics[0].partitions] == [2, 3]
+    finally:
+        client.close()
+
+
+def test_delete_records_and_log_dirs(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient]
+) -> None:
+    server = serve(brokers=2)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("trim", replica_assignments={0: [0, 1]})])
+    wait_for(lambda: bool(_metadata(server, "trim")), WAIT_SECONDS, "trim's leader")
+    _produce(server, "trim", 0, 10)
+    # confluent-kafka's delete_records: the low watermark is where the log starts now.
+    confluent = AdminClient({"bootstrap.servers": server.bootstrap})
+    result = confluent.delete_records([CkTopicPartition("trim", 0, 4)])
+    deleted = result[CkTopicPartition("trim", 0, 4)].result(WAIT_SECONDS)
+    assert deleted.low_watermark == 4
+    assert _earliest(server, "trim", 0) == 4
+    client = _raw(server, 0)
+    try:
+        request = messages.DeleteRecordsRequest
+
+        def delete(partition: int, offset: int) -> tuple[int, int]:
+            body = request(topics=[request.DeleteRecordsTopic(name="trim", partitions=[
+                request.DeleteRecordsPartition(partition_index=partition, offset=offset)])],
+                timeout_ms=5000)  # fmt: skip
+            answer = client.call(body, 2).topics[0].partitions[0]
+            return answer.error_code, answer.low_watermark
+
+        assert delete(0, 11) == (OFFSET_OUT_OF_RANGE, -1)  # past the high watermark
+        assert delete(0, 2) == (NONE, 4)  # never back
+        assert delete(1, 0) == (UNKNOWN_TOPIC_OR_PARTITION, -1)
+        assert delete(0, -1) == (NONE, 10)  # -1: the high watermark
+    finally:
+        client.close()
+    # The follower learns the log start from its leader's Fetch answers.
+    leader = _metadata(server, "trim")[0][0]
+    follower = 1 - leader
+
+    def log_dirs(broker: int) -> list[tuple[str, int, int]]:
+        raw = _raw(server, broker)
+        try:
+            answer = raw.call(messages.DescribeLogDirsRequest(topics=None), 4)
+        finally:
+            raw.close()
+        assert answer.error_code == NONE
+        assert len(answer.results) == 1
+        return [(t.name, p.partition_index, p.offset_lag)
+                for t in answer.results[0].topics for p in t.partitions]  # fmt: skip
+
+    assert ("trim", 0, 0) in log_dirs(leader)
+    assert ("trim", 0, 0) in log_dirs(follower)
+    # kafka-python's describe_log_dirs reaches every broker.
+    assert admin.describe_log_dirs() is not None
+
+
+def test_describe_producers(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient]
+) -> None:
+    server = serve(brokers=1)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("idem", 1, 1)])
+    wait_for(lambda: bool(_metadata(server, "idem")), WAIT_SECONDS, "idem's leader")
+    _produce(server, "idem", 0, 3)
+    client = _raw(server, 0)
+    try:
+        request = messages.DescribeProducersRequest
+        answer = client.call(
+            request(topics=[request.TopicRequest(name="idem", partition_indexes=[0, 7])]), 0
+        )
+    finally:
+        client.close()
+    found, missing = answer.topics[0].partitions
+    assert found.error_code == NONE
+    assert [(p.producer_epoch, p.last_sequence) for p in found.active_producers] == [(0, 2)]
+    assert missing.error_code == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_elections_and_reassignments(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient]
+) -> None:
+    server = serve(brokers=3)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("moved", replica_assignments={0: [0, 1], 1: [1, 2]})])
+    wait_for(lambda: len(_metadata(server, "moved")) == 2, WAIT_SECONDS, "moved's leaders")
+    client = _raw(server, 2)
+    try:
+        elect = messages.ElectLeadersRequest
+        answer = client.call(elect(election_type=0, timeout_ms=10_000, topic_partitions=[
+            elect.TopicPartitions(topic="moved", partitions=[0, 5])]), 2)  # fmt: skip
+        results = {r.partition_id: r.error_code for r in answer.replica_election_results[0]
+                   .partition_result}  # fmt: skip
+        assert results == {0: ELECTION_NOT_NEEDED, 5: UNKNOWN_TOPIC_OR_PARTITION}
+
+        alter = messages.AlterPartitionReassignmentsRequest
+
+        def reassign(partition: int, replicas: list[int] | None) -> int:
+            body = alter(timeout_ms=10_000, topics=[alter.ReassignableTopic(name="moved",
+                partitions=[alter.ReassignablePartition(partition_index=partition,
+                                                        replicas=replicas)])])  # fmt: skip
+            answer = client.call(body, 0)
+            return int(answer.responses[0].partitions[0].error_code)
+
+        assert reassign(0, [0, 0]) == INVALID_REPLICA_ASSIGNMENT
+        assert reassign(0, [0, 7]) == INVALID_REPLICA_ASSIGNMENT
+        assert reassign(0, None) == NO_REASSIGNMENT_IN_PROGRESS
+        assert reassign(0, [2, 1]) == NONE
+    finally:
+        client.close()
+    wait_for(lambda: _metadata(server, "moved")[0][1] == [2, 1], WAIT_SECONDS,
+             "moved-0 on brokers 2 and 1")  # fmt: skip
+    # Done: kafka-python's list_partition_reassignments finds nothing running.
+    assert not admin.list_partition_reassignments()
