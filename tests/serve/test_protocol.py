@@ -99,6 +99,9 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         16: (0, 5),  # ListGroups
         68: (0, 1),  # ConsumerGroupHeartbeat
         69: (0, 1),  # ConsumerGroupDescribe
+        32: (1, 4),  # DescribeConfigs
+        33: (0, 2),  # AlterConfigs
+        44: (0, 1),  # IncrementalAlterConfigs
         # ZooKeeper mode's controller requests and ControlledShutdown, as Kafka 3.9 serves them.
         4: (0, 7),  # LeaderAndIsr
         5: (0, 4),  # StopReplica

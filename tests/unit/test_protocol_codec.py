@@ -125,6 +125,7 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "LeaveGroup", "OffsetCommit", "OffsetFetch", "ListOffsets", "Produce", "Fetch",
         "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeGroups", "ListGroups",
         "InitProducerId", "OffsetForLeaderEpoch", "ConsumerGroupHeartbeat",
+        "DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs",
         "ConsumerGroupDescribe", "LeaderAndIsr", "StopReplica", "UpdateMetadata",
         "ControlledShutdown", "AlterPartition", "AllocateProducerIds",
         # The admin apis of issue 35 item 2.
@@ -314,13 +315,13 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 
 def _kafka_python_class(name: str) -> Any:
-    from kafka.protocol.admin import cluster, groups, topics, transactions
+    from kafka.protocol.admin import cluster, configs, groups, topics, transactions
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
-                   metadata, produce, transaction, cluster, transactions):  # fmt: skip
+                   metadata, produce, transaction, cluster, transactions, configs):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")

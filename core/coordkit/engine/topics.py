@@ -338,7 +338,7 @@ class TopicAdmin:
             self.store.set(path, data)
         except NoNodeError:
             self.store.create(path, data, make_parents=True)
-        self._purge_config_changes()
+        self.purge_config_changes()
         self.store.create(
             layout.CONFIG_CHANGE_PREFIX,
             layout.encode_config_change(f"topics/{topic}"),
@@ -346,7 +346,7 @@ class TopicAdmin:
             make_parents=True,
         )
 
-    def _purge_config_changes(self) -> None:
+    def purge_config_changes(self) -> None:
         """Delete the change notifications older than Kafka's brokers keep them (15 minutes):
         they purge them as they apply them, which coordkit's brokers need not do."""
         try:

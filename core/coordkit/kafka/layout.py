@@ -48,6 +48,9 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_CHANGES = "/config/changes"
+CONFIG_BROKERS = "/config/brokers"
+#: The cluster-wide broker configs' entity (Kafka's ``ZooKeeperInternals.DEFAULT_STRING``).
+DEFAULT_BROKER = "<default>"
 CONSUMERS = "/consumers"
 CLUSTER_ID = "/cluster/id"
 FEATURE = "/feature"
@@ -68,7 +71,7 @@ PERSISTENT_ROOTS = (
     CONFIG_TOPICS,
     "/config/clients",
     "/config/users",
-    "/config/brokers",
+    CONFIG_BROKERS,
     "/config/ips",
 )
 
@@ -119,6 +122,13 @@ def delete_topic_path(topic: str) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{_check_topic(topic, CONFIG_TOPICS)}"
+
+
+def broker_config_path(broker: str) -> str:
+    """``/config/brokers/N`` (``broker`` a broker id) or ``/config/brokers/<default>``."""
+    if broker != DEFAULT_BROKER and not broker.isdigit():
+        raise LayoutError(f"{CONFIG_BROKERS}/{broker}", "not a broker id or <default>")
+    return f"{CONFIG_BROKERS}/{broker}"
 
 
 def consumer_group_path(group: str) -> str:
@@ -555,6 +565,7 @@ _ZNODE_PATTERNS: list[tuple[str, Codec[Any]]] = [
     (r"^/controller_epoch$", CONTROLLER_EPOCH_VALUE),
     (rf"^/admin/delete_topics/{_SEGMENT}$", DELETE_TOPIC),
     (rf"^/config/topics/{_SEGMENT}$", TOPIC_CONFIG),
+    (r"^/config/brokers/([0-9]+|<default>)$", TOPIC_CONFIG),
     (rf"^/consumers/{_SEGMENT}/ids/{_SEGMENT}$", CONSUMER_REGISTRATION),
     (rf"^/consumers/{_SEGMENT}/owners/{_SEGMENT}/[0-9]+$", CONSUMER_OWNER),
     (rf"^/consumers/{_SEGMENT}/offsets/{_SEGMENT}/[0-9]+$", CONSUMER_OFFSET),

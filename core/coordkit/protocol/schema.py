@@ -57,6 +57,10 @@ API_NAMES = (
     "CreatePartitions",
     "InitProducerId",
     "OffsetForLeaderEpoch",
+    # Topic and broker configs (issue 35 item 1).
+    "DescribeConfigs",
+    "AlterConfigs",
+    "IncrementalAlterConfigs",
     # KIP-848's consumer group protocol (issue 33).
     "ConsumerGroupHeartbeat",
     "ConsumerGroupDescribe",

@@ -227,6 +227,13 @@ class BrokerConfigs:
     def value(self, name: str) -> Any:
         return self.values.get(name, CONFIGS[name].default)
 
+    def text(self, name: str) -> str:
+        """The value of ``name`` as Kafka writes it (a list comma-separated, booleans lower)."""
+        value = self.value(name)
+        if isinstance(value, tuple):
+            return ",".join(value)
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
     def engine_config(self, base: EngineConfig | None = None) -> EngineConfig:
         """``base`` (default settings if none) with every engine config applied: the ones set
         and the defaults of the others, since Kafka's defaults are not always the engine's."""
@@ -238,6 +245,7 @@ class BrokerConfigs:
         return attrs.evolve(
             base or ServeSettings(),
             topic_defaults=broker_defaults(self.values),
+            static_configs={name: self.text(name) for name in self.values},
             **self._fields("serve"),
         )
 

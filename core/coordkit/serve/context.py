@@ -53,6 +53,9 @@ class ServeSettings:
     #: ``log.retention.ms`` for ``retention.ms``, ...); the others take Kafka's defaults
     #: (:mod:`coordkit.serve.topic_configs`).
     topic_defaults: Mapping[str, Any] = attrs.field(factory=dict)
+    #: The broker configs set at the start (``--config``), by Kafka's names, as text: what
+    #: DescribeConfigs reports as STATIC_BROKER_CONFIG.
+    static_configs: Mapping[str, str] = attrs.field(factory=dict)
     #: Kafka's ``log.index.interval.bytes`` and ``log.index.size.max.bytes`` (every log's).
     log_index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     log_index_size_max_bytes: int = DEFAULT_MAX_INDEX_SIZE

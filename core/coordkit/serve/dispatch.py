@@ -19,6 +19,7 @@ from typing import Any
 from coordkit.protocol import APIS, KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.admin import ADMIN_APIS
+from coordkit.serve.apis.configs import CONFIG_APIS
 from coordkit.serve.apis.fetch import handle_fetch, handle_list_offsets
 from coordkit.serve.apis.groups import GROUP_APIS
 from coordkit.serve.apis.init_producer_id import handle_init_producer_id
@@ -98,6 +99,7 @@ SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     # kafka-python asks v2-4, librdkafka v2; v0-1 differ only in fields left out.
     "OffsetForLeaderEpoch": (2, 4, handle_offset_for_leader_epoch),
     **INTER_BROKER_APIS,  # LeaderAndIsr, ... AllocateProducerIds: see apis.inter_broker
+    **CONFIG_APIS,  # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
     **ADMIN_APIS,  # DescribeCluster, ... DescribeTopicPartitions: see apis.admin
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key

@@ -62,6 +62,8 @@ DELETE_RETENTION_MS = "delete.retention.ms"
 MIN_CLEANABLE_DIRTY_RATIO = "min.cleanable.dirty.ratio"
 MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
 MAX_COMPACTION_LAG_MS = "max.compaction.lag.ms"
+MAX_MESSAGE_BYTES = "max.message.bytes"
+COMPRESSION_TYPE = "compression.type"
 
 
 class TopicConfigError(ValueError):
@@ -191,6 +193,13 @@ TOPIC_CONFIGS: Mapping[str, TopicConfigKey] = {
         TopicConfigKey(MAX_COMPACTION_LAG_MS, "long", INT64_MAX,
                        "How long a record stays uncompacted at most.",
                        (_log("cleaner.max.compaction.lag.ms"),), at_least=1),
+        TopicConfigKey(MAX_MESSAGE_BYTES, "int", 1_048_588,
+                       "The largest record batch a produce may append (MESSAGE_TOO_LARGE above).",
+                       (Synonym("message.max.bytes"),), at_least=0),
+        TopicConfigKey(COMPRESSION_TYPE, "string", "producer",
+                       "The codec of the batches a log keeps (producer: the producer's).",
+                       (Synonym(COMPRESSION_TYPE),),
+                       choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     )
 }  # fmt: skip
 

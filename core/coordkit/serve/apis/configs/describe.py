@@ -1,0 +1,177 @@
+"""DescribeConfigs (v1-4) as Kafka's ``ConfigHelper.describeConfigs`` answers it.
+
+* TOPIC: Kafka 4.4's 37 topic configs (:data:`~coordkit.serve.config_catalogue.TOPIC_KEYS`),
+  each with its value, source (TOPIC_CONFIG for an override in ``/config/topics/T``, else its
+  broker synonym's STATIC_BROKER_CONFIG or DEFAULT_CONFIG), synonyms, type and flags; an unknown
+  topic: UNKNOWN_TOPIC_OR_PARTITION.
+* BROKER ``N`` (the broker asked): every broker config of
+  :data:`~coordkit.serve.config_catalogue.BROKER_KEYS` from its sources (``/config/brokers/N``,
+  ``/config/brokers/<default>``, ``--config``, defaults), read-only where Kafka cannot change it
+  dynamically; BROKER ``""``: the cluster-wide dynamic configs only. Another broker's id:
+  INVALID_REQUEST, as Kafka.
+* Other resource types (BROKER_LOGGER, GROUP, CLIENT_METRICS): INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
+from coordkit.engine.errors import UnknownTopicError
+from coordkit.errors import LayoutError, StoreError
+from coordkit.kafka import layout
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.apis.configs.values import (
+    BROKER,
+    DEFAULT_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    RESOURCE_TYPES,
+    TOPIC,
+    BrokerSources,
+    Entry,
+    topic_entries,
+    topic_value,
+)
+from coordkit.serve.classes import nested
+from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, KafkaConfigKey
+from coordkit.serve.context import BrokerContext
+
+VERSIONS = (1, 4)
+
+Response = messages.DescribeConfigsResponse
+Result = nested(Response, "DescribeConfigsResult")
+ConfigResult = nested(Result, "DescribeConfigsResourceResult")
+Synonym = nested(ConfigResult, "DescribeConfigsSynonym")
+
+
+class RefusedError(Exception):
+    """A resource Kafka refuses with ``code`` and this message."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def broker_sources(ctx: BrokerContext, broker: str | None) -> BrokerSources:
+    """The broker configs of ``broker`` (``None``: the static and default ones only)."""
+    admin = ConfigAdmin(ctx.broker.store)
+    return BrokerSources(
+        dynamic={} if broker is None else admin.read(BROKERS, broker),
+        dynamic_default={} if broker is None else admin.read(BROKERS, layout.DEFAULT_BROKER),
+        static=ctx.settings.static_configs,
+    )
+
+
+def _entry(
+    key: KafkaConfigKey | None,
+    name: str,
+    entries: list[Entry],
+    value: str | None,
+    synonyms: bool,
+    documentation: bool,
+) -> Any:
+    return ConfigResult(
+        name=name,
+        value=value,
+        read_only=key.read_only if key is not None else True,
+        config_source=entries[0].source if entries else DEFAULT_CONFIG,
+        is_sensitive=False,
+        synonyms=[Synonym(name=e.name, value=e.value, source=e.source) for e in entries]
+        if synonyms
+        else [],
+        config_type=key.config_type if key is not None else 0,
+        documentation=(key.doc if key is not None else "") if documentation else None,
+    )
+
+
+def _topic(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any) -> list[Any]:
+    try:
+        overrides = ConfigAdmin(ctx.broker.store).read(TOPICS, name)
+    except (UnknownTopicError, LayoutError) as exc:
+        if isinstance(exc, LayoutError) and ctx.broker.store.exists(layout.topic_path(name)):
+            overrides = {}  # a config node another writer broke: the defaults hold
+        else:
+            raise RefusedError(errors.UNKNOWN_TOPIC_OR_PARTITION, "") from None
+    broker = broker_sources(ctx, None)
+    return [
+        _entry(
+            key,
+            key.name,
+            topic_entries(key, overrides, broker),
+            topic_value(key, overrides, broker),
+            body.include_synonyms,
+            body.include_documentation,
+        )
+        for key in TOPIC_KEYS.values()
+        if wanted(key.name)
+    ]
+
+
+def _broker(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any) -> list[Any]:
+    if name and name != str(ctx.broker_id):
+        raise RefusedError(
+            errors.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.broker_id} or empty string, but received {name}",
+        )
+    sources = broker_sources(ctx, str(ctx.broker_id))
+    out = []
+    if not name:
+        for config, value in sources.dynamic_default.items():
+            if not wanted(config):
+                continue
+            entries = [e for e in sources.synonyms(config)
+                       if e.source == DYNAMIC_DEFAULT_BROKER_CONFIG]  # fmt: skip
+            key = BROKER_KEYS.get(config)
+            out.append(_entry(key, config, entries, value, body.include_synonyms,
+                              body.include_documentation))  # fmt: skip
+        return out
+    for key in BROKER_KEYS.values():
+        if wanted(key.name):
+            entries = sources.synonyms(key.name)
+            found = entries[0].value if entries else None
+            out.append(_entry(key, key.name, entries, found, body.include_synonyms,
+                              body.include_documentation))  # fmt: skip
+    return out
+
+
+HANDLERS: Mapping[int, Callable[[BrokerContext, str, Callable[[str], bool], Any], list[Any]]] = {
+    TOPIC: _topic,
+    BROKER: _broker,
+}
+
+
+def _describe(ctx: BrokerContext, body: Any) -> list[Any]:
+    results = []
+    for resource in body.resources:
+        keys = resource.configuration_keys
+        wanted: Callable[[str], bool] = (lambda _n: True) if not keys else set(keys).__contains__
+        result = Result(error_code=errors.NONE, error_message="", configs=[],
+                        resource_type=resource.resource_type,
+                        resource_name=resource.resource_name)  # fmt: skip
+        handler = HANDLERS.get(resource.resource_type)
+        try:
+            if handler is None:
+                raise RefusedError(
+                    errors.INVALID_REQUEST,
+                    f"Unsupported resource type: {resource_type_name(resource.resource_type)}",
+                )
+            result.configs = handler(ctx, resource.resource_name, wanted, body)
+        except RefusedError as exc:
+            result.error_code = exc.code
+            result.error_message = str(exc)
+        except StoreError as exc:
+            result.error_code = errors.UNKNOWN_SERVER_ERROR
+            result.error_message = f"the configs were not read: {exc}"
+        results.append(result)
+    return results
+
+
+def resource_type_name(resource_type: int) -> str:
+    return RESOURCE_TYPES.get(resource_type, "UNKNOWN")
+
+
+async def handle_describe_configs(ctx: BrokerContext, request: Request) -> Any:
+    results = await ctx.blocking(lambda: _describe(ctx, request.body))
+    return Response(throttle_time_ms=0, results=results)

@@ -1,0 +1,267 @@
+"""Kafka's config definitions as DescribeConfigs reports them and AlterConfigs checks them.
+
+Kafka 4.4 lists 37 configs for a topic, of which ``coordkit serve`` honours those of
+:data:`coordkit.serve.topic_configs.TOPIC_CONFIGS`; the others are kept in ``/config/topics/T``
+and described as Kafka describes them (their values checked by Kafka's validators), so that a
+tool reading or writing them sees what it would see on Kafka. :data:`TOPIC_KEYS` lists them in
+the order Kafka 4.4's answer lists them, with Kafka's types, defaults, validators and broker
+synonyms (``ServerTopicConfigSynonyms``).
+
+:data:`BROKER_KEYS` are the broker configs DescribeConfigs lists for a broker: those ``coordkit
+serve`` honours (:data:`coordkit.serve.broker_config.CONFIGS`) and the broker synonyms of the
+topic configs, each read-only or not as Kafka's ``DynamicBrokerConfig.AllDynamicConfigs`` says.
+
+Messages are Kafka's ``ConfigException``'s: ``Invalid value V for configuration N: why``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from coordkit.serve.broker_config import CONFIGS
+from coordkit.serve.topic_configs import TOPIC_CONFIGS
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+_RANGES = {"short": 2**15 - 1, "int": INT32_MAX, "long": INT64_MAX}
+
+#: DescribeConfigs' ConfigType ids (``DescribeConfigsResponse.ConfigType``).
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6,
+                "list": 7, "class": 8, "password": 9}  # fmt: skip
+
+
+class InvalidConfigValueError(ValueError):
+    """A value Kafka's ``ConfigDef`` refuses; the message is Kafka's."""
+
+
+def invalid(name: str, value: object, why: str) -> InvalidConfigValueError:
+    return InvalidConfigValueError(f"Invalid value {value} for configuration {name}: {why}")
+
+
+@attrs.frozen
+class KafkaConfigKey:
+    """One config as Kafka's ``ConfigDef`` defines it.
+
+    :param default: the default as Kafka writes it (``None``: null).
+    :param at_least: Kafka's ``atLeast`` (or ``between``'s low end).
+    :param at_most: ``between``'s high end.
+    :param choices: Kafka's ``ValidString.in`` / ``ValidList.in`` (in Kafka's order).
+    :param synonyms: a topic config's broker configs, Kafka's first first, with the factor
+        that turns each into the topic config's unit.
+    """
+
+    name: str
+    type: str
+    default: str | None
+    at_least: int | float | None = None
+    at_most: int | float | None = None
+    choices: tuple[str, ...] | None = None
+    synonyms: tuple[tuple[str, int], ...] = ()
+    read_only: bool = False
+    doc: str = ""
+
+    @property
+    def config_type(self) -> int:
+        return CONFIG_TYPES[self.type]
+
+    def parse(self, text: str) -> Any:
+        """``text`` as Kafka's ``ConfigDef.parseType`` and validator take it.
+
+        :raises InvalidConfigValueError: with Kafka's message.
+        """
+        trimmed = text.strip()
+        value: Any
+        if self.type == "boolean":
+            if trimmed.lower() not in ("true", "false"):
+                raise invalid(self.name, text, "Expected value to be either true or false")
+            return trimmed.lower() == "true"
+        if self.type in ("string", "password", "class"):
+            value = trimmed
+            items: tuple[str, ...] = (trimmed,)
+        elif self.type == "list":
+            value = items = tuple(i.strip() for i in trimmed.split(",")) if trimmed else ()
+        elif self.type == "double":
+            try:
+                value = float(trimmed)
+            except ValueError:
+                raise invalid(self.name, text, "Not a number of type DOUBLE") from None
+            self._check_range(value)
+            return value
+        else:
+            try:
+                value = int(trimmed)
+            except ValueError:
+                value = None
+            if value is None or not -_RANGES[self.type] - 1 <= value <= _RANGES[self.type]:
+                raise invalid(self.name, text, f"Not a number of type {self.type.upper()}")
+            self._check_range(value)
+            return value
+        if self.choices is not None:
+            for item in items:
+                if item not in self.choices:
+                    raise invalid(
+                        self.name, item, f"String must be one of: {', '.join(self.choices)}"
+                    )
+        return value
+
+    def _check_range(self, value: float) -> None:
+        if self.at_least is not None and value < self.at_least:
+            raise invalid(self.name, value, f"Value must be at least {self.at_least}")
+        if self.at_most is not None and value > self.at_most:
+            raise invalid(self.name, value, f"Value must be no more than {self.at_most}")
+
+    def text(self, value: Any) -> str:
+        """A parsed value as Kafka's ``ConfigDef.convertToString`` writes it."""
+        if self.type == "list":
+            return ",".join(value)
+        if self.type == "boolean":
+            return "true" if value else "false"
+        return str(value)
+
+
+HOURS = 3_600_000
+MINUTES = 60_000
+_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
+def _topic(name: str, type_: str, default: str | None, *synonyms: str | tuple[str, int],
+           **checks: Any) -> KafkaConfigKey:  # fmt: skip
+    honoured = TOPIC_CONFIGS.get(name)
+    return KafkaConfigKey(
+        name, type_, default,
+        synonyms=tuple((s, 1) if isinstance(s, str) else s for s in synonyms),
+        doc=honoured.doc if honoured is not None else "",
+        **checks,
+    )  # fmt: skip
+
+
+#: Kafka 4.4's topic configs (``LogConfig``), in the order its DescribeConfigs lists them.
+TOPIC_KEYS: Mapping[str, KafkaConfigKey] = {
+    key.name: key
+    for key in (
+        _topic("compression.type", "string", "producer", "compression.type",
+               choices=_COMPRESSION),
+        _topic("errors.deadletterqueue.group.enable", "boolean", "false"),
+        _topic("remote.copy.lag.bytes", "long", "-1", "log.remote.copy.lag.bytes", at_least=-1),
+        _topic("remote.log.delete.on.disable", "boolean", "false"),
+        _topic("leader.replication.throttled.replicas", "list", ""),
+        _topic("remote.storage.enable", "boolean", "false"),
+        _topic("min.insync.replicas", "int", "1", "min.insync.replicas", at_least=1),
+        _topic("segment.jitter.ms", "long", "0", "log.roll.jitter.ms",
+               ("log.roll.jitter.hours", HOURS), at_least=0),
+        _topic("remote.log.copy.disable", "boolean", "false"),
+        _topic("local.retention.ms", "long", "-2", "log.local.retention.ms", at_least=-2),
+        _topic("cleanup.policy", "list", "delete", "log.cleanup.policy",
+               choices=("compact", "delete")),
+        _topic("flush.ms", "long", str(INT64_MAX), "log.flush.interval.ms",
+               "log.flush.scheduler.interval.ms", at_least=0),
+        _topic("follower.replication.throttled.replicas", "list", ""),
+        _topic("compression.lz4.level", "int", "9", "compression.lz4.level",
+               at_least=1, at_most=17),
+        # Kafka 4.4's floor is 1 MiB (KIP-1030); coordkit keeps 3.9's (docs/serve.md's table).
+        _topic("segment.bytes", "int", "1073741824", "log.segment.bytes", at_least=14),
+        _topic("retention.ms", "long", "604800000", "log.retention.ms",
+               ("log.retention.minutes", MINUTES), ("log.retention.hours", HOURS),
+               at_least=-1),
+        _topic("compression.gzip.level", "int", "-1", "compression.gzip.level",
+               at_least=-1, at_most=9),
+        _topic("remote.copy.lag.ms", "long", "0", "log.remote.copy.lag.ms", at_least=0),
+        _topic("flush.messages", "long", str(INT64_MAX), "log.flush.interval.messages",
+               at_least=1),
+        _topic("compression.zstd.level", "int", "3", "compression.zstd.level",
+               at_least=-131072, at_most=22),
+        _topic("max.compaction.lag.ms", "long", str(INT64_MAX),
+               "log.cleaner.max.compaction.lag.ms", at_least=1),
+        _topic("file.delete.delay.ms", "long", "60000", "log.segment.delete.delay.ms",
+               at_least=0),
+        _topic("max.message.bytes", "int", "1048588", "message.max.bytes", at_least=0),
+        _topic("min.compaction.lag.ms", "long", "0", "log.cleaner.min.compaction.lag.ms",
+               at_least=0),
+        _topic("message.timestamp.type", "string", "CreateTime", "log.message.timestamp.type",
+               choices=("CreateTime", "LogAppendTime")),
+        _topic("local.retention.bytes", "long", "-2", "log.local.retention.bytes", at_least=-2),
+        _topic("preallocate", "boolean", "false", "log.preallocate"),
+        _topic("index.interval.bytes", "int", "4096", "log.index.interval.bytes", at_least=0),
+        _topic("min.cleanable.dirty.ratio", "double", "0.5", "log.cleaner.min.cleanable.ratio",
+               at_least=0, at_most=1),
+        _topic("unclean.leader.election.enable", "boolean", "false",
+               "unclean.leader.election.enable"),
+        _topic("retention.bytes", "long", "-1", "log.retention.bytes"),
+        _topic("delete.retention.ms", "long", "86400000", "log.cleaner.delete.retention.ms",
+               at_least=0),
+        _topic("message.timestamp.after.max.ms", "long", "3600000",
+               "log.message.timestamp.after.max.ms", at_least=0),
+        _topic("max.decompressed.message.bytes", "int", "2147483639",
+               "max.decompressed.message.bytes", at_least=0),
+        _topic("message.timestamp.before.max.ms", "long", str(INT64_MAX),
+               "log.message.timestamp.before.max.ms", at_least=0),
+        _topic("segment.ms", "long", "604800000", "log.roll.ms", ("log.roll.hours", HOURS),
+               at_least=1),
+        _topic("segment.index.bytes", "int", "10485760", "log.index.size.max.bytes",
+               at_least=4),
+    )
+}  # fmt: skip
+
+#: Kafka's broker defaults of the topic configs' synonyms (``None``: null), by name.
+_SYNONYM_DEFAULTS: Mapping[str, tuple[str, str | None]] = {
+    "log.roll.ms": ("long", None),
+    "log.roll.hours": ("int", "168"),
+    "log.roll.jitter.ms": ("long", None),
+    "log.roll.jitter.hours": ("int", "0"),
+    "log.retention.ms": ("long", None),
+    "log.retention.minutes": ("int", None),
+    "log.retention.hours": ("int", "168"),
+    "log.flush.interval.ms": ("long", None),
+    "log.flush.scheduler.interval.ms": ("long", str(INT64_MAX)),
+}
+#: Broker configs Kafka does not change without a restart (the rest of :data:`BROKER_KEYS`
+#: are in Kafka's ``DynamicBrokerConfig.AllDynamicConfigs``).
+_STATIC_ONLY = frozenset(
+    {"log.roll.hours", "log.roll.jitter.hours", "log.retention.minutes", "log.retention.hours",
+     "log.flush.scheduler.interval.ms"}
+    | {name for name, key in CONFIGS.items() if key.target != "topic"}
+) - {"unclean.leader.election.enable", "group.consumer.assignment.interval.ms",
+     "log.index.interval.bytes", "log.index.size.max.bytes"}  # fmt: skip
+#: Kafka's groups of broker synonyms (``DynamicBrokerConfig.brokerConfigSynonyms``).
+_BROKER_SYNONYM_GROUPS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker configs that stand for ``name``, first first (Kafka's
+    ``brokerConfigSynonyms``; ``log.flush.interval.ms`` only from its own side)."""
+    for group in _BROKER_SYNONYM_GROUPS:
+        if name in group and (name == group[0] or group[0] != "log.flush.interval.ms"):
+            return group
+    return (name,)
+
+
+def _broker_keys() -> dict[str, KafkaConfigKey]:
+    keys: dict[str, KafkaConfigKey] = {}
+    for name, honoured in CONFIGS.items():
+        keys[name] = KafkaConfigKey(
+            name, honoured.type, None if honoured.default is None else honoured.default_text,
+            at_least=honoured.at_least, read_only=name in _STATIC_ONLY, doc=honoured.doc,
+        )  # fmt: skip
+    for topic_key in TOPIC_KEYS.values():
+        for synonym, _ in topic_key.synonyms:
+            if synonym in keys:
+                continue
+            type_, default = _SYNONYM_DEFAULTS.get(synonym, (topic_key.type, topic_key.default))
+            keys[synonym] = attrs.evolve(
+                topic_key, name=synonym, type=type_, default=default, synonyms=(),
+                read_only=synonym in _STATIC_ONLY,
+                at_least=None if synonym in _SYNONYM_DEFAULTS else topic_key.at_least,
+            )  # fmt: skip
+    return keys
+
+
+#: The broker configs DescribeConfigs lists for a broker.
+BROKER_KEYS: Mapping[str, KafkaConfigKey] = _broker_keys()
