@@ -246,15 +246,18 @@ class KafkaNodes:
     ``broker.session.timeout.ms`` (9 s by default), a silent active controller is replaced after
     ``controller.quorum.fetch.timeout.ms`` (2 s by default). Both are set to the same
     ``failure_timeout`` as coordkit's store session, so a failover compares what each side does
-    once it has noticed the death, not the timeouts.
+    once it has noticed the death, not the timeouts. The brokers heartbeat three times per
+    ``failure_timeout`` (Kafka's default, 2 s, would fence every broker under a shorter session).
     """
 
     def __init__(self, heap: str, failure_timeout: float) -> None:
-        timeout_ms = str(int(failure_timeout * 1000))
+        timeout_ms = int(failure_timeout * 1000)
         properties = {
             **SHARED_CONFIG,
-            "broker.session.timeout.ms": timeout_ms,
-            "controller.quorum.fetch.timeout.ms": timeout_ms,
+            **KAFKA_ONLY_CONFIG,
+            "broker.session.timeout.ms": str(timeout_ms),
+            "broker.heartbeat.interval.ms": str(min(2000, max(100, timeout_ms // 3))),
+            "controller.quorum.fetch.timeout.ms": str(timeout_ms),
         }
         self.cluster = KafkaCluster(
             broker_ids=BROKER_IDS,

@@ -40,13 +40,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from coordkit.testing.servers import KafkaCluster
-from coordkit.testing.servers.kafka_tools import PRODUCTION_JVM_OPTIONS
 from vs_kafka import failover
 from vs_kafka.clusters import (
-    BROKER_IDS,
-    KAFKA_ONLY_CONFIG,
-    SHARED_CONFIG,
     BrokerProcesses,
     KafkaNodes,
     ServeProcesses,
@@ -95,33 +90,12 @@ class DataDirServeProcesses(ServeProcesses):
         log.close()
 
 
-class FastHeartbeatKafkaNodes(KafkaNodes):
-    """:class:`KafkaNodes` whose brokers heartbeat three times per ``failure_timeout``: Kafka's
-    default heartbeat (2 s) would fence every broker under a session timeout shorter than it."""
-
-    def __init__(self, heap: str, failure_timeout: float) -> None:
-        timeout_ms = int(failure_timeout * 1000)
-        self.cluster = KafkaCluster(
-            broker_ids=BROKER_IDS,
-            heap=heap,
-            properties={
-                **SHARED_CONFIG,
-                **KAFKA_ONLY_CONFIG,
-                "broker.session.timeout.ms": str(timeout_ms),
-                "broker.heartbeat.interval.ms": str(min(2000, max(100, timeout_ms // 3))),
-                "controller.quorum.fetch.timeout.ms": str(timeout_ms),
-            },
-            jvm_options=PRODUCTION_JVM_OPTIONS,
-        )
-        self.cluster.start()
-
-
 def topic_log_bytes(cluster: BrokerProcesses, broker: int, topic: str) -> int:
     """The size of the segment files of ``topic``'s replicas in ``broker``'s log directory (the
     check that a broker in the ISR again holds the records its leaders do)."""
     if isinstance(cluster, DataDirServeProcesses):
         root = cluster.data_dir / f"broker-{broker}"
-    elif isinstance(cluster, FastHeartbeatKafkaNodes):
+    elif isinstance(cluster, KafkaNodes):
         root = cluster.cluster.node(broker).data_dir
     else:
         raise TypeError(f"no log directory known for {cluster!r}")
@@ -133,7 +107,7 @@ def process_cluster(
     side: str, heap: str, failure_timeout: float, log_dir: Path
 ) -> Iterator[BrokerProcesses]:
     cluster: BrokerProcesses = (
-        FastHeartbeatKafkaNodes(heap, failure_timeout)
+        KafkaNodes(heap, failure_timeout)
         if side == "kafka"
         else DataDirServeProcesses(failure_timeout, log_dir / side)
     )
