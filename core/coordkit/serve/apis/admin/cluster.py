@@ -31,8 +31,8 @@ CONTROLLER_ENDPOINT = 2
 ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
 #: What Kafka without an authorizer allows on the cluster, as a bit field of AclOperation
 #: codes: CREATE (5), ALTER (7), DESCRIBE (8), CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10),
-#: ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12), CREATE_TOKENS (13), DESCRIBE_TOKENS (14).
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
+#: ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12) — Kafka 4.4's answer (8096).
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 #: The schema's default: operations not asked for.
 NO_OPERATIONS = -(2**31)
 
