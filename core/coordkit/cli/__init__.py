@@ -20,6 +20,7 @@ from coordkit.cli.admin import (
 )
 from coordkit.cli.assign import assign_command
 from coordkit.cli.cluster import cluster_group
+from coordkit.cli.configs import configs_command
 from coordkit.cli.errors import CommandError, visible_message
 from coordkit.cli.group import group_group
 from coordkit.cli.plugin_list import plugins_command
@@ -103,6 +104,7 @@ cli.add_command(tree_command)
 cli.add_command(cluster_group)
 cli.add_command(group_group)
 cli.add_command(topics_group)
+cli.add_command(configs_command)
 cli.add_command(reassign_command)
 cli.add_command(elect_preferred_command)
 cli.add_command(brokers_command)

@@ -1,0 +1,134 @@
+"""``coordkit configs``: ``kafka-configs.sh`` on any store, without starting brokers.
+
+``--entity-type topics|brokers`` with ``--entity-name NAME`` (a topic; a broker id) or, for
+brokers, ``--entity-default`` (the cluster-wide broker configs); ``--describe`` prints the dynamic
+configs in Kafka's lines, ``--alter --add-config k=v,k2=[a,b] --delete-config k3`` changes them
+as ``kafka-configs.sh`` does: ``/config/topics/T`` or ``/config/brokers/N|<default>`` rewritten
+and a change notification written (:class:`~coordkit.engine.configs.ConfigAdmin`), from which
+Kafka's brokers and ``coordkit serve`` apply them. Everything is checked first on a read-only
+session; a refused command writes nothing.
+"""
+
+from __future__ import annotations
+
+import click
+
+from coordkit.cli.admin.options import store_option
+from coordkit.cli.configs.changes import check, parse_added, parse_deleted
+from coordkit.cli.errors import CommandError
+from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
+from coordkit.engine.errors import UnknownTopicError
+from coordkit.errors import NoNodeError
+from coordkit.kafka import layout
+from coordkit.plugins import open_store
+from coordkit.store import MetadataStore
+from coordkit.support.terminal import visible
+
+#: DescribeConfigs' names of the sources a stored config comes from.
+_SOURCE = {TOPICS: "DYNAMIC_TOPIC_CONFIG", BROKERS: "DYNAMIC_BROKER_CONFIG"}
+_DEFAULT_SOURCE = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+
+
+def _entity(entity_type: str, name: str | None, default: bool) -> str | None:
+    """The entity the options name (``None``: every one, for ``--describe``)."""
+    if default and name is not None:
+        raise CommandError("--entity-name and --entity-default: give only one")
+    if default:
+        if entity_type != BROKERS:
+            raise CommandError("--entity-default: only brokers have cluster-wide defaults")
+        return layout.DEFAULT_BROKER
+    if name is not None and entity_type == BROKERS and not name.isdigit():
+        raise CommandError(f"--entity-name {name!r}: a broker id is a non-negative integer")
+    return name
+
+
+def _title(entity_type: str, name: str) -> str:
+    if name == layout.DEFAULT_BROKER:
+        return "Default configs for brokers in the cluster are:"
+    return f"Dynamic configs for {entity_type.removesuffix('s')} {name} are:"
+
+
+def _describe(store: MetadataStore, entity_type: str, name: str | None) -> None:
+    admin = ConfigAdmin(store)
+    if name is None:
+        root = layout.CONFIG_TOPICS if entity_type == TOPICS else layout.CONFIG_BROKERS
+        try:
+            names = sorted(store.children(root))
+        except NoNodeError:
+            names = []
+    else:
+        names = [name]
+    cluster = admin.read(BROKERS, layout.DEFAULT_BROKER) if entity_type == BROKERS else {}
+    for entity in names:
+        configs = admin.read(entity_type, entity)
+        click.echo(visible(_title(entity_type, entity)))
+        for config, value in sorted(configs.items()):
+            own = _DEFAULT_SOURCE if entity == layout.DEFAULT_BROKER else _SOURCE[entity_type]
+            synonyms = [f"{own}:{config}={value}"]
+            if own == _SOURCE[BROKERS] and config in cluster:
+                synonyms.append(f"{_DEFAULT_SOURCE}:{config}={cluster[config]}")
+            line = f"  {config}={value} sensitive=false synonyms={{{', '.join(synonyms)}}}"
+            click.echo(visible(line))
+
+
+@click.command("configs")
+@store_option
+@click.option(
+    "--entity-type",
+    required=True,
+    type=click.Choice([TOPICS, BROKERS]),
+    help="Whose configs: a topic's or a broker's.",
+)
+@click.option("--entity-name", metavar="NAME", help="The topic, or the broker id.")
+@click.option("--entity-default", is_flag=True, help="The cluster-wide broker configs.")
+@click.option("--describe", is_flag=True, help="Print the dynamic configs.")
+@click.option("--alter", is_flag=True, help="Change them (--add-config, --delete-config).")
+@click.option(
+    "--add-config",
+    metavar="K=V,...",
+    help="Configs to set: k1=v1,k2=[a,b] (a list value in square brackets).",
+)
+@click.option("--delete-config", metavar="K,...", help="Configs to remove: k1,k2.")
+def configs_command(
+    store_url: str,
+    entity_type: str,
+    entity_name: str | None,
+    entity_default: bool,
+    describe: bool,
+    alter: bool,
+    add_config: str | None,
+    delete_config: str | None,
+) -> None:
+    """Describe or change topic and broker configs as kafka-configs.sh (Kafka's ZooKeeper layout)."""
+    if describe == alter:
+        raise CommandError("give one of --describe and --alter")
+    name = _entity(entity_type, entity_name, entity_default)
+    if describe:
+        if add_config is not None or delete_config is not None:
+            raise CommandError("--add-config and --delete-config go with --alter")
+        with open_store(store_url, read_only=True) as store:
+            try:
+                _describe(store, entity_type, name)
+            except UnknownTopicError as exc:
+                raise CommandError(f"--entity-name {name}: {exc}") from None
+        return
+    if name is None:
+        raise CommandError("--alter needs --entity-name (or --entity-default for brokers)")
+    added, deleted = parse_added(add_config), parse_deleted(delete_config)
+    if not added and not deleted:
+        raise CommandError("--alter needs --add-config or --delete-config")
+    check(entity_type, added, deleted)
+    with open_store(store_url, read_only=True) as store:
+        try:
+            current = ConfigAdmin(store).read(entity_type, name)
+        except UnknownTopicError as exc:
+            raise CommandError(f"--entity-name {name}: {exc}") from None
+    updated = {k: v for k, v in current.items() if k not in deleted} | added
+    with open_store(store_url) as store:
+        ConfigAdmin(store).write(entity_type, name, updated)
+    if name == layout.DEFAULT_BROKER:
+        click.echo("Completed updating default config for brokers in the cluster.")
+    else:
+        click.echo(
+            visible(f"Completed updating config for {entity_type.removesuffix('s')} {name}.")
+        )
