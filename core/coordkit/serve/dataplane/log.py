@@ -349,6 +349,15 @@ class PartitionLog:
         if self.files is not None:
             self.files.delete_segments([segment.base_offset for segment in deletable])
 
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """The log cleaner's ``cleaned`` segment takes the place of the consecutive inactive
+        segments ``old`` (its base offset is the first's): Kafka's ``replaceSegments``."""
+        first = next(n for n, segment in enumerate(self.segments) if segment is old[0])
+        if self.files is not None:
+            self.files.replace_segments(cleaned, [segment.base_offset for segment in old])
+        self.segments[first : first + len(old)] = [cleaned]
+        self._bases[first : first + len(old)] = [cleaned.base_offset]
+
     # -- leader epochs ------------------------------------------------------------------------
 
     @property

@@ -42,6 +42,15 @@ class LogConfig:
     max_index_size: int = DEFAULT_MAX_INDEX_SIZE
     #: ``cleanup.policy`` includes ``delete`` (retention by time and size applies).
     delete: bool = True
+    #: ``cleanup.policy`` includes ``compact`` (the log cleaner keeps the newest record per key).
+    compact: bool = False
+    #: ``delete.retention.ms``: how long a cleaned tombstone stays (Kafka's delete horizon).
+    delete_retention_ms: int = 86_400_000
+    #: ``min.cleanable.dirty.ratio``: the dirty share of a log at which it is cleaned.
+    min_cleanable_ratio: float = 0.5
+    #: ``min.compaction.lag.ms`` and ``max.compaction.lag.ms``.
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = INT64_MAX
 
     @classmethod
     def of(cls, value: Callable[[str], Any], base: LogConfig | None = None) -> LogConfig:
@@ -58,6 +67,9 @@ class LogConfig:
             "flush_ms": "flush.ms",
             "index_interval_bytes": "index.interval.bytes",
             "max_index_size": "segment.index.bytes",
+            "delete_retention_ms": "delete.retention.ms",
+            "min_compaction_lag_ms": "min.compaction.lag.ms",
+            "max_compaction_lag_ms": "max.compaction.lag.ms",
         }
         found: dict[str, Any] = {}
         for field, name in fields.items():
@@ -66,10 +78,16 @@ class LogConfig:
             except KeyError:
                 continue
         try:
+            found["min_cleanable_ratio"] = float(value("min.cleanable.dirty.ratio"))
+        except KeyError:
+            pass
+        try:
             policy = value("cleanup.policy")
         except KeyError:
             pass
         else:
             names = policy if isinstance(policy, tuple | list) else str(policy).split(",")
-            found["delete"] = "delete" in [n.strip() for n in names]
+            policies = [n.strip() for n in names]
+            found["delete"] = "delete" in policies
+            found["compact"] = "compact" in policies
         return attrs.evolve(base, **found)

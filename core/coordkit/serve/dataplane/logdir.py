@@ -22,7 +22,9 @@ directory and a directory Kafka wrote stays right for Kafka after coordkit used 
   truncation below it; Kafka trusts the segments and indexes below it;
 * ``replication-offset-checkpoint`` (high watermarks) and ``log-start-offset-checkpoint`` (a
   log start past the first segment's base offset: a follower that followed its leader's),
-  written when the directory is closed; ``cleaner-offset-checkpoint``, empty, as Kafka creates it.
+  written when the directory is closed; ``cleaner-offset-checkpoint``, where each compacted
+  log's next cleaning starts (:mod:`coordkit.serve.dataplane.cleaner_manager`), written after
+  each cleaning (empty at first, as Kafka creates it).
 
 Kafka's clean-shutdown marker is deleted when the directory is opened (coordkit writes no
 producer state snapshots, which a Kafka broker after a clean shutdown would not rebuild).
@@ -186,6 +188,13 @@ class LogDirectory:
                 raise LogDirError(str(exc)) from None
             self._read_partition_metadata(tp, entry)
         return found
+
+    def cleaner_offsets(self) -> dict[TP, int]:
+        """``cleaner-offset-checkpoint``: where each compacted log's next cleaning starts."""
+        return self._read_offsets(kafka_files.CLEANER_OFFSETS)
+
+    def write_cleaner_offsets(self, offsets: Mapping[TP, int]) -> None:
+        self._write_offsets(kafka_files.CLEANER_OFFSETS, offsets)
 
     def checkpointed_log_start(self, tp: TP) -> int:
         """``tp``'s log start as ``log-start-offset-checkpoint`` has it (0: not listed)."""

@@ -2,7 +2,9 @@
 each of the broker's logs deletes the segments its retention no longer keeps
 (:func:`delete_old_segments`: below the log start, over ``retention.bytes``, older than
 ``retention.ms``), on leaders and followers alike, as Kafka's
-``cleanupLogs`` does; and every ``log.flush.scheduler.interval.ms`` (Kafka's default: never) a
+``cleanupLogs`` does; every ``log.cleaner.backoff.ms`` its log cleaner cleans the compacted logs
+dirty enough (:mod:`coordkit.serve.dataplane.cleaner_manager`; Kafka's ``LogCleaner`` threads);
+and every ``log.flush.scheduler.interval.ms`` (Kafka's default: never) a
 log not fsynced for ``flush.ms`` is (Kafka's ``flushDirtyLogs``).
 
 Retention never deletes past a log's high watermark (the leader's; a follower's is the leader's
@@ -20,6 +22,7 @@ from collections.abc import Callable
 
 from coordkit.engine.states import TP
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
+from coordkit.serve.dataplane.cleaner_manager import DEFAULT_CLEANER_BACKOFF_MS, LogCleanerManager
 from coordkit.serve.dataplane.log import PartitionLog, wall_ms
 from coordkit.serve.dataplane.segment import LogSegment
 
@@ -43,6 +46,7 @@ class LogManager:
         *,
         retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
         flush_scheduler_interval_ms: int = DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
+        cleaner_backoff_ms: int = DEFAULT_CLEANER_BACKOFF_MS,
         clock: Callable[[], int] = wall_ms,
     ) -> None:
         self.broker_id = broker_id
@@ -51,6 +55,8 @@ class LogManager:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.flush_scheduler_interval_ms = flush_scheduler_interval_ms
         self.clock = clock
+        self.cleaner_backoff_ms = cleaner_backoff_ms
+        self.cleaner = LogCleanerManager(logs, high_watermark)
         self._tasks: list[asyncio.Task[None]] = []
 
     def cleanup_logs(self) -> int:
@@ -66,6 +72,10 @@ class LogManager:
             deleted += count
         return deleted
 
+    def clean_logs(self) -> int:
+        """One pass of the log cleaner over the compacted logs: the logs cleaned."""
+        return len(self.cleaner.clean_logs(self.clock()))
+
     def flush_dirty_logs(self) -> int:
         """Kafka's ``flushDirtyLogs``: each log whose ``flush.ms`` passed is fsynced."""
         now = self.clock()
@@ -76,6 +86,9 @@ class LogManager:
         self._tasks.append(asyncio.create_task(
             self._every(self.retention_check_interval_ms, self.cleanup_logs),
             name=f"coordkit-serve-log-retention-{self.broker_id}"))  # fmt: skip
+        self._tasks.append(asyncio.create_task(
+            self._every(self.cleaner_backoff_ms, self.clean_logs),
+            name=f"coordkit-serve-log-cleaner-{self.broker_id}"))  # fmt: skip
         if self.flush_scheduler_interval_ms < DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS:
             self._tasks.append(asyncio.create_task(
                 self._every(self.flush_scheduler_interval_ms, self.flush_dirty_logs),

@@ -38,7 +38,7 @@ from coordkit.engine.states import TP
 from coordkit.protocol import records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
-from coordkit.serve.dataplane import kafka_files
+from coordkit.serve.dataplane import kafka_files, segment_swap
 from coordkit.serve.dataplane.index import CorruptIndexError, OffsetIndex, TimeIndex
 from coordkit.serve.dataplane.segment import LogSegment
 
@@ -101,6 +101,7 @@ class PartitionSegments:
 
         :raises OldRecordFormatError: a batch of record format v0 or v1.
         """
+        segment_swap.recover(self.directory)
         found: list[tuple[int, Path]] = []
         for entry in self.directory.iterdir():
             match = SEGMENT_FILE.fullmatch(entry.name)
@@ -209,6 +210,26 @@ class PartitionSegments:
             if base in self.bases:
                 self._unlink_segment(self._path(base))
             (self.directory / f"{base:020d}.snapshot").unlink(missing_ok=True)
+
+    def replace_segments(self, cleaned: LogSegment, old_bases: Sequence[int]) -> None:
+        """The log cleaner's ``cleaned`` segment replaces the (inactive) segments ``old_bases``,
+        the first at its base offset, through Kafka's ``.cleaned`` and ``.swap`` files
+        (:mod:`~coordkit.serve.dataplane.segment_swap`: a crash at any step leaves a whole log)."""
+        stem = self._stem(cleaned.base_offset)
+        segment_swap.write_cleaned(self.directory, stem, {
+            ".log": b"".join(cleaned.batches),
+            ".index": cleaned.offset_index.entry_bytes(),
+            ".timeindex": cleaned.time_index.entry_bytes(),
+        })  # fmt: skip
+        segment_swap.cleaned_to_swap(self.directory, stem)
+        for base in old_bases:
+            if base in self.bases:
+                self._unlink_segment(self._path(base))
+        segment_swap.swap_to_final(self.directory, stem)
+        self.bases.append(cleaned.base_offset)
+        self.bases.sort()
+        self._indexed[cleaned.base_offset] = (len(cleaned.offset_index), len(cleaned.time_index))
+        # The cleaned segment was fsynced before its swap; the recovery point need not move.
 
     def epochs_changed(self, epochs: Sequence[tuple[int, int]]) -> None:
         """Write ``leader-epoch-checkpoint`` when ``epochs`` are not what it holds."""
