@@ -14,6 +14,7 @@ import pytest
 
 from coordkit.kafka import layout
 from coordkit.protocol import messages
+from coordkit.protocol.records import encode_batch, new_batch
 from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient
@@ -24,6 +25,7 @@ TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 3, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 40, 42
+MESSAGE_TOO_LARGE = 10
 
 Describe = messages.DescribeConfigsRequest
 Incremental = messages.IncrementalAlterConfigsRequest
@@ -226,3 +228,25 @@ def test_broker_configs_dynamic_default_and_static(
         INVALID_REQUEST,
         "Unexpected broker id, expected 0 or empty string, but received 7",
     )
+
+
+def test_max_message_bytes_is_applied_without_a_restart(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    wait_for(lambda: server.context(0).leads(("t", 0)), timeout=30)
+    client = raw_client(server.address(0))
+
+    def produce(value_size: int) -> int:
+        Request: Any = messages.ProduceRequest
+        records = encode_batch(new_batch([(b"k", b"v".ljust(value_size, b"x"))], timestamp=1))
+        request = Request(transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[
+            Request.TopicProduceData(name="t", partition_data=[
+                Request.PartitionProduceData(index=0, records=records)])])  # fmt: skip
+        return int(client.call(request, 9).responses[0].partition_responses[0].error_code)
+
+    assert produce(2000) == NONE
+    assert incremental(client, TOPIC, "t", [("max.message.bytes", SET, "1000")]) == (NONE, None)
+    topic_configs = server.context(0).topic_configs
+    wait_for(lambda: topic_configs.value("t", "max.message.bytes") == 1000, timeout=30)
+    assert produce(2000) == MESSAGE_TOO_LARGE
+    assert produce(100) == NONE

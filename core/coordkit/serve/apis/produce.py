@@ -35,8 +35,8 @@ From Produce 10 a partition refused for another leader names the current leader 
 (KIP-951); from 13 topics are named by id, and an id this process does not know is
 UNKNOWN_TOPIC_ID for each of its partitions.
 
-Limits: the topic-level ``max.message.bytes`` is not read (the broker's default,
-``message.max.bytes``, applies to every topic).
+A batch larger than its topic's ``max.message.bytes`` (read with the topic's configs before the
+appends; the broker's ``message.max.bytes`` default for a topic not read) is MESSAGE_TOO_LARGE.
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from coordkit.serve.apis.metadata import INTERNAL_TOPICS, node_endpoints
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.topic_configs import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("coordkit.serve")
 
@@ -159,7 +160,7 @@ def _append(
         answer.error_code = errors.NOT_ENOUGH_REPLICAS
         answer.log_start_offset = ctx.logs.get(tp).log_start
         return answer, -1
-    if len(batch) > MESSAGE_MAX_BYTES:
+    if len(batch) > _max_message_bytes(ctx, tp[0]):
         answer.error_code = errors.MESSAGE_TOO_LARGE
         return answer, -1
     if _CRC.unpack_from(batch, _CRC_OFFSET)[0] != crc32c(memoryview(batch)[_CRC_START:]):
@@ -216,6 +217,14 @@ def _refused(version: int, body: Any, code: int) -> Any:
             for topic in body.topic_data
         ],
     )
+
+
+def _max_message_bytes(ctx: BrokerContext, topic: str) -> int:
+    """The largest batch ``topic`` takes (its ``max.message.bytes``), as Kafka's leader checks
+    each batch against its log's config."""
+    if not ctx.topic_configs.known(topic):
+        return MESSAGE_MAX_BYTES
+    return int(ctx.topic_configs.value(topic, MAX_MESSAGE_BYTES))
 
 
 async def _read_topic_configs(
