@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -126,14 +126,16 @@ def warm_up(cluster: ClusterUnderTest) -> ClusterUnderTest:
 
 
 class CoordkitServe:
-    """``coordkit serve --store memory:// --brokers 3 --port 0`` with :data:`SHARED_CONFIGS`,
-    in a process of its own (its log in a temporary file, read when a test fails)."""
+    """``coordkit serve --store STORE --brokers 3 --port 0`` with :data:`SHARED_CONFIGS`, in a
+    process of its own (its log in a temporary file, read when a test fails); the memory store
+    unless ``store`` names another (the tools' tests run it on each), with ``args`` after the
+    others (``--data-dir DIR``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: str = "memory://", args: Sequence[str] = ()) -> None:
         self.log_file = Path(tempfile.mkstemp(prefix="coordkit-differential-", suffix=".log")[1])
         configs = [word for k, v in SHARED_CONFIGS.items() for word in ("--config", f"{k}={v}")]
         command = [sys.executable, "-c", "from coordkit.cli import main; main()", "serve",
-                   "--store", "memory://", "--brokers", "3", "--port", "0", *configs]  # fmt: skip
+                   "--store", store, "--brokers", "3", "--port", "0", *configs, *args]  # fmt: skip
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
                 command, stdout=subprocess.PIPE, stderr=log, text=True,

@@ -149,6 +149,10 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
             if created.topic_id is not None:
                 result.topic_id = kafka_uuid(created.topic_id)
                 ctx.topic_ids.add(topic.name, created.topic_id)
+    except TopicExistsError as exc:
+        # Kafka's controller's message (the store path the engine names is coordkit's own).
+        return _refused(topic.name, errors.topic_creation_error(exc),
+                        f"Topic '{topic.name}' already exists.")  # fmt: skip
     except (CoordkitError, ValueError) as exc:
         return _refused(topic.name, errors.topic_creation_error(exc), str(exc))
     return result
