@@ -28,7 +28,9 @@ request), an unknown partition, anything but exactly one record batch of format 
 (INVALID_RECORD), an internal topic (INVALID_TOPIC_EXCEPTION: only coordinators write there),
 another leader (NOT_LEADER_OR_FOLLOWER), a batch over ``message.max.bytes`` (MESSAGE_TOO_LARGE),
 a CRC-32C that does not match (CORRUPT_MESSAGE), then what the log refuses (INVALID_RECORD for
-a batch that does not decode, the idempotent producer checks) — those last answered with the
+a batch that does not decode, or, in a topic whose ``cleanup.policy`` has ``compact``, holds a
+record without key — with Kafka's ``LogValidator`` message and record errors —, the idempotent
+producer checks) — those last answered with the
 log start offset, as Kafka's leader answers what it refuses while appending.
 
 From Produce 10 a partition refused for another leader names the current leader and its endpoint
@@ -66,6 +68,7 @@ TopicResponse = nested(Response, "TopicProduceResponse")
 PartitionResponse = nested(Response, "PartitionProduceResponse")
 LeaderIdAndEpoch = nested(Response, "LeaderIdAndEpoch")
 NodeEndpoint = nested(Response, "NodeEndpoint")
+RecordError = nested(Response, "BatchIndexAndErrorMessage")
 #: The first Produce version whose NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951),
 #: and the first naming topics by id (KIP-516).
 CURRENT_LEADER_VERSION = 10
@@ -169,7 +172,17 @@ def _append(
     epoch = leadership[1]
     partition_log = ctx.logs.get(tp)
     try:
+        if partition_log.config.compact:
+            _refuse_keyless(batch, tp)
         appended = partition_log.append(batch, epoch, verify_crc=False)
+    except _KeylessRecordsError as exc:
+        log.info("broker %s: refused a produce to %s-%s: %s", ctx.broker_id, *tp, exc)
+        answer.error_code = errors.INVALID_RECORD
+        answer.error_message = str(exc)
+        answer.record_errors = [RecordError(batch_index=index, batch_index_error_message=exc.why)
+                                for index in exc.indexes]  # fmt: skip
+        answer.log_start_offset = partition_log.log_start
+        return answer, -1
     except ProtocolError as exc:
         log.info("broker %s: refused a produce to %s-%s: %s", ctx.broker_id, *tp, exc)
         answer.error_code = errors.INVALID_RECORD
@@ -186,6 +199,30 @@ def _append(
     if replicas is not None and appended.records:
         replicas.appended(ctx, tp, partition_log, appended.records)
     return answer, appended.end_offset
+
+
+class _KeylessRecordsError(Exception):
+    """Records without key for a compacted topic (Kafka's ``LogValidator.validateKey``)."""
+
+    def __init__(self, indexes: list[int], tp: TP) -> None:
+        self.indexes = indexes
+        self.why = (
+            f"Compacted topic cannot accept message without key in topic partition {tp[0]}-{tp[1]}"
+        )
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{self.why}')" for i in indexes[:3])
+        super().__init__(
+            f"One or more records have been rejected due to {len(indexes)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]"
+        )
+
+
+def _refuse_keyless(batch: bytes, tp: TP) -> None:
+    """:raises _KeylessRecordsError: a record of ``batch`` has no key.
+    :raises ProtocolError: the batch does not decode."""
+    decoded = records.decode_batch(batch, verify_crc=False)
+    keyless = [i for i, record in enumerate(decoded.records) if record.key is None]
+    if keyless:
+        raise _KeylessRecordsError(keyless, tp)
 
 
 def _topic_response(version: int, topic: Any, answers: list[Any]) -> Any:
