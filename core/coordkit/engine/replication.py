@@ -49,6 +49,7 @@ class PartitionLog:
         "adding",
         "hw",
         "isr",
+        "isr_since",
         "leader",
         "leader_epoch",
         "leader_since",
@@ -68,6 +69,9 @@ class PartitionLog:
         self.leader_since = 0.0
         self.zk_version = -1
         self.isr: tuple[int, ...] = ()
+        #: When the model saw the ISR last set (a follower outside it joins only by a fetch
+        #: after that: Kafka's leaders expand an ISR in a follower's fetch).
+        self.isr_since = 0.0
         self.replicas: tuple[int, ...] = ()
         self.leo: dict[int, int] = {}
         self.hw = 0
@@ -213,6 +217,8 @@ class ReplicationModel(EngineObserver):
                 log.leader = current.leader
                 log.leader_epoch = current.leader_epoch
                 log.zk_version = current.zk_version
+                if current.isr != log.isr:
+                    log.isr_since = self.clock.monotonic()
                 log.isr = current.isr
                 log.adding = tuple(r for r in log.adding if r not in current.isr)
                 for replica in (*log.replicas, *current.isr):
@@ -453,6 +459,9 @@ class ReplicationModel(EngineObserver):
                         and follower not in log.adding
                         and tp not in self._behind.get(follower, ())
                         and log.leo.get(follower, 0) >= log.hw
+                        # A fetch since it left the ISR: a broker that died since its last
+                        # fetch (its registration not yet gone here) is not taken back in.
+                        and last >= log.isr_since
                     ):
                         additions.setdefault(tp, []).append(follower)
             out: list[IsrProposal] = []
