@@ -250,3 +250,24 @@ def test_max_message_bytes_is_applied_without_a_restart(
     wait_for(lambda: topic_configs.value("t", "max.message.bytes") == 1000, timeout=30)
     assert produce(2000) == MESSAGE_TOO_LARGE
     assert produce(100) == NONE
+
+
+def test_cluster_wide_broker_configs_are_the_topics_defaults(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    client = raw_client(server.address(0))
+    changes = [("log.cleaner.min.cleanable.ratio", SET, "0.6"), ("log.retention.ms", SET, "7000")]
+    assert incremental(client, BROKER, "", changes) == (NONE, None)
+    configs = _by_name(describe(client, TOPIC, "t"))
+    ratio = configs["min.cleanable.dirty.ratio"]
+    assert (ratio.value, ratio.config_source) == ("0.6", DYNAMIC_DEFAULT_BROKER_CONFIG)
+    # The cluster-wide log.retention.ms comes before the broker's --config one.
+    assert [(s.name, s.value, s.source) for s in configs["retention.ms"].synonyms] == [
+        ("log.retention.ms", "7000", DYNAMIC_DEFAULT_BROKER_CONFIG),
+        ("log.retention.ms", "-1", STATIC_BROKER_CONFIG),
+        ("log.retention.hours", "168", DEFAULT_CONFIG),
+    ]
+    # ... and the brokers apply them without a restart.
+    topic_configs = server.context(0).topic_configs
+    wait_for(lambda: topic_configs.value("t", "retention.ms") == 7000, timeout=30)
+    assert topic_configs.value("t", "min.cleanable.dirty.ratio") == 0.6

@@ -226,7 +226,13 @@ def change_number(name: str) -> int | None:
 
 
 def changed_topic(data: bytes) -> str | None:
-    """The topic a config change notification names, or ``None`` (another entity type).
+    """The topic a config change notification names, or ``None`` (another entity type)."""
+    kind, name = changed_entity(data)
+    return name if kind == "topics" else None
+
+
+def changed_entity(data: bytes) -> tuple[str, str]:
+    """The entity type and name a config change notification names (``brokers``, ``<default>``).
 
     :raises ValueError: not a notification of version 1 or 2 (Kafka's ``ZkConfigManager``
         refuses it too).
@@ -247,7 +253,7 @@ def changed_topic(data: bytes) -> str | None:
         kind, name = entity_type, entity_name
     else:
         raise ValueError(f"unsupported version {version!r} (1 and 2 are)")
-    return name if kind == "topics" else None
+    return kind, name
 
 
 class TopicConfigs:
@@ -265,6 +271,7 @@ class TopicConfigs:
         self.store = store
         self.defaults = {name: key.default for name, key in TOPIC_CONFIGS.items()}
         self.defaults.update(defaults or {})
+        self._static_defaults = dict(self.defaults)
         self._listeners: list[Callable[[str], None]] = [] if changed is None else [changed]
         self._overrides: dict[str, dict[str, Any]] = {}
         # The version of each topic's config node read (-1: none), so that a slower read of
@@ -379,6 +386,7 @@ class TopicConfigs:
         # What is there now is read below: only later notifications need following.
         self._last_change = max((n for n in map(change_number, names) if n is not None),
                                 default=-1)  # fmt: skip
+        self.read_cluster_defaults()
         self.read_all()
         self._thread = threading.Thread(target=self._run, name="coordkit-topic-configs",
                                         daemon=True)  # fmt: skip
@@ -429,22 +437,54 @@ class TopicConfigs:
             return []
         paths = [f"{layout.CONFIG_CHANGES}/{name}" for _, name in fresh]
         topics: list[str] = []
+        cluster = False
         for (number, _), path, result in zip(fresh, paths, self.store.get_many(paths),
                                              strict=True):  # fmt: skip
             self._last_change = number
             if isinstance(result, StoreError):
                 continue  # purged meanwhile: the topic's node is read for a later one, if any
             try:
-                topic = changed_topic(result[0])
+                kind, name = changed_entity(result[0])
             except (ValueError, jsontext.JSONTextError) as exc:
                 log.warning("config change notification %s passed over: %s", path, exc)
                 continue
-            if topic is not None and topic not in topics:
-                topics.append(topic)
+            cluster = cluster or (kind, name) == ("brokers", layout.DEFAULT_BROKER)
+            if kind == "topics" and name not in topics:
+                topics.append(name)
+        if cluster:
+            self.read_cluster_defaults()
         for topic in topics:
             log.info("topic %r: configs changed (%s), read again", topic, layout.CONFIG_CHANGES)
             self.read(topic)
         return topics
+
+    def read_cluster_defaults(self) -> None:
+        """Read ``/config/brokers/<default>``: the cluster-wide broker configs
+        (``kafka-configs --entity-default``) give topics their defaults over the broker's own,
+        as Kafka's ``DynamicBrokerConfig`` does; the listeners hear of every topic read."""
+        path = layout.broker_config_path(layout.DEFAULT_BROKER)
+        try:
+            given = layout.TOPIC_CONFIG.decode(self.store.get(path)[0], path).config
+        except NoNodeError:
+            given = {}
+        except LayoutError as exc:
+            self._warn_once("*", path, exc.detail, "the cluster-wide broker configs are not read")
+            return
+        cluster: dict[str, Any] = {}
+        for key in TOPIC_CONFIGS.values():
+            synonym = next((s for s in key.synonyms if s.name in given), None)
+            if synonym is None:
+                continue
+            try:
+                value = key.parse(given[synonym.name])
+            except TopicConfigError as exc:
+                self._warn_once("*", synonym.name, given[synonym.name], f"{exc}; not applied")
+                continue
+            cluster[key.name] = value * synonym.factor if synonym.factor != 1 else value
+        self.defaults = {**self._static_defaults, **cluster}
+        for topic in list(self._overrides):
+            for listener in self._listeners:
+                listener(topic)
 
     def read_missing(self, topics: Iterable[str]) -> None:
         """Read the configs of those ``topics`` not read yet (a handler calls this off the event

@@ -55,11 +55,12 @@ class RefusedError(Exception):
 
 
 def broker_sources(ctx: BrokerContext, broker: str | None) -> BrokerSources:
-    """The broker configs of ``broker`` (``None``: the static and default ones only)."""
+    """The broker configs of ``broker`` (``None``: what topics take, all but a broker's own
+    dynamic configs, which coordkit does not apply to topics)."""
     admin = ConfigAdmin(ctx.broker.store)
     return BrokerSources(
         dynamic={} if broker is None else admin.read(BROKERS, broker),
-        dynamic_default={} if broker is None else admin.read(BROKERS, layout.DEFAULT_BROKER),
+        dynamic_default=admin.read(BROKERS, layout.DEFAULT_BROKER),
         static=ctx.settings.static_configs,
     )
 

@@ -8,9 +8,10 @@ then drops the entries before the first of the config's own name (``dropWhile``)
 whose own name is set nowhere has none; its value and source are the first entry's.
 
 A topic config's synonyms are its override (``TOPIC_CONFIG``), then its first broker synonym's.
-Topics are described from the broker's static configs and defaults only: dynamic broker configs
-are stored and described for brokers but ``coordkit serve`` does not apply them to topics (see
-docs/serve.md), and a topic's description says what the data plane does.
+Topics are described from the cluster-wide dynamic broker configs, the static ones and the
+defaults, which is what the data plane applies (:class:`~coordkit.serve.topic_configs.
+TopicConfigs` follows ``/config/brokers/<default>``); a broker's own dynamic configs
+(``/config/brokers/N``) are stored and described for the broker but not applied to its topics.
 """
 
 from __future__ import annotations
