@@ -38,6 +38,12 @@ def test_coordinator_is_the_leader_of_the_groups_offsets_partition(
     assignment = cluster.admin.assignment(OFFSETS_TOPIC)  # created on first need
     assert assignment.partition_count == GROUP_CONFIG.offsets_topic_num_partitions
     assert assignment.replication_factor == 2  # min(3, live brokers)
+    # Kafka's group coordinator's topic configs (offsetsTopicConfigs), as Kafka 3.9 writes them.
+    assert cluster.admin.config(OFFSETS_TOPIC) == {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": "104857600",
+    }
     partition = offsets_partition_for(
         "g", cluster.strategies.group_coordinator, GROUP_CONFIG.offsets_topic_num_partitions
     )

@@ -21,6 +21,14 @@ from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.store import MetadataStore
 
 log = logging.getLogger("coordkit.engine.groups")
+#: The configs Kafka's group coordinator creates the offsets topic with
+#: (``GroupCoordinator.offsetsTopicConfigs``: compacted, the producer's compression,
+#: ``offsets.topic.segment.bytes``' 100 MiB segments).
+OFFSETS_TOPIC_CONFIG = {
+    "cleanup.policy": "compact",
+    "compression.type": "producer",
+    "segment.bytes": "104857600",
+}
 
 
 class CoordinatorLookup:
@@ -85,7 +93,7 @@ class CoordinatorLookup:
                 OFFSETS_TOPIC,
                 self.config.offsets_topic_num_partitions,
                 factor,
-                config={"cleanup.policy": "compact"},
+                config=OFFSETS_TOPIC_CONFIG,
             )
         except TopicExistsError:
             return False
