@@ -56,6 +56,8 @@ SHARED_CONFIGS = {
     # their topics retention.ms or retention.bytes, checked every second.
     "log.retention.ms": "-1",
     "log.retention.check.interval.ms": "1000",
+    # The compaction scenarios wait for each side's log cleaner (Kafka's default: 15 s).
+    "log.cleaner.backoff.ms": "1000",
 }
 #: Configs only the Kafka cluster gets, because coordkit serve has no such setting: the
 #: scenarios that depend on them record the difference (see the table of docs/serve.md).

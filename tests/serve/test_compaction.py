@@ -4,7 +4,7 @@ cleaner run on its own replica, then a consumer reading from the start sees exac
 value of every key at the offset it was acknowledged at; tombstones stay until
 ``delete.retention.ms`` and go after it; a record without key is refused as Kafka refuses it.
 (The cleaner on a log and its files: test_log_cleaner.py. The same records on Kafka 4.4:
-tests/differential/test_compaction.py.)"""
+tests/differential/scenarios/compaction.py.)"""
 
 from __future__ import annotations
 

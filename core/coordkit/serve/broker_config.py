@@ -199,6 +199,9 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("log.retention.check.interval.ms", "long", 300_000,
                   "How often each broker checks its logs' retention.",
                   "serve", "log_retention_check_interval_ms", 1),
+        ConfigKey("log.cleaner.backoff.ms", "long", 15_000,
+                  "How long each broker's log cleaner waits between its passes over the "
+                  "compacted logs.", "serve", "log_cleaner_backoff_ms", 0),
         ConfigKey("log.flush.interval.messages", "long", INT64_MAX,
                   "Records appended to a log between two fsyncs.",
                   "topic", "flush.messages", 1),

@@ -21,6 +21,7 @@ from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
 from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
+from coordkit.serve.dataplane.cleaner_manager import DEFAULT_CLEANER_BACKOFF_MS
 from coordkit.serve.dataplane.index import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_INDEX_SIZE
 from coordkit.serve.dataplane.retention import (
     DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
@@ -61,6 +62,8 @@ class ServeSettings:
     log_index_size_max_bytes: int = DEFAULT_MAX_INDEX_SIZE
     #: Kafka's ``log.retention.check.interval.ms`` and ``log.flush.scheduler.interval.ms``.
     log_retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS
+    #: Kafka's ``log.cleaner.backoff.ms``: between two passes of each broker's log cleaner.
+    log_cleaner_backoff_ms: int = DEFAULT_CLEANER_BACKOFF_MS
     log_flush_scheduler_interval_ms: int = DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS
 
 

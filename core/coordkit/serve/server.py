@@ -288,6 +288,7 @@ class KafkaServer:
                 ctx.logs,
                 self._high_watermark_of(ctx.broker_id),
                 retention_check_interval_ms=self.settings.log_retention_check_interval_ms,
+                cleaner_backoff_ms=self.settings.log_cleaner_backoff_ms,
                 flush_scheduler_interval_ms=self.settings.log_flush_scheduler_interval_ms,
             )
             for ctx in contexts
