@@ -53,7 +53,12 @@ from coordkit_offsets.options import (
     int_option,
     str_option,
 )
-from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
+from coordkit_offsets.writes import (
+    DEFAULT_MAX_ATTEMPTS,
+    delete_nodes_atomically,
+    delete_tree_atomically,
+    upsert_atomically,
+)
 
 NAME = "offsets-topic"
 #: Where the modelled ``__consumer_offsets`` lives unless the ``root`` option says otherwise.
@@ -288,6 +293,18 @@ class OffsetsTopicStorage:
             self.store,
             self.group_path(group),
             what=f"deleting the offsets of group {group!r} ({NAME} storage)",
+            max_attempts=self.max_attempts,
+        )
+
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, fence: Sequence[Check] = ()
+    ) -> None:
+        group = validate_group_id(group_id)
+        delete_nodes_atomically(
+            self.store,
+            [self.record_path(group, tp) for tp in partitions],
+            what=f"deleting offsets of group {group!r} ({NAME} storage)",
+            fence=fence,
             max_attempts=self.max_attempts,
         )
 

@@ -114,3 +114,34 @@ def delete_tree_atomically(
     raise ConcurrentModificationError(
         f"{what}: other sessions kept changing {root}; gave up after {max_attempts} attempts"
     )
+
+
+def delete_nodes_atomically(
+    store: MetadataStore,
+    wanted: Sequence[str],
+    *,
+    what: str,
+    fence: Sequence[Check] = (),
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> None:
+    """Delete those of the leaf nodes ``wanted`` that exist, in one multi after ``fence``."""
+    for _ in range(max_attempts):
+        present = []
+        for path, result in zip(wanted, store.get_many(list(wanted)), strict=True):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, StoreError):
+                raise result
+            present.append(path)
+        if not present:
+            return
+        try:
+            store.commit([*fence, *(Delete(path) for path in present)])
+        except NoNodeError as exc:
+            if exc.op_index is not None and exc.op_index < len(fence):
+                raise
+            continue  # deleted meanwhile: look again
+        return
+    raise ConcurrentModificationError(
+        f"{what}: other sessions kept changing the nodes; gave up after {max_attempts} attempts"
+    )

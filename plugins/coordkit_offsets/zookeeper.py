@@ -25,7 +25,12 @@ from coordkit.strategies.offsets import (
     validate_group_id,
 )
 from coordkit_offsets.options import check_durability, check_options, check_store, int_option
-from coordkit_offsets.writes import DEFAULT_MAX_ATTEMPTS, delete_tree_atomically, upsert_atomically
+from coordkit_offsets.writes import (
+    DEFAULT_MAX_ATTEMPTS,
+    delete_nodes_atomically,
+    delete_tree_atomically,
+    upsert_atomically,
+)
 
 NAME = "zookeeper"
 
@@ -117,6 +122,18 @@ class ZooKeeperOffsetStorage:
             self.store,
             f"{layout.consumer_group_path(group)}/offsets",
             what=f"deleting the offsets of group {group!r} ({NAME} storage)",
+            max_attempts=self.max_attempts,
+        )
+
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, fence: Sequence[Check] = ()
+    ) -> None:
+        group = validate_group_id(group_id)
+        delete_nodes_atomically(
+            self.store,
+            [layout.consumer_offset_path(group, tp.topic, tp.partition) for tp in partitions],
+            what=f"deleting offsets of group {group!r} ({NAME} storage)",
+            fence=fence,
             max_attempts=self.max_attempts,
         )
 

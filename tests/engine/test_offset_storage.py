@@ -91,6 +91,28 @@ def test_delete_group_forgets_only_that_group(name: str, open_session: Session) 
 
 
 @pytest.mark.parametrize("name", STORAGES)
+def test_delete_offsets_forgets_only_those_partitions_while_the_fence_holds(
+    name: str, open_session: Session
+) -> None:
+    """OffsetDelete's storage step: the partitions named go (one never committed is skipped),
+    the group's others and other groups' stay; a stale fence deletes nothing (op 0)."""
+    store = open_session()
+    store.create("/fence", b"state")
+    stored = storage(name, store)
+    stored.commit("a", offsets(t_0=1, t_1=2, u_0=3))
+    stored.commit("b", offsets(t_0=4))
+    stored.delete_offsets("a", [TopicPartition("t", 0), TopicPartition("t", 9)],
+                          fence=[Check("/fence", 0)])  # fmt: skip
+    assert positions(stored.fetch("a")) == {"t-1": 2, "u-0": 3}
+    assert positions(stored.fetch("b")) == {"t-0": 4}
+    before = tree(store)
+    with pytest.raises(BadVersionError) as stale:
+        stored.delete_offsets("a", [TopicPartition("u", 0)], fence=[Check("/fence", 7)])
+    assert stale.value.op_index == 0
+    assert tree(store) == before
+
+
+@pytest.mark.parametrize("name", STORAGES)
 def test_new_session_resumes_from_committed_offsets(name: str, open_session: Session) -> None:
     first = open_session()
     storage(name, first).commit("g", offsets(events_0=41, events_1=7))

@@ -222,3 +222,20 @@ def test_a_preferred_replica_election_request_moves_leaders_home(
     )
     assert cluster.converged()
     assert states.state_path(("t", 0))  # the path helper stays the same
+
+
+def test_a_reassignment_that_only_removes_a_replica_completes(
+    make_cluster: Callable[..., Any],
+) -> None:
+    """ORS {1,0,2} -> TRS {1,2}: nothing to add, the target already in the ISR; Kafka completes
+    it at once (no ISR change would come to start a later pass of the controller)."""
+    cluster: Cluster = make_cluster([0, 1, 2], config=FAST)
+    cluster.create_topic("t", 1, 3, assignment={0: [1, 0, 2]})
+    wait_for(lambda: _done(cluster), what="the topic replicated")
+    cluster.admin.reassign_partitions({("t", 0): [1, 2]})
+    wait_for(lambda: _done(cluster), what="the reassignment to complete")
+    after = cluster.view().partition("t", 0)
+    assert after.replicas == (1, 2)
+    assert set(after.isr) == {1, 2}
+    node = layout.TOPIC.decode(cluster.admin_store.get("/brokers/topics/t")[0], "/brokers/topics/t")
+    assert (node.adding, node.removing) == ({}, {})

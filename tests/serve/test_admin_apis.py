@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import kafka.errors
 import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -28,6 +29,9 @@ INVALID_REPLICA_ASSIGNMENT = 39
 ELECTION_NOT_NEEDED = 84
 NO_REASSIGNMENT_IN_PROGRESS = 85
 MISMATCHED_ENDPOINT_TYPE = 114
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+GROUP_SUBSCRIBED_TO_TOPIC = 86
 WAIT_SECONDS = 30
 
 
@@ -235,3 +239,72 @@ def test_elections_and_reassignments(
              "moved-0 on brokers 2 and 1")  # fmt: skip
     # Done: kafka-python's list_partition_reassignments finds nothing running.
     assert not admin.list_partition_reassignments()
+
+
+def _commit(server: ServeProcess, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """A consumer of ``group`` outside any membership commits ``offsets`` of ``topic``."""
+    from kafka.structs import OffsetAndMetadata
+
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group,
+                             enable_auto_commit=False)  # fmt: skip
+    try:
+        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                         for p, o in offsets.items()})  # fmt: skip
+    finally:
+        consumer.close(autocommit=False)
+
+
+def test_delete_groups_and_offsets(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient]
+) -> None:
+    from kafka.errors import GroupIdNotFoundError
+
+    server = serve(brokers=2)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("offs", 2, 1)])
+    wait_for(lambda: len(_metadata(server, "offs")) == 2, WAIT_SECONDS, "offs' leaders")
+    _commit(server, "quiet", "offs", {0: 5, 1: 7})
+    # OffsetDelete of partition 0 and of a partition the topic lacks.
+    answer = admin.delete_group_offsets(
+        "quiet", [TopicPartition("offs", 0), TopicPartition("offs", 9)]
+    )
+    assert {tp.partition: e.errno for tp, e in answer.items()} == {
+        0: NONE,
+        9: UNKNOWN_TOPIC_OR_PARTITION,
+    }
+    left = admin.list_group_offsets("quiet")["quiet"]
+    assert {tp.partition: o.offset for tp, o in left.items()} == {1: 7}
+    # A group with a member subscribed: its topic's offsets stay, and it is not deleted.
+    member = KafkaConsumer("offs", bootstrap_servers=server.bootstrap, group_id="busy",
+                           session_timeout_ms=6000, heartbeat_interval_ms=500)  # fmt: skip
+    try:
+        wait_for(lambda: member.poll(100) is not None and bool(member.assignment()),
+                 WAIT_SECONDS, "busy's member assigned")  # fmt: skip
+        member.commit()
+        subscribed = admin.delete_group_offsets("busy", [TopicPartition("offs", 0)])
+        assert [e.errno for e in subscribed.values()] == [GROUP_SUBSCRIBED_TO_TOPIC]
+        # confluent-kafka's delete_consumer_groups: NON_EMPTY_GROUP.
+        confluent = AdminClient({"bootstrap.servers": server.bootstrap})
+        future = confluent.delete_consumer_groups(["busy"])["busy"]
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            future.result(WAIT_SECONDS)
+        # kafka-python's delete_groups (DeleteGroups) likewise.
+        assert _errnos(admin.delete_groups(["busy"])) == {"busy": NON_EMPTY_GROUP}
+    finally:
+        member.close()
+    # Emptied (the member left): deleted with its offsets; a second deletion finds nothing.
+    assert _errnos(admin.delete_groups(["busy", "quiet"])) == {"busy": NONE, "quiet": NONE}
+    assert admin.list_group_offsets("quiet")["quiet"] == {}
+    assert _errnos(admin.delete_groups(["quiet"])) == {"quiet": GROUP_ID_NOT_FOUND}
+    # OffsetDelete of a group that no longer exists: the request's error.
+    with pytest.raises(GroupIdNotFoundError):
+        admin.delete_group_offsets("quiet", [TopicPartition("offs", 1)])
+
+
+def _errnos(results: dict[str, str]) -> dict[str, int]:
+    """kafka-python's delete_groups answer (group → ``OK`` or its error's class name): group →
+    error code."""
+    return {
+        group: NONE if error == "OK" else int(getattr(kafka.errors, error).errno)
+        for group, error in results.items()
+    }

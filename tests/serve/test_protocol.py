@@ -118,6 +118,8 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         46: (0, 0),  # ListPartitionReassignments
         61: (0, 0),  # DescribeProducers
         75: (0, 0),  # DescribeTopicPartitions
+        42: (0, 3),  # DeleteGroups
+        47: (0, 0),  # OffsetDelete
     }
 
 

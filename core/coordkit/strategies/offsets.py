@@ -78,6 +78,15 @@ class OffsetStorage(Protocol):
     def delete_group(self, group_id: str) -> None:
         """Forget every offset of ``group_id`` (no error if it has none)."""
 
+    def delete_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, fence: Sequence[Check] = ()
+    ) -> None:
+        """Forget the offsets of ``partitions`` of ``group_id`` (those it has none of are
+        skipped), in one atomic write after the ``fence`` checks (Kafka's OffsetDelete).
+
+        :raises coordkit.errors.BadVersionError: a fence check failed; nothing was deleted.
+        """
+
 
 @runtime_checkable
 class OffsetStorageFactory(Protocol):

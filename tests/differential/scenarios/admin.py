@@ -10,6 +10,7 @@ recorded as whether they are given. Versions: the highest both sides serve.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from coordkit.protocol import messages
@@ -30,11 +31,9 @@ NO_SUCH_BROKER = 99
 
 
 def _topic(side: Side, partitions: int = 1, replication: int = 3) -> str:
+    """The scenario's topic, placed alike on both sides (see ``Side.placement``)."""
     name = side.topic()
-    topic = rq.creatable(name, -1, -1, assignment=side.placement(partitions, replication))
-    answer = side.call(0, rq.create_topics(topic), rq.CREATE_TOPICS)
-    assert answer.topics[0].error_code == 0, answer
-    side.wait_topic_ready(name, partitions)
+    side.create_topic(name, partitions, replication)
     return name
 
 
@@ -175,7 +174,7 @@ def reassignment_refusals(side: Side) -> list[Any]:
     exist, and a cancellation with no reassignment (NO_REASSIGNMENT_IN_PROGRESS)."""
     name = _topic(side, replication=2)
     b0, b1 = side.broker_id(0), side.broker_id(1)
-    return [
+    answers = [
         _reassign(side, name, 0, []),
         _reassign(side, name, 0, [b0, b0]),
         _reassign(side, name, 0, [b0, NO_SUCH_BROKER]),
@@ -183,6 +182,15 @@ def reassignment_refusals(side: Side) -> list[Any]:
         _reassign(side, name, 0, [b0, b1], topic=side.topic("missing")),
         _reassign(side, name, 0, None),
     ]
+    for answer in answers:
+        for partition in answer.responses[0].partitions:
+            # A message naming a broker of the cluster names it by position.
+            partition.error_message = partition.error_message and re.sub(
+                r"broker (\d+)",
+                lambda m: f"broker {_positions(side, [int(m.group(1))])[0]}",
+                partition.error_message,
+            )
+    return answers
 
 
 @scenario("admin.reassignment_moves_a_partition", versions={
@@ -277,4 +285,96 @@ def describe_topic_partitions(side: Side) -> list[Any]:
     found.append(side.call(1, request(topics=topics, cursor=stray), DESCRIBE_TOPIC_PARTITIONS))
     found.append(side.call(1, request(topics=topics[:1], response_partition_limit=0),
                            DESCRIBE_TOPIC_PARTITIONS))  # fmt: skip
+    return found
+
+
+# -- DeleteGroups and OffsetDelete ----------------------------------------------------------------
+
+DELETE_GROUPS = 3
+OFFSET_DELETE = 0
+GROUP_DELETION = {"DeleteGroups": DELETE_GROUPS, "OffsetCommit": rq.OFFSET_COMMIT,
+                  "OffsetFetch": rq.OFFSET_FETCH, "JoinGroup": rq.JOIN_GROUP,
+                  "SyncGroup": rq.SYNC_GROUP, "FindCoordinator": rq.FIND_COORDINATOR}  # fmt: skip
+OFFSET_DELETION = {**GROUP_DELETION, "OffsetDelete": OFFSET_DELETE}
+
+
+def _subscribing(topic: str) -> list[tuple[str, bytes]]:
+    """A consumer's JoinGroup protocols subscribing to ``topic``."""
+    from coordkit.protocol.consumer import encode_subscription
+
+    return [("range", encode_subscription([topic]))]
+
+
+def _delete_groups(side: Side, index: int, *groups: str) -> Any:
+    return side.call(index, messages.DeleteGroupsRequest(groups_names=list(groups)),
+                     DELETE_GROUPS)  # fmt: skip
+
+
+@scenario("admin.delete_groups", versions=GROUP_DELETION, compare_messages=True)
+def delete_groups(side: Side) -> list[Any]:
+    """DeleteGroups v3, each group at its coordinator: a group known only by the offsets a
+    consumer outside it committed (deleted, its offsets gone), a group that never existed
+    (GROUP_ID_NOT_FOUND), a stable group of one member (NON_EMPTY_GROUP); the deleted group
+    again (GROUP_ID_NOT_FOUND); and at a broker that is not its coordinator (NOT_COORDINATOR)."""
+    from differential.scenarios.groups import stable_member
+
+    name = _topic(side, partitions=2, replication=1)
+    quiet, busy, never = side.group("quiet"), side.group("busy"), side.group("never")
+    coordinator = side.coordinator(quiet)
+    commit = rq.offset_commit(quiet, {(name, 0): 3, (name, 1): 4}, ids=side.topic_id)
+    found: list[Any] = [side.call(coordinator, commit, rq.OFFSET_COMMIT)]
+    member = stable_member(side, busy, protocols=_subscribing(name))
+    found.append(_delete_groups(side, coordinator, quiet))
+    found.append(_delete_groups(side, side.coordinator(never), never))
+    found.append(member.call(messages.DeleteGroupsRequest(groups_names=[busy]), DELETE_GROUPS))
+    found.append(_delete_groups(side, coordinator, quiet))
+    fetch = rq.offset_fetch({quiet: {name: [0, 1]}}, ids=side.topic_id)
+    found.append(side.call(coordinator, fetch, rq.OFFSET_FETCH))
+    elsewhere = (coordinator + 1) % side.size
+    found.append(_delete_groups(side, elsewhere, quiet))
+    return found
+
+
+def _offset_delete(side: Side, index: int, group: str, asked: dict[str, list[int]]) -> Any:
+    request = messages.OffsetDeleteRequest
+    body = request(group_id=group, topics=[
+        request.OffsetDeleteRequestTopic(name=topic, partitions=[
+            request.OffsetDeleteRequestPartition(partition_index=p) for p in partitions])
+        for topic, partitions in asked.items()])  # fmt: skip
+    return side.call(index, body, OFFSET_DELETE)
+
+
+@scenario("admin.offset_delete", versions=OFFSET_DELETION)
+def offset_delete(side: Side) -> list[Any]:
+    """OffsetDelete v0: of an empty group's partition 0 (its offset goes, partition 1's stays),
+    a partition the topic lacks and a topic that does not exist (UNKNOWN_TOPIC_OR_PARTITION); of
+    a stable group subscribed to the topic (GROUP_SUBSCRIBED_TO_TOPIC) and of another topic (its
+    offset goes); of a group that does not exist (GROUP_ID_NOT_FOUND)."""
+    from differential.scenarios.groups import stable_member
+
+    name = _topic(side, partitions=2, replication=1)
+    other = side.topic("other")
+    side.create_topic(other, 1, 1)
+    quiet, busy = side.group("quiet"), side.group("busy")
+    coordinator = side.coordinator(quiet)
+    commit = rq.offset_commit(quiet, {(name, 0): 3, (name, 1): 4}, ids=side.topic_id)
+    side.call(coordinator, commit, rq.OFFSET_COMMIT)
+    found: list[Any] = [_offset_delete(side, coordinator, quiet,
+                                       {name: [0, 7], side.topic("missing"): [0]})]  # fmt: skip
+    fetch = rq.offset_fetch({quiet: {name: [0, 1]}}, ids=side.topic_id)
+    found.append(side.call(coordinator, fetch, rq.OFFSET_FETCH))
+    member = stable_member(side, busy, protocols=_subscribing(name))
+    commit = rq.offset_commit(busy, {(name, 0): 1, (other, 0): 2}, ids=side.topic_id,
+                              generation=member.generation, member_id=member.member_id)  # fmt: skip
+    found.append(member.call(commit, rq.OFFSET_COMMIT))
+    body_busy = {name: [0], other: [0]}
+    request = messages.OffsetDeleteRequest
+    found.append(member.call(request(group_id=busy, topics=[
+        request.OffsetDeleteRequestTopic(name=t, partitions=[
+            request.OffsetDeleteRequestPartition(partition_index=p) for p in ps])
+        for t, ps in body_busy.items()]), OFFSET_DELETE))  # fmt: skip
+    fetch = rq.offset_fetch({busy: {name: [0], other: [0]}}, ids=side.topic_id)
+    found.append(member.call(fetch, rq.OFFSET_FETCH))
+    never = side.group("never")
+    found.append(_offset_delete(side, side.coordinator(never), never, {name: [0]}))
     return found

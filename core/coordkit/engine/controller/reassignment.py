@@ -128,6 +128,10 @@ class ReassignmentManager:
             if tp not in moving:
                 if current == target:
                     done.append(tp)  # nothing to move (or finished before a failover)
+                elif state is not None and set(target) <= set(state.isr):
+                    # Nothing to add (replicas only removed or reordered): Kafka completes it
+                    # at once; no ISR change would come to start a later pass.
+                    finish[tp] = target
                 elif budget > 0 and state is not None:
                     start[tp] = target
                     budget -= 1

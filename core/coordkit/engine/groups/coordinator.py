@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import EngineObserver, StateChange
 from coordkit.engine.groups import metadata
+from coordkit.engine.groups.deletion import GroupDeletion
 from coordkit.engine.groups.events import GroupObserver
 from coordkit.engine.groups.hosting import HostedGroup, PartitionHosting
 from coordkit.engine.groups.join import JoinHandler
@@ -122,6 +123,7 @@ class GroupCoordinator(EngineObserver):
             strategies.assignors,
         )
         self.joins = JoinHandler(config, clock, self.rebalancer)
+        self.deletion = GroupDeletion(self.persistence, self.hosting)
         self.lookup = CoordinatorLookup(
             broker_id, store, config, strategies, self.hosting, lambda: self.closed
         )
@@ -455,6 +457,25 @@ class GroupCoordinator(EngineObserver):
     def list_groups(self) -> list[GroupListing]:
         """Raises :class:`StoreError` when the store cannot list the groups."""
         return self.listings.list_groups()
+
+    # -- DeleteGroups (see .deletion) -----------------------------------------------------------
+
+    def delete_group(self, group_id: str) -> int:
+        """Delete an empty group and its offsets; Kafka's error code (NON_EMPTY_GROUP,
+        GROUP_ID_NOT_FOUND, NOT_COORDINATOR, ...)."""
+        found = self._lookup(group_id, create=False)
+        if isinstance(found, ErrorCode):
+            return found
+        return self.deletion.delete(group_id, found)
+
+    def delete_offsets(
+        self, group_id: str, asked: dict[str, list[int]]
+    ) -> tuple[int, dict[str, int]]:
+        """OffsetDelete: the request's error code and each topic's (see .deletion)."""
+        found = self._lookup(group_id, create=False)
+        if isinstance(found, ErrorCode):
+            return found, {}
+        return self.deletion.delete_offsets(group_id, found, asked)
 
     # -- deadlines -----------------------------------------------------------------------------
 

@@ -55,7 +55,6 @@ ALLOW_RF_CHANGE_VERSION = 1
 MERGE_ATTEMPTS = 20
 
 Outcome = tuple[int, str | None]
-NO_REASSIGNMENT = "No partition reassignment is in progress."
 
 
 def _requested(ctx: BrokerContext) -> tuple[dict[TP, tuple[int, ...]], int | None]:
@@ -99,7 +98,7 @@ def _check(
     if replicas is None:
         if tp in running or _reassigning(assignment, partition):
             return None
-        return errors.NO_REASSIGNMENT_IN_PROGRESS, NO_REASSIGNMENT
+        return errors.NO_REASSIGNMENT_IN_PROGRESS, None  # Kafka 4.4 gives no message
     if not replicas:
         return errors.INVALID_REPLICA_ASSIGNMENT, (
             "The manual partition assignment includes an empty replica list."

@@ -113,7 +113,8 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
                 if not valid_name(name):
                     code = errors.INVALID_TOPIC_EXCEPTION
                 topics.append(Topic_(error_code=code, name=name, topic_id=_topic_id(view, name),
-                                     is_internal=name in INTERNAL_TOPICS, partitions=[]))  # fmt: skip
+                                     is_internal=name in INTERNAL_TOPICS, partitions=[],
+                                     topic_authorized_operations=TOPIC_OPERATIONS))  # fmt: skip
             continue
         first = cursor.partition_index if cursor is not None and name == start_topic else 0
         upper = min(len(found), first + remaining)

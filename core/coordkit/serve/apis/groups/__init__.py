@@ -4,6 +4,7 @@
 * :mod:`.membership` — JoinGroup, SyncGroup, Heartbeat, LeaveGroup;
 * :mod:`.offsets` — OffsetCommit, OffsetFetch;
 * :mod:`.describe` — DescribeGroups, ListGroups;
+* :mod:`.deletion` — DeleteGroups, OffsetDelete;
 * :mod:`.consumer` — ConsumerGroupHeartbeat, ConsumerGroupDescribe (KIP-848's protocol);
 * :mod:`.waiting` — awaiting the engine's long polls on the event loop.
 
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordkit.protocol import Request
-from coordkit.serve.apis.groups import consumer, describe, lookup, membership, offsets
+from coordkit.serve.apis.groups import consumer, deletion, describe, lookup, membership, offsets
 from coordkit.serve.context import BrokerContext
 
 GroupHandler = Callable[[BrokerContext, Request], Awaitable[Any]]
@@ -31,6 +32,8 @@ GROUP_APIS: dict[str, tuple[int, int, GroupHandler]] = {
     "OffsetFetch": (*offsets.FETCH_VERSIONS, offsets.handle_offset_fetch),
     "DescribeGroups": (*describe.DESCRIBE_VERSIONS, describe.handle_describe_groups),
     "ListGroups": (*describe.LIST_VERSIONS, describe.handle_list_groups),
+    "DeleteGroups": (*deletion.DELETE_VERSIONS, deletion.handle_delete_groups),
+    "OffsetDelete": (*deletion.OFFSET_DELETE_VERSIONS, deletion.handle_offset_delete),
     "ConsumerGroupHeartbeat": (
         *consumer.HEARTBEAT_VERSIONS,
         consumer.handle_consumer_group_heartbeat,
