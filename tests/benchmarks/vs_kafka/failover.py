@@ -4,7 +4,10 @@
   librdkafka producer (acks=all) on the partitions one broker leads, every 10 ms each; that broker
   (never the controller, so that this case is only a leader's failover) is SIGKILLed. Seconds from
   the kill until the first record produced after it is acknowledged (``first ack s``) and until one
-  is on every partition it led (``all acked s``). The broker is started again afterwards.
+  is on every partition it led (``all acked s``); and, the client left out, until a live broker's
+  Metadata names another leader for every one of them (``leaders moved s``: the cluster's own
+  failover; the rest is the client's, librdkafka looking again once a second for a leader it
+  lost). The broker is started again afterwards.
 * ``controller killed`` — the controller's broker (coordkit: the one its Metadata names, elected
   through the store; Kafka: the leader of the KRaft metadata quorum, the active controller, whose
   node is also a broker) is SIGKILLed while an admin client asks the live brokers to create a new
@@ -27,6 +30,8 @@ from typing import Any
 from vs_kafka.clusters import BrokerProcesses, bootstrap_of, create_topic, leaders
 
 FAILOVER_PARTITIONS = 6
+#: The Metadata version the leaders are asked with (leader epochs, no topic ids needed).
+METADATA_VERSION = 9
 #: Seconds a failover may take before its figure is reported as nan.
 FAILOVER_TIMEOUT = 120.0
 PRODUCE_EVERY = 0.01
@@ -103,8 +108,10 @@ def leader_killed(cluster: BrokerProcesses) -> Figures:
     try:
         warm = time.perf_counter()  # every partition takes records before the kill
         _until(lambda: len(producer.first_acks(warm)) == len(its), warm)
+        survivor = cluster.address(next(b for b in cluster.live() if b != victim))
         killed = time.perf_counter()
         cluster.kill(victim)
+        moved = _until(lambda: _led_elsewhere(survivor, "failover", its, victim), killed)
         first = _until(lambda: bool(producer.first_acks(killed)), killed)
         every = _until(lambda: len(producer.first_acks(killed)) == len(its), killed)
         acks = producer.first_acks(killed)
@@ -115,7 +122,42 @@ def leader_killed(cluster: BrokerProcesses) -> Figures:
     finally:
         producer.close()
     cluster.start(victim)
-    return {"first ack s": first, "all acked s": every, "partitions": float(len(its))}
+    return {"leaders moved s": moved, "first ack s": first, "all acked s": every,
+            "partitions": float(len(its))}  # fmt: skip
+
+
+def _led_elsewhere(address: str, topic: str, partitions: list[int], victim: int) -> bool:
+    """Whether broker ``address``'s Metadata answer names a leader other than ``victim`` for
+    every one of ``partitions`` (asked afresh each time: no client's cache in between)."""
+    import socket
+
+    from coordkit.protocol import KafkaCodec, messages
+
+    codec = KafkaCodec()
+    topic_request = messages.MetadataRequest.MetadataRequestTopic(name=topic)
+    request = messages.MetadataRequest(topics=[topic_request], allow_auto_topic_creation=False)
+    frame = codec.encode_request(request, version=METADATA_VERSION, correlation_id=1,
+                                 client_id="vs-kafka-failover")  # fmt: skip
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=2) as sock:
+            sock.sendall(frame)
+            size = codec.frame_size(_read(sock, 4))
+            _, body = codec.decode_response("Metadata", METADATA_VERSION, _read(sock, size))
+    except (OSError, EOFError):
+        return False
+    found = {p.partition_index: p.leader_id for t in body.topics for p in t.partitions}
+    return all(found.get(p, victim) not in (victim, -1) for p in partitions)
+
+
+def _read(sock: Any, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise EOFError("connection closed")
+        data += chunk
+    return bytes(data)
 
 
 def controller_killed(cluster: BrokerProcesses) -> Figures:
