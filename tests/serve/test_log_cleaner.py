@@ -10,6 +10,9 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
+from coordkit.protocol import ProtocolError
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve.dataplane import kafka_files, segment_swap
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
@@ -252,3 +255,19 @@ def test_a_crash_after_the_swap_began_completes_it(tmp_path: Path) -> None:
         assert [r for r in reloaded if r[0] <= first_end] == [r for r in after if r[0] <= first_end]
         assert not list((path / "compacted-0").glob("*.swap"))
         logs.close()
+
+
+def test_a_follower_behind_copies_a_compacted_log_across_its_gaps() -> None:
+    """A follower that was behind (or new) copies the leader's cleaned batches, whose offsets
+    skip the batches the cleaner removed, as Kafka's follower takes a batch past its log end;
+    a batch below its log end is still refused (the logs diverged)."""
+    logs = BrokerLogs(config=_config())
+    leader = logs.get(TP)
+    _fill(leader)
+    _manager(logs).clean_logs(NOW)
+    follower = PartitionLog(config=_config())
+    follower.append_copied(leader.read(0, 1 << 30))
+    assert _records(follower) == _records(leader)
+    assert follower.log_end == leader.log_end
+    with pytest.raises(ProtocolError, match="the log ends at"):
+        follower.append_copied(leader.read(leader.log_end - 1, 1 << 30))

@@ -206,16 +206,18 @@ class PartitionLog:
         """Append batches copied from the leader (offsets and epochs already in them), as a
         follower does; returns the records appended.
 
-        :raises ProtocolError: the batches do not start at this log's end or do not follow on.
+        :raises ProtocolError: a batch starts below this log's end. (One may start past it:
+            a compacted leader's cleaner removes whole batches, and Kafka's follower takes it.)
         """
         count = 0
         for header, raw in records.iter_batches(data, verify_crc=False):
-            if header.base_offset != self.log_end:
+            if header.base_offset < self.log_end:
                 raise ProtocolError(
                     f"copied batch starts at offset {header.base_offset}, the log ends at "
                     f"{self.log_end}",
                     kind="record batch",
                 )
+            self.log_end = header.base_offset
             self._new_epoch(header.partition_leader_epoch)
             self._keep(bytes(raw), header)
             count += header.last_offset_delta + 1
