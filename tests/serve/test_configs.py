@@ -7,10 +7,12 @@ What Kafka 4.4 answers to the same requests is compared in tests/differential (s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
 from coordkit.kafka import layout
 from coordkit.protocol import messages
@@ -271,3 +273,37 @@ def test_cluster_wide_broker_configs_are_the_topics_defaults(
     topic_configs = server.context(0).topic_configs
     wait_for(lambda: topic_configs.value("t", "retention.ms") == 7000, timeout=30)
     assert topic_configs.value("t", "min.cleanable.dirty.ratio") == 0.6
+
+
+def test_log_append_time_is_stamped_by_the_leader(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    """``message.timestamp.type=LogAppendTime``: the leader stamps each batch it appends with
+    the append time (the attributes' timestamp type, the max timestamp), answers it in the
+    produce response, and consumers read it as every record's timestamp, as Kafka's."""
+    wait_for(lambda: server.context(0).leads(("t", 0)), timeout=30)
+    client = raw_client(server.address(0))
+    assert (
+        incremental(client, TOPIC, "t", [("message.timestamp.type", SET, "LogAppendTime")])[0]
+        == NONE
+    )
+    topic_configs = server.context(0).topic_configs
+    wait_for(lambda: topic_configs.value("t", "message.timestamp.type") == "LogAppendTime", 30)
+    before = int(time.time() * 1000)
+    Request: Any = messages.ProduceRequest
+    records = encode_batch(new_batch([(b"k", b"v")], timestamp=1))
+    request = Request(transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[
+        Request.TopicProduceData(name="t", partition_data=[
+            Request.PartitionProduceData(index=0, records=records)])])  # fmt: skip
+    answer = client.call(request, 9).responses[0].partition_responses[0]
+    assert answer.error_code == NONE
+    assert answer.log_append_time_ms >= before
+    consumer = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "lat",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([TopicPartition("t", 0, 0)])
+        message = wait_for(lambda: consumer.poll(1.0), 30, "the record")
+        assert message.error() is None
+        assert message.timestamp() == (TIMESTAMP_LOG_APPEND_TIME, answer.log_append_time_ms)
+    finally:
+        consumer.close()

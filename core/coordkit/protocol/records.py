@@ -235,6 +235,24 @@ def assign_offsets(raw: Buffer, base_offset: int, partition_leader_epoch: int) -
     return bytes(out)
 
 
+#: The attributes' timestamp-type bit, and where the attributes and max timestamp are.
+LOG_APPEND_TIME_BIT = 0x08
+_ATTRIBUTES_AT = 21
+_MAX_TIMESTAMP_AT = 35
+
+
+def set_log_append_time(raw: Buffer, now_ms: int) -> bytes:
+    """The batch ``raw`` stamped as a leader of a LogAppendTime topic stamps it (Kafka's
+    ``DefaultRecordBatch.setMaxTimestamp``): the attributes' timestamp type set, the max
+    timestamp ``now_ms`` (readers take it as every record's), the CRC computed again."""
+    out = bytearray(raw)
+    (attributes,) = struct.unpack_from(">h", out, _ATTRIBUTES_AT)
+    struct.pack_into(">h", out, _ATTRIBUTES_AT, attributes | LOG_APPEND_TIME_BIT)
+    struct.pack_into(">q", out, _MAX_TIMESTAMP_AT, now_ms)
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[_CRC_START:]))
+    return bytes(out)
+
+
 # -- decoding ---------------------------------------------------------------------------------
 
 

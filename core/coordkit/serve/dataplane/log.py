@@ -192,15 +192,21 @@ class PartitionLog:
         first_offset = self.log_end
         appended = 0
         self._new_epoch(leader_epoch)
+        # A LogAppendTime topic's batches take the append time (Kafka's LogValidator).
+        now = self.clock() if self.config.log_append_time else -1
         for (header, raw), verdict in zip(checked, verdicts, strict=True):
             if isinstance(verdict, BatchMetadata):
                 continue  # a duplicate within a request that brought new batches too
             base = self.log_end
             kept = attrs.evolve(header, base_offset=base, partition_leader_epoch=leader_epoch)
-            self._keep(records.assign_offsets(raw, base, leader_epoch), kept)
+            stamped = raw if now < 0 else records.set_log_append_time(raw, now)
+            if now >= 0:
+                kept = attrs.evolve(kept, attributes=kept.attributes | records.LOG_APPEND_TIME_BIT,
+                                    max_timestamp=now)  # fmt: skip
+            self._keep(records.assign_offsets(stamped, base, leader_epoch), kept)
             appended += header.last_offset_delta + 1
         self._appended(appended)
-        return Appended(errors.NONE, first_offset, appended, self.log_end)
+        return Appended(errors.NONE, first_offset, appended, self.log_end, log_append_time=now)
 
     def append_copied(self, data: bytes) -> int:
         """Append batches copied from the leader (offsets and epochs already in them), as a

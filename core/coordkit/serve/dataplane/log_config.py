@@ -51,6 +51,8 @@ class LogConfig:
     #: ``min.compaction.lag.ms`` and ``max.compaction.lag.ms``.
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = INT64_MAX
+    #: ``message.timestamp.type`` is ``LogAppendTime``: the leader stamps each batch it appends.
+    log_append_time: bool = False
 
     @classmethod
     def of(cls, value: Callable[[str], Any], base: LogConfig | None = None) -> LogConfig:
@@ -79,6 +81,10 @@ class LogConfig:
                 continue
         try:
             found["min_cleanable_ratio"] = float(value("min.cleanable.dirty.ratio"))
+        except KeyError:
+            pass
+        try:
+            found["log_append_time"] = value("message.timestamp.type") == "LogAppendTime"
         except KeyError:
             pass
         try:
