@@ -239,6 +239,15 @@ def test_elections_and_reassignments(
              "moved-0 on brokers 2 and 1")  # fmt: skip
     # Done: kafka-python's list_partition_reassignments finds nothing running.
     assert not admin.list_partition_reassignments()
+    # A reorder (nothing to add) completes at once and leaves the leader (1) where it was; a
+    # preferred election (kafka-python's elect_leaders, sent to the controller) moves it to 2.
+    admin.alter_partition_reassignments({TopicPartition("moved", 1): [2, 1]})
+    wait_for(lambda: _metadata(server, "moved")[1][1] == [2, 1], WAIT_SECONDS, "moved-1 reordered")
+    assert _metadata(server, "moved")[1][0] == 1
+    answer = admin.elect_leaders(0, {"moved": [1]}, timeout_ms=10_000)
+    codes = [p.error_code for r in answer.replica_election_results for p in r.partition_result]
+    assert codes == [NONE]
+    assert _metadata(server, "moved")[1][0] == 2
 
 
 def _commit(server: ServeProcess, group: str, topic: str, offsets: dict[int, int]) -> None:

@@ -378,3 +378,33 @@ def offset_delete(side: Side) -> list[Any]:
     never = side.group("never")
     found.append(_offset_delete(side, side.coordinator(never), never, {name: [0]}))
     return found
+
+
+@scenario("admin.preferred_election_after_a_reorder", versions={
+    "AlterPartitionReassignments": ALTER_REASSIGNMENTS, "ElectLeaders": ELECT_LEADERS})  # fmt: skip
+def preferred_election_after_a_reorder(side: Side) -> list[Any]:
+    """A partition on brokers 0 and 1 reassigned to 1 and 0 (a reorder: nothing to add, done
+    at once, the leader stays 0); then a preferred election moves the leader to broker 1, and a
+    second one is not needed."""
+    name = _topic(side, replication=2)
+    target = [side.broker_id(1), side.broker_id(0)]
+    found: list[Any] = [_reassign(side, name, 0, target)]
+
+    def reordered() -> Any:
+        partition = side.metadata(0, [name]).topics[0].partitions[0]
+        return partition if list(partition.replica_nodes) == target else None
+
+    partition = wait_for(reordered, WAIT_SECONDS, f"{side.name}: {name}-0 reordered")
+    found.append(_positions(side, [partition.leader_id]))
+    request = messages.ElectLeadersRequest
+    body = request(election_type=0, timeout_ms=30_000,
+                   topic_partitions=[request.TopicPartitions(topic=name, partitions=[0])])  # fmt: skip
+    found.append(side.call(2, body, ELECT_LEADERS))
+
+    def led_by_1() -> Any:
+        partition = side.metadata(0, [name]).topics[0].partitions[0]
+        return partition if partition.leader_id == side.broker_id(1) else None
+
+    found.append(wait_for(led_by_1, WAIT_SECONDS, f"{side.name}: {name}-0 led by broker 1"))
+    found.append(side.call(2, body, ELECT_LEADERS))
+    return found
