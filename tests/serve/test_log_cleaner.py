@@ -271,3 +271,23 @@ def test_a_follower_behind_copies_a_compacted_log_across_its_gaps() -> None:
     assert follower.log_end == leader.log_end
     with pytest.raises(ProtocolError, match="the log ends at"):
         follower.append_copied(leader.read(leader.log_end - 1, 1 << 30))
+
+
+def test_compressed_batches_are_rebuilt_in_their_codec() -> None:
+    """A batch losing some records is written again with its codec, offsets, producer fields
+    and timestamps as Kafka's ``buildRetainedRecordsInto`` writes them."""
+    logs = BrokerLogs(config=_config(segment_bytes=1 << 20, min_compaction_lag_ms=0))
+    partition_log = logs.get(TP)
+    first = new_batch([(b"a", b"a-0"), (b"b", b"b-0"), (b"c", b"c-0")], timestamp=NOW - 30,
+                      compression="gzip")  # fmt: skip
+    partition_log.append(encode_batch(first), leader_epoch=3)
+    partition_log.append(_batch(b"b", b"b-1", timestamp=NOW - 20), leader_epoch=3)
+    partition_log.roll()
+    partition_log.append(_batch(b"x", b"x", timestamp=NOW - 10), leader_epoch=3)
+    _manager(logs).clean_logs(NOW)
+    batches = decode_batches(partition_log.read(0, 1 << 30))
+    rebuilt = batches[0]
+    assert (rebuilt.base_offset, rebuilt.last_offset_delta, rebuilt.compression) == (0, 2, "gzip")
+    assert [(r.offset, r.key) for r in rebuilt.records] == [(0, b"a"), (2, b"c")]
+    assert (rebuilt.partition_leader_epoch, rebuilt.base_timestamp) == (3, NOW - 30)
+    assert [b.base_offset for b in batches] == [0, 3, 4]
