@@ -148,6 +148,9 @@ class ReplicationModel(EngineObserver):
         self._logs: dict[TP, PartitionLog] = {}
         self._down: set[int] = set()
         self._lock = threading.Lock()
+        #: Counts the batches of partition states taken in: a follower of other processes
+        #: looks at its leaders again when it moves, not only every fetch wait.
+        self.states_seen = 0
         self.produced = 0
         self.rejected = 0
         self.unclean_elections = 0
@@ -187,6 +190,7 @@ class ReplicationModel(EngineObserver):
 
     def partition_states_changed(self, changes: Sequence[StateChange]) -> None:
         with self._lock:
+            self.states_seen += 1
             for change in changes:
                 log = self._logs.get(change.tp)
                 if log is None:

@@ -63,6 +63,10 @@ PARTITION_MAX_BYTES = 1024 * 1024
 RESPONSE_MAX_BYTES = 10 * 1024 * 1024
 #: An epoch answer that names no epoch (the leader knows none as old as the follower's).
 UNDEFINED = -1
+#: Seconds between looks at the model's partition states while a follower waits.
+STATES_POLL = 0.02
+#: Seconds before a leader that did not confirm its epoch yet is asked again.
+EPOCH_RETRY = 0.05
 _SIZE = struct.Struct(">i")
 
 Addresses = Callable[[], Mapping[int, tuple[str, int]]]
@@ -145,6 +149,8 @@ class RemoteFollower:
         self._checked_epoch: dict[TP, int] = {}
         #: The high watermark each leader last told (what a Kafka follower checkpoints).
         self.high_watermarks: dict[TP, int] = {}
+        #: Per leader: whether its last round left partitions whose epoch it did not confirm.
+        self._unchecked: dict[int, bool] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -170,7 +176,7 @@ class RemoteFollower:
                         self._follow(leader),
                         name=f"coordkit-serve-remote-{self.ctx.broker_id}-from-{leader}",
                     )
-                await asyncio.sleep(self.fetch_wait)
+                await self._pause(self.fetch_wait)
         finally:
             for task in self._fetchers.values():
                 task.cancel()
@@ -210,7 +216,9 @@ class RemoteFollower:
                         log.exception("broker %s: fetching from broker %s failed",
                                       self.ctx.broker_id, leader)  # fmt: skip
                 if not fetched:
-                    await asyncio.sleep(self.fetch_wait)
+                    # A leader that has not heard of its epoch yet is asked again soon.
+                    await self._pause(min(self.fetch_wait, EPOCH_RETRY)
+                                      if self._unchecked.get(leader) else self.fetch_wait)  # fmt: skip
         finally:
             if connection is not None:
                 connection.close()
@@ -229,6 +237,7 @@ class RemoteFollower:
                 await self._truncate(connection, unchecked)
             checked = [(tp, s) for tp, s in partitions
                        if self._checked_epoch.get(tp) == s.leader_epoch]  # fmt: skip
+            self._unchecked[leader] = len(checked) < len(partitions)
             if not checked:
                 return False  # the leader has not heard of its epoch yet: again after a pause
             served = await self._fetch(connection, checked)
@@ -365,6 +374,18 @@ class RemoteFollower:
                              self.ctx.broker_id, topic.name, result.partition_index,
                              result.offset)  # fmt: skip
                     own.truncate_fully_and_start_at(result.offset)
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less: until the model takes in new partition states (a
+        LeaderAndIsr), so that a new leader is followed at once, as Kafka's broker adds its
+        fetchers while it applies the request."""
+        seen = self.model.states_seen
+        deadline = asyncio.get_running_loop().time() + seconds
+        while self.model.states_seen == seen:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, STATES_POLL))
 
     @property
     def _timeout(self) -> float:
