@@ -31,7 +31,7 @@ import logging
 import attrs
 
 from coordkit.protocol import records
-from coordkit.protocol.records import BatchHeader, Record, RecordBatch
+from coordkit.protocol.records import Record, RecordBatch
 from coordkit.serve.dataplane.log import PartitionLog
 from coordkit.serve.dataplane.segment import LogSegment
 
@@ -171,11 +171,12 @@ class Cleaner:
         read = kept = 0
         for segment in group:
             for batch_bytes, header in zip(segment.batches, segment.headers, strict=True):
-                retain_empty = (
-                    header.producer_id >= 0 and producers_last.get(header.producer_id) == header.last_offset
-                ) or header.last_offset + 1 == upper_bound  # fmt: skip
+                # Kafka's RETAIN_EMPTY: a producer's last batch (its sequence), and the last
+                # batch of the cleaning (the log's last offset below it).
+                producer_last = producers_last.get(header.producer_id, -1) == header.last_offset
+                retain_empty = producer_last or header.last_offset + 1 == upper_bound
                 out, batch_read, batch_kept = filter_batch(
-                    batch_bytes, header, offset_map, now, config.delete_retention_ms,
+                    batch_bytes, offset_map, now, config.delete_retention_ms,
                     retain_empty=retain_empty,
                 )  # fmt: skip
                 read += batch_read
@@ -188,7 +189,6 @@ class Cleaner:
 
 def filter_batch(
     batch_bytes: bytes,
-    header: BatchHeader,
     offset_map: OffsetMap,
     now: int,
     delete_retention_ms: int,

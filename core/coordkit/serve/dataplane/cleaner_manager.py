@@ -115,8 +115,9 @@ class LogCleanerManager:
             if segment.next_offset > uncleanable or segment.base_offset >= uncleanable:
                 first_uncleanable = segment.base_offset
                 break
+        start = partition_log.log_start
         clean_bytes = sum(s.size for s in inactive
-                          if s.base_offset < first_dirty and s.next_offset > partition_log.log_start)  # fmt: skip
+                          if s.base_offset < first_dirty and s.next_offset > start)  # fmt: skip
         dirty = [s for s in inactive if s.next_offset > first_dirty
                  and s.base_offset < first_uncleanable]  # fmt: skip
         cleanable_bytes = sum(s.size for s in dirty)
