@@ -16,6 +16,7 @@ from kafka.admin import NewTopic
 from kafka.errors import InvalidRecordError
 
 from coordkit.protocol.records import decode_batches
+from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.testing.waiting import wait_for
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
 
@@ -162,3 +163,19 @@ def test_a_record_without_key_is_refused(in_process: InProcessFactory) -> None:
         producer.send(TOPIC, value=b"no key").get(timeout=30)
     assert producer.send(TOPIC, key=b"k", value=b"v").get(timeout=30).offset == 0
     producer.close(timeout=30)
+
+
+def test_each_broker_cleans_every_log_cleaner_backoff_ms(in_process: InProcessFactory) -> None:
+    """No pass asked for: the brokers' log managers clean at ``log.cleaner.backoff.ms``."""
+    settings = parse_broker_configs(["log.cleaner.backoff.ms=100"]).serve_settings()
+    server = in_process(brokers=3, settings=settings)
+    admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=30_000)
+    admin.create_topics([NewTopic(TOPIC, 1, 3, topic_configs=CONFIGS)])
+    admin.close()
+    latest = _produce(server.bootstrap, range(ROUNDS))
+
+    def cleaned() -> bool:
+        return all(len(replica) < ROUNDS * KEYS / 2 for replica in _replicas(server))
+
+    wait_for(cleaned, 30, "every replica's cleaner to clean the topic")
+    assert {key: (offset, value) for offset, key, value in _consume(server.bootstrap)} == latest

@@ -291,3 +291,14 @@ def test_compressed_batches_are_rebuilt_in_their_codec() -> None:
     assert [(r.offset, r.key) for r in rebuilt.records] == [(0, b"a"), (2, b"c")]
     assert (rebuilt.partition_leader_epoch, rebuilt.base_timestamp) == (3, NOW - 30)
     assert [b.base_offset for b in batches] == [0, 3, 4]
+
+
+def test_segments_newer_than_min_compaction_lag_ms_wait() -> None:
+    logs = BrokerLogs(config=_config(min_compaction_lag_ms=60_000))
+    partition_log = logs.get(TP)
+    _fill(partition_log)  # every record 10 ms old
+    manager = _manager(logs)
+    assert manager.clean_logs(NOW) == {}
+    # A minute later every inactive segment may be cleaned.
+    assert TP in manager.clean_logs(NOW + 60_000)
+    assert manager.checkpoints[TP] == partition_log.active.base_offset
