@@ -17,26 +17,20 @@ import asyncio
 import contextlib
 import logging
 import signal
-import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import attrs
-
-from coordkit.engine import Broker, Cluster, EngineConfig
+from coordkit.engine import EngineConfig
 from coordkit.engine.cluster_id import get_or_create_cluster_id
-from coordkit.engine.controller.broker_requests import BrokerRequestChannel
-from coordkit.engine.controller.shutdown import ControllerClient
 from coordkit.engine.errors import EngineError
 from coordkit.engine.states import TP
 from coordkit.engine.strategies import Strategies
 from coordkit.engine.topics import TopicAdmin
-from coordkit.errors import CoordkitError, StoreError
+from coordkit.errors import StoreError
 from coordkit.kafka.layout import BROKER_TOPICS
-from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import KafkaCodec
+from coordkit.serve.binding import Address, ServeError, advertised_host, bind
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.control_plane.channel import ControllerChannelManager
 from coordkit.serve.control_plane.client import WireControllerClient, shut_down_controlled
@@ -50,120 +44,12 @@ from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.dataplane.retention import LogManager
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.serving_cluster import ServingCluster
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
-from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 
 log = logging.getLogger("coordkit.serve")
-
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
-
-
-class ServeError(CoordkitError):
-    """The server cannot start as asked (a port in use, an address that does not resolve)."""
-
-
-@attrs.frozen
-class Address:
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-class ServingBroker(Broker):
-    """An engine broker whose registration names its real listener, as Kafka's does."""
-
-    @property
-    def info(self) -> BrokerInfo:
-        plain = super().info
-        # ``endpoints`` goes through attrs' ``tuple`` converter, whose type mypy cannot infer.
-        endpoints: Any = (f"PLAINTEXT://{Address(self.host, self.port)}",)
-        return BrokerInfo(
-            host=plain.host,
-            port=plain.port,
-            timestamp=plain.timestamp,
-            jmx_port=plain.jmx_port,
-            version=plain.version,
-            rack=plain.rack,
-            endpoints=endpoints,
-        )
-
-
-class ServingCluster(Cluster):
-    """A :class:`Cluster` whose brokers register the addresses they listen on."""
-
-    def __init__(
-        self,
-        store_url: str,
-        addresses: Mapping[int, Address],
-        *,
-        broker_requests: BrokerRequestChannel | None = None,
-        controller_client: ControllerClient | None = None,
-        **options: object,
-    ):
-        super().__init__(store_url, sorted(addresses), **options)  # type: ignore[arg-type]
-        self.addresses = dict(addresses)
-        self.broker_requests = broker_requests
-        self.controller_client = controller_client
-
-    def new_broker(self, broker_id: int, store: MetadataStore) -> Broker:
-        address = self.addresses[broker_id]
-        return ServingBroker(
-            broker_id,
-            store,
-            host=address.host,
-            port=address.port,
-            rack=self.racks.get(broker_id),
-            config=self.config,
-            clock=self.clock,
-            observers=self.observers,
-            network=self.network,
-            group_observers=self.group_observers,
-            strategies=self.strategies,
-            broker_requests=self.broker_requests,
-            controller_client=self.controller_client,
-        )
-
-
-def bind(host: str, ports: Sequence[int]) -> list[socket.socket]:
-    """Listening sockets on ``host`` at ``ports`` (0: any free port); all or none.
-
-    :raises ServeError: an address does not resolve or a port is taken.
-    """
-    bound: list[socket.socket] = []
-    try:
-        for port in ports:
-            try:
-                infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
-                                           flags=socket.AI_PASSIVE)  # fmt: skip
-            except socket.gaierror as exc:
-                raise ServeError(f"--host {host!r}: {exc.strerror}") from None
-            family, kind, proto, _, sockaddr = infos[0]
-            sock = socket.socket(family, kind, proto)
-            bound.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(sockaddr)
-            except OSError as exc:
-                raise ServeError(
-                    f"cannot listen on {Address(host, port)}: {exc.strerror}"
-                ) from None
-            sock.listen(128)
-            sock.setblocking(False)
-    except BaseException:
-        for sock in bound:
-            sock.close()
-        raise
-    return bound
-
-
-def advertised_host(host: str) -> str:
-    """The host clients are told to connect to: the bind address, or this machine's name when
-    bound to every interface."""
-    return socket.getfqdn() if host in WILDCARD_HOSTS else host
 
 
 class KafkaServer:
