@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from coordkit.protocol import compression, records
+from coordkit.protocol import records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
 from coordkit.serve.dataplane.log_config import LogConfig
+from coordkit.serve.dataplane.produced_batches import checked_batches
 from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerStates
 from coordkit.serve.dataplane.segment import LogSegment, RollParams
 
@@ -173,7 +174,7 @@ class PartitionLog:
 
         :raises ProtocolError: a batch is malformed.
         """
-        checked = _checked(data, verify_crc)
+        checked = checked_batches(data, verify_crc)
         pending: dict[int, tuple[int, int]] = {}
         verdicts: list[int | BatchMetadata] = []
         for header, _raw in checked:
@@ -494,24 +495,3 @@ class PartitionLog:
                 return record.offset, record.timestamp
         # Log-append-time batches give every record the batch's max timestamp.
         return max(batch.base_offset, self.log_start), batch.max_timestamp
-
-
-def _checked(data: bytes, verify_crc: bool = True) -> list[tuple[BatchHeader, memoryview]]:
-    """The batches of a produce request's records, each checked; at least one."""
-    checked = []
-    for header, raw in records.iter_batches(data, verify_crc=verify_crc):
-        if header.record_count != header.last_offset_delta + 1:
-            raise ProtocolError(
-                f"record count {header.record_count} does not match last offset delta "
-                f"{header.last_offset_delta}",
-                kind="record batch",
-            )
-        if header.attributes & 0x07 not in compression.CODECS:
-            raise ProtocolError(
-                f"compression codec id {header.attributes & 0x07} is unknown",
-                kind="record batch",
-            )
-        checked.append((header, raw))
-    if not checked:
-        raise ProtocolError("no record batch in the produce request", kind="record batch")
-    return checked
