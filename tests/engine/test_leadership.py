@@ -201,3 +201,32 @@ def test_imbalance_below_threshold_is_left_alone(
     wait_for(lambda: ctrl.controller is not None and ctrl.controller.idle(), what="idle")
     assert ctrl.controller.imbalance() == {0: 0.5}
     assert cluster.view().partition("t", 1).leader == 1
+
+
+def test_an_unclean_election_asked_for_elects_a_replica_outside_the_isr(
+    make_cluster: Callable[..., Any], until: Callable[..., Any]
+) -> None:
+    """Kafka's ElectLeaders UNCLEAN: a partition whose only live replica is outside its ISR
+    stays leaderless (the topic does not allow unclean elections) until an admin asks the
+    controller, which then elects that replica; a partition with a live leader is left alone."""
+    cluster = make_cluster([1, 2, 3], config=NO_REBALANCE)
+    cluster.create_topic("t", 1, 2, assignment={0: [1, 2]})
+    cluster.create_topic("led", 1, 1, assignment={0: [3]})
+    until(cluster, lambda v: len(v.partitions) == 2, "the topics to get leaders")
+    tp = ("t", 0)
+    cluster.kill(2)
+    until(cluster, lambda v: v.partition(*tp).isr == (1,), "the ISR to shrink to [1]")
+    cluster.kill(1)
+    until(cluster, lambda v: v.partition(*tp).leader == NO_LEADER, "the partition to go offline")
+    cluster.restart(2)
+    view = until(cluster, lambda v: 2 in v.brokers, "broker 2 to register")
+    assert view.partition(*tp).leader == NO_LEADER
+    controller = cluster.controller_broker()
+    assert controller is not None
+    assert controller.controller is not None
+    led_before = view.partition("led", 0)
+    moved = controller.controller.elect_unclean_leaders([tp, ("led", 0)]).result(30)
+    assert moved == [tp]
+    after = cluster.view()
+    assert (after.partition(*tp).leader, after.partition(*tp).isr) == (2, (2,))
+    assert after.partition("led", 0) == led_before

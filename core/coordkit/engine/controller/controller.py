@@ -55,6 +55,7 @@ from coordkit.engine.controller.reassignment import ReassignmentManager
 from coordkit.engine.controller.replica_state import ReplicaStateMachine
 from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH, ControlledShutdown
 from coordkit.engine.controller.topic_ids import TopicIds
+from coordkit.engine.controller.unclean import UncleanElections
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
@@ -139,6 +140,7 @@ class Controller:
             self.context, self.partitions, writer, config=config, broker_id=term.broker_id,
             strategies=strategies,
         )  # fmt: skip
+        self.unclean = UncleanElections(self.context, self.partitions, strategies)
         self.reassignment = ReassignmentManager(
             self.context, self.partitions, writer, config=config, broker_id=term.broker_id,
             strategies=strategies,
@@ -300,6 +302,13 @@ class Controller:
         partitions whose leader moved."""
         chosen = None if partitions is None else list(partitions)
         return self._events.request(self._telling(self.preferred.elect), chosen)
+
+    def elect_unclean_leaders(
+        self, partitions: Iterable[TP]
+    ) -> concurrent.futures.Future[list[TP]]:
+        """An unclean election of the leaderless ``partitions`` (Kafka's ElectLeaders UNCLEAN,
+        :mod:`.unclean`); the future holds those that got a leader."""
+        return self._events.request(self._telling(self.unclean.elect), list(partitions))
 
     def check_leader_imbalance(self) -> concurrent.futures.Future[list[TP]]:
         """Run the automatic preferred-leader rebalance check now."""

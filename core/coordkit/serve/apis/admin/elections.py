@@ -13,10 +13,12 @@ led by its preferred replica, or (unclean) by a live broker: ELECTION_NOT_NEEDED
 replica that is not live or not in the ISR: PREFERRED_LEADER_NOT_AVAILABLE. Topics null: every
 partition, and only the ones that needed an election are answered.
 
-Unclean: a partition without a live leader is elected by the controller's own rules (an ISR
-member when one is live; outside the ISR only where the topic's
-``unclean.leader.election.enable`` allows it), so one whose every live replica is outside the ISR
-stays leaderless: ELIGIBLE_LEADERS_NOT_AVAILABLE (Kafka elects such a replica on request).
+Unclean: there is no ZooKeeper node for it (Kafka 3.9's brokers handed it to their controller
+in-process), so the request goes to the engine's controller itself: in this process when one of
+its brokers holds it, else forwarded to the controller broker as an ElectLeaders request (as a
+KRaft broker forwards it), which answers from its own process. The controller elects each
+partition without a live leader: the first live in-sync replica, else the first live replica,
+whatever the topic's ``unclean.leader.election.enable`` says (Kafka's ``Election.UNCLEAN``).
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from coordkit.engine.controllership import read_controller
 from coordkit.engine.errors import InvalidReplicaAssignmentError
 from coordkit.engine.snapshot import ClusterView, PartitionView, read_view
 from coordkit.engine.states import TP
-from coordkit.errors import NoNodeError, StoreError
+from coordkit.errors import CoordkitError, LayoutError, NoNodeError, StoreError
+from coordkit.kafka import layout
 from coordkit.kafka.layout import PREFERRED_REPLICA_ELECTION
 from coordkit.kafka.model import NO_LEADER
-from coordkit.protocol import Request, messages
+from coordkit.protocol import KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
@@ -47,6 +51,9 @@ PartitionResult = nested(Response, "PartitionResult")
 VERSIONS = (0, 2)
 PREFERRED = 0
 UNCLEAN = 1
+#: The version and client id of an unclean election forwarded to the controller broker.
+FORWARD_VERSION = 2
+FORWARD_CLIENT = "coordkit-forwarded"
 #: How often a waiting request looks at the store again (seconds).
 POLL_SECONDS = 0.05
 #: Kafka's messages (``Errors.*.message()``) where its controller gives none of its own.
@@ -142,17 +149,77 @@ async def _until(ctx: BrokerContext, done: Any, deadline: float) -> bool:
 async def _elect(ctx: BrokerContext, tps: list[TP], kind: int, deadline: float) -> bool:
     """Have the controller elect ``tps``; whether it acted before ``deadline``."""
     if kind == UNCLEAN:
-        # The controller elects a leaderless partition on its own when it can: give it until
-        # the partitions have a leader or the deadline.
-        def led() -> bool:
-            view = read_view(ctx.broker.store, sorted({t for t, _ in tps}))
-            return all(_outcome(view, tp, UNCLEAN)[0] == errors.NONE for tp in tps)
-
-        await _until(ctx, led, min(deadline, time.monotonic() + 1.0))
-        return True
+        return await _elect_unclean(ctx, tps, deadline)
     if not await _until(ctx, lambda: _request_election(ctx, tps), deadline):
         return False
     return await _until(ctx, lambda: not _pending(ctx), deadline)
+
+
+def _controller_of(ctx: BrokerContext) -> tuple[int, Any, tuple[str, int] | None] | None:
+    """The controller's id, its engine controller when a broker of this process holds it, and
+    else its address (store work)."""
+    found = read_controller(ctx.broker.store)
+    if found is None:
+        return None
+    controller_id = found[0].broker_id
+    network = ctx.broker.network
+    holder = network.get(controller_id) if network is not None else None
+    if holder is not None and holder.controller is not None and holder.controller.active:
+        return controller_id, holder.controller, None
+    path = layout.broker_path(controller_id)
+    info = layout.BROKER.decode(ctx.broker.store.get(path)[0], path)
+    return controller_id, None, (info.host, info.port)
+
+
+async def _elect_unclean(ctx: BrokerContext, tps: list[TP], deadline: float) -> bool:
+    try:
+        found = await ctx.blocking(lambda: _controller_of(ctx))
+    except (CoordkitError, LayoutError) as exc:
+        log.warning("broker %s: no controller for an unclean election: %s", ctx.broker_id, exc)
+        return False
+    if found is None:
+        return False
+    remaining = max(0.0, deadline - time.monotonic())
+    _, controller, address = found
+    if controller is not None:
+        future = asyncio.wrap_future(controller.elect_unclean_leaders(tps))
+        try:
+            # Shielded: a wait that times out must not cancel the controller's work.
+            await asyncio.wait_for(asyncio.shield(future), remaining)
+        except TimeoutError:
+            return False
+        except CoordkitError as exc:
+            log.warning("broker %s: unclean election failed: %s", ctx.broker_id, exc)
+            return False
+        return True
+    assert address is not None
+    try:
+        await asyncio.wait_for(_forward(address, tps, remaining), remaining)
+    except (TimeoutError, OSError, ProtocolError) as exc:
+        log.warning("broker %s: unclean election not forwarded to %s: %s", ctx.broker_id,
+                    address, exc)  # fmt: skip
+        return False
+    return True
+
+
+async def _forward(address: tuple[str, int], tps: list[TP], seconds: float) -> None:
+    """The unclean election, asked of the controller broker at ``address``."""
+    request: Any = messages.ElectLeadersRequest
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in tps:
+        by_topic.setdefault(topic, []).append(partition)
+    body = request(election_type=UNCLEAN, timeout_ms=int(seconds * 1000), topic_partitions=[
+        request.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])  # fmt: skip
+    codec = KafkaCodec()
+    reader, writer = await asyncio.open_connection(*address)
+    try:
+        writer.write(codec.encode_request(body, version=FORWARD_VERSION, correlation_id=1,
+                                          client_id=FORWARD_CLIENT))  # fmt: skip
+        await writer.drain()
+        size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+        codec.decode_response("ElectLeaders", FORWARD_VERSION, await reader.readexactly(size))
+    finally:
+        writer.close()
 
 
 async def handle_elect_leaders(ctx: BrokerContext, request: Request) -> Any:
