@@ -9,9 +9,38 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+import attrs
+
 #: The client's address as Kafka shows it (``InetAddress.toString()``: ``/127.0.0.1``), for
 #: DescribeGroups' ``client_host``; empty outside a connection.
 client_host: ContextVar[str] = ContextVar("client_host", default="")
+
+
+@attrs.frozen
+class KafkaPrincipal:
+    """Who a connection authenticated as (Kafka's ``KafkaPrincipal``): ``User:alice``,
+    ``User:CN=client,O=example`` from a client certificate, ``User:ANONYMOUS`` without
+    authentication."""
+
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+
+#: Kafka's ``KafkaPrincipal.ANONYMOUS``: a PLAINTEXT connection's, or an SSL one's without a
+#: client certificate.
+ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
+
+#: The principal of the connection a handler serves (what an authorizer checks): set by the
+#: listener when the connection opens (TLS: the client certificate's subject) and by
+#: SaslAuthenticate once it succeeds.
+principal: ContextVar[KafkaPrincipal] = ContextVar("principal", default=ANONYMOUS)
+
+#: The name of the listener the connection came on (Kafka's ``ListenerName``: ``PLAINTEXT``,
+#: ``SASL_SSL``, ...): Metadata answers each broker's endpoint of that listener.
+listener_name: ContextVar[str] = ContextVar("listener_name", default="PLAINTEXT")
 
 
 def kafka_host(peer: object) -> str:

@@ -26,7 +26,13 @@ import logging
 import socket
 
 from coordkit.protocol import FrameReader, KafkaCodec, ProtocolError
-from coordkit.serve.connection import CloseConnectionError, client_host, kafka_host
+from coordkit.serve.connection import (
+    ANONYMOUS,
+    CloseConnectionError,
+    client_host,
+    kafka_host,
+    principal,
+)
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dispatch import Dispatcher, UnservedRequestError
 from coordkit.support.terminal import visible
@@ -88,6 +94,7 @@ class BrokerListener:
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         client_host.set(kafka_host(peer))  # this task's: the connection's handlers see it
+        principal.set(ANONYMOUS)
         frames = FrameReader(self.codec)
         try:
             while not self.closing() and (data := await reader.read(READ_CHUNK)):
