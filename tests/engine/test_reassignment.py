@@ -239,3 +239,37 @@ def test_a_reassignment_that_only_removes_a_replica_completes(
     assert set(after.isr) == {1, 2}
     node = layout.TOPIC.decode(cluster.admin_store.get("/brokers/topics/t")[0], "/brokers/topics/t")
     assert (node.adding, node.removing) == ({}, {})
+
+
+def test_a_running_reassignment_given_its_original_replicas_back_is_cancelled(
+    make_cluster: Callable[..., Any],
+) -> None:
+    """What AlterPartitionReassignments' cancellation writes: the request's target set back to
+    the original replicas (RS without the adding ones) while the new replica cannot catch up
+    (its broker is down); the controller drops it, and the partition is where it was."""
+    cluster: Cluster = make_cluster([1, 2, 3], config=FAST)
+    cluster.create_topic("t", 1, 2, assignment={0: [1, 2]})
+    wait_for(lambda: _done(cluster), what="the topic replicated")
+    cluster.kill(3)
+    wait_for(lambda: 3 not in cluster.view().brokers, what="broker 3 gone")
+    cluster.admin_store.create(
+        layout.REASSIGN_PARTITIONS, layout.encode_reassignment({("t", 0): [1, 3]})
+    )
+
+    def topic() -> TopicAssignment:
+        return layout.TOPIC.decode(cluster.admin_store.get("/brokers/topics/t")[0], "/t")
+
+    wait_for(lambda: topic().adding == {0: (3,)}, what="phase A: broker 3 being added")
+    original = topic().original_replicas(0)
+    assert original == (1, 2)
+    _, stat = cluster.admin_store.get(layout.REASSIGN_PARTITIONS)
+    cluster.admin_store.set(
+        layout.REASSIGN_PARTITIONS, layout.encode_reassignment({("t", 0): original}), stat.version
+    )
+    wait_for(lambda: cluster.admin_store.exists(layout.REASSIGN_PARTITIONS) is None,
+             what="the cancelled request done")  # fmt: skip
+    node = topic()
+    assert (node.partitions[0], node.adding, node.removing) == ((1, 2), {}, {})
+    after = cluster.view().partition("t", 0)
+    assert after.replicas == (1, 2)
+    assert 3 not in after.isr
