@@ -7,6 +7,7 @@ compared by the differential (``tests/differential/scenarios/admin.py``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import kafka.errors
 import pytest
@@ -317,3 +318,27 @@ def _errnos(results: dict[str, str]) -> dict[str, int]:
         group: NONE if error == "OK" else int(getattr(kafka.errors, error).errno)
         for group, error in results.items()
     }
+
+
+def test_log_dirs_of_a_data_dir(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient], tmp_path: Path
+) -> None:
+    """With ``--data-dir`` each broker names its own log directory (absolute), its volume's
+    sizes, and each partition's size on disk."""
+    server = serve("--data-dir", str(tmp_path), brokers=1)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("ondisk", 1, 1)])
+    wait_for(lambda: bool(_metadata(server, "ondisk")), WAIT_SECONDS, "ondisk's leader")
+    _produce(server, "ondisk", 0, 5)
+    client = _raw(server, 0)
+    try:
+        answer = client.call(messages.DescribeLogDirsRequest(topics=None), 4)
+    finally:
+        client.close()
+    (result,) = answer.results
+    assert Path(result.log_dir).is_absolute()
+    assert Path(result.log_dir).is_relative_to(tmp_path.resolve())
+    assert result.total_bytes > 0
+    assert result.usable_bytes >= 0
+    sizes = {t.name: [p.partition_size for p in t.partitions] for t in result.topics}
+    assert sizes["ondisk"][0] > 0

@@ -82,8 +82,9 @@ def _delete(side: Side, index: int, name: str, partition: int, offset: int) -> A
 def delete_records(side: Side) -> list[Any]:
     """Three batches of two records, then DeleteRecords at the leader: up to 3 (the low
     watermark), past the high watermark (OFFSET_OUT_OF_RANGE), back to 2 (the log start stays),
-    -1 (the high watermark), a partition the topic lacks, and at a follower
-    (NOT_LEADER_OR_FOLLOWER); ListOffsets EARLIEST after."""
+    -1 (the high watermark), a partition the topic lacks, at a follower
+    (NOT_LEADER_OR_FOLLOWER), and of a compacted topic (POLICY_VIOLATION); ListOffsets EARLIEST
+    after."""
     name = _topic(side)
     for i in range(3):
         side.produce(name, 0, rq.batch(2, first_timestamp=rq.BASE_TIMESTAMP + 2 * i))
@@ -92,6 +93,10 @@ def delete_records(side: Side) -> list[Any]:
     found = [_delete(side, leader, name, 0, offset) for offset in (3, 100, 2, -1)]
     found.append(_delete(side, leader, name, 5, 0))
     found.append(_delete(side, follower, name, 0, 1))
+    compacted = side.topic("compacted")
+    side.create_topic(compacted, 1, 3, configs={"cleanup.policy": "compact"})
+    side.produce(compacted, 0, rq.batch(2))
+    found.append(_delete(side, side.leader(compacted), compacted, 0, 1))
     found.append(side.call(leader, rq.list_offsets(name, 0, rq.EARLIEST_TIMESTAMP),
                            rq.LIST_OFFSETS))  # fmt: skip
     return found
