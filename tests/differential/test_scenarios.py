@@ -24,6 +24,7 @@ from differential.harness import (
 from differential.scenarios import (
     admin,
     compaction,
+    configs,
     consumer_group_apis,
     consumer_groups,
     durability,
@@ -41,7 +42,8 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "frames": frames, "consumer_groups": consumer_groups,
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
             "groups_by_id": groups_by_id, "durability": durability,
-            "retention": retention, "admin": admin, "compaction": compaction}  # fmt: skip
+            "retention": retention, "admin": admin, "compaction": compaction,
+            "configs": configs}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

@@ -1,0 +1,207 @@
+"""Scenarios of the config apis (issue #35 item 1): DescribeConfigs, IncrementalAlterConfigs and
+AlterConfigs on topics and brokers.
+
+A topic's description is all of Kafka's topic configs with values, sources, synonyms, types and
+flags; refusals are compared with their messages. Kafka 4.4 applies an alter through its
+controller and its brokers learn of it a little later, so a describe after an alter is repeated
+until the value changed shows (on both sides alike). Broker-wide changes (``--entity-default``)
+are undone before the scenario ends: the clusters are shared by every scenario. Versions: the
+highest both sides serve (DescribeConfigs 4, IncrementalAlterConfigs 1, AlterConfigs 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from coordkit.protocol import messages
+from coordkit.testing.waiting import wait_for
+from differential.harness import WAIT_SECONDS, Side, scenario
+
+DESCRIBE = 4
+INCREMENTAL = 1
+ALTER = 2
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+VERSIONS = {"DescribeConfigs": DESCRIBE}
+ALTERING = {"DescribeConfigs": DESCRIBE, "IncrementalAlterConfigs": INCREMENTAL}
+
+
+def describe(side: Side, resource_type: int, name: str, keys: Sequence[str] | None = None,
+             *, synonyms: bool = True, documentation: bool = False) -> Any:  # fmt: skip
+    Request: Any = messages.DescribeConfigsRequest
+    request = Request(resources=[Request.DescribeConfigsResource(
+        resource_type=resource_type, resource_name=name,
+        configuration_keys=None if keys is None else list(keys))],
+        include_synonyms=synonyms, include_documentation=documentation)  # fmt: skip
+    return side.call(0, request, DESCRIBE)
+
+
+def incremental(
+    side: Side,
+    resource_type: int,
+    name: str,
+    configs: Sequence[tuple[str, int, str | None]],
+    validate_only: bool = False,
+) -> Any:
+    Request: Any = messages.IncrementalAlterConfigsRequest
+    Resource = Request.AlterConfigsResource
+    request = Request(resources=[Resource(resource_type=resource_type, resource_name=name,
+        configs=[Resource.AlterableConfig(name=n, config_operation=op, value=v)
+                 for n, op, v in configs])], validate_only=validate_only)  # fmt: skip
+    return side.call(0, request, INCREMENTAL)
+
+
+def _value(side: Side, resource_type: int, name: str, config: str) -> str | None:
+    found = describe(side, resource_type, name, [config]).results[0].configs
+    return found[0].value if found else None
+
+
+def settled(side: Side, resource_type: int, name: str, config: str, value: str | None) -> None:
+    """Wait until broker 0 describes ``config`` of ``name`` with ``value``."""
+    wait_for(lambda: _value(side, resource_type, name, config) == value, WAIT_SECONDS,
+             f"{side.name}: {config}={value} described")  # fmt: skip
+
+
+@scenario("configs.describe_topic", versions=VERSIONS)
+def describe_topic(side: Side) -> list[Any]:
+    """A new topic described with synonyms: Kafka 4.4's topic configs, each with its value,
+    source (the broker's ``log.retention.ms=-1`` is STATIC_BROKER_CONFIG), synonyms, type and
+    flags."""
+    name = side.topic()
+    side.create_topic(name)
+    return [describe(side, TOPIC, name)]
+
+
+@scenario("configs.describe_topic_keys_with_documentation", versions=VERSIONS)
+def describe_topic_keys_with_documentation(side: Side) -> list[Any]:
+    """Only the keys asked for (one Kafka does not know is left out), without synonyms, with
+    documentation."""
+    name = side.topic()
+    side.create_topic(name)
+    keys = ["cleanup.policy", "no.such.config", "max.message.bytes"]
+    return [describe(side, TOPIC, name, keys, synonyms=False, documentation=True)]
+
+
+@scenario("configs.describe_missing_topic", versions=VERSIONS)
+def describe_missing_topic(side: Side) -> list[Any]:
+    """A topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION, no configs."""
+    return [describe(side, TOPIC, side.topic("missing"))]
+
+
+@scenario("configs.describe_other_broker", versions=VERSIONS, compare_messages=True)
+def describe_other_broker(side: Side) -> list[Any]:
+    """A broker resource naming another broker than the one asked: INVALID_REQUEST with
+    Kafka's message naming both ids (broker ids normalised)."""
+    other = str(side.broker_id(1))
+    answer = describe(side, BROKER, other)
+    result = answer.results[0]
+    result.error_message = (
+        (result.error_message or "")
+        .replace(other, "OTHER")
+        .replace(str(side.broker_id(0)), "ASKED")
+    )
+    result.resource_name = "OTHER"
+    return [answer]
+
+
+@scenario("configs.incremental_set_append_then_delete", versions=ALTERING)
+def incremental_set_append_then_delete(side: Side) -> list[Any]:
+    """SET ``retention.ms`` and APPEND ``compact`` to ``cleanup.policy`` (from its default
+    ``delete``); both described as TOPIC_CONFIG with synonyms; then DELETE and SUBTRACT bring
+    the defaults back."""
+    name = side.topic()
+    side.create_topic(name)
+    keys = ["retention.ms", "cleanup.policy"]
+    first = incremental(side, TOPIC, name, [("retention.ms", SET, "5000"),
+                                           ("cleanup.policy", APPEND, "compact")])  # fmt: skip
+    settled(side, TOPIC, name, "retention.ms", "5000")
+    set_ = describe(side, TOPIC, name, keys)
+    second = incremental(side, TOPIC, name, [("retention.ms", DELETE, None),
+                                            ("cleanup.policy", SUBTRACT, "compact")])  # fmt: skip
+    settled(side, TOPIC, name, "retention.ms", "-1")
+    return [first, set_, second, describe(side, TOPIC, name, keys)]
+
+
+@scenario("configs.incremental_validate_only", versions=ALTERING)
+def incremental_validate_only(side: Side) -> list[Any]:
+    """``validate_only``: accepted, nothing changed (``segment.ms`` still the default)."""
+    name = side.topic()
+    side.create_topic(name)
+    answer = incremental(side, TOPIC, name, [("segment.ms", SET, "100000")], validate_only=True)
+    return [answer, describe(side, TOPIC, name, ["segment.ms"])]
+
+
+@scenario("configs.incremental_refusals", versions=ALTERING, compare_messages=True)
+def incremental_refusals(side: Side) -> list[Any]:
+    """Refused whole, Kafka's codes and messages: an unknown name, a value that does not parse,
+    one outside its validator (``cleanup.policy``, ``max.message.bytes``,
+    ``min.insync.replicas``), SUBTRACT from a config that is no list, a name twice, a missing
+    topic; the topic's configs unchanged."""
+    name = side.topic()
+    side.create_topic(name)
+    cases: list[list[tuple[str, int, str | None]]] = [
+        [("no.such", SET, "1")],
+        [("retention.ms", SET, "abc")],
+        [("segment.ms", SET, "100000"), ("cleanup.policy", SET, "foo")],
+        [("max.message.bytes", SET, "-5")],
+        [("min.insync.replicas", SET, "0")],
+        [("retention.ms", SUBTRACT, "1")],
+        [("retention.ms", SET, "1"), ("retention.ms", SET, "2")],
+    ]
+    answers = [incremental(side, TOPIC, name, configs) for configs in cases]
+    missing = side.topic("missing")
+    answers.append(incremental(side, TOPIC, missing, [("retention.ms", SET, "5")]))
+    answers[-1].responses[0].resource_name = "MISSING"
+    answers[-1].responses[0].error_message = (
+        answers[-1].responses[0].error_message.replace(missing, "MISSING")
+    )
+    return [*answers, describe(side, TOPIC, name, ["segment.ms", "retention.ms"])]
+
+
+@scenario("configs.incremental_broker_read_only", versions=ALTERING, compare_messages=True)
+def incremental_broker_read_only(side: Side) -> list[Any]:
+    """A broker config Kafka reads only at its start (``log.retention.hours``) for the
+    cluster-wide defaults: INVALID_REQUEST naming it."""
+    return [incremental(side, BROKER, "", [("log.retention.hours", SET, "1")])]
+
+
+@scenario("configs.cluster_default_broker_config", versions=ALTERING)
+def cluster_default_broker_config(side: Side) -> list[Any]:
+    """``log.cleaner.min.cleanable.ratio`` set for the whole cluster: the cluster-wide resource
+    lists it (DYNAMIC_DEFAULT_BROKER_CONFIG), and a topic's ``min.cleanable.dirty.ratio`` takes
+    it; removed again."""
+    name = side.topic()
+    side.create_topic(name)
+    ratio = "log.cleaner.min.cleanable.ratio"
+    answers = [incremental(side, BROKER, "", [(ratio, SET, "0.6")])]
+    try:
+        settled(side, TOPIC, name, "min.cleanable.dirty.ratio", "0.6")
+        answers.append(describe(side, BROKER, "", [ratio]))
+        answers.append(describe(side, TOPIC, name, ["min.cleanable.dirty.ratio"]))
+    finally:
+        answers.append(incremental(side, BROKER, "", [(ratio, DELETE, None)]))
+        settled(side, TOPIC, name, "min.cleanable.dirty.ratio", "0.5")
+    return answers
+
+
+@scenario("configs.alter_configs_replaces", versions={**VERSIONS, "AlterConfigs": ALTER})
+def alter_configs_replaces(side: Side) -> list[Any]:
+    """The legacy AlterConfigs replaces every override: after ``retention.bytes`` then
+    ``segment.ms``, only ``segment.ms`` is the topic's."""
+    name = side.topic()
+    side.create_topic(name)
+    Request: Any = messages.AlterConfigsRequest
+    Resource = Request.AlterConfigsResource
+
+    def alter(config: str, value: str) -> Any:
+        request = Request(resources=[Resource(resource_type=TOPIC, resource_name=name,
+            configs=[Resource.AlterableConfig(name=config, value=value)])],
+            validate_only=False)  # fmt: skip
+        return side.call(0, request, ALTER)
+
+    first = alter("retention.bytes", "100000")
+    settled(side, TOPIC, name, "retention.bytes", "100000")
+    second = alter("segment.ms", "100000")
+    settled(side, TOPIC, name, "segment.ms", "100000")
+    return [first, second, describe(side, TOPIC, name, ["retention.bytes", "segment.ms"])]
