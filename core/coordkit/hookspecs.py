@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from coordkit.lab import Metric, Workload
     from coordkit.store import MetadataStore, SessionState
     from coordkit.strategies.assignment import Assignor
+    from coordkit.strategies.authorization import AuthorizerFactory
     from coordkit.strategies.elections import (
         ControllerElection,
         GroupLeaderSelection,
@@ -130,6 +131,16 @@ def coordkit_register_offset_stores(register: Callable[[OffsetStorageFactory], N
     :param register: call ``register(factory)``; the factory's ``name`` (e.g. ``"zookeeper"``,
         ``"offsets-topic"``) is the lookup key and ``factory(store, **options)`` returns a
         :class:`coordkit.strategies.offsets.OffsetStorage` working on that metadata store session.
+    """
+
+
+@_hookspec
+def coordkit_register_authorizers(register: Callable[[AuthorizerFactory], None]) -> None:
+    """Register authorizers: what the broker config ``authorizer.class.name`` names.
+
+    :param register: call ``register(factory)`` with a
+        :class:`coordkit.strategies.authorization.AuthorizerFactory`; its ``name`` (e.g.
+        ``"kafka"``) is the lookup key.
     """
 
 

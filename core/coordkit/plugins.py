@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from coordkit.lab import Metric, Workload
     from coordkit.store import MetadataStore, SessionState
     from coordkit.strategies.assignment import Assignor
+    from coordkit.strategies.authorization import AuthorizerFactory
     from coordkit.strategies.elections import (
         ControllerElection,
         GroupLeaderSelection,
@@ -55,6 +56,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "placements": "coordkit_placements",
     "partitioners": "coordkit_partitioners",
     "offsets": "coordkit_offsets",
+    "authorizers": "coordkit_authorizers",
     "lab": "coordkit_lab",
 }
 
@@ -218,6 +220,9 @@ class PluginManager:
         self.offset_stores: Registry[OffsetStorageFactory] = Registry(
             self, "offset storage", "coordkit_register_offset_stores", _name_of
         )
+        self.authorizers: Registry[AuthorizerFactory] = Registry(
+            self, "authorizer", "coordkit_register_authorizers", _name_of
+        )
         self.workloads: Registry[Workload] = Registry(
             self, "workload", "coordkit_register_workloads", _name_of
         )
@@ -275,6 +280,7 @@ class PluginManager:
             self.partitioners,
             self.placements,
             self.offset_stores,
+            self.authorizers,
             self.workloads,
             self.metrics,
             self.commands,
@@ -398,6 +404,10 @@ class PluginManager:
     def offset_store(self, name: str) -> OffsetStorageFactory:
         """The offset storage factory registered as ``name``."""
         return self.offset_stores.get(name)
+
+    def authorizer(self, name: str) -> AuthorizerFactory:
+        """The authorizer registered as ``name``."""
+        return self.authorizers.get(name)
 
     def workload(self, name: str) -> Workload:
         """The lab workload registered as ``name``."""

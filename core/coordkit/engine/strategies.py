@@ -25,6 +25,7 @@ from coordkit.engine.config import EngineConfig
 from coordkit.errors import UnknownNameError
 from coordkit.kafka.coordinators import GroupCoordinatorSelection
 from coordkit.strategies.assignment import Assignor
+from coordkit.strategies.authorization import AuthorizerFactory
 from coordkit.strategies.elections import (
     ControllerElection,
     ElectionKind,
@@ -133,6 +134,10 @@ class Strategies:
     server_assignors: Mapping[str, ServerAssignor] = attrs.field(
         factory=dict, converter=_frozen_mapping
     )
+    #: Authorizers by name (``authorizer.class.name`` names one; none: no authorization).
+    authorizers: Mapping[str, AuthorizerFactory] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
     events: PluginEvents = attrs.field(default=NO_PLUGIN_EVENTS, eq=False)
 
     def partition_election(self, name: str) -> PartitionLeaderElection:
@@ -150,6 +155,10 @@ class Strategies:
     def partitioner(self, name: str) -> PartitionerFactory:
         """The partitioner factory ``name``."""
         return _named(self.partitioners, name, "partitioner")
+
+    def authorizer(self, name: str) -> AuthorizerFactory:
+        """The authorizer ``name`` (what ``authorizer.class.name`` names)."""
+        return _named(self.authorizers, name, "authorizer")
 
     def check_assignors(self, names: Sequence[str]) -> None:
         """Raise :class:`~coordkit.errors.UnknownNameError` for the first of ``names`` not known."""
@@ -190,6 +199,7 @@ class Strategies:
             assignors={r.name: r.value for r in manager.assignors},
             partitioners={r.name: r.value for r in manager.partitioners},
             server_assignors={r.name: r.value for r in manager.server_assignors},
+            authorizers={r.name: r.value for r in manager.authorizers},
             events=manager,
         )
         # The names the controller will use, checked now rather than at its first election.
