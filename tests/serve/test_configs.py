@@ -27,7 +27,7 @@ TOPIC, BROKER = 2, 4
 TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 3, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 40, 42
-MESSAGE_TOO_LARGE = 10
+MESSAGE_TOO_LARGE, INVALID_TOPIC_EXCEPTION = 10, 17
 
 Describe = messages.DescribeConfigsRequest
 Incremental = messages.IncrementalAlterConfigsRequest
@@ -307,3 +307,15 @@ def test_log_append_time_is_stamped_by_the_leader(
         assert message.timestamp() == (TIMESTAMP_LOG_APPEND_TIME, answer.log_append_time_ms)
     finally:
         consumer.close()
+
+
+def test_a_name_that_cannot_be_a_topics_is_refused(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    """Kafka's ``Topic.validate``: INVALID_TOPIC_EXCEPTION, and the connection stays open."""
+    client = raw_client(server.address(0))
+    assert describe(client, TOPIC, "a b").error_code == INVALID_TOPIC_EXCEPTION
+    assert incremental(client, TOPIC, "", [("retention.ms", SET, "1")])[0] == (
+        INVALID_TOPIC_EXCEPTION
+    )
+    assert describe(client, TOPIC, "t").error_code == NONE

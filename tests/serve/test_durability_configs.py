@@ -222,14 +222,23 @@ def test_create_topics_refuses_a_bad_value_of_a_config_it_honours(
         Create.CreatableTopic(name=name, num_partitions=1, replication_factor=1,
                               configs=[Create.CreatableTopicConfig(name=key, value=value)])
         for name, key, value in [("zero", MIN_INSYNC_REPLICAS, "0"),
-                                 ("kafkas", "compression.type", "zstd")]
+                                 ("kafkas", "preallocate", "true"),
+                                 ("unknown", "no.such.config", "1")]
     ]  # fmt: skip
     results = client.call(Create(topics=topics, timeout_ms=10_000), 7).topics
-    # compression.type is one of Kafka's configs coordkit does not read: kept as given.
-    assert [(r.name, r.error_code) for r in results] == [("zero", INVALID_CONFIG), ("kafkas", 0)]
-    assert results[0].error_message == (
-        "Invalid value 0 for configuration min.insync.replicas: 0 is below the minimum of 1"
-    )
+    # preallocate is one of Kafka's configs coordkit does not act on: kept as given.
+    assert [(r.name, r.error_code) for r in results] == [
+        ("zero", INVALID_CONFIG), ("kafkas", 0), ("unknown", INVALID_CONFIG)]  # fmt: skip
+    assert [r.error_message for r in results] == [
+        "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1",
+        "",
+        "Unknown topic config name: no.such.config",
+    ]
+    # v5+ answers the new topic's configs, its own among them.
+    configs = {c.name: (c.value, c.config_source) for c in results[1].configs}
+    assert len(configs) == 37
+    assert configs["preallocate"] == ("true", 1)
+    assert configs["cleanup.policy"] == ("delete", 5)
     store = server.server.cluster.admin_store
     assert store.exists(layout.topic_path("zero")) is None
     assert store.exists(layout.topic_config_path("zero")) is None

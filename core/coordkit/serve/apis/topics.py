@@ -43,9 +43,10 @@ from coordkit.errors import CoordkitError, LayoutError, StoreError
 from coordkit.kafka import layout
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.configs.describe import created_topic_configs
 from coordkit.serve.classes import nested
+from coordkit.serve.config_catalogue import TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.topic_configs import TOPIC_CONFIGS, TopicConfigError
 from coordkit.serve.topic_ids import read_topic_ids
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
@@ -149,6 +150,8 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
             if created.topic_id is not None:
                 result.topic_id = kafka_uuid(created.topic_id)
                 ctx.topic_ids.add(topic.name, created.topic_id)
+        # CreateTopics v5+ answers the new topic's configs, as DescribeConfigs would.
+        result.configs = created_topic_configs(ctx, config, nested(Result, "CreatableTopicConfigs"))
     except TopicExistsError as exc:
         # Kafka's controller's message (the store path the engine names is coordkit's own).
         return _refused(topic.name, errors.topic_creation_error(exc),
@@ -159,17 +162,16 @@ def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[s
 
 
 def _invalid_config(config: Mapping[str, str]) -> str | None:
-    """Kafka's message for the first value of ``config`` that a topic config of the catalogue
-    refuses (Kafka's ``LogConfig.validate``), if any. Names outside the catalogue are kept as
-    given: it holds the configs coordkit serve honours, not all of Kafka's."""
+    """Kafka's message for the first name of ``config`` that is not one of Kafka's topic
+    configs, or value its validator refuses (Kafka's ``LogConfig.validate``), if any."""
     for name, text in config.items():
-        key = TOPIC_CONFIGS.get(name)
+        key = TOPIC_KEYS.get(name)
         if key is None:
-            continue
+            return f"Unknown topic config name: {name}"
         try:
             key.parse(text)
-        except TopicConfigError as exc:
-            return f"Invalid value {text} for configuration {name}: {exc}"
+        except InvalidConfigValueError as exc:
+            return str(exc)
     return None
 
 

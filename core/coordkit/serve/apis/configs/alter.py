@@ -26,7 +26,12 @@ from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
-from coordkit.serve.apis.configs.describe import RefusedError, broker_sources, resource_type_name
+from coordkit.serve.apis.configs.describe import (
+    RefusedError,
+    broker_sources,
+    check_topic_name,
+    resource_type_name,
+)
 from coordkit.serve.apis.configs.values import BROKER, TOPIC, topic_value
 from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
@@ -43,6 +48,7 @@ _OPERATIONS = {SET: "SET", DELETE: "DELETE", APPEND: "APPEND", SUBTRACT: "SUBTRA
 def _entity(resource_type: int, name: str) -> tuple[str, str]:
     """The config entity a resource names: (``topics``, T) or (``brokers``, N / <default>)."""
     if resource_type == TOPIC:
+        check_topic_name(name)
         return TOPICS, name
     if resource_type == BROKER:
         if not name:
@@ -164,7 +170,7 @@ def _alter_resource(ctx: BrokerContext, resource: Any, validate_only: bool, incr
                      ctx.broker_id, entity_type, name, updated)  # fmt: skip
     except RefusedError as exc:
         return exc.code, str(exc)
-    except StoreError as exc:
+    except (StoreError, LayoutError) as exc:
         return errors.UNKNOWN_SERVER_ERROR, f"the configs were not written: {exc}"
     return errors.NONE, None
 

@@ -21,6 +21,7 @@ from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
 from coordkit.engine.errors import UnknownTopicError
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.model import validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.configs.values import (
@@ -87,7 +88,16 @@ def _entry(
     )
 
 
+def check_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: a name that cannot be a topic's is INVALID_TOPIC_EXCEPTION."""
+    try:
+        validate_topic_name(name)
+    except ValueError as exc:
+        raise RefusedError(errors.INVALID_TOPIC_EXCEPTION, str(exc)) from None
+
+
 def _topic(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any) -> list[Any]:
+    check_topic_name(name)
     try:
         overrides = ConfigAdmin(ctx.broker.store).read(TOPICS, name)
     except (UnknownTopicError, LayoutError) as exc:
@@ -137,6 +147,21 @@ def _broker(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: 
     return out
 
 
+def created_topic_configs(
+    ctx: BrokerContext, overrides: Mapping[str, str], entry: Any
+) -> list[Any]:
+    """A new topic's configs as CreateTopics v5+ answers them (``entry``: its
+    ``CreatableTopicConfigs``): each with the value and source DescribeConfigs gives."""
+    broker = broker_sources(ctx, None)
+    out = []
+    for key in TOPIC_KEYS.values():
+        entries = topic_entries(key, overrides, broker)
+        out.append(entry(name=key.name, value=topic_value(key, overrides, broker),
+                         read_only=False, is_sensitive=False,
+                         config_source=entries[0].source if entries else DEFAULT_CONFIG))  # fmt: skip
+    return out
+
+
 HANDLERS: Mapping[int, Callable[[BrokerContext, str, Callable[[str], bool], Any], list[Any]]] = {
     TOPIC: _topic,
     BROKER: _broker,
@@ -162,7 +187,7 @@ def _describe(ctx: BrokerContext, body: Any) -> list[Any]:
         except RefusedError as exc:
             result.error_code = exc.code
             result.error_message = str(exc)
-        except StoreError as exc:
+        except (StoreError, LayoutError) as exc:
             result.error_code = errors.UNKNOWN_SERVER_ERROR
             result.error_message = f"the configs were not read: {exc}"
         results.append(result)
