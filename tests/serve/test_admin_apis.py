@@ -324,11 +324,12 @@ def test_log_dirs_of_a_data_dir(
     serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient], tmp_path: Path
 ) -> None:
     """With ``--data-dir`` each broker names its own log directory (absolute), its volume's
-    sizes, and each partition's size on disk."""
+    sizes, and each partition's size on disk, an empty one's too."""
     server = serve("--data-dir", str(tmp_path), brokers=1)
     admin = admin_for(server)
-    admin.create_topics([NewTopic("ondisk", 1, 1)])
+    admin.create_topics([NewTopic("ondisk", 1, 1), NewTopic("empty", 1, 1)])
     wait_for(lambda: bool(_metadata(server, "ondisk")), WAIT_SECONDS, "ondisk's leader")
+    wait_for(lambda: bool(_metadata(server, "empty")), WAIT_SECONDS, "empty's leader")
     _produce(server, "ondisk", 0, 5)
     client = _raw(server, 0)
     try:
@@ -342,3 +343,5 @@ def test_log_dirs_of_a_data_dir(
     assert result.usable_bytes >= 0
     sizes = {t.name: [p.partition_size for p in t.partitions] for t in result.topics}
     assert sizes["ondisk"][0] > 0
+    # A replica without records has its log too, as a Kafka broker has from its first leadership.
+    assert sizes["empty"] == [0]

@@ -41,9 +41,19 @@ def _volume(path: str) -> tuple[int, int]:
     return usage.total, usage.free
 
 
+def _held(ctx: BrokerContext) -> None:
+    """Every replica assigned to this broker has a log, as Kafka's brokers create one when they
+    become a replica; coordkit's are made by their first append or fetch, so a leader without
+    records would otherwise be missing."""
+    for tp, state in ctx.replication.partitions():
+        if ctx.broker_id in state.replicas and ctx.logs.find(tp) is None:
+            ctx.logs.get(tp)
+
+
 def _describe(ctx: BrokerContext, request: Request) -> Any:
     asked = request.body.topics
     wanted = None if asked is None else {(t.topic, p) for t in asked for p in t.partitions}
+    _held(ctx)
     by_topic: dict[str, list[Any]] = {}
     for tp, partition_log in sorted(ctx.logs.logs()):
         if wanted is not None and tp not in wanted:
