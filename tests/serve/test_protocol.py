@@ -120,6 +120,10 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         75: (0, 0),  # DescribeTopicPartitions
         42: (0, 3),  # DeleteGroups
         47: (0, 0),  # OffsetDelete
+        # ACLs (issue 36 item 3), Kafka 4.4's versions.
+        29: (1, 3),  # DescribeAcls
+        30: (1, 3),  # CreateAcls
+        31: (1, 3),  # DeleteAcls
     }
 
 

@@ -132,6 +132,8 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "DescribeCluster", "DescribeLogDirs", "DeleteRecords", "ElectLeaders",
         "AlterPartitionReassignments", "ListPartitionReassignments", "DeleteGroups",
         "OffsetDelete", "DescribeProducers", "DescribeTopicPartitions",
+        # ACLs (issue 36 item 3).
+        "DescribeAcls", "CreateAcls", "DeleteAcls",
     }  # fmt: skip
     # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
     assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
@@ -315,13 +317,13 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 
 def _kafka_python_class(name: str) -> Any:
-    from kafka.protocol.admin import cluster, configs, groups, topics, transactions
+    from kafka.protocol.admin import acl, cluster, configs, groups, topics, transactions
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
-                   metadata, produce, transaction, cluster, transactions, configs):  # fmt: skip
+                   metadata, produce, transaction, cluster, transactions, configs, acl):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")

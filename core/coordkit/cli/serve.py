@@ -28,6 +28,7 @@ from coordkit.engine import EngineConfig
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import UnknownNameError
 from coordkit.serve import SUPPORTED, KafkaServer
+from coordkit.serve.authorization import check_authorizer
 from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
 from coordkit.store.urls import StoreURL
 from coordkit.support.terminal import visible
@@ -143,6 +144,10 @@ def serve_command(
             strategies.server_assignor(name)
         except UnknownNameError as exc:
             raise CommandError(f"--config group.consumer.assignors: {exc}") from None
+    try:
+        check_authorizer(strategies, configs.serve_settings().static_configs)
+    except BrokerConfigError as exc:
+        raise CommandError(str(exc)) from None
     server = KafkaServer(
         url,
         ids,

@@ -85,6 +85,10 @@ API_NAMES = (
     "OffsetDelete",
     "DescribeProducers",
     "DescribeTopicPartitions",
+    # ACLs (issue 36).
+    "DescribeAcls",
+    "CreateAcls",
+    "DeleteAcls",
 )
 
 

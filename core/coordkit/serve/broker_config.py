@@ -60,6 +60,8 @@ class ConfigKey:
 
     def parse(self, text: str) -> Any:
         """The value of ``text``, checked; :class:`BrokerConfigError` says what is wrong."""
+        if self.type == "string":
+            return text.strip()
         if self.type == "list":
             items = tuple(item.strip() for item in text.split(",") if item.strip())
             if not items:
@@ -217,6 +219,18 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("log.index.size.max.bytes", "int", 10 * 1024 * 1024,
                   "The largest offset or time index; a segment whose index is full rolls.",
                   "serve", "log_index_size_max_bytes", 4),
+        # The authorizer's (target "authorizer": handed to it as text, as Kafka configures its
+        # authorizer with every broker config).
+        ConfigKey("authorizer.class.name", "string", "",
+                  "The authorizer: a registered one's name (kafka) or Kafka's class names of "
+                  "AclAuthorizer and StandardAuthorizer; empty: none, everything allowed.",
+                  "authorizer", ""),
+        ConfigKey("super.users", "string", "",
+                  "Principals the authorizer allows everything, ';'-separated (User:admin).",
+                  "authorizer", ""),
+        ConfigKey("allow.everyone.if.no.acl.found", "boolean", False,
+                  "Whether the authorizer allows an action on a resource no ACL applies to.",
+                  "authorizer", ""),
     )
 }  # fmt: skip
 

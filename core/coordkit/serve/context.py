@@ -29,6 +29,7 @@ from coordkit.serve.dataplane.retention import (
 )
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
+from coordkit.strategies.authorization import Authorizer
 
 T = TypeVar("T")
 
@@ -90,6 +91,8 @@ class BrokerContext:
     )
     #: What the controller's requests told the process's brokers (``None``: not served).
     metadata: MetadataCache | None = None
+    #: The process's authorizer (``authorizer.class.name``; ``None``: none, all allowed).
+    authorizer: Authorizer | None = None
 
     @property
     def broker_id(self) -> int:

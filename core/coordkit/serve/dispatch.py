@@ -18,6 +18,7 @@ from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.acls import ACL_APIS
 from coordkit.serve.apis.admin import ADMIN_APIS
 from coordkit.serve.apis.configs import CONFIG_APIS
 from coordkit.serve.apis.fetch import handle_fetch, handle_list_offsets
@@ -101,6 +102,7 @@ SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     **INTER_BROKER_APIS,  # LeaderAndIsr, ... AllocateProducerIds: see apis.inter_broker
     **CONFIG_APIS,  # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
     **ADMIN_APIS,  # DescribeCluster, ... DescribeTopicPartitions: see apis.admin
+    **ACL_APIS,  # DescribeAcls, CreateAcls, DeleteAcls: see apis.acls
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 

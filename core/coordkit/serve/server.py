@@ -30,6 +30,7 @@ from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import StoreError
 from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.protocol import KafkaCodec
+from coordkit.serve.authorization import start_authorizer
 from coordkit.serve.binding import Address, ServeError, advertised_host, bind
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.control_plane.channel import ControllerChannelManager
@@ -48,6 +49,7 @@ from coordkit.serve.serving_cluster import ServingCluster
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.store.tree import children
+from coordkit.strategies.authorization import Authorizer
 
 log = logging.getLogger("coordkit.serve")
 
@@ -121,6 +123,8 @@ class KafkaServer:
         self._stop_requested = threading.Event()
         #: Topic configs, shared by every broker of the process (read from the start).
         self.topic_configs: TopicConfigs | None = None
+        #: The authorizer ``authorizer.class.name`` names, shared by the process's brokers.
+        self.authorizer: Authorizer | None = None
 
     def start_brokers(self) -> None:
         """Start the engine brokers (they register; one becomes the controller).
@@ -141,6 +145,13 @@ class KafkaServer:
             self.cluster.admin_store, self.settings.topic_defaults, changed=self._configs_read
         )
         configs.start()
+        try:
+            self.authorizer = start_authorizer(
+                self.cluster.strategies, self.cluster.admin_store, self.settings.static_configs
+            )
+        except BaseException:
+            self.close()
+            raise
         for broker_id, sock in zip(self.addresses, self._sockets, strict=True):
             broker = self.cluster.broker(broker_id)
             address = self.addresses[broker_id]
@@ -153,6 +164,7 @@ class KafkaServer:
                 settings=self.settings,
                 topic_ids=self.topic_ids,
                 topic_configs=configs,
+                authorizer=self.authorizer,
             )
             ctx.logs = BrokerLogs(self._log_dirs.get(broker_id), self._log_config)
             self.listeners.append(BrokerListener(ctx, sock, self.codec))
@@ -431,6 +443,9 @@ class KafkaServer:
             self.close()
 
     def close(self) -> None:
+        if self.authorizer is not None:
+            self.authorizer.close()
+            self.authorizer = None
         if self.topic_configs is not None:
             self.topic_configs.stop()
         if self.follower is not None:

@@ -1,0 +1,96 @@
+"""The one place handlers ask whether the connection's principal may do something (Kafka's
+``AuthHelper``): the process's authorizer (``authorizer.class.name``; none: everything is
+allowed, as Kafka without an authorizer), the principal the connection authenticated as, and
+the client's address as Kafka's ACL hosts name it (``127.0.0.1``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from coordkit.engine.strategies import Strategies
+from coordkit.errors import UnknownNameError
+from coordkit.kafka.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordkit.serve import connection
+from coordkit.serve.broker_config import BrokerConfigError
+from coordkit.serve.context import BrokerContext
+from coordkit.store import MetadataStore
+from coordkit.strategies.authorization import (
+    AUTHORIZER_CLASS_CONFIG,
+    Action,
+    Authorizer,
+    AuthorizerConfigError,
+    authorizer_name,
+)
+
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+CLUSTER_AUTHORIZATION_FAILED = 31
+SECURITY_DISABLED = 54
+
+#: Kafka's ``AclEntry.authorizationError``.
+AUTHORIZATION_ERRORS = {
+    ResourceType.TOPIC: TOPIC_AUTHORIZATION_FAILED,
+    ResourceType.GROUP: GROUP_AUTHORIZATION_FAILED,
+    ResourceType.CLUSTER: CLUSTER_AUTHORIZATION_FAILED,
+    ResourceType.TRANSACTIONAL_ID: 53,
+    ResourceType.DELEGATION_TOKEN: 65,
+}
+
+
+def client_address() -> str:
+    """The connection's client address as ACL hosts name it (``InetAddress.getHostAddress``)."""
+    return connection.client_host.get().removeprefix("/")
+
+
+def authorize(ctx: BrokerContext, actions: Sequence[Action]) -> list[bool]:
+    """Whether the connection's principal may do each of ``actions``."""
+    if ctx.authorizer is None or not actions:
+        return [True] * len(actions)
+    who = str(connection.principal.get())
+    return ctx.authorizer.authorize(who, client_address(), actions)
+
+
+def allowed(ctx: BrokerContext, operation: AclOperation, kind: ResourceType, name: str) -> bool:
+    return authorize(ctx, [Action(operation, kind, name)])[0]
+
+
+def cluster_allowed(ctx: BrokerContext, operation: AclOperation) -> bool:
+    return allowed(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def allowed_names(
+    ctx: BrokerContext, operation: AclOperation, kind: ResourceType, names: Iterable[str]
+) -> set[str]:
+    """Which of ``names`` the principal may do ``operation`` on (Kafka's ``filterByAuthorized``)."""
+    unique = list(dict.fromkeys(names))
+    decisions = authorize(ctx, [Action(operation, kind, name) for name in unique])
+    return {name for name, ok in zip(unique, decisions, strict=True) if ok}
+
+
+def start_authorizer(
+    strategies: Strategies, store: MetadataStore, configs: Mapping[str, str]
+) -> Authorizer | None:
+    """The authorizer ``authorizer.class.name`` names among ``strategies``, built on ``store``
+    with the broker ``configs`` and started (``None``: no authorizer configured).
+
+    :raises BrokerConfigError: an authorizer no plugin registers, or a config it refuses.
+    """
+    name = authorizer_name(configs.get(AUTHORIZER_CLASS_CONFIG, ""))
+    if name is None:
+        return None
+    try:
+        authorizer = strategies.authorizer(name)(store, configs)
+    except (UnknownNameError, AuthorizerConfigError) as exc:
+        raise BrokerConfigError(f"--config {AUTHORIZER_CLASS_CONFIG}: {exc}") from None
+    authorizer.start()
+    return authorizer
+
+
+def check_authorizer(strategies: Strategies, configs: Mapping[str, str]) -> None:
+    """Refuse (:class:`BrokerConfigError`) an ``authorizer.class.name`` no plugin registers."""
+    name = authorizer_name(configs.get(AUTHORIZER_CLASS_CONFIG, ""))
+    if name is not None:
+        try:
+            strategies.authorizer(name)
+        except UnknownNameError as exc:
+            raise BrokerConfigError(f"--config {AUTHORIZER_CLASS_CONFIG}: {exc}") from None
