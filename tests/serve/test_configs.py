@@ -16,7 +16,7 @@ from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
 from coordkit.kafka import layout
 from coordkit.protocol import messages
-from coordkit.protocol.records import encode_batch, new_batch
+from coordkit.protocol.records import decode_batch, encode_batch, new_batch
 from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient
@@ -319,3 +319,26 @@ def test_a_name_that_cannot_be_a_topics_is_refused(
         INVALID_TOPIC_EXCEPTION
     )
     assert describe(client, TOPIC, "t").error_code == NONE
+
+
+def test_a_topics_compression_type_recompresses_what_the_producer_sent(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    """``compression.type=gzip``: an uncompressed batch is kept gzip-compressed, its records and
+    header fields as sent (Kafka's LogValidator); ``producer`` keeps the producer's codec."""
+    wait_for(lambda: server.context(0).leads(("t", 0)), timeout=30)
+    client = raw_client(server.address(0))
+    assert incremental(client, TOPIC, "t", [("compression.type", SET, "gzip")])[0] == NONE
+    topic_configs = server.context(0).topic_configs
+    wait_for(lambda: topic_configs.value("t", "compression.type") == "gzip", 30)
+    sent = new_batch([(b"k", b"v" * 100), (b"k2", None)], timestamp=5)
+    Request: Any = messages.ProduceRequest
+    request = Request(transactional_id=None, acks=1, timeout_ms=30_000, topic_data=[
+        Request.TopicProduceData(name="t", partition_data=[
+            Request.PartitionProduceData(index=0, records=encode_batch(sent))])])  # fmt: skip
+    assert client.call(request, 9).responses[0].partition_responses[0].error_code == NONE
+    ctx = server.context(0)
+    kept = decode_batch(server.on_loop(lambda: ctx.logs.get(("t", 0)).read(0, 1 << 20)))
+    assert kept.compression == "gzip"
+    assert kept.records == sent.records
+    assert (kept.base_timestamp, kept.max_timestamp) == (sent.base_timestamp, sent.max_timestamp)

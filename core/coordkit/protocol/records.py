@@ -20,7 +20,7 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from coordkit.protocol import compression
 from coordkit.protocol.crc32c import crc32c
@@ -251,6 +251,12 @@ def set_log_append_time(raw: Buffer, now_ms: int) -> bytes:
     struct.pack_into(">q", out, _MAX_TIMESTAMP_AT, now_ms)
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[_CRC_START:]))
     return bytes(out)
+
+
+def recompress(raw: Buffer, codec: str) -> bytes:
+    """The batch ``raw`` with its records in ``codec`` (a leader's recompression into its
+    topic's ``compression.type``), every header field kept, the CRC computed again."""
+    return encode_batch(evolve(decode_batch(raw, verify_crc=False), compression=codec))
 
 
 # -- decoding ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from coordkit.protocol import records
 from coordkit.protocol.errors import ProtocolError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
+from coordkit.serve.dataplane import log_validator
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.produced_batches import checked_batches
 from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerStates
@@ -193,21 +194,18 @@ class PartitionLog:
         first_offset = self.log_end
         appended = 0
         self._new_epoch(leader_epoch)
-        # A LogAppendTime topic's batches take the append time (Kafka's LogValidator).
-        now = self.clock() if self.config.log_append_time else -1
+        now = self.clock()
         for (header, raw), verdict in zip(checked, verdicts, strict=True):
             if isinstance(verdict, BatchMetadata):
                 continue  # a duplicate within a request that brought new batches too
             base = self.log_end
-            kept = attrs.evolve(header, base_offset=base, partition_leader_epoch=leader_epoch)
-            stamped = raw if now < 0 else records.set_log_append_time(raw, now)
-            if now >= 0:
-                kept = attrs.evolve(kept, attributes=kept.attributes | records.LOG_APPEND_TIME_BIT,
-                                    max_timestamp=now)  # fmt: skip
-            self._keep(records.assign_offsets(stamped, base, leader_epoch), kept)
+            converted, found = log_validator.convert(raw, header, self.config, now)
+            kept = attrs.evolve(found, base_offset=base, partition_leader_epoch=leader_epoch)
+            self._keep(records.assign_offsets(converted, base, leader_epoch), kept)
             appended += header.last_offset_delta + 1
         self._appended(appended)
-        return Appended(errors.NONE, first_offset, appended, self.log_end, log_append_time=now)
+        return Appended(errors.NONE, first_offset, appended, self.log_end,
+                        log_append_time=now if self.config.log_append_time else -1)  # fmt: skip
 
     def append_copied(self, data: bytes) -> int:
         """Append batches copied from the leader (offsets and epochs already in them), as a

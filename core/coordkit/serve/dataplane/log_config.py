@@ -53,6 +53,9 @@ class LogConfig:
     max_compaction_lag_ms: int = INT64_MAX
     #: ``message.timestamp.type`` is ``LogAppendTime``: the leader stamps each batch it appends.
     log_append_time: bool = False
+    #: ``compression.type``: the codec the leader keeps batches in (``None``: ``producer``, the
+    #: producer's own).
+    compression: str | None = None
 
     @classmethod
     def of(cls, value: Callable[[str], Any], base: LogConfig | None = None) -> LogConfig:
@@ -87,6 +90,12 @@ class LogConfig:
             found["log_append_time"] = value("message.timestamp.type") == "LogAppendTime"
         except KeyError:
             pass
+        try:
+            codec = str(value("compression.type"))
+        except KeyError:
+            pass
+        else:
+            found["compression"] = {"producer": None, "uncompressed": "none"}.get(codec, codec)
         try:
             policy = value("cleanup.policy")
         except KeyError:
