@@ -427,7 +427,7 @@ def test_a_warm_controller_follows_assignments_through_its_image_not_a_watch_per
     before = until(cluster, lambda v: len(v.partitions) == 6, "the topics to get leaders")
     controller = warm_failover(cluster, before.controller)
     wait_for(controller.idle, what="the new controller to be idle")
-    assert controller._topic_watches == {}
+    assert controller.watches.topic_watches == {}
 
     cluster.add_partitions("grow", 6)
     until(cluster, lambda v: len(v.partitions) == 8, "the added partitions to get leaders")
@@ -439,7 +439,7 @@ def test_a_warm_controller_follows_assignments_through_its_image_not_a_watch_per
     cluster.add_partitions("other", 3)
     wait_for(lambda: image.sync(cluster.open_session()), what="the image's re-read")
     until(cluster, lambda v: len(v.partitions) == 9, "the partition added during the re-read")
-    assert controller._topic_watches == {}
+    assert controller.watches.topic_watches == {}
     assert cluster.history is not None
     assert cluster.history.violations() == []
 
@@ -454,7 +454,7 @@ def test_a_warm_controller_learns_created_and_deleted_topics_from_its_image(
     cluster.create_topic("first", 2, 2)
     before = until(cluster, lambda v: len(v.partitions) == 2, "the topic to get leaders")
     controller = warm_failover(cluster, before.controller)
-    assert layout.BROKER_TOPICS not in {watch.path for watch in controller._watches}
+    assert layout.BROKER_TOPICS not in {watch.path for watch in controller.watches.watched}
     cluster.create_topic("later", 3, 2)
     until(cluster, lambda v: len(v.partitions) == 5, "the topic created later to get leaders")
     assert "later" in controller.known_topics
@@ -478,7 +478,7 @@ def test_partitions_the_image_tells_before_the_brokers_watch_still_elect_from_ev
     before = until(cluster, lambda v: len(v.partitions) == 1, "the topic to get a leader")
     controller = warm_failover(cluster, before.controller)
     # The brokers watch's next delivery, delayed for good.
-    for watch in controller._watches:
+    for watch in controller.watches.watched:
         if watch.path == layout.BROKER_IDS:
             watch.cancel()
     other = next(b for b in cluster.live_brokers() if b != controller.broker_id)

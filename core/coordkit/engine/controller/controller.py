@@ -4,6 +4,7 @@ The controller composes one part per responsibility, each readable on its own:
 
 * :class:`~.events.ControllerEventManager` — the event loop: watches and requests only *mark*
   what to look at again; failed passes are retried from the store;
+* :class:`~.watches.ControllerWatches` — what is watched in the store, and what each change marks;
 * :class:`~.context.ControllerContext` — brokers, topics and partition states read from the store;
 * :class:`~.partition_state.PartitionStateMachine` — leader elections and fenced state writes;
 * :class:`~.replica_state.ReplicaStateMachine` — dead replicas out of ISRs, leaders' ISR changes;
@@ -33,7 +34,6 @@ from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
-from coordkit.engine import isr_notifications
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.controller.alter_partition import (
     AlterPartitionResult,
@@ -56,6 +56,7 @@ from coordkit.engine.controller.replica_state import ReplicaStateMachine
 from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH, ControlledShutdown
 from coordkit.engine.controller.topic_ids import TopicIds
 from coordkit.engine.controller.unclean import UncleanElections
+from coordkit.engine.controller.watches import ControllerWatches
 from coordkit.engine.errors import ControllerFencedError, ControllerSessionEndedError
 from coordkit.engine.events import Observers, StateChange
 from coordkit.engine.fencing import FencedWriter
@@ -64,7 +65,7 @@ from coordkit.engine.states import TP, LeaderIsr
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import NodeExistsError
 from coordkit.kafka import layout
-from coordkit.store import ChildrenEvent, DataEvent, MetadataStore, SessionState, Watch
+from coordkit.store import MetadataStore, SessionState
 from coordkit.strategies.elections import ControllerTerm
 from coordkit.support.clock import Clock
 
@@ -156,10 +157,7 @@ class Controller:
             end_term=self._end_term_on,
         )
         self._started_at = time.perf_counter()
-        self._watches: list[Watch] = []
-        self._topic_watches: dict[str, Watch] = {}
-        #: With a standby's image the feed tells assignment changes (no watch per topic).
-        self._unfollow_image: Callable[[], None] | None = None
+        self.watches = ControllerWatches(store, self.context, term, self._mark)
         #: Brokers that re-registered between two reads: their leaderships move first.
         self._bounced: set[int] = set()
         self._next_rebalance = clock.monotonic() + config.leader_imbalance_check_interval
@@ -200,33 +198,13 @@ class Controller:
 
     def start(self) -> None:
         self.store.add_listener(self._on_session)
-        if self.term.image is not None:
-            # Before the first pass fills the context: a change in between is told, not lost.
-            self._unfollow_image = self.term.image.follow_assignments(self._image_assignment)
-        watch = self.store.watch_children
-        self._watches = [
-            watch(layout.BROKER_IDS, lambda e: self._mark(Marks(brokers=True))),
-            watch(layout.DELETE_TOPICS, lambda e: self._mark(Marks(deletions=True))),
-            watch(isr_notifications.ISR_CHANGE_NOTIFICATION, self._isr_notified),
-            self.store.watch_data(
-                layout.REASSIGN_PARTITIONS, lambda e: self._mark(Marks(reassignments=True))
-            ),
-            self.store.watch_data(
-                layout.PREFERRED_REPLICA_ELECTION, lambda e: self._mark(Marks(preferred=True))
-            ),
-        ]
-        if self._unfollow_image is None:
-            # With an image, its feed tells topics created and deleted (the children of
-            # /brokers/topics, each delivery a read of every topic's name, are not watched).
-            self._watches.append(
-                watch(layout.BROKER_TOPICS, lambda e: self._mark(Marks(topics=True)))
-            )
+        self.watches.start()
         self._events.start()
 
     def stop(self) -> None:
         """End the term here (deposed, resigning or closing); the store is not touched."""
         self.store.remove_listener(self._on_session)
-        self._cancel_watches()
+        self.watches.cancel()
         self._events.stop()
         self.partitions.close()
         self.requests.channel.term_ended(self.epoch)
@@ -259,19 +237,6 @@ class Controller:
         # Whatever was in flight while the connection was down has an unknown outcome.
         if state is SessionState.CONNECTED:
             self._mark(Marks(everything=True))
-
-    def _isr_notified(self, event: ChildrenEvent) -> None:
-        if event.children:
-            self._mark(Marks(isr_changes=True))
-
-    def _cancel_watches(self) -> None:
-        for watch in [*self._watches, *self._topic_watches.values()]:
-            watch.cancel()
-        self._watches = []
-        self._topic_watches = {}
-        unfollow, self._unfollow_image = self._unfollow_image, None
-        if unfollow is not None:
-            unfollow()
 
     # -- requests (any thread) ----------------------------------------------------------------
 
@@ -421,7 +386,7 @@ class Controller:
         # Last: one watch per topic is work that grows with the cluster, and nothing is lost by
         # placing them after the elections (a watch's first delivery compares the assignment
         # version with the one the context read, so a change in between is still seen).
-        self._sync_topic_watches()
+        self.watches.sync_topics()
         if marks.everything:
             self._announce_states()
         requests.flush()
@@ -478,36 +443,6 @@ class Controller:
             states_to_announce(self.observers, self.context.parts, self.broker_id)
         )
 
-    def _sync_topic_watches(self) -> None:
-        """Watch the assignment of every topic the context knows (partition additions), and of
-        the unreadable ones (they are retried when they change); none while the image handed
-        over by a warm election tells every topic's changes."""
-        if self._unfollow_image is not None:
-            return
-        wanted = set(self.context.topics) | set(self.context.ignored_topics)
-        for topic in set(self._topic_watches) - wanted:
-            self._topic_watches.pop(topic).cancel()
-        for topic in sorted(wanted - set(self._topic_watches)):
-            self._topic_watches[topic] = self.store.watch_data(
-                f"{layout.BROKER_TOPICS}/{topic}", functools.partial(self._assignment_event, topic)
-            )
-
-    def _image_assignment(self, topic: str | None, mzxid: int | None) -> None:
-        image = self.term.image
-        if topic is None:
-            if image is not None:
-                self._mark(Marks(topics=True, assignments=set(image.topic_names())))
-        elif mzxid is None or topic not in self.context.known_topics:
-            self._mark(Marks(topics=True))  # created or deleted: the topic list changed
-        elif mzxid != self.context.assignment_mzxid.get(topic):
-            self._mark(Marks(assignments={topic}))
-
-    def _assignment_event(self, topic: str, event: DataEvent) -> None:
-        # A delivery showing what the context already read (a new watch's first one) is no news.
-        version = event.stat.mzxid if event.stat is not None else None
-        if version is None or version != self.context.assignment_mzxid.get(topic):
-            self._mark(Marks(assignments={topic}))
-
     def _tick(self) -> float | None:
         if not self.config.auto_leader_rebalance or not self.ready.is_set():
             return None
@@ -525,12 +460,12 @@ class Controller:
             log.log(level, "%s", exc)
             self._fenced = True
             self.store.remove_listener(self._on_session)
-            self._cancel_watches()
+            self.watches.cancel()
             self._on_fenced(self.term)
         else:
             # The session ended or was closed: the broker ends the term; stop acting meanwhile.
             self.store.remove_listener(self._on_session)
-            self._cancel_watches()
+            self.watches.cancel()
 
     def __repr__(self) -> str:
         state = "active" if self.active else ("fenced" if self._fenced else "stopped")
