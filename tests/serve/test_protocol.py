@@ -124,6 +124,11 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         29: (1, 3),  # DescribeAcls
         30: (1, 3),  # CreateAcls
         31: (1, 3),  # DeleteAcls
+        # Authentication and SCRAM users (issue 36 item 2), Kafka 4.4's versions.
+        17: (0, 1),  # SaslHandshake
+        36: (0, 2),  # SaslAuthenticate
+        50: (0, 0),  # DescribeUserScramCredentials
+        51: (0, 0),  # AlterUserScramCredentials
     }
 
 

@@ -134,6 +134,9 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         "OffsetDelete", "DescribeProducers", "DescribeTopicPartitions",
         # ACLs (issue 36 item 3).
         "DescribeAcls", "CreateAcls", "DeleteAcls",
+        # Authentication and SCRAM users (issue 36 item 2).
+        "SaslHandshake", "SaslAuthenticate", "AlterUserScramCredentials",
+        "DescribeUserScramCredentials",
     }  # fmt: skip
     # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
     assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
@@ -317,13 +320,15 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 
 def _kafka_python_class(name: str) -> Any:
-    from kafka.protocol.admin import acl, cluster, configs, groups, topics, transactions
+    from kafka.protocol import sasl
+    from kafka.protocol.admin import acl, cluster, configs, groups, topics, transactions, users
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
-                   metadata, produce, transaction, cluster, transactions, configs, acl):  # fmt: skip
+                   metadata, produce, transaction, cluster, transactions, configs, acl, sasl,
+                   users):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")

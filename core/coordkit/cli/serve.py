@@ -30,6 +30,11 @@ from coordkit.errors import UnknownNameError
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.authorization import check_authorizer
 from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
+from coordkit.serve.listeners import (
+    SecurityConfigError,
+    is_security_config,
+    parse_security_configs,
+)
 from coordkit.store.urls import StoreURL
 from coordkit.support.terminal import visible
 
@@ -37,6 +42,7 @@ MAX_PORT = 65_535
 #: Kafka's ``broker.id`` is a non-negative int32.
 MAX_BROKER_ID = 2**31 - 1
 DEFAULT_PORT = 9092
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 class _OneLineCommand(click.Command):
@@ -128,9 +134,18 @@ def serve_command(
         )
     if auto_create_topics:
         config_words = ("auto.create.topics.enable=true", *config_words)
+    # Listeners, TLS and SASL (coordkit.serve.listeners) apart from the other broker configs.
+    security_words = [
+        (name.strip(), value)
+        for name, _, value in (word.partition("=") for word in config_words)
+        if is_security_config(name.strip())
+    ]
     try:
-        configs = parse_broker_configs(config_words)
-    except BrokerConfigError as exc:
+        configs = parse_broker_configs(
+            w for w in config_words if not is_security_config(w.partition("=")[0].strip())
+        )
+        security = parse_security_configs(security_words, host, port)
+    except (BrokerConfigError, SecurityConfigError) as exc:
         raise CommandError(str(exc)) from None
     placement_strategy(placement)
     url = shared_store(store_url)
@@ -157,11 +172,26 @@ def serve_command(
         config=config,
         data_dir=data_dir,
         strategies=strategies,
+        security=security,
     )
 
     def ready() -> None:
         for served, address in server.addresses.items():
             click.echo(f"broker {served} listening on {visible(str(address))}")
+        for bound in server.bound[1:]:
+            for served in bound.sockets:
+                click.echo(f"listener {bound.config.name} of broker {served} on "
+                           f"{visible(str(bound.address(served)))}")  # fmt: skip
+        if any(
+            lsn.host not in LOOPBACK_HOSTS and not security.authenticates(lsn)
+            for lsn in security.listeners
+        ):
+            click.echo(
+                "warning: a listener reachable from other machines does not authenticate its "
+                "clients (anyone reaching it may read, write and delete every topic): see "
+                "docs/serve.md, Listeners, TLS and SASL",
+                err=True,
+            )
         if (
             broker_id is not None
             and not server.cluster.admin_store.characteristics.shared_across_processes

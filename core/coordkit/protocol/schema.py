@@ -89,6 +89,11 @@ API_NAMES = (
     "DescribeAcls",
     "CreateAcls",
     "DeleteAcls",
+    # Authentication and SCRAM users (issue 36 item 2).
+    "SaslHandshake",
+    "SaslAuthenticate",
+    "AlterUserScramCredentials",
+    "DescribeUserScramCredentials",
 )
 
 

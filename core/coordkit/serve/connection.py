@@ -39,8 +39,9 @@ ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
 principal: ContextVar[KafkaPrincipal] = ContextVar("principal", default=ANONYMOUS)
 
 #: The name of the listener the connection came on (Kafka's ``ListenerName``: ``PLAINTEXT``,
-#: ``SASL_SSL``, ...): Metadata answers each broker's endpoint of that listener.
-listener_name: ContextVar[str] = ContextVar("listener_name", default="PLAINTEXT")
+#: ``SASL_SSL``, ...; empty outside a connection): Metadata and FindCoordinator answer each
+#: broker's endpoint of that listener.
+listener_name: ContextVar[str] = ContextVar("listener_name", default="")
 
 
 def kafka_host(peer: object) -> str:

@@ -32,6 +32,7 @@ from coordkit.serve.apis.produce import handle_produce
 from coordkit.serve.apis.topics import handle_create_topics, handle_delete_topics
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.listeners.sasl import SASL_APIS
 
 log = logging.getLogger("coordkit.serve")
 
@@ -103,6 +104,7 @@ SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     **CONFIG_APIS,  # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
     **ADMIN_APIS,  # DescribeCluster, ... DescribeTopicPartitions: see apis.admin
     **ACL_APIS,  # DescribeAcls, CreateAcls, DeleteAcls: see apis.acls
+    **SASL_APIS,  # SaslHandshake, ... AlterUserScramCredentials: see serve.listeners.sasl
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 

@@ -22,6 +22,7 @@ stopped broker never serves on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 
@@ -31,10 +32,15 @@ from coordkit.serve.connection import (
     CloseConnectionError,
     client_host,
     kafka_host,
+    listener_name,
     principal,
 )
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dispatch import Dispatcher, UnservedRequestError
+from coordkit.serve.listeners.config import SSL
+from coordkit.serve.listeners.sasl import AuthenticationClosedError, SaslAuthenticator
+from coordkit.serve.listeners.security import ListenerSecurity
+from coordkit.serve.listeners.tls import certificate_principal
 from coordkit.support.terminal import visible
 
 log = logging.getLogger("coordkit.serve")
@@ -46,19 +52,28 @@ CLOSE_GRACE_SECONDS = 1.0
 
 
 class BrokerListener:
-    """Serves broker ``ctx`` on the bound, listening socket ``sock``."""
+    """Serves broker ``ctx`` on the bound, listening socket ``sock`` of listener ``security``
+    (TLS, SASL)."""
 
-    def __init__(self, ctx: BrokerContext, sock: socket.socket, codec: KafkaCodec) -> None:
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        sock: socket.socket,
+        codec: KafkaCodec,
+        security: ListenerSecurity | None = None,
+    ) -> None:
         self.ctx = ctx
         self.sock = sock
         self.codec = codec
+        self.security = security or ListenerSecurity()
         self.dispatcher = Dispatcher(ctx, codec)
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._closing = False
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, sock=self.sock)
+        self._server = await asyncio.start_server(self._serve, sock=self.sock,
+                                                  ssl=self.security.ssl)  # fmt: skip
 
     def closing(self) -> bool:
         """Whether :meth:`close` began (a call, not an attribute: it changes across awaits)."""
@@ -94,12 +109,24 @@ class BrokerListener:
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         client_host.set(kafka_host(peer))  # this task's: the connection's handlers see it
+        security = self.security
+        listener_name.set(security.name)
         principal.set(ANONYMOUS)
+        if security.protocol == SSL:
+            principal.set(certificate_principal(writer.get_extra_info("peercert")))
+        sasl = (
+            SaslAuthenticator(self.ctx, self.codec, security, self.dispatcher.answer)
+            if security.sasl
+            else None
+        )
         frames = FrameReader(self.codec)
         try:
             while not self.closing() and (data := await reader.read(READ_CHUNK)):
                 for frame in frames.feed(data):
-                    response = await self.dispatcher.answer(frame)
+                    if sasl is not None and not sasl.complete:
+                        response = await sasl.answer(frame)
+                    else:
+                        response = await self.dispatcher.answer(frame)
                     if self.closing():
                         break  # a cancellation lost on the way: answer nothing more
                     if response is not None:
@@ -112,6 +139,14 @@ class BrokerListener:
                 _address(peer),
                 visible(str(exc)),
             )
+        except AuthenticationClosedError as exc:
+            # Kafka's SaslServerAuthenticator: its answer (if any), then the connection closes.
+            if exc.response is not None:
+                writer.write(exc.response)
+                with contextlib.suppress(ConnectionError):
+                    await writer.drain()
+            log.info("broker %s: closing the connection from %s: %s", self.ctx.broker_id,
+                     _address(peer), visible(str(exc)))  # fmt: skip
         except CloseConnectionError as exc:
             log.info("broker %s: closing the connection from %s: %s", self.ctx.broker_id,
                      _address(peer), exc)  # fmt: skip

@@ -31,7 +31,7 @@ from coordkit.errors import StoreError
 from coordkit.kafka.layout import BROKER_TOPICS
 from coordkit.protocol import KafkaCodec
 from coordkit.serve.authorization import start_authorizer
-from coordkit.serve.binding import Address, ServeError, advertised_host, bind
+from coordkit.serve.binding import ServeError
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.control_plane.channel import ControllerChannelManager
 from coordkit.serve.control_plane.client import WireControllerClient, shut_down_controlled
@@ -45,6 +45,8 @@ from coordkit.serve.dataplane.remote_replicas import RemoteFollower
 from coordkit.serve.dataplane.replicas import Replicas
 from coordkit.serve.dataplane.retention import LogManager
 from coordkit.serve.listener import BrokerListener
+from coordkit.serve.listeners import SecurityConfigs, parse_security_configs
+from coordkit.serve.listeners.bound import bind_listeners
 from coordkit.serve.serving_cluster import ServingCluster
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
@@ -72,10 +74,12 @@ class KafkaServer:
         config: EngineConfig | None = None,
         data_dir: Path | None = None,
         strategies: Strategies | None = None,
+        security: SecurityConfigs | None = None,
     ) -> None:
         self.settings = settings or ServeSettings()
         self.codec = KafkaCodec(max_frame_bytes=self.settings.max_request_bytes)
-        ports = [0 if port == 0 else port + i for i, _ in enumerate(broker_ids)]
+        # Without Kafka's ``listeners``: one PLAINTEXT listener on host:port.
+        security = security or parse_security_configs((), host, port)
         # Log directories before sockets and store: a directory in use is refused first.
         self._log_dirs: dict[int, LogDirectory] = {}
         try:
@@ -86,15 +90,14 @@ class KafkaServer:
             self._close_log_dirs()
             raise
         try:
-            self._sockets = bind(host, ports)
+            # The inter-broker listener first: the address each broker registers and peers use.
+            self.bound = bind_listeners(security, broker_ids)
         except BaseException:
             self._close_log_dirs()
             raise
-        advertised = advertised_host(host)
-        self.addresses = {
-            broker_id: Address(advertised, int(sock.getsockname()[1]))
-            for broker_id, sock in zip(broker_ids, self._sockets, strict=True)
-        }
+        self._sockets = [sock for bound in self.bound for sock in bound.sockets.values()]
+        self.addresses = {broker_id: self.bound[0].address(broker_id) for broker_id in broker_ids}
+        endpoints = {b: tuple(bound.endpoint(b) for bound in self.bound) for b in broker_ids}
         #: Topic ids and names, shared by every broker of the process.
         self.topic_ids = TopicIds()
         # A controller elected here tells brokers of other processes over the wire.
@@ -110,8 +113,11 @@ class KafkaServer:
             strategies=strategies,
             broker_requests=self.controller_channel,
             controller_client=WireControllerClient(lambda: self.cluster.admin_store),
+            endpoints=endpoints,
         )
+        #: Each broker's inter-broker listener, and its other listeners (on the same context).
         self.listeners: list[BrokerListener] = []
+        self.other_listeners: list[BrokerListener] = []
         self.follower: TopicsFollower | None = None
         self.metadata: MetadataCache | None = None
         self.replicas: Replicas | None = None
@@ -152,7 +158,7 @@ class KafkaServer:
         except BaseException:
             self.close()
             raise
-        for broker_id, sock in zip(self.addresses, self._sockets, strict=True):
+        for broker_id in self.addresses:
             broker = self.cluster.broker(broker_id)
             address = self.addresses[broker_id]
             ctx = BrokerContext(
@@ -167,7 +173,14 @@ class KafkaServer:
                 authorizer=self.authorizer,
             )
             ctx.logs = BrokerLogs(self._log_dirs.get(broker_id), self._log_config)
-            self.listeners.append(BrokerListener(ctx, sock, self.codec))
+            first, *others = self.bound
+            self.listeners.append(
+                BrokerListener(ctx, first.sockets[broker_id], self.codec, first.security)
+            )
+            self.other_listeners += [
+                BrokerListener(ctx, bound.sockets[broker_id], self.codec, bound.security)
+                for bound in others
+            ]
         self._drop_logs_of_deleted_topics()
         contexts = [listener.ctx for listener in self.listeners]
         self.metadata = MetadataCache(
@@ -387,7 +400,7 @@ class KafkaServer:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     self._loop.add_signal_handler(signum, self._stopping.set)
                     stack.callback(self._loop.remove_signal_handler, signum)
-            for listener in self.listeners:
+            for listener in [*self.listeners, *self.other_listeners]:
                 await listener.start()
             if self.replicas is not None:
                 self.replicas.start()
@@ -402,7 +415,7 @@ class KafkaServer:
                 # While the listeners still serve: leaders move, followers keep fetching.
                 await asyncio.to_thread(shut_down_controlled, self.cluster, list(self.addresses))
             finally:
-                for listener in self.listeners:
+                for listener in [*self.listeners, *self.other_listeners]:
                     await listener.close()
                 if self.replicas is not None:
                     await self.replicas.close()
@@ -418,8 +431,9 @@ class KafkaServer:
         loop = self._loop
         if loop is None:
             raise ServeError("the server is not serving")
-        listener = next(lsn for lsn in self.listeners if lsn.ctx.broker_id == broker_id)
-        asyncio.run_coroutine_threadsafe(listener.close(), loop).result(timeout)
+        for listener in [*self.listeners, *self.other_listeners]:
+            if listener.ctx.broker_id == broker_id:
+                asyncio.run_coroutine_threadsafe(listener.close(), loop).result(timeout)
         self.cluster.kill(broker_id)
 
     def stop(self) -> None:

@@ -16,13 +16,16 @@ from coordkit.store import MetadataStore
 
 
 class ServingBroker(Broker):
-    """An engine broker whose registration names its real listener, as Kafka's does."""
+    """An engine broker whose registration names its real listeners, as Kafka's does."""
+
+    #: Each listener's ``NAME://host:port`` (Kafka's ``endpoints``); none given: PLAINTEXT's.
+    endpoints: tuple[str, ...] = ()
 
     @property
     def info(self) -> BrokerInfo:
         plain = super().info
         # ``endpoints`` goes through attrs' ``tuple`` converter, whose type mypy cannot infer.
-        endpoints: Any = (f"PLAINTEXT://{Address(self.host, self.port)}",)
+        endpoints: Any = self.endpoints or (f"PLAINTEXT://{Address(self.host, self.port)}",)
         return BrokerInfo(
             host=plain.host,
             port=plain.port,
@@ -44,16 +47,18 @@ class ServingCluster(Cluster):
         *,
         broker_requests: BrokerRequestChannel | None = None,
         controller_client: ControllerClient | None = None,
+        endpoints: Mapping[int, tuple[str, ...]] | None = None,
         **options: object,
     ):
         super().__init__(store_url, sorted(addresses), **options)  # type: ignore[arg-type]
         self.addresses = dict(addresses)
+        self.endpoints = dict(endpoints or {})
         self.broker_requests = broker_requests
         self.controller_client = controller_client
 
     def new_broker(self, broker_id: int, store: MetadataStore) -> Broker:
         address = self.addresses[broker_id]
-        return ServingBroker(
+        broker = ServingBroker(
             broker_id,
             store,
             host=address.host,
@@ -68,3 +73,5 @@ class ServingCluster(Cluster):
             broker_requests=self.broker_requests,
             controller_client=self.controller_client,
         )
+        broker.endpoints = self.endpoints.get(broker_id, ())
+        return broker

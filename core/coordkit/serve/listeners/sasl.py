@@ -1,0 +1,206 @@
+"""A SASL listener's connection until it is authenticated, as Kafka's ``SaslServerAuthenticator``.
+
+The first request may be ApiVersions (answered once) or SaslHandshake; then SaslHandshake naming
+an enabled mechanism; then SaslAuthenticate frames carrying the mechanism's tokens (or, after a
+v0 handshake, the tokens alone, each size-prefixed: Kafka's raw mode). Anything else before the
+exchange completes closes the connection, as Kafka does; so does a mechanism not enabled
+(answered UNSUPPORTED_SASL_MECHANISM with the enabled ones first) and a failed exchange
+(answered SASL_AUTHENTICATION_FAILED with Kafka's message first). Once complete, the connection's
+principal is ``User:<name>`` and its requests go to the dispatcher.
+
+Once authenticated, SaslHandshake and SaslAuthenticate reach their handlers here
+(:data:`SASL_APIS`), which answer ILLEGAL_SASL_STATE as Kafka's ``KafkaApis`` does; a PLAINTEXT or
+SSL listener answers them so from the start.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordkit.protocol import APIS, KafkaCodec, Request, messages
+from coordkit.serve.connection import KafkaPrincipal, principal
+from coordkit.serve.context import BrokerContext
+from coordkit.serve.listeners.config import PLAIN
+from coordkit.serve.listeners.plain import PlainError, authenticate_plain
+from coordkit.serve.listeners.scram import HASHES, ScramError, ScramServer, read_credential
+from coordkit.serve.listeners.scram_users import SCRAM_USER_APIS
+from coordkit.serve.listeners.security import ListenerSecurity
+
+log = logging.getLogger("coordkit.serve")
+
+Handler = Callable[[BrokerContext, Request], Awaitable[Any]]
+
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+
+API_VERSIONS = APIS["ApiVersions"].key
+SASL_HANDSHAKE = APIS["SaslHandshake"].key
+SASL_AUTHENTICATE = APIS["SaslAuthenticate"].key
+
+
+class AuthenticationClosedError(Exception):
+    """The connection closes (after :attr:`response`, if any): Kafka's ``IllegalSaslState``,
+    an unsupported mechanism or failed credentials. The message is for the broker's log and
+    holds no secret."""
+
+    def __init__(self, message: str, response: bytes | None = None) -> None:
+        super().__init__(message)
+        self.response = response
+
+
+def failure_message(mechanism: str) -> str:
+    """Kafka's answer to invalid credentials (it tells no more: not whether the user exists)."""
+    return (
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        f"mechanism {mechanism}"
+    )
+
+
+class SaslAuthenticator:
+    """One connection's SASL exchange on listener ``security`` of broker ``ctx``."""
+
+    def __init__(
+        self,
+        ctx: BrokerContext,
+        codec: KafkaCodec,
+        security: ListenerSecurity,
+        api_versions: Callable[[bytes], Awaitable[bytes | None]],
+    ) -> None:
+        self.ctx = ctx
+        self.codec = codec
+        self.security = security
+        self._api_versions = api_versions
+        self._state = "HANDSHAKE_OR_VERSIONS_REQUEST"
+        self._mechanism = ""
+        self._raw = False
+        self._scram: ScramServer | None = None
+        self.complete = False
+
+    async def answer(self, frame: bytes) -> bytes | None:
+        """The answer to ``frame`` (a size-less frame; raw mode: a token).
+
+        :raises AuthenticationClosedError: close the connection (after its response).
+        """
+        if self._state == "AUTHENTICATE" and self._raw:
+            token = await self._evaluate(frame)
+            return struct.pack(">i", len(token)) + token
+        if len(frame) < 4:
+            raise AuthenticationClosedError("a request too short for a header during SASL")
+        (api_key,) = struct.unpack(">h", frame[:2])
+        if self._state == "AUTHENTICATE":
+            if api_key != SASL_AUTHENTICATE:
+                raise AuthenticationClosedError(
+                    f"Unexpected Kafka request of type {_name(api_key)} during SASL authentication."
+                )
+            request = self.codec.decode_request(frame)
+            return await self._authenticate(request)
+        if api_key == API_VERSIONS and self._state == "HANDSHAKE_OR_VERSIONS_REQUEST":
+            self._state = "HANDSHAKE_REQUEST"
+            return await self._api_versions(frame)
+        if api_key != SASL_HANDSHAKE:
+            raise AuthenticationClosedError(
+                f"Unexpected Kafka request of type {_name(api_key)} during SASL handshake."
+            )
+        request = self.codec.decode_request(frame)
+        mechanism = request.body.mechanism
+        enabled = list(self.security.mechanisms)
+        if mechanism not in enabled:
+            response = messages.SaslHandshakeResponse(
+                error_code=UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+            )
+            raise AuthenticationClosedError(
+                f"Unsupported SASL mechanism {mechanism}", self._encode(request, response)
+            )
+        self._mechanism = mechanism
+        self._raw = request.version == 0
+        self._state = "AUTHENTICATE"
+        if mechanism in HASHES:
+            self._scram = ScramServer(mechanism)
+        response = messages.SaslHandshakeResponse(error_code=0, mechanisms=enabled)
+        return self._encode(request, response)
+
+    async def _authenticate(self, request: Request) -> bytes:
+        Response = messages.SaslAuthenticateResponse
+        try:
+            token = await self._evaluate(request.body.auth_bytes)
+        except AuthenticationClosedError as exc:
+            response = Response(error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc),
+                                auth_bytes=b"", session_lifetime_ms=0)  # fmt: skip
+            raise AuthenticationClosedError(str(exc), self._encode(request, response)) from None
+        return self._encode(request, Response(error_code=0, error_message=None, auth_bytes=token,
+                                              session_lifetime_ms=0))  # fmt: skip
+
+    async def _evaluate(self, token: bytes) -> bytes:
+        """The mechanism's answer to ``token``; on completion the principal is set.
+
+        :raises AuthenticationClosedError: the credentials are refused (Kafka's message).
+        """
+        mechanism = self._mechanism
+        if mechanism == PLAIN:
+            try:
+                user = authenticate_plain(dict(self.security.plain_users), token)
+            except PlainError as exc:
+                raise AuthenticationClosedError(str(exc)) from None
+            self._done(user)
+            return b""
+        scram = self._scram
+        assert scram is not None
+        try:
+            if scram.user is None:
+                user = scram.username_of(token)
+                credential = await self.ctx.blocking(
+                    lambda: read_credential(self.ctx.broker.store, user, mechanism)
+                )
+                return scram.first(token, credential, user)
+            answer = scram.final(token)
+        except ScramError as exc:
+            raise AuthenticationClosedError(exc.message or failure_message(mechanism)) from None
+        assert scram.user is not None
+        self._done(scram.user)
+        return answer
+
+    def _done(self, user: str) -> None:
+        self.complete = True
+        principal.set(KafkaPrincipal("User", user))
+        log.debug("broker %s: authenticated User:%s with %s", self.ctx.broker_id, user,
+                  self._mechanism)  # fmt: skip
+
+    def _encode(self, request: Request, response: Any) -> bytes:
+        return self.codec.encode_response(
+            response, version=request.version, correlation_id=request.correlation_id
+        )
+
+
+def _name(api_key: int) -> str:
+    """Kafka's ``ApiKeys`` constant name (``METADATA``, ``FIND_COORDINATOR``)."""
+    for api in APIS.values():
+        if api.key == api_key:
+            return "".join("_" + c if c.isupper() and i else c for i, c in
+                           enumerate(api.name)).upper()  # fmt: skip
+    return str(api_key)
+
+
+async def handle_sasl_handshake(ctx: BrokerContext, request: Request) -> Any:
+    """Kafka's ``KafkaApis.handleSaslHandshakeRequest``: outside the exchange, ILLEGAL_SASL_STATE."""
+    return messages.SaslHandshakeResponse(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+
+
+async def handle_sasl_authenticate(ctx: BrokerContext, request: Request) -> Any:
+    """Kafka's ``KafkaApis.handleSaslAuthenticateRequest``."""
+    return messages.SaslAuthenticateResponse(
+        error_code=ILLEGAL_SASL_STATE,
+        error_message="SaslAuthenticate request received after successful authentication",
+        auth_bytes=b"",
+        session_lifetime_ms=0,
+    )
+
+
+SASL_APIS: dict[str, tuple[int, int, Handler]] = {
+    "SaslHandshake": (0, 1, handle_sasl_handshake),
+    "SaslAuthenticate": (0, 2, handle_sasl_authenticate),
+    **SCRAM_USER_APIS,  # AlterUserScramCredentials, DescribeUserScramCredentials
+}

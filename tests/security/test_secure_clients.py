@@ -1,0 +1,164 @@
+"""Real clients over SASL_SSL with SCRAM, over SASL_PLAINTEXT with PLAIN and over mutual TLS,
+producing and consuming in a group against ``coordkit serve`` (tox -e py311-security; the
+default run has the short part in tests/serve/test_security.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from serve.security_servers import (
+    ALICE_PASSWORD,
+    BOB_PASSWORD,
+    SecureServe,
+    client_config,
+    create_scram_user,
+    create_topic,
+    make_pems,
+    produce_and_consume,
+    scram,
+    security_args,
+)
+from serve.test_serve_cli import _serve
+
+
+@pytest.fixture(scope="module")
+def pems(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_pems(tmp_path_factory.mktemp("pems"))
+
+
+@pytest.fixture(scope="module")
+def secure(pems: Path) -> Iterator[SecureServe]:
+    server = SecureServe(["--config", "group.min.session.timeout.ms=100", *security_args(pems)])
+    create_scram_user(server, pems, "bob", BOB_PASSWORD)
+    yield server
+    out, err = server.stop()
+    for secret in (ALICE_PASSWORD, BOB_PASSWORD):
+        assert secret not in out + err
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_confluent_kafka_over_sasl_ssl_with_scram(
+    secure: SecureServe, pems: Path, mechanism: str
+) -> None:
+    topic = f"confluent-{mechanism.lower()}"
+    create_topic(secure, pems, topic)
+    config = client_config(secure, "SASL_SSL", pems, **scram(mechanism, "bob", BOB_PASSWORD))
+    assert produce_and_consume(config, topic, 3) == [f"{topic}-{i}".encode() for i in range(3)]
+
+
+def test_confluent_kafka_over_mutual_tls(secure: SecureServe, pems: Path) -> None:
+    create_topic(secure, pems, "mtls-topic")
+    config = client_config(secure, "SSL", pems, **{
+        "ssl.certificate.location": str(pems / "client.pem"),
+        "ssl.key.location": str(pems / "client-key.pem"),
+    })  # fmt: skip
+    assert produce_and_consume(config, "mtls-topic", 3) == [
+        f"mtls-topic-{i}".encode() for i in range(3)
+    ]
+
+
+def test_confluent_kafka_over_sasl_plaintext_with_plain(secure: SecureServe, pems: Path) -> None:
+    create_topic(secure, pems, "plain-topic")
+    config = client_config(secure, "SASL_PLAINTEXT", pems, **scram("PLAIN", "alice",
+                                                                    ALICE_PASSWORD))  # fmt: skip
+    assert produce_and_consume(config, "plain-topic", 2) == [b"plain-topic-0", b"plain-topic-1"]
+
+
+def _tls(pems: Path, client_cert: bool = False) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(pems / "ca.pem"))
+    if client_cert:
+        context.load_cert_chain(str(pems / "client.pem"), str(pems / "client-key.pem"))
+    return context
+
+
+def test_kafka_python_over_sasl_ssl_with_scram(secure: SecureServe, pems: Path) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    create_topic(secure, pems, "kafka-python-scram")
+    common = {
+        "bootstrap_servers": secure.listeners["SASL_SSL"],
+        "security_protocol": "SASL_SSL",
+        "ssl_context": _tls(pems),
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "bob",
+        "sasl_plain_password": BOB_PASSWORD,
+    }
+    producer = KafkaProducer(**common)
+    for i in range(3):
+        producer.send("kafka-python-scram", f"v{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer("kafka-python-scram", group_id="kp-scram",
+                             auto_offset_reset="earliest", consumer_timeout_ms=15_000,
+                             **common)  # fmt: skip
+    seen = []
+    for message in consumer:
+        seen.append(message.value)
+        if len(seen) == 3:
+            break
+    consumer.commit()
+    consumer.close()
+    assert seen == [b"v0", b"v1", b"v2"]
+
+
+def test_aiokafka_over_mutual_tls(secure: SecureServe, pems: Path) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    create_topic(secure, pems, "aiokafka-mtls")
+
+    async def run() -> list[bytes]:
+        common = {"bootstrap_servers": secure.listeners["SSL"], "security_protocol": "SSL",
+                  "ssl_context": _tls(pems, client_cert=True)}  # fmt: skip
+        producer = AIOKafkaProducer(**common)
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait("aiokafka-mtls", f"a{i}".encode())
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("aiokafka-mtls", group_id="aio-mtls",
+                                    auto_offset_reset="earliest", **common)  # fmt: skip
+        await consumer.start()
+        seen: list[bytes] = []
+        try:
+            while len(seen) < 3:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 30)
+                for records in batch.values():
+                    seen += [r.value for r in records]
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return seen
+
+    assert asyncio.run(run()) == [b"a0", b"a1", b"a2"]
+
+
+@pytest.mark.parametrize(
+    ("word", "shown"),
+    [
+        ("listeners=FOO://127.0.0.1:0", "listener FOO has no security protocol"),
+        ("listeners=SASL_SSL:/x", "is not NAME://HOST:PORT"),
+        ("ssl.keystore.location=/nonexistent/k.pem", "ssl.keystore.location"),
+        ("sasl.enabled.mechanisms=GSSAPI", "GSSAPI is not served"),
+        ("ssl.client.auth=sometimes", "not one of none, requested, required"),
+        ("inter.broker.listener.name=NOPE", "not one of listeners"),
+        ("ssl.keystore.type=JKS", "PEM only"),
+    ],
+)
+def test_a_bad_security_config_is_one_line(word: str, shown: str) -> None:
+    base = ["--port", "0", "--config",
+            "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "--config", "sasl.enabled.mechanisms=PLAIN", "--config",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security"
+            '.plain.PlainLoginModule required user_a="pw";']  # fmt: skip
+    result = _serve(*base, "--config", word)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert shown in lines[0]
