@@ -7,6 +7,7 @@ What Kafka 4.4 answers to the same requests is compared in tests/differential (s
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,7 @@ from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
 
 Connect = Callable[[str], RawClient]
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 3, 4, 5
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, INVALID_REQUEST = 0, 3, 40, 42
@@ -342,3 +343,39 @@ def test_a_topics_compression_type_recompresses_what_the_producer_sent(
     assert kept.compression == "gzip"
     assert kept.records == sent.records
     assert (kept.base_timestamp, kept.max_timestamp) == (sent.base_timestamp, sent.max_timestamp)
+
+
+def test_broker_loggers_are_described_and_their_levels_set(
+    server: InProcessServer, raw_client: Connect
+) -> None:
+    """BROKER_LOGGER: the process's loggers with log4j's level names; SET and DELETE change a
+    level at once; Kafka's refusals."""
+    client = raw_client(server.address(0))
+    name = "coordkit.serve"
+    logging.getLogger(name).setLevel(logging.NOTSET)
+    before = _by_name(describe(client, BROKER_LOGGER, "0", [name, "root", "no.such"]))
+    assert sorted(before) == [name, "root"]
+    assert before[name].config_source == 6
+    assert incremental(client, BROKER_LOGGER, "0", [(name, SET, "TRACE")]) == (NONE, None)
+    assert logging.getLogger(name).level == 5
+    assert describe(client, BROKER_LOGGER, "0", [name]).configs[0].value == "TRACE"
+    assert incremental(client, BROKER_LOGGER, "0", [(name, DELETE, None)]) == (NONE, None)
+    assert logging.getLogger(name).level == logging.NOTSET
+    for configs, expected in [
+        ([(name, SET, "LOUD")], (INVALID_CONFIG, f"Cannot set the log level of {name} to LOUD as "
+          "it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, "
+          "TRACE, WARN")),
+        ([("no.such.Logger", SET, "DEBUG")], (INVALID_CONFIG,
+                                              "Logger no.such.Logger does not exist!")),
+        ([("root", DELETE, None)], (INVALID_REQUEST,
+                                    "Removing the log level of the root logger is not allowed")),
+        ([(name, APPEND, "DEBUG")], (INVALID_REQUEST,
+                                     "APPEND operation is not allowed for the BROKER_LOGGER "
+                                     "resource")),
+    ]:  # fmt: skip
+        assert incremental(client, BROKER_LOGGER, "0", configs) == expected
+    assert incremental(client, BROKER_LOGGER, "7", [(name, SET, "DEBUG")]) == (
+        INVALID_REQUEST, "Unexpected node id. Expected 0, but received 7")  # fmt: skip
+    refused = describe(client, BROKER_LOGGER, "")
+    assert (refused.error_code, refused.error_message) == (
+        INVALID_REQUEST, "Broker id must not be empty")  # fmt: skip

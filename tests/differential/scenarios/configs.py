@@ -205,3 +205,32 @@ def alter_configs_replaces(side: Side) -> list[Any]:
     second = alter("segment.ms", "100000")
     settled(side, TOPIC, name, "segment.ms", "100000")
     return [first, second, describe(side, TOPIC, name, ["retention.bytes", "segment.ms"])]
+
+
+@scenario("configs.broker_logger_refusals", versions=ALTERING, compare_messages=True)
+def broker_logger_refusals(side: Side) -> list[Any]:
+    """BROKER_LOGGER: a level that is not log4j's, a logger that does not exist, the root
+    logger's level removed, APPEND, another node's id (ids normalised), an empty broker name
+    described, and a logger neither side has asked for by name (no configs): Kafka's codes and
+    messages."""
+    asked, other = str(side.broker_id(0)), str(side.broker_id(1))
+    answers = [
+        incremental(side, BROKER_LOGGER, asked, configs)
+        for configs in (
+            [("root", SET, "LOUD")],
+            [("no.such.Logger", SET, "DEBUG")],
+            [("root", DELETE, None)],
+            [("root", APPEND, "DEBUG")],
+        )
+    ]
+    answers.append(incremental(side, BROKER_LOGGER, other, [("root", SET, "INFO")]))
+    answers.append(describe(side, BROKER_LOGGER, ""))
+    answers.append(describe(side, BROKER_LOGGER, asked, ["no.such.Logger"]))
+    for answer in answers:
+        for result in getattr(answer, "responses", None) or answer.results:
+            text = result.error_message or ""
+            result.error_message = text.replace(other, "OTHER").replace(asked, "ASKED")
+            result.resource_name = result.resource_name.replace(other, "OTHER").replace(
+                asked, "ASKED"
+            )
+    return answers

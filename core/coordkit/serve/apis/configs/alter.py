@@ -8,6 +8,8 @@ as Kafka checks it, before anything is written; one refused resource leaves the 
 * BROKER ``N`` or ``""`` (``<default>``): a config Kafka cannot change dynamically is
   INVALID_REQUEST (``Cannot update these configs dynamically: [...]``); a known one with a bad
   value INVALID_CONFIG; a name Kafka does not know is kept, as Kafka 4.4 keeps it.
+* BROKER_LOGGER ``N`` (IncrementalAlterConfigs only): a logger's level, set or given back to its
+  parent's, at once and never stored (:mod:`.loggers`).
 * IncrementalAlterConfigs' operations: SET, DELETE, APPEND and SUBTRACT (lists only; APPEND to a
   config with no override starts from its current value); a name twice: INVALID_REQUEST.
 
@@ -26,13 +28,10 @@ from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
-from coordkit.serve.apis.configs.describe import (
-    RefusedError,
-    broker_sources,
-    check_topic_name,
-    resource_type_name,
-)
-from coordkit.serve.apis.configs.values import BROKER, TOPIC, topic_value
+from coordkit.serve.apis.configs.describe import broker_sources, check_topic_name
+from coordkit.serve.apis.configs.errors import RefusedError
+from coordkit.serve.apis.configs.loggers import alter_loggers
+from coordkit.serve.apis.configs.values import BROKER, BROKER_LOGGER, TOPIC, topic_value
 from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
 
@@ -56,9 +55,7 @@ def _entity(resource_type: int, name: str) -> tuple[str, str]:
         if not name.isdigit():
             raise RefusedError(errors.INVALID_REQUEST, f"Invalid broker name {name}")
         return BROKERS, str(int(name))
-    raise RefusedError(
-        errors.INVALID_REQUEST, f"Unsupported resource type: {resource_type_name(resource_type)}"
-    )
+    raise RefusedError(errors.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
 
 def _check(entity_type: str, changed: Mapping[str, str | None]) -> None:
@@ -155,6 +152,10 @@ def _incremental(
 def _alter_resource(ctx: BrokerContext, resource: Any, validate_only: bool, incremental: bool
                     ) -> tuple[int, str | None]:  # fmt: skip
     try:
+        if resource.resource_type == BROKER_LOGGER and incremental:
+            _no_duplicates(c.name for c in resource.configs)
+            alter_loggers(ctx.broker_id, resource.resource_name, resource.configs, validate_only)
+            return errors.NONE, None
         entity_type, name = _entity(resource.resource_type, resource.resource_name)
         if incremental:
             updated, changed = _incremental(ctx, entity_type, name, resource.configs)

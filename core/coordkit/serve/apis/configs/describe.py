@@ -9,7 +9,8 @@
   ``/config/brokers/<default>``, ``--config``, defaults), read-only where Kafka cannot change it
   dynamically; BROKER ``""``: the cluster-wide dynamic configs only. Another broker's id:
   INVALID_REQUEST, as Kafka.
-* Other resource types (BROKER_LOGGER, GROUP, CLIENT_METRICS): INVALID_REQUEST.
+* BROKER_LOGGER ``N``: the process's loggers and their levels (:mod:`.loggers`).
+* Other resource types (GROUP, CLIENT_METRICS): INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from coordkit.kafka import layout
 from coordkit.kafka.model import validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.configs.errors import RefusedError
+from coordkit.serve.apis.configs.loggers import DYNAMIC_BROKER_LOGGER_CONFIG, describe_loggers
 from coordkit.serve.apis.configs.values import (
     BROKER,
+    BROKER_LOGGER,
     DEFAULT_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     RESOURCE_TYPES,
@@ -45,14 +49,6 @@ Response = messages.DescribeConfigsResponse
 Result = nested(Response, "DescribeConfigsResult")
 ConfigResult = nested(Result, "DescribeConfigsResourceResult")
 Synonym = nested(ConfigResult, "DescribeConfigsSynonym")
-
-
-class RefusedError(Exception):
-    """A resource Kafka refuses with ``code`` and this message."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def broker_sources(ctx: BrokerContext, broker: str | None) -> BrokerSources:
@@ -162,9 +158,26 @@ def created_topic_configs(
     return out
 
 
+def _loggers(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any) -> list[Any]:
+    return [
+        ConfigResult(
+            name=logger,
+            value=level,
+            read_only=False,
+            is_sensitive=False,
+            synonyms=[],
+            config_source=DYNAMIC_BROKER_LOGGER_CONFIG,
+            config_type=0,
+            documentation="" if body.include_documentation else None,
+        )
+        for logger, level in describe_loggers(ctx.broker_id, name, wanted)
+    ]
+
+
 HANDLERS: Mapping[int, Callable[[BrokerContext, str, Callable[[str], bool], Any], list[Any]]] = {
     TOPIC: _topic,
     BROKER: _broker,
+    BROKER_LOGGER: _loggers,
 }
 
 
