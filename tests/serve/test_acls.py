@@ -18,6 +18,7 @@ from coordkit.kafka.acls import (
     ResourceType,
 )
 from coordkit.protocol import messages
+from coordkit.protocol.records import encode_batch, new_batch
 from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.serve.classes import nested
 from coordkit.testing.waiting import wait_for
@@ -113,3 +114,94 @@ def test_acl_apis_with_the_kafka_authorizer(
     assert result.error_code == 0
     assert [(m.resource_name, m.operation) for m in result.matching_acls] == [("t", 3)]
     assert store.exists("/kafka-acl/Topic/t") is None
+
+
+CreatableTopic = nested(messages.CreateTopicsRequest, "CreatableTopic")
+MetadataTopic = nested(messages.MetadataRequest, "MetadataRequestTopic")
+Produce = messages.ProduceRequest
+Fetch = messages.FetchRequest
+CommitTopic = nested(messages.OffsetCommitRequest, "OffsetCommitRequestTopic")
+CommitPartition = nested(messages.OffsetCommitRequest, "OffsetCommitRequestPartition")
+
+
+def _grant(store: Any, kind: ResourceType, name: str, operation: AclOperation,
+           pattern: PatternType = PatternType.LITERAL) -> None:  # fmt: skip
+    entry = AccessControlEntry(ANONYMOUS, "*", operation, AclPermissionType.ALLOW)
+    AclAdmin(store).add([AclBinding(ResourcePattern(kind, name, pattern), entry)])
+
+
+def _create(client: RawClient, name: str) -> int:
+    topic = CreatableTopic(name=name, num_partitions=1, replication_factor=1, assignments=[],
+                           configs=[])  # fmt: skip
+    request = messages.CreateTopicsRequest(topics=[topic], timeout_ms=30_000, validate_only=False)
+    return int(client.call(request, 7).topics[0].error_code)
+
+
+def _listed(client: RawClient, *names: str) -> dict[str, int]:
+    asked = None if not names else [MetadataTopic(name=n) for n in names]
+    request = messages.MetadataRequest(topics=asked, allow_auto_topic_creation=False)
+    return {t.name: t.error_code for t in client.call(request, 12).topics}
+
+
+def _produce(client: RawClient, topic: str) -> int:
+    records = encode_batch(new_batch([(b"k", b"v")]))
+    data = Produce.TopicProduceData(name=topic, partition_data=[
+        Produce.PartitionProduceData(index=0, records=records)])  # fmt: skip
+    response = client.call(Produce(acks=-1, timeout_ms=5_000, topic_data=[data]), 8)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def _fetch(client: RawClient, topic: str) -> Any:
+    part = Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    request = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                    topics=[Fetch.FetchTopic(topic=topic, partitions=[part])])  # fmt: skip
+    return client.call(request, 12).responses[0].partitions[0]
+
+
+def _commit(client: RawClient, group: str, topic: str) -> int:
+    partition = CommitPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                committed_metadata="")  # fmt: skip
+    request = messages.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[CommitTopic(name=topic, partitions=[partition])],
+    )  # fmt: skip
+    return int(client.call(request, 8).topics[0].partitions[0].error_code)
+
+
+def test_a_principal_without_acls_is_refused_and_nothing_is_written(
+    in_process: InProcessFactory, raw_client: Callable[[str], RawClient]
+) -> None:
+    server = in_process(1, settings=_settings(*AUTHORIZER))
+    store = server.server.cluster.admin_store
+    client = raw_client(server.address(0))
+    assert _create(client, "t") == 29
+    assert store.exists("/brokers/topics/t") is None
+    _grant(store, ResourceType.CLUSTER, CLUSTER_NAME, AclOperation.CREATE)
+    wait_for(lambda: _create(client, "t") == 0, what="Create on the cluster taken in")
+    assert _create(client, "u") == 0
+    # no Describe on either: hidden from a listing, refused by name
+    assert _listed(client) == {}
+    assert _listed(client, "t") == {"t": 29}
+    assert _produce(client, "t") == 29
+    assert _fetch(client, "t").error_code == 29
+    _grant(store, ResourceType.TOPIC, "t", AclOperation.WRITE)
+    _grant(store, ResourceType.TOPIC, "u", AclOperation.READ, PatternType.PREFIXED)
+    wait_for(lambda: _listed(client) == {"t": 0, "u": 0}, what="Write and Read taken in")
+    assert _produce(client, "t") == 0
+    assert _fetch(client, "t").error_code == 29  # Write gives no Read
+    assert _produce(client, "u") == 29
+    fetched = _fetch(client, "u")
+    assert (fetched.error_code, fetched.high_watermark, bytes(fetched.records)) == (0, 0, b"")
+    deleted = client.call(messages.DeleteTopicsRequest(topic_names=["t"], timeout_ms=5_000), 5)
+    assert deleted.responses[0].error_code == 29
+    assert store.exists("/brokers/topics/t") is not None
+    # the group apis: Read on the group first, then Read on each committed topic
+    assert _commit(client, "g", "u") == 30
+    heartbeat = messages.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
+    assert client.call(heartbeat, 4).error_code == 30
+    _grant(store, ResourceType.GROUP, "g", AclOperation.READ)
+    # the offsets topic is created by a first FindCoordinator (Describe on the group: implied)
+    find = messages.FindCoordinatorRequest(key="g", key_type=0)
+    wait_for(lambda: client.call(find, 3).error_code == 0, what="the group's coordinator")
+    wait_for(lambda: _commit(client, "g", "u") == 0, what="Read on the group taken in")
+    assert _commit(client, "g", "t") == 29

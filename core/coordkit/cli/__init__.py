@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from coordkit.__about__ import __version__
+from coordkit.cli.acls import acls_command
 from coordkit.cli.admin import (
     brokers_command,
     delete_node_command,
@@ -110,6 +111,7 @@ cli.add_command(elect_preferred_command)
 cli.add_command(brokers_command)
 cli.add_command(delete_node_command)
 cli.add_command(serve_command)
+cli.add_command(acls_command)
 
 
 def main(argv: list[str] | None = None) -> None:

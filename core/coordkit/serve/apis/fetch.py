@@ -37,9 +37,11 @@ import uuid
 from typing import Any
 
 from coordkit.engine.states import TP
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.metadata import node_endpoints
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, PartitionLog
@@ -174,10 +176,10 @@ def _unknown_id(partition: Any) -> Any:
 
 
 def _read_all(
-    ctx: BrokerContext, request: Request, names: dict[uuid.UUID, str]
+    ctx: BrokerContext, request: Request, names: dict[uuid.UUID, str], readable: set[str]
 ) -> tuple[list[Any], int, bool]:
     """Every partition's answer, the bytes found, and whether any partition has an error
-    (``names``: the topics named by id, v13+)."""
+    (``names``: the topics named by id, v13+; ``readable``: the topics the principal may read)."""
     body = request.body
     by_id = request.version >= TOPIC_ID_VERSION
     budget = body.max_bytes if request.version >= 3 else 2**31 - 1
@@ -190,6 +192,9 @@ def _read_all(
         for partition in topic.partitions:
             if name is None:
                 answer = _unknown_id(partition)
+            elif name not in readable:
+                answer = _unknown_id(partition)
+                answer.error_code = TOPIC_AUTHORIZATION_FAILED
             else:
                 answer = _read(ctx, request, name, partition, max(budget - found, 0), found == 0)
             found += len(answer.records)
@@ -207,17 +212,25 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
     names: dict[uuid.UUID, str] = {}
     if request.version >= TOPIC_ID_VERSION:
         names = await ctx.topic_names(t.topic_id for t in body.topics)
+    # Kafka's KafkaApis: a consumer needs Read on each topic (a follower's fetch is not
+    # checked here: brokers of other processes fetch as User:ANONYMOUS until they authenticate).
+    by_id = request.version >= TOPIC_ID_VERSION
+    named = [n for t in body.topics if (n := names.get(t.topic_id) if by_id else t.topic)]
+    replica = body.replica_state.replica_id if request.version >= REPLICA_STATE_VERSION else (
+        body.replica_id)  # fmt: skip
+    readable = set(named) if replica >= 0 else allowed_names(
+        ctx, AclOperation.READ, ResourceType.TOPIC, named)  # fmt: skip
     deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
     while True:
         changed = ctx.logs.changed()  # before reading: an append after the read wakes us
-        topics, found, failed = _read_all(ctx, request, names)
+        topics, found, failed = _read_all(ctx, request, names, readable)
         left = deadline - time.monotonic()
         if failed or found >= max(body.min_bytes, 1) or left <= 0:
             break
         try:
             await asyncio.wait_for(changed.wait(), left)
         except TimeoutError:
-            topics, found, failed = _read_all(ctx, request, names)
+            topics, found, failed = _read_all(ctx, request, names, readable)
             break
     response: Any = FetchResponse(throttle_time_ms=0, error_code=errors.NONE, session_id=0,
                                   responses=topics)  # fmt: skip

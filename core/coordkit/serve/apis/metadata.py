@@ -23,12 +23,13 @@ from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.engine.snapshot import ClusterView, read_view
 from coordkit.errors import CoordkitError, LayoutError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import NO_LEADER, BrokerInfo, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.listeners.bound import as_listener_sees
 from coordkit.store import MetadataStore
 from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
@@ -63,8 +64,7 @@ def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
         if isinstance(result, StoreError):
             continue  # gone meanwhile
         try:
-            # Host and port: the endpoint of the listener the request came on, as Kafka answers.
-            found.append((broker_id, as_listener_sees(layout.BROKER.decode(result[0], path))))
+            found.append((broker_id, layout.BROKER.decode(result[0], path)))
         except LayoutError as exc:
             log.warning("metadata without broker %s: %s", broker_id, exc)
     return found
@@ -229,6 +229,16 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
                 partitions=partitions,
             )
         )
+    # Kafka's KafkaApis: a topic the principal may not Describe is left out of a listing of
+    # every topic, and answered TOPIC_AUTHORIZATION_FAILED (no id, no partitions) when named.
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                              [t.name for t in topics])  # fmt: skip
+    if names is None:
+        topics = [t for t in topics if t.name in described]
+    for topic in topics:
+        if topic.name not in described:
+            topic.error_code, topic.partitions = TOPIC_AUTHORIZATION_FAILED, []
+            topic.topic_id, topic.is_internal = uuid.UUID(int=0), False
     topics += unknown_ids
     if request.version >= AUTHORIZED_OPERATIONS_VERSION and (
         request.body.include_topic_authorized_operations

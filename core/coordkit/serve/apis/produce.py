@@ -51,11 +51,13 @@ from typing import Any
 
 from coordkit.engine.states import TP
 from coordkit.errors import StoreError
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages, records
 from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
 from coordkit.serve.apis.metadata import INTERNAL_TOPICS, node_endpoints
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
@@ -303,6 +305,11 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
     if version >= TOPIC_ID_VERSION:
         names = await ctx.topic_names(t.topic_id for t in body.topic_data)
     await _read_topic_configs(ctx, body, names if version >= TOPIC_ID_VERSION else None)
+    # Kafka's KafkaApis: Write on each topic, or TOPIC_AUTHORIZATION_FAILED and nothing appended.
+    writable = allowed_names(ctx, AclOperation.WRITE, ResourceType.TOPIC, (
+        n for t in body.topic_data
+        if (n := names.get(t.topic_id) if version >= TOPIC_ID_VERSION else t.name) is not None
+    ))  # fmt: skip
     responses = []
     waits: list[tuple[Any, TP, int]] = []
     failed: list[tuple[str | None, int, int]] = []
@@ -312,6 +319,11 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         for partition in topic.partition_data:
             if name is None:
                 answer, end = _unknown_id(partition), -1
+            elif name not in writable:
+                answer = PartitionResponse(index=partition.index, base_offset=-1,
+                                           error_code=TOPIC_AUTHORIZATION_FAILED,
+                                           log_append_time_ms=-1)  # fmt: skip
+                end = -1
             else:
                 answer, end = _append(ctx, name, partition, acks, version)
             answers.append(answer)

@@ -41,9 +41,11 @@ from coordkit.engine.states import TP, state_path
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import CoordkitError, LayoutError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.configs.describe import created_topic_configs
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.config_catalogue import TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
@@ -101,6 +103,11 @@ def _check_collision(name: str, existing: Iterable[str]) -> None:
 
 def _create(ctx: BrokerContext, topic: Any, validate_only: bool, existing: set[str]) -> Any:
     """Create (or, validating only, place) one topic of the ``existing``; its result entry."""
+    # Kafka's KafkaApis: Create on the cluster, or else on the topic.
+    if not cluster_allowed(ctx, AclOperation.CREATE) and not allowed(
+        ctx, AclOperation.CREATE, ResourceType.TOPIC, topic.name
+    ):
+        return _refused(topic.name, TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
     partitions = (
         ctx.settings.default_partitions if topic.num_partitions == -1 else topic.num_partitions
     )
@@ -223,6 +230,9 @@ async def handle_create_topics(ctx: BrokerContext, request: Request) -> Any:
 def _queue_deletion(ctx: BrokerContext, name: str) -> Any:
     """Queue one topic for deletion; its result entry (NONE: queued)."""
     result = DeleteResult(name=name, error_code=errors.NONE)
+    if not allowed(ctx, AclOperation.DELETE, ResourceType.TOPIC, name):
+        result.error_code = TOPIC_AUTHORIZATION_FAILED  # Kafka's KafkaApis: Delete on the topic
+        return result
     if not ctx.broker.config.delete_topic_enable:
         result.error_code = errors.TOPIC_DELETION_DISABLED
         result.error_message = "topic deletion is disabled (delete.topic.enable=false)"

@@ -21,11 +21,13 @@ from coordkit.engine.groups.protocol import (
     LeaveGroupRequest,
     SyncGroupRequest,
 )
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.protocol.consumer import UserDataError, decode_assignment, decode_subscription
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import answer_of, coordinator
+from coordkit.serve.authorization import GROUP_AUTHORIZATION_FAILED, allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import client_host
 from coordkit.serve.context import BrokerContext
@@ -128,7 +130,16 @@ def _join_response(request: Request, answer: JoinGroupResponse) -> Any:
     return response
 
 
+def _may_read(ctx: BrokerContext, group: str) -> bool:
+    """Kafka's KafkaApis: the classic group apis need Read on the group."""
+    return allowed(ctx, AclOperation.READ, ResourceType.GROUP, group)
+
+
 async def handle_join_group(ctx: BrokerContext, request: Request) -> Any:
+    if not _may_read(ctx, request.body.group_id):
+        refused = _join_response(request, JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR))
+        refused.error_code = GROUP_AUTHORIZATION_FAILED
+        return refused
     built = _join_request(request)
     if isinstance(built, int):
         return _join_response(request, JoinGroupResponse(ErrorCode(built)))
@@ -206,6 +217,10 @@ def _sync_request(ctx: BrokerContext, request: Request) -> SyncGroupRequest:
 
 
 async def handle_sync_group(ctx: BrokerContext, request: Request) -> Any:
+    if not _may_read(ctx, request.body.group_id):
+        return SyncResponse(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED,
+                            assignment=b"")  # fmt: skip
+
     def call() -> Any:
         return coordinator(ctx).sync_group(_sync_request(ctx, request))
 
@@ -223,6 +238,8 @@ async def handle_sync_group(ctx: BrokerContext, request: Request) -> Any:
 
 async def handle_heartbeat(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    if not _may_read(ctx, body.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED)
     beat = HeartbeatRequest(
         body.group_id,
         body.generation_id,
@@ -235,6 +252,8 @@ async def handle_heartbeat(ctx: BrokerContext, request: Request) -> Any:
 
 async def handle_leave_group(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    if not _may_read(ctx, body.group_id):
+        return LeaveResponse(throttle_time_ms=0, error_code=GROUP_AUTHORIZATION_FAILED, members=[])
     if request.version < BATCH_LEAVE_VERSION:
         leave = LeaveGroupRequest(body.group_id, body.member_id)
         answer = await ctx.blocking(lambda: coordinator(ctx).leave_group(leave))

@@ -24,10 +24,17 @@ from coordkit.engine.groups.protocol import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.authorization import (
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+    allowed_names,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.strategies.offsets import OffsetAndMetadata
@@ -75,12 +82,23 @@ def _commit(
     stamped = version == 1
     codes: dict[tuple[str, int], int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    # Kafka's KafkaApis: Read on the group (or every partition GROUP_AUTHORIZATION_FAILED),
+    # then Read on each topic (TOPIC_AUTHORIZATION_FAILED), before anything else is checked.
+    group_read = allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC,
+                             [n for n in names if n is not None])  # fmt: skip
     counts = coordinator(ctx).topic_partitions([n for n in names if n is not None])
     for topic, name in zip(body.topics, names, strict=True):
         for p in topic.partitions:
             key = (_label(topic, name), p.partition_index)
+            if not group_read:
+                codes[key] = GROUP_AUTHORIZATION_FAILED
+                continue
             if name is None:
                 codes[key] = errors.UNKNOWN_TOPIC_ID
+                continue
+            if name not in readable:
+                codes[key] = TOPIC_AUTHORIZATION_FAILED
                 continue
             if not 0 <= p.partition_index < counts.get(name, 0):
                 codes[key] = errors.UNKNOWN_TOPIC_OR_PARTITION
