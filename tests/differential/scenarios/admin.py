@@ -162,9 +162,10 @@ def elect_leaders(side: Side) -> list[Any]:
 
 
 def _reassign(side: Side, name: str, partition: int, replicas: list[int] | None,
-              topic: str | None = None) -> Any:  # fmt: skip
+              topic: str | None = None, allow_rf_change: bool = True) -> Any:  # fmt: skip
     request = messages.AlterPartitionReassignmentsRequest
-    body = request(timeout_ms=30_000, topics=[request.ReassignableTopic(
+    body = request(timeout_ms=30_000, allow_replication_factor_change=allow_rf_change,
+                   topics=[request.ReassignableTopic(
         name=topic or name, partitions=[request.ReassignablePartition(
             partition_index=partition, replicas=replicas)])])  # fmt: skip
     return side.call(0, body, ALTER_REASSIGNMENTS)
@@ -176,7 +177,8 @@ def _reassign(side: Side, name: str, partition: int, replicas: list[int] | None,
 def reassignment_refusals(side: Side) -> list[Any]:
     """AlterPartitionReassignments v1 refusals, with Kafka's messages: an empty replica list, a
     broker twice, a broker not registered, a partition the topic lacks, a topic that does not
-    exist, and a cancellation with no reassignment (NO_REASSIGNMENT_IN_PROGRESS)."""
+    exist, a cancellation with no reassignment (NO_REASSIGNMENT_IN_PROGRESS), and a change of
+    replication factor the request does not allow (v1)."""
     name = _topic(side, replication=2)
     b0, b1 = side.broker_id(0), side.broker_id(1)
     answers = [
@@ -186,6 +188,7 @@ def reassignment_refusals(side: Side) -> list[Any]:
         _reassign(side, name, 4, [b0, b1]),
         _reassign(side, name, 0, [b0, b1], topic=side.topic("missing")),
         _reassign(side, name, 0, None),
+        _reassign(side, name, 0, [b0], allow_rf_change=False),
     ]
     for answer in answers:
         for partition in answer.responses[0].partitions:

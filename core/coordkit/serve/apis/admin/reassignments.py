@@ -118,8 +118,7 @@ def _check(
     original = assignment.original_replicas(partition)
     if not allow_rf_change and len(replicas) != len(original):
         return errors.INVALID_REPLICATION_FACTOR, (
-            f"The replication factor is changed from {len(original)} to {len(replicas)} but "
-            "the option to allow a replication factor change is false."
+            f"The replication factor is changed from {len(original)} to {len(replicas)}"
         )
     return None
 
@@ -208,8 +207,10 @@ async def handle_alter_partition_reassignments(ctx: BrokerContext, request: Requ
         log.warning("broker %s: AlterPartitionReassignments: %s", ctx.broker_id, exc)
         return AlterResponse(throttle_time_ms=0, error_code=errors.REQUEST_TIMED_OUT,
                              error_message=str(exc), responses=[])  # fmt: skip
+    # v1 echoes whether the request allowed a change of replication factor, as Kafka's.
+    allowed = request.body.allow_replication_factor_change if request.version >= 1 else True
     return AlterResponse(throttle_time_ms=0, error_code=errors.NONE, error_message=None,
-                         allow_replication_factor_change=True, responses=responses)  # fmt: skip
+                         allow_replication_factor_change=allowed, responses=responses)  # fmt: skip
 
 
 def _ongoing(tp: TP, assignment: TopicAssignment, target: tuple[int, ...] | None) -> Any | None:
