@@ -1,0 +1,261 @@
+"""The ``kafka`` authorizer beside Kafka 3.9's ``AclAuthorizer`` on one ZooKeeper: ACL nodes
+written once by coordkit (``AclAdmin``) on the chroot of a Kafka 3.9 broker configured with
+``AclAuthorizer`` and a SASL_PLAINTEXT listener (PLAIN users alice, bob, carol, admin), then for a
+matrix of principals, resources and operations Kafka's decision as its wire answers show it (the
+authorization error or not) against coordkit's authorizer's on the same nodes.
+
+Slow (a Kafka broker's start): ``tox -e py311-security``."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from coordkit.engine.acls import AclAdmin
+from coordkit.kafka.acls import (
+    CLUSTER_NAME,
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from coordkit.plugins import get_plugin_manager, open_store
+from coordkit.protocol import KafkaCodec, messages
+from coordkit.protocol.records import encode_batch, new_batch
+from coordkit.serve.classes import nested
+from coordkit.store import MetadataStore
+from coordkit.strategies.authorization import Action, Authorizer
+from coordkit.testing.servers.kafka_server import KafkaCluster, KafkaNode
+from coordkit.testing.servers.ports import free_port
+from coordkit.testing.servers.zookeeper_server import StandaloneZooKeeper
+from coordkit.testing.waiting import wait_for
+
+pytestmark = pytest.mark.slow
+
+USERS = ("alice", "bob", "carol", "admin")
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    + " ".join(f'user_{u}="{u}-pw"' for u in USERS)
+    + ";"
+)
+CONFIGS = {
+    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+    # The broker's own PLAINTEXT connections (inter-broker, the fixture's checks) are ANONYMOUS.
+    "super.users": "User:ANONYMOUS;User:admin",
+    "allow.everyone.if.no.acl.found": "false",
+}
+TOPICS = ("orders", "pay-in", "free")
+T, G, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
+Op, ALLOW, DENY = AclOperation, AclPermissionType.ALLOW, AclPermissionType.DENY
+#: The ACLs both sides decide on: literal, prefixed and wildcard resources, implied operations,
+#: deny over allow, User:*, and a topic (free) no ACL applies to.
+ACLS = [
+    (T, "orders", LIT, "User:alice", Op.READ, ALLOW),
+    (T, "pay-", PRE, "User:alice", Op.WRITE, ALLOW),
+    (G, "g", LIT, "User:alice", Op.READ, ALLOW),
+    (T, "*", LIT, "User:bob", Op.ALL, ALLOW),
+    (T, "orders", LIT, "User:bob", Op.WRITE, DENY),
+    (T, "pay-in", LIT, "User:carol", Op.ALTER_CONFIGS, ALLOW),
+    (C, CLUSTER_NAME, LIT, "User:bob", Op.DESCRIBE, ALLOW),
+    (C, CLUSTER_NAME, LIT, "User:carol", Op.CREATE, ALLOW),
+    (G, "g", LIT, "User:*", Op.DESCRIBE, ALLOW),
+    (T, "orders", PRE, "User:carol", Op.READ, DENY),
+    (T, "ord", PRE, "User:carol", Op.READ, ALLOW),
+]
+
+
+class _SaslKafka(KafkaCluster):
+    """Kafka's fixture with a SASL_PLAINTEXT listener beside its PLAINTEXT one."""
+
+    sasl_port = 0
+
+    def _node_properties(self, node: KafkaNode) -> dict[str, str]:
+        properties = super()._node_properties(node)
+        self.sasl_port = self.sasl_port or free_port()
+        sasl = f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+        properties["listeners"] += f",{sasl}"
+        properties["advertised.listeners"] += f",{sasl}"
+        properties["listener.security.protocol.map"] = (
+            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+        )
+        properties["inter.broker.listener.name"] = "PLAINTEXT"
+        return properties
+
+
+class _Client:
+    """One SASL/PLAIN connection speaking raw requests."""
+
+    def __init__(self, port: int, user: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.codec = KafkaCodec()
+        handshake = self.call(messages.SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert handshake.error_code == 0
+        token = f"\0{user}\0{user}-pw".encode()
+        done = self.call(messages.SaslAuthenticateRequest(auth_bytes=token), 2)
+        assert done.error_code == 0, done.error_message
+
+    def call(self, body: Any, version: int) -> Any:
+        self.sock.sendall(self.codec.encode_request(body, version=version, correlation_id=1))
+        size = struct.unpack(">i", self._exactly(4))[0]
+        api = type(body).KAFKA_NAME.removesuffix("Request")
+        return self.codec.decode_response(api, version, self._exactly(size))[1]
+
+    def _exactly(self, count: int) -> bytes:
+        data = bytearray()
+        while len(data) < count:
+            chunk = self.sock.recv(count - len(data))
+            if not chunk:
+                raise ConnectionError("Kafka closed the connection")
+            data += chunk
+        return bytes(data)
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[tuple[_SaslKafka, MetadataStore]]:
+    zookeeper = StandaloneZooKeeper().start()
+    cluster = _SaslKafka(zookeeper=zookeeper.hosts, broker_ids=(1,), properties={
+        **CONFIGS,
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    })  # fmt: skip
+    try:
+        # The cluster starts as its context is entered.
+        with cluster, open_store(f"zookeeper://{zookeeper.hosts}{cluster.chroot}") as store:
+            yield cluster, store
+    finally:
+        zookeeper.close()
+
+
+# -- Kafka's decisions, from its answers -----------------------------------------------------------
+
+Creatable = nested(messages.CreateTopicsRequest, "CreatableTopic")
+MetadataTopic = nested(messages.MetadataRequest, "MetadataRequestTopic")
+DescribeResource = nested(messages.DescribeConfigsRequest, "DescribeConfigsResource")
+Produce, Fetch = messages.ProduceRequest, messages.FetchRequest
+
+
+def _describe(c: _Client, topic: str) -> bool:
+    request = messages.MetadataRequest(topics=[MetadataTopic(name=topic)],
+                                       allow_auto_topic_creation=False)  # fmt: skip
+    return int(c.call(request, 12).topics[0].error_code) != 29
+
+
+def _write(c: _Client, topic: str) -> bool:
+    data = Produce.TopicProduceData(name=topic, partition_data=[Produce.PartitionProduceData(
+        index=0, records=encode_batch(new_batch([(b"k", b"v")])))])  # fmt: skip
+    answer = c.call(Produce(acks=1, timeout_ms=5_000, topic_data=[data]), 8)
+    return int(answer.responses[0].partition_responses[0].error_code) != 29
+
+
+def _read(c: _Client, topic: str) -> bool:
+    part = Fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
+    request = Fetch(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1024,
+                    topics=[Fetch.FetchTopic(topic=topic, partitions=[part])])  # fmt: skip
+    return int(c.call(request, 12).responses[0].partitions[0].error_code) != 29
+
+
+def _describe_configs(c: _Client, topic: str) -> bool:
+    resource = DescribeResource(resource_type=2, resource_name=topic, configuration_keys=None)
+    request = messages.DescribeConfigsRequest(resources=[resource], include_synonyms=False,
+                                              include_documentation=False)  # fmt: skip
+    return int(c.call(request, 4).results[0].error_code) != 29
+
+
+def _create(c: _Client, topic: str) -> bool:
+    new = Creatable(name=f"{topic}-new", num_partitions=1, replication_factor=1, assignments=[],
+                    configs=[])  # fmt: skip
+    request = messages.CreateTopicsRequest(topics=[new], timeout_ms=10_000, validate_only=True)
+    return int(c.call(request, 7).topics[0].error_code) != 29
+
+
+def _group_read(c: _Client, group: str) -> bool:
+    beat = messages.HeartbeatRequest(group_id=group, generation_id=1, member_id="m")
+    return int(c.call(beat, 4).error_code) != 30
+
+
+def _group_describe(c: _Client, group: str) -> bool:
+    find = messages.FindCoordinatorRequest(key=group, key_type=0)
+    return int(c.call(find, 3).error_code) != 30
+
+
+def _cluster_describe(c: _Client) -> bool:
+    request = messages.DescribeAclsRequest(
+        resource_type_filter=1, resource_name_filter=None, pattern_type_filter=1,
+        principal_filter=None, host_filter=None, operation=1, permission_type=1,
+    )  # fmt: skip
+    return int(c.call(request, 3).error_code) != 31
+
+
+def _kafka_decisions(port: int, user: str) -> dict[str, bool]:
+    c = _Client(port, user)
+    out = {}
+    for topic in TOPICS:
+        out[f"describe {topic}"] = _describe(c, topic)
+        out[f"write {topic}"] = _write(c, topic)
+        out[f"read {topic}"] = _read(c, topic)
+        out[f"describe-configs {topic}"] = _describe_configs(c, topic)
+        out[f"create {topic}-new"] = _create(c, topic)
+    for group in ("g", "h"):
+        out[f"read group {group}"] = _group_read(c, group)
+        out[f"describe group {group}"] = _group_describe(c, group)
+    out["describe cluster"] = _cluster_describe(c)
+    return out
+
+
+def _coordkit_decisions(authorizer: Authorizer, user: str) -> dict[str, bool]:
+    def ok(operation: AclOperation, kind: ResourceType, name: str) -> bool:
+        return authorizer.authorize(f"User:{user}", "127.0.0.1", [Action(operation, kind, name)])[0]
+
+    out = {}
+    for topic in TOPICS:
+        out[f"describe {topic}"] = ok(Op.DESCRIBE, T, topic)
+        out[f"write {topic}"] = ok(Op.WRITE, T, topic)
+        out[f"read {topic}"] = ok(Op.READ, T, topic)
+        out[f"describe-configs {topic}"] = ok(Op.DESCRIBE_CONFIGS, T, topic)
+        # CreateTopics: Create on the cluster, else on the topic (Kafka's KafkaApis).
+        out[f"create {topic}-new"] = ok(Op.CREATE, C, CLUSTER_NAME) or ok(
+            Op.CREATE, T, f"{topic}-new"
+        )
+    for group in ("g", "h"):
+        out[f"read group {group}"] = ok(Op.READ, G, group)
+        out[f"describe group {group}"] = ok(Op.DESCRIBE, G, group)
+    out["describe cluster"] = ok(Op.DESCRIBE, C, CLUSTER_NAME)
+    return out
+
+
+def test_the_same_acl_nodes_give_the_same_decisions(
+    kafka: tuple[_SaslKafka, MetadataStore],
+) -> None:
+    cluster, store = kafka
+    admin = _Client(cluster.sasl_port, "admin")  # a super user: creates the topics
+    for topic in TOPICS:
+        new = Creatable(name=topic, num_partitions=1, replication_factor=1, assignments=[],
+                        configs=[])  # fmt: skip
+        request = messages.CreateTopicsRequest(topics=[new], timeout_ms=30_000, validate_only=False)
+        assert admin.call(request, 7).topics[0].error_code in (0, 36)
+    AclAdmin(store).add(
+        AclBinding(ResourcePattern(kind, name, pattern), AccessControlEntry(who, "*", op, perm))
+        for kind, name, pattern, who, op, perm in ACLS
+    )
+    authorizer = get_plugin_manager().authorizer("kafka")(store, CONFIGS)
+    authorizer.start()
+    try:
+        # Kafka takes the ACLs in from the change notifications: wait for one it must allow.
+        wait_for(lambda: _kafka_decisions(cluster.sasl_port, "alice")["read orders"], 60,
+                 "Kafka taking the ACLs in")  # fmt: skip
+        for user in USERS:
+            expected = _kafka_decisions(cluster.sasl_port, user)
+            assert _coordkit_decisions(authorizer, user) == expected, user
+        # Every decision both ways somewhere in the matrix: the comparison cannot pass emptily.
+        everything = [_coordkit_decisions(authorizer, u) for u in USERS]
+        assert {v for d in everything for v in d.values()} == {True, False}
+    finally:
+        authorizer.close()
