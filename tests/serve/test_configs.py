@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, Consumer, TopicPartition
 
+from coordkit.engine.configs import ConfigAdmin
 from coordkit.kafka import layout
 from coordkit.protocol import messages
 from coordkit.protocol.records import decode_batch, encode_batch, new_batch
@@ -274,6 +275,16 @@ def test_cluster_wide_broker_configs_are_the_topics_defaults(
     topic_configs = server.context(0).topic_configs
     wait_for(lambda: topic_configs.value("t", "retention.ms") == 7000, timeout=30)
     assert topic_configs.value("t", "min.cleanable.dirty.ratio") == 0.6
+    # A cluster-wide log.retention.hours (which only another writer can set: Kafka reads it at
+    # the start) comes after the broker's log.retention.ms: Kafka's order of the names first,
+    # whatever their sources.
+    ConfigAdmin(server.context(0).broker.store).write(
+        "brokers", "<default>",
+        {"log.retention.hours": "1", "log.cleaner.min.cleanable.ratio": "0.7"})  # fmt: skip
+    wait_for(lambda: topic_configs.value("t", "min.cleanable.dirty.ratio") == 0.7, timeout=30)
+    assert topic_configs.value("t", "retention.ms") == -1
+    retention = _by_name(describe(client, TOPIC, "t", ["retention.ms"]))["retention.ms"]
+    assert (retention.value, retention.config_source) == ("-1", STATIC_BROKER_CONFIG)
 
 
 def test_log_append_time_is_stamped_by_the_leader(

@@ -85,7 +85,9 @@ class BrokerContext:
     #: brokers, following the store's config changes).
     topic_configs: TopicConfigs = attrs.field(
         default=attrs.Factory(
-            lambda self: TopicConfigs(self.broker.store, self.settings.topic_defaults),
+            lambda self: TopicConfigs(
+                self.broker.store, self.settings.topic_defaults, static=self.settings.static_configs
+            ),
             takes_self=True,
         )
     )

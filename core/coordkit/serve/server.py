@@ -148,7 +148,10 @@ class KafkaServer:
             MIN_INSYNC_REPLICAS, TOPIC_CONFIGS[MIN_INSYNC_REPLICAS].default
         )
         configs = self.topic_configs = TopicConfigs(
-            self.cluster.admin_store, self.settings.topic_defaults, changed=self._configs_read
+            self.cluster.admin_store,
+            self.settings.topic_defaults,
+            changed=self._configs_read,
+            static=self.settings.static_configs,
         )
         configs.start()
         try:

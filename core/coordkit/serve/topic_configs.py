@@ -267,11 +267,15 @@ class TopicConfigs:
         defaults: Mapping[str, Any] | None = None,
         *,
         changed: Callable[[str], None] | None = None,
+        static: Mapping[str, str] | None = None,
     ) -> None:
         self.store = store
         self.defaults = {name: key.default for name, key in TOPIC_CONFIGS.items()}
         self.defaults.update(defaults or {})
         self._static_defaults = dict(self.defaults)
+        # The broker configs set at the start, by name: a cluster-wide config of a later name
+        # of the same topic config does not override them (Kafka's order of the names first).
+        self._static = dict(static or {})
         self._listeners: list[Callable[[str], None]] = [] if changed is None else [changed]
         self._overrides: dict[str, dict[str, Any]] = {}
         # The version of each topic's config node read (-1: none), so that a slower read of
@@ -472,8 +476,9 @@ class TopicConfigs:
             return
         cluster: dict[str, Any] = {}
         for key in TOPIC_CONFIGS.values():
-            synonym = next((s for s in key.synonyms if s.name in given), None)
-            if synonym is None:
+            names = (s for s in key.synonyms if s.name in given or s.name in self._static)
+            synonym = next(names, None)
+            if synonym is None or synonym.name not in given:
                 continue
             try:
                 value = key.parse(given[synonym.name])
