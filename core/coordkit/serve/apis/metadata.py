@@ -30,6 +30,7 @@ from coordkit.serve import errors
 from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.listeners.bound import as_listener_sees
 from coordkit.store import MetadataStore
 from coordkit.store.paths import numeric_name
 from coordkit.store.tree import children
@@ -64,7 +65,8 @@ def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
         if isinstance(result, StoreError):
             continue  # gone meanwhile
         try:
-            found.append((broker_id, layout.BROKER.decode(result[0], path)))
+            # Host and port: the endpoint of the listener the request came on, as Kafka answers.
+            found.append((broker_id, as_listener_sees(layout.BROKER.decode(result[0], path))))
         except LayoutError as exc:
             log.warning("metadata without broker %s: %s", broker_id, exc)
     return found
