@@ -216,6 +216,13 @@ def parse_security_configs(
                 f"--config listeners: listener {name} has no security protocol (name it after "
                 "one, or map it in listener.security.protocol.map)"
             )
+        if protocol != name:
+            # The registration's listener_security_protocol_map names each listener after its
+            # protocol (coordkit.kafka.layout): other names are not registered right yet.
+            raise SecurityConfigError(
+                f"--config listeners: listener {name} is not named after its security protocol "
+                f"{protocol} (coordkit serve names each listener after its protocol so far)"
+            )
         a_host, a_port = advertised.pop(name, (None, None))
         listeners.append(
             ListenerConfig(name, protocol, l_host, l_port, a_host or None, a_port or None)
@@ -236,6 +243,15 @@ def parse_security_configs(
     elif inter_broker not in {lsn.name for lsn in listeners}:
         raise SecurityConfigError(
             f"--config inter.broker.listener.name={inter_broker}: not one of listeners"
+        )
+    protocol = next(lsn.protocol for lsn in listeners if lsn.name == inter_broker)
+    if protocol != PLAINTEXT:
+        # coordkit's own inter-broker connections (the controller's requests, a follower's
+        # fetches across processes) speak PLAINTEXT only so far.
+        raise SecurityConfigError(
+            f"--config inter.broker.listener.name={inter_broker}: its protocol is {protocol}; "
+            "coordkit serve's brokers talk to each other over a PLAINTEXT listener only (add one, "
+            "e.g. PLAINTEXT://127.0.0.1:9092, and name it)"
         )
     configs = SecurityConfigs(tuple(listeners), inter_broker, values)
     for lsn in listeners:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, Request, messages
+from coordkit.serve.classes import nested
 from coordkit.serve.connection import KafkaPrincipal, principal
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.listeners.config import PLAIN
@@ -92,11 +93,14 @@ class SaslAuthenticator:
             raise AuthenticationClosedError("a request too short for a header during SASL")
         (api_key,) = struct.unpack(">h", frame[:2])
         if self._state == "AUTHENTICATE":
-            if api_key != SASL_AUTHENTICATE:
-                raise AuthenticationClosedError(
-                    f"Unexpected Kafka request of type {_name(api_key)} during SASL authentication."
-                )
             request = self.codec.decode_request(frame)
+            if api_key != SASL_AUTHENTICATE:
+                # Kafka answers the request's error response first, then closes.
+                raise AuthenticationClosedError(
+                    f"Unexpected Kafka request of type {_name(api_key)} during SASL "
+                    "authentication.",
+                    self._encode(request, _illegal_state_response(request)),
+                )
             return await self._authenticate(request)
         if api_key == API_VERSIONS and self._state == "HANDSHAKE_OR_VERSIONS_REQUEST":
             self._state = "HANDSHAKE_REQUEST"
@@ -131,7 +135,8 @@ class SaslAuthenticator:
             response = Response(error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc),
                                 auth_bytes=b"", session_lifetime_ms=0)  # fmt: skip
             raise AuthenticationClosedError(str(exc), self._encode(request, response)) from None
-        return self._encode(request, Response(error_code=0, error_message=None, auth_bytes=token,
+        # Kafka leaves the error message at its default: empty, not null.
+        return self._encode(request, Response(error_code=0, error_message="", auth_bytes=token,
                                               session_lifetime_ms=0))  # fmt: skip
 
     async def _evaluate(self, token: bytes) -> bytes:
@@ -173,6 +178,24 @@ class SaslAuthenticator:
         return self.codec.encode_response(
             response, version=request.version, correlation_id=request.correlation_id
         )
+
+
+def _illegal_state_response(request: Request) -> Any:
+    """Kafka's ``getErrorResponse`` of ``request`` for ILLEGAL_SASL_STATE: Metadata's names each
+    topic asked with the error; other apis' carry it as their top-level error code."""
+    response_class = getattr(messages, f"{request.api.name}Response")
+    if request.api.name == "Metadata":
+        Topic = nested(response_class, "MetadataResponseTopic")
+        topics = [
+            Topic(name=t.name or "", topic_id=t.topic_id, error_code=ILLEGAL_SASL_STATE,
+                  is_internal=False, partitions=[])
+            for t in request.body.topics or []
+        ]  # fmt: skip
+        return response_class(throttle_time_ms=0, topics=topics)
+    response = response_class()
+    if hasattr(response, "error_code"):
+        response.error_code = ILLEGAL_SASL_STATE
+    return response
 
 
 def _name(api_key: int) -> str:
