@@ -22,7 +22,6 @@ from differential.harness import (
     record,
 )
 from differential.scenarios import (
-    acls,
     admin,
     compaction,
     configs,
@@ -44,14 +43,16 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
             "groups_by_id": groups_by_id, "durability": durability,
             "retention": retention, "admin": admin, "compaction": compaction,
-            "configs": configs, "acls": acls}  # fmt: skip
+            "configs": configs}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
 
 #: The table's rows of the real programs compared (``test_client_recordings.py``,
-#: ``test_kafka_tools.py``), which those modules hold, by the start of their scenario patterns.
-PROGRAM_FAMILIES = ("clients.", "tools.")
+#: ``test_kafka_tools.py``, and ``tests/tools``: ``cli.`` for Kafka's tools and kcat,
+#: ``adminclient.`` for confluent-kafka's AdminClient), which those modules hold, by the start of
+#: their scenario patterns.
+PROGRAM_FAMILIES = ("clients.", "tools.", "cli.", "adminclient.")
 
 
 @pytest.fixture(scope="module")

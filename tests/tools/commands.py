@@ -20,8 +20,53 @@ B = "--bootstrap-server"
 RECORDS = "".join(f"k{i}:v{i}\n" for i in range(4))
 
 
+#: What a member of a classic group sends (kcat -G, the console consumer with --group).
+GROUP_MEMBER = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "OffsetFetch",
+                "OffsetCommit", "LeaveGroup", "ListOffsets", "Fetch")  # fmt: skip
+#: What kafka-consumer-groups sends to describe a group (Kafka 4's admin client asks
+#: ConsumerGroupDescribe first, DescribeGroups for a classic group).
+GROUP_DESCRIBE = ("FindCoordinator", "ConsumerGroupDescribe", "DescribeGroups", "OffsetFetch",
+                  "ListOffsets")  # fmt: skip
+#: The apis a tool's subcommand sends besides ApiVersions and Metadata (which every client
+#: sends), by the tool and an option of the command: the table of served apis in docs/serve.md
+#: says which tools exercise each api from these (tools/api_coverage.py).
+CALLS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("kafka-topics", "--create"): ("CreateTopics",),
+    ("kafka-topics", "--describe"): ("DescribeTopicPartitions",),
+    ("kafka-topics", "--alter"): ("CreatePartitions",),
+    ("kafka-topics", "--delete"): ("DeleteTopics",),
+    ("kcat", "-P"): ("Produce",),
+    ("kcat", "-C"): ("ListOffsets", "Fetch"),
+    ("kcat", "-Q"): ("ListOffsets",),
+    ("kcat", "-G"): GROUP_MEMBER,
+    ("kafka-console-consumer", "--group"): GROUP_MEMBER,
+    ("kafka-get-offsets", B): ("ListOffsets",),
+    ("kafka-consumer-groups", "--list"): ("ListGroups",),
+    ("kafka-consumer-groups", "--describe"): GROUP_DESCRIBE,
+    ("kafka-consumer-groups", "--reset-offsets"): GROUP_DESCRIBE,
+    ("kafka-consumer-groups", "--execute"): ("OffsetCommit",),
+    ("kafka-consumer-groups", "--delete-offsets"): ("OffsetDelete",),
+    ("kafka-consumer-groups", "--delete"): ("DeleteGroups",),
+    ("kafka-configs", "--describe"): ("DescribeConfigs",),
+    ("kafka-configs", "--alter"): ("DescribeConfigs", "IncrementalAlterConfigs"),
+    ("kafka-reassign-partitions", "--list"): ("ListPartitionReassignments",),
+    ("kafka-reassign-partitions", "--execute"): ("AlterPartitionReassignments",
+                                                 "ListPartitionReassignments"),
+    ("kafka-reassign-partitions", "--verify"): ("ListPartitionReassignments",),
+    ("kafka-reassign-partitions", "--cancel"): ("AlterPartitionReassignments",
+                                                "ListPartitionReassignments"),
+    ("kafka-leader-election", "--election-type"): ("ElectLeaders",),
+    ("kafka-delete-records", "--offset-json-file"): ("DeleteRecords",),
+    ("kafka-log-dirs", "--describe"): ("DescribeLogDirs",),
+}  # fmt: skip
+
+
 def c(name: str, tool: str, *args: str, **options: Any) -> Command:
-    return Command(name, tool, args, **options)
+    """A command; its ``needs`` are what :data:`CALLS` says of its options, and any given."""
+    calls = [api for (named, option), apis in CALLS.items() if named == tool and option in args
+             for api in apis]  # fmt: skip
+    needs = dict.fromkeys([*calls, *options.pop("needs", ())])
+    return Command(name, tool, args, needs=tuple(needs), **options)
 
 
 def topics(name: str, *args: str, **options: Any) -> Command:
@@ -29,7 +74,6 @@ def topics(name: str, *args: str, **options: Any) -> Command:
 
 
 def configs(name: str, *args: str, **options: Any) -> Command:
-    options.setdefault("needs", ("DescribeConfigs",))
     return c(name, "kafka-configs", B, "{bootstrap}", *args, **options)
 
 
@@ -82,6 +126,13 @@ DELETE_RECORDS = json.dumps(
     {"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "offset": 1}]}
 )
 
+REMOVED_REPLICA = (
+    "a broker a completed reassignment took a replica from keeps its log and lists "
+    "it in DescribeLogDirs (Kafka deletes it: StopReplica with deletion) "
+    "(tools-findings.md 5)"
+)
+
+
 SCRIPT: tuple[Command, ...] = (
     # kafka-topics: create, list, describe, alter (delete at the end)
     topics("topics-create", "--create", "--topic", TOPIC, "--replica-assignment",
@@ -111,6 +162,9 @@ SCRIPT: tuple[Command, ...] = (
     kcat("kcat-produce", "-P", "-t", TOPIC, "-p", "0", "-K:", "-l", "{dir}/records.txt",
          files=(("records.txt", RECORDS),), default=True),
     kcat("kcat-produce-stdin", "-P", "-t", TOPIC, "-p", "1", "-K:", input=RECORDS),
+    # Records in every partition: a consumer that reads them all has a position in each, whatever
+    # the order it fetched them in (its commit on leaving then names every partition).
+    kcat("kcat-produce-partition-2", "-P", "-t", TOPIC, "-p", "2", "-K:", input=RECORDS),
     kcat("kcat-metadata", "-L", "-t", TOPIC, normalise=kcat_metadata),
     kcat("kcat-metadata-json", "-L", "-J", "-t", TOPIC, normalise=kcat_metadata_json),
     kcat("kcat-consume", "-C", "-t", TOPIC, "-p", "0", "-o", "beginning", "-e", "-f",
@@ -131,7 +185,7 @@ SCRIPT: tuple[Command, ...] = (
     offsets("get-offsets-all", "--exclude-internal-topics"),
     # kafka-consumer-groups (a group of Kafka's console consumer, and kcat's)
     c("console-consumer", "kafka-console-consumer", B, "{bootstrap}", "--topic", TOPIC,
-      "--group", GROUP, "--from-beginning", "--max-messages", "8", "--timeout-ms", "60000",
+      "--group", GROUP, "--from-beginning", "--max-messages", "12", "--timeout-ms", "60000",
       "--formatter-property", "print.key=true"),
     groups("groups-list", "--list"),
     groups("groups-list-state", "--list", "--state"),
@@ -176,9 +230,7 @@ SCRIPT: tuple[Command, ...] = (
     configs("configs-alter-bad-value", "--alter", "--entity-type", "topics", "--entity-name",
             TOPIC, "--add-config", "retention.ms=soon",
             needs=("DescribeConfigs", "IncrementalAlterConfigs")),
-    configs("configs-describe-all-topics", "--describe", "--entity-type", "topics",
-            defect="__consumer_offsets has cleanup.policy only, not Kafka's compression.type and "
-            "segment.bytes (tools-findings.md 3)"),
+    configs("configs-describe-all-topics", "--describe", "--entity-type", "topics"),
     configs("configs-describe-all", "--describe", "--all", "--entity-type", "topics",
             "--entity-name", CONFIGURED),
     configs("configs-describe-broker", "--describe", "--entity-type", "brokers", "--entity-name",
@@ -189,9 +241,7 @@ SCRIPT: tuple[Command, ...] = (
             "--entity-default", "--add-config", "log.cleaner.min.cleanable.ratio=0.6",
             needs=("DescribeConfigs", "IncrementalAlterConfigs")),
     configs("configs-describe-after-broker-default", "--describe", "--all", "--entity-type",
-            "topics", "--entity-name", CONFIGURED,
-            defect="a cluster-wide default broker config (log.cleaner.min.cleanable.ratio) is "
-            "not the topics' min.cleanable.dirty.ratio in DescribeConfigs (tools-findings.md 2)"),
+            "topics", "--entity-name", CONFIGURED),
     # kafka-reassign-partitions
     reassign("reassign-list", "--list", needs=("ListPartitionReassignments",), default=True),
     topics("topics-create-to-move", "--create", "--topic", MOVED, "--replica-assignment", "0:1"),
@@ -213,9 +263,7 @@ SCRIPT: tuple[Command, ...] = (
              needs=("AlterPartitionReassignments", "ListPartitionReassignments")),
     reassign("reassign-verify-shrink", "--verify", "--reassignment-json-file",
              "{dir}/shrink.json", needs=("ListPartitionReassignments",),
-             settled=lambda out: "is complete" in out and "still in progress" not in out,
-             defect="a reassignment that only removes a replica ([1,0,2] to [1,2]) stays in "
-             "progress: the removal is never taken (tools-findings.md 1)"),
+             settled=lambda out: "is complete" in out and "still in progress" not in out),
     # kafka-leader-election
     c("leader-election-preferred-all", "kafka-leader-election", B, "{bootstrap}",
       "--election-type", "preferred", "--all-topic-partitions", needs=("ElectLeaders",),
@@ -236,7 +284,7 @@ SCRIPT: tuple[Command, ...] = (
     c("log-dirs-describe-topic", "kafka-log-dirs", B, "{bootstrap}", "--describe",
       "--topic-list", TOPIC, needs=("DescribeLogDirs",), normalise=log_dirs, default=True),
     c("log-dirs-describe", "kafka-log-dirs", B, "{bootstrap}", "--describe", "--broker-list",
-      "0,1", needs=("DescribeLogDirs",), normalise=log_dirs),
+      "0,1", needs=("DescribeLogDirs",), normalise=log_dirs, defect=REMOVED_REPLICA),
     # kafka-topics --delete
     topics("topics-delete", "--delete", "--topic", OTHER),
     topics("topics-list-after-delete", "--list",

@@ -54,8 +54,33 @@ def require_kcat() -> str:
     return found
 
 
+#: The topics and groups of the AdminClient's script (``admin_client.py``), which the session's
+#: Kafka cluster holds too when that module ran first: the tools' lines naming them are left out,
+#: with the indented lines under them (a topic's configs).
+FOREIGN = re.compile(r"\badmin-[\w-]+")
+
+
+def without_foreign(text: str) -> str:
+    kept: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if line[:1] in "{[" and line.strip():  # a JSON document: log_dirs() takes them out
+            kept.append(line)
+            skipping = False
+            continue
+        if FOREIGN.search(line):
+            skipping = True
+            continue
+        if skipping and line[:1] in (" ", "\t") and line.strip():
+            continue
+        skipping = False
+        kept.append(line)
+    return "".join(kept)
+
+
 def clean(text: str) -> str:
     """What must differ between two clusters' answers, replaced by placeholders."""
+    text = without_foreign(text)
     text = _ADDRESS.sub("HOST:PORT", text)
     text = _JAVA_UUID.sub("UUID", text)
     text = _KAFKA_UUID.sub("ID", text)
@@ -112,13 +137,18 @@ def _without_offsets_topic(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_offsets_topic(v) for v in value
                 if not (isinstance(v, dict)
-                        and str(v.get("partition", "")).startswith("__consumer_offsets"))]  # fmt: skip
+                        and str(v.get("partition", "")).startswith(NOT_COMPARED))]  # fmt: skip
     return value
 
 
+#: Partitions kafka-log-dirs' JSON is compared without: the offsets topic's (each cluster places
+#: them its own way, and coordkit keeps committed offsets in the store, not in that topic's logs)
+#: and the AdminClient script's (see :data:`FOREIGN`).
+NOT_COMPARED = ("__consumer_offsets", "admin-")
+
+
 def log_dirs(text: str) -> list[Any]:
-    """kafka-log-dirs' JSON without the offsets topic's partitions (each cluster places them its
-    own way, and coordkit keeps committed offsets in the store, not in that topic's logs)."""
+    """kafka-log-dirs' JSON without the partitions of :data:`NOT_COMPARED`."""
     return [_without_offsets_topic(line) for line in json_lines(text)]
 
 
@@ -132,11 +162,12 @@ class Command:
     ``args`` may hold ``{bootstrap}`` (the cluster's brokers, ``host:port,...``) and ``{dir}``
     (a scratch folder of the script, for the files a command reads or writes).
 
-    :param needs: the apis the command needs beyond metadata: when coordkit does not advertise
-        one, coordkit's outcome must be the client's refusal naming it.
+    :param needs: the apis the command sends besides ApiVersions and Metadata: when coordkit
+        does not advertise one, coordkit's outcome must be the client's refusal naming it.
     :param default: the command runs in the default test run (one per tool, on memory);
         the others in ``tox -e py311-tools`` only.
-    :param defect: why coordkit's outcome is wrong (a strict xfail, and an entry of the findings).
+    :param defect: why coordkit's outcome is wrong (a strict xfail, and an entry of the findings)
+        on the stores of ``defect_stores``.
     :param files: files written into ``{dir}`` before the command runs (name → text, which
         may hold ``{bootstrap}``).
     """
@@ -150,6 +181,7 @@ class Command:
     normalise: Normaliser = table_rows
     settled: Callable[[str], bool] | None = None
     defect: str | None = None
+    defect_stores: tuple[str, ...] = ("memory", "zookeeper", "redis")
     files: tuple[tuple[str, str], ...] = ()
 
     @property

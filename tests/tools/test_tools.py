@@ -44,8 +44,6 @@ FOUND: dict[str, list[Difference]] = {}
 
 def _param(run: Command) -> object:
     marks = [] if run.default else [pytest.mark.slow]
-    if run.defect:
-        marks.append(pytest.mark.xfail(strict=True, reason=run.defect))
     return pytest.param(run.name, marks=marks, id=run.name)
 
 
