@@ -22,6 +22,7 @@ from differential.harness import (
     record,
 )
 from differential.scenarios import (
+    acls,
     admin,
     compaction,
     configs,
@@ -43,7 +44,7 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
             "groups_by_id": groups_by_id, "durability": durability,
             "retention": retention, "admin": admin, "compaction": compaction,
-            "configs": configs}  # fmt: skip
+            "configs": configs, "acls": acls}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
