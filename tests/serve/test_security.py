@@ -6,6 +6,8 @@ and answered in Metadata; no secret in any output."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import socket
 import ssl
 import struct
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     ScramMechanism,
@@ -221,3 +223,43 @@ def test_an_unauthenticated_listener_open_to_other_machines_is_warned_of() -> No
     server = SecureServe(["--host", "0.0.0.0"])
     _, err = server.stop()
     assert "warning: a listener reachable from other machines does not authenticate" in err
+
+
+def test_no_secret_reaches_the_log_at_any_level(
+    pems: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """PLAIN and SCRAM logins, right and wrong, and a user's creation, with every logger at
+    DEBUG: no password in any record."""
+    from coordkit.serve.listeners.scram import new_credential, write_user_configs
+
+    caplog.set_level(logging.DEBUG)
+    words = [w for w in security_args(pems) if w != "--config"]
+    security = parse_security_configs([tuple(w.split("=", 1)) for w in words], "127.0.0.1", 0)  # type: ignore[misc]
+    server = KafkaServer(f"memory://secrets-{uuid.uuid4().hex}", [0], port=0, security=security)
+    with server.running():
+        credential = new_credential("SCRAM-SHA-256", BOB_PASSWORD).to_text()
+        write_user_configs(server.cluster.admin_store, "bob", {"SCRAM-SHA-256": credential})
+        thread = threading.Thread(target=lambda: asyncio.run(server.serve()))
+        thread.start()
+        try:
+            sasl = next(b for b in server.bound if b.config.name == "SASL_PLAINTEXT")
+            address = str(sasl.address(0))
+            for password in (ALICE_PASSWORD, "not-" + ALICE_PASSWORD):
+                raw = _Raw(address)
+                raw.call(messages.SaslHandshakeRequest(mechanism="PLAIN"), 1)
+                raw.call(messages.SaslAuthenticateRequest(
+                    auth_bytes=f"\0alice\0{password}".encode()), 2)  # fmt: skip
+            scram_client = {"bootstrap.servers": address, "security.protocol": "SASL_PLAINTEXT"}
+            right = Producer({**scram_client, **scram("SCRAM-SHA-256", "bob", BOB_PASSWORD)})
+            assert right.list_topics(timeout=20).brokers
+            wrong = Producer(
+                {**scram_client, **scram("SCRAM-SHA-256", "bob", "not-" + BOB_PASSWORD)}
+            )
+            with contextlib.suppress(KafkaException):
+                wrong.list_topics(timeout=2)
+        finally:
+            server.stop()
+            thread.join(timeout=30)
+    assert any("closing the connection" in r.getMessage() for r in caplog.records)
+    for secret in (ALICE_PASSWORD, BOB_PASSWORD):
+        assert secret not in caplog.text
