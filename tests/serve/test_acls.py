@@ -11,6 +11,7 @@ from coordkit.kafka.acls import (
     CLUSTER_NAME,
     AccessControlEntry,
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -158,6 +159,18 @@ def _fetch(client: RawClient, topic: str) -> Any:
     return client.call(request, 12).responses[0].partitions[0]
 
 
+GrowTopic = nested(messages.CreatePartitionsRequest, "CreatePartitionsTopic")
+OffsetsTopic = nested(messages.ListOffsetsRequest, "ListOffsetsTopic")
+OffsetsPartition = nested(messages.ListOffsetsRequest, "ListOffsetsPartition")
+
+
+def _list_offsets(client: RawClient, topic: str) -> int:
+    part = OffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=-1)
+    request = messages.ListOffsetsRequest(replica_id=-1, isolation_level=0,
+                                          topics=[OffsetsTopic(name=topic, partitions=[part])])  # fmt: skip
+    return int(client.call(request, 7).topics[0].partitions[0].error_code)
+
+
 def _commit(client: RawClient, group: str, topic: str) -> int:
     partition = CommitPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
                                 committed_metadata="")  # fmt: skip
@@ -184,11 +197,17 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     assert _listed(client, "t") == {"t": 29}
     assert _produce(client, "t") == 29
     assert _fetch(client, "t").error_code == 29
+    assert _list_offsets(client, "t") == 29
     _grant(store, ResourceType.TOPIC, "t", AclOperation.WRITE)
     _grant(store, ResourceType.TOPIC, "u", AclOperation.READ, PatternType.PREFIXED)
     wait_for(lambda: _listed(client) == {"t": 0, "u": 0}, what="Write and Read taken in")
     assert _produce(client, "t") == 0
     assert _fetch(client, "t").error_code == 29  # Write gives no Read
+    assert _list_offsets(client, "t") == 0  # Write implies Describe
+    grow = messages.CreatePartitionsRequest(topics=[GrowTopic(name="u", count=3, assignments=None)],
+                                            timeout_ms=5_000, validate_only=False)  # fmt: skip
+    assert client.call(grow, 3).results[0].error_code == 29  # Read gives no Alter
+    assert store.children("/brokers/topics/u/partitions") == ["0"]
     assert _produce(client, "u") == 29
     fetched = _fetch(client, "u")
     assert (fetched.error_code, fetched.high_watermark, bytes(fetched.records)) == (0, 0, b"")
@@ -199,9 +218,25 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     assert _commit(client, "g", "u") == 30
     heartbeat = messages.HeartbeatRequest(group_id="g", generation_id=1, member_id="m")
     assert client.call(heartbeat, 4).error_code == 30
+    find = messages.FindCoordinatorRequest(key="g", key_type=0)
+    assert client.call(find, 3).error_code == 30  # Describe on the group: nothing created
+    assert store.exists("/brokers/topics/__consumer_offsets") is None
     _grant(store, ResourceType.GROUP, "g", AclOperation.READ)
     # the offsets topic is created by a first FindCoordinator (Describe on the group: implied)
-    find = messages.FindCoordinatorRequest(key="g", key_type=0)
     wait_for(lambda: client.call(find, 3).error_code == 0, what="the group's coordinator")
     wait_for(lambda: _commit(client, "g", "u") == 0, what="Read on the group taken in")
     assert _commit(client, "g", "t") == 29
+    assert _commit(client, "h", "u") == 30
+    # the group h exists (a member of another principal could have made it): hidden from a
+    # principal without Describe on it, refused by name; g listed and described
+    _grant(store, ResourceType.GROUP, "h", AclOperation.READ)
+    wait_for(lambda: _commit(client, "h", "u") == 0, what="Read on h taken in")
+    AclAdmin(store).remove([AclBindingFilter(ResourceType.GROUP, "h")])
+    wait_for(lambda: _commit(client, "h", "u") == 30, what="Read on h taken away")
+    listed = client.call(messages.ListGroupsRequest(states_filter=[], types_filter=[]), 5)
+    assert [g.group_id for g in listed.groups] == ["g"]
+    described = client.call(messages.DescribeGroupsRequest(
+        groups=["g", "h"], include_authorized_operations=False), 5).groups  # fmt: skip
+    assert [(d.group_id, d.error_code) for d in described] == [("g", 0), ("h", 30)]
+    deleted = client.call(messages.DeleteGroupsRequest(groups_names=["g"]), 2).results
+    assert [(d.group_id, d.error_code) for d in deleted] == [("g", 30)]  # Read gives no Delete

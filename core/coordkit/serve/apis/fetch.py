@@ -288,11 +288,20 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any, client
 
 async def handle_list_offsets(ctx: BrokerContext, request: Request) -> Any:
     client = request.body.replica_id == CONSUMER_REPLICA_ID
+    # Kafka's KafkaApis: Describe on each topic, or TOPIC_AUTHORIZATION_FAILED.
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                              [t.name for t in request.body.topics])  # fmt: skip
     topics = [
         OffsetsTopic(
             name=t.name,
-            partitions=[_offset(ctx, request.version, t.name, p, client) for p in t.partitions],
+            partitions=[
+                _offset(ctx, request.version, t.name, p, client)
+                if t.name in described
+                else OffsetsPartition(partition_index=p.partition_index, timestamp=-1, offset=-1,
+                                      error_code=TOPIC_AUTHORIZATION_FAILED)
+                for p in t.partitions
+            ],
         )
         for t in request.body.topics
-    ]
+    ]  # fmt: skip
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)

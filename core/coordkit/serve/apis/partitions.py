@@ -20,10 +20,12 @@ from coordkit.engine.errors import (
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError, LayoutError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import TopicAssignment, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.topics import wait_for_states
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -111,6 +113,10 @@ def _grow(ctx: BrokerContext, topic: Any, validate_only: bool) -> tuple[Any, lis
     """Add one topic's partitions (or, validating only, check and place them); its result
     entry and the partitions added."""
     result = Result(name=topic.name, error_code=errors.NONE)
+    if not allowed(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+        # Kafka's KafkaApis: Alter on the topic.
+        result.error_code = TOPIC_AUTHORIZATION_FAILED
+        return result, []
     try:
         existing, assignment = _check(ctx, topic)
         count = existing.partition_count

@@ -15,9 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from coordkit.engine.groups import ErrorCode
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.authorization import GROUP_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -33,9 +35,16 @@ OFFSET_DELETE_VERSIONS = (0, 0)
 
 async def handle_delete_groups(ctx: BrokerContext, request: Request) -> Any:
     names = list(request.body.groups_names)
+    # Kafka's KafkaApis: Delete on each group, or GROUP_AUTHORIZATION_FAILED and it stays.
+    deletable = allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
 
     def delete() -> list[int]:
-        return [int(coordinator(ctx).delete_group(name)) for name in names]
+        return [
+            int(coordinator(ctx).delete_group(name))
+            if name in deletable
+            else GROUP_AUTHORIZATION_FAILED
+            for name in names
+        ]
 
     codes = await ctx.blocking(delete)
     results = [

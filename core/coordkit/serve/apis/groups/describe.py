@@ -13,9 +13,15 @@ from typing import Any
 
 from coordkit.engine.groups import ErrorCode, GroupDescription, GroupState
 from coordkit.errors import StoreError
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.authorization import (
+    GROUP_AUTHORIZATION_FAILED,
+    allowed_names,
+    cluster_allowed,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -90,6 +96,13 @@ async def handle_describe_groups(ctx: BrokerContext, request: Request) -> Any:
     asked = request.version >= 3 and bool(request.body.include_authorized_operations)
     operations = GROUP_OPERATIONS if asked else NO_AUTHORIZED_OPERATIONS
     described = [_described(g, operations, request.version) for g in found]
+    # Kafka's KafkaApis: Describe on each group, or GROUP_AUTHORIZATION_FAILED and nothing else.
+    allowed = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, names)
+    for group in described:
+        if group.group_id not in allowed:
+            group.error_code, group.group_state, group.members = GROUP_AUTHORIZATION_FAILED, "", []
+            group.protocol_type = group.protocol_data = ""
+            group.authorized_operations = NO_AUTHORIZED_OPERATIONS
     return DescribeResponse(throttle_time_ms=0, groups=described)
 
 
@@ -107,6 +120,11 @@ async def handle_list_groups(ctx: BrokerContext, request: Request) -> Any:
         return ListResponse(
             throttle_time_ms=0, error_code=errors.COORDINATOR_NOT_AVAILABLE, groups=[]
         )
+    # Kafka's KafkaApis: Describe on the cluster lists every group, else those described.
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        visible = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP,
+                                [g.group_id for g in listed])  # fmt: skip
+        listed = [g for g in listed if g.group_id in visible]
     groups = [
         ListedGroup(
             group_id=g.group_id,

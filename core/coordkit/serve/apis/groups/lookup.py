@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import BrokerInfo
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
 from coordkit.serve.apis.metadata import read_brokers
+from coordkit.serve.authorization import GROUP_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -33,7 +35,12 @@ def _find(ctx: BrokerContext, keys: list[str], key_type: int) -> list[tuple[str,
         return [(key, errors.INVALID_REQUEST, None) for key in keys]
     brokers: dict[int, BrokerInfo] | None = None
     found: list[tuple[str, int, Any]] = []
+    # Kafka's KafkaApis: Describe on the group, before anything is looked up (or created).
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, keys)
     for key in keys:
+        if key not in described:
+            found.append((key, GROUP_AUTHORIZATION_FAILED, None))
+            continue
         answer = coordinator(ctx).find_coordinator(key)
         if answer.error or answer.coordinator is None:
             found.append((key, int(answer.error) or errors.COORDINATOR_NOT_AVAILABLE, None))
