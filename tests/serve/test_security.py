@@ -263,3 +263,42 @@ def test_no_secret_reaches_the_log_at_any_level(
     assert any("closing the connection" in r.getMessage() for r in caplog.records)
     for secret in (ALICE_PASSWORD, BOB_PASSWORD):
         assert secret not in caplog.text
+
+
+def test_a_user_made_by_coordkit_configs_logs_in(pems: Path) -> None:
+    """``coordkit configs --entity-type users`` as kafka-configs: the user logs in with SCRAM,
+    ``--describe`` shows the iterations only, the password is in no output, a bad credential is
+    one line without it."""
+    from click.testing import CliRunner
+
+    from coordkit.cli import cli
+
+    url = f"memory://configs-users-{uuid.uuid4().hex}"
+    base = ["configs", "--store", url, "--entity-type", "users"]
+    made = CliRunner().invoke(cli, [*base, "--entity-name", "erin", "--alter", "--add-config",
+                                    f"SCRAM-SHA-512=[iterations=8192,password={BOB_PASSWORD}]"])  # fmt: skip
+    assert (made.exit_code, made.output) == (0, "Completed updating config for user erin.\n")
+    shown = CliRunner().invoke(cli, [*base, "--describe"])
+    assert shown.output == (
+        "SCRAM credential configs for user-principal 'erin' are SCRAM-SHA-512=iterations=8192\n"
+    )
+    bad = CliRunner().invoke(cli, [*base, "--entity-name", "erin", "--alter", "--add-config",
+                                   f"SCRAM-SHA-512=[iterations=12,password={BOB_PASSWORD}]"])  # fmt: skip
+    assert bad.exit_code == 2
+    assert "iterations 12 is outside 4096-16384" in bad.output
+    assert BOB_PASSWORD not in made.output + shown.output + bad.output
+    words = ["listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+             "sasl.enabled.mechanisms=SCRAM-SHA-512"]  # fmt: skip
+    security = parse_security_configs([tuple(w.split("=", 1)) for w in words], "127.0.0.1", 0)  # type: ignore[misc]
+    server = KafkaServer(url, [0], port=0, security=security)
+    with server.running():
+        thread = threading.Thread(target=lambda: asyncio.run(server.serve()))
+        thread.start()
+        try:
+            address = str(server.bound[1].address(0))
+            client = {"bootstrap.servers": address, "security.protocol": "SASL_PLAINTEXT"}
+            producer = Producer({**client, **scram("SCRAM-SHA-512", "erin", BOB_PASSWORD)})
+            assert producer.list_topics(timeout=20).brokers
+        finally:
+            server.stop()
+            thread.join(timeout=30)

@@ -15,6 +15,7 @@ import click
 
 from coordkit.cli.admin.options import store_option
 from coordkit.cli.configs.changes import check, parse_added, parse_deleted
+from coordkit.cli.configs.users import USERS, alter_user, describe_users
 from coordkit.cli.errors import CommandError
 from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
 from coordkit.engine.errors import UnknownTopicError
@@ -76,10 +77,10 @@ def _describe(store: MetadataStore, entity_type: str, name: str | None) -> None:
 @click.option(
     "--entity-type",
     required=True,
-    type=click.Choice([TOPICS, BROKERS]),
-    help="Whose configs: a topic's or a broker's.",
+    type=click.Choice([TOPICS, BROKERS, USERS]),
+    help="Whose configs: a topic's, a broker's or a user's (SCRAM credentials).",
 )
-@click.option("--entity-name", metavar="NAME", help="The topic, or the broker id.")
+@click.option("--entity-name", metavar="NAME", help="The topic, the broker id or the user.")
 @click.option("--entity-default", is_flag=True, help="The cluster-wide broker configs.")
 @click.option("--describe", is_flag=True, help="Print the dynamic configs.")
 @click.option("--alter", is_flag=True, help="Change them (--add-config, --delete-config).")
@@ -102,6 +103,16 @@ def configs_command(
     """Describe or change topic and broker configs as kafka-configs.sh (Kafka's ZooKeeper layout)."""
     if describe == alter:
         raise CommandError("give one of --describe and --alter")
+    if entity_type == USERS:  # SCRAM credentials: coordkit.cli.configs.users
+        if entity_default:
+            raise CommandError("--entity-default: only brokers have cluster-wide defaults")
+        if describe:
+            describe_users(store_url, entity_name)
+        elif entity_name is None:
+            raise CommandError("--alter needs --entity-name (the user)")
+        else:
+            alter_user(store_url, entity_name, add_config, delete_config)
+        return
     name = _entity(entity_type, entity_name, entity_default)
     if describe:
         if add_config is not None or delete_config is not None:
