@@ -194,6 +194,10 @@ SCRIPT: tuple[AdminCall, ...] = (
         AdminCall("list-offsets-max-timestamp", "list_offsets",
                   lambda a: {k: v["offset"] for k, v in plain(
                       _offsets(OffsetSpec.max_timestamp())(a)).items()}),
+        # Before cleanup.policy=compact below (Kafka refuses DeleteRecords on a compacted topic).
+        AdminCall("delete-records", "delete_records", lambda a: a.delete_records(
+            [TopicPartition(TOPIC, 0, 1)], request_timeout=TIMEOUT), default=True),
+        AdminCall("list-offsets-after-delete", "list_offsets", _offsets(OffsetSpec.earliest())),
         AdminCall("describe-configs", "describe_configs", _topic_configs(
             ["retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes"]), default=True),
         AdminCall("incremental-alter-configs", "incremental_alter_configs",
@@ -226,9 +230,6 @@ SCRIPT: tuple[AdminCall, ...] = (
             g.id for g in a.list_groups(timeout=TIMEOUT) if g.id.startswith("admin-"))),
         AdminCall("describe-consumer-groups", "describe_consumer_groups",
                   lambda a: a.describe_consumer_groups([GROUP], request_timeout=TIMEOUT)),
-        AdminCall("delete-records", "delete_records", lambda a: a.delete_records(
-            [TopicPartition(TOPIC, 0, 1)], request_timeout=TIMEOUT), default=True),
-        AdminCall("list-offsets-after-delete", "list_offsets", _offsets(OffsetSpec.earliest())),
         AdminCall("elect-leaders", "elect_leaders", lambda a: a.elect_leaders(
             ElectionType.PREFERRED,
             # (no request_timeout: confluent-kafka 2.16's binding fails on any keyword here)
