@@ -171,6 +171,16 @@ def _list_offsets(client: RawClient, topic: str) -> int:
     return int(client.call(request, 7).topics[0].partitions[0].error_code)
 
 
+def _describe_configs(client: RawClient, resource_type: int, name: str) -> tuple[int, str]:
+    Resource = nested(messages.DescribeConfigsRequest, "DescribeConfigsResource")
+    request = messages.DescribeConfigsRequest(
+        resources=[Resource(resource_type=resource_type, resource_name=name,
+                            configuration_keys=None)],
+        include_synonyms=False, include_documentation=False)  # fmt: skip
+    result = client.call(request, 4).results[0]
+    return int(result.error_code), result.error_message
+
+
 def _commit(client: RawClient, group: str, topic: str) -> int:
     partition = CommitPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
                                 committed_metadata="")  # fmt: skip
@@ -207,6 +217,16 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     grow = messages.CreatePartitionsRequest(topics=[GrowTopic(name="u", count=3, assignments=None)],
                                             timeout_ms=5_000, validate_only=False)  # fmt: skip
     assert client.call(grow, 3).results[0].error_code == 29  # Read gives no Alter
+    # configs: DescribeConfigs / AlterConfigs on the topic, or on the cluster for a broker
+    assert _describe_configs(client, 2, "u") == (29, "Topic authorization failed.")
+    assert _describe_configs(client, 4, "0") == (31, "Cluster authorization failed.")
+    Alterable = nested(messages.IncrementalAlterConfigsRequest, "AlterConfigsResource")
+    alter = messages.IncrementalAlterConfigsRequest(validate_only=False, resources=[Alterable(
+        resource_type=2, resource_name="t", configs=[Alterable.AlterableConfig(
+            name="retention.ms", config_operation=0, value="1000")])])  # fmt: skip
+    configs_before = store.get("/config/topics/t")
+    assert client.call(alter, 1).responses[0].error_code == 29
+    assert store.get("/config/topics/t") == configs_before
     assert store.children("/brokers/topics/u/partitions") == ["0"]
     assert _produce(client, "u") == 29
     fetched = _fetch(client, "u")

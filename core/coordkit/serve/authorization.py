@@ -94,3 +94,23 @@ def check_authorizer(strategies: Strategies, configs: Mapping[str, str]) -> None
             strategies.authorizer(name)
         except UnknownNameError as exc:
             raise BrokerConfigError(f"--config {AUTHORIZER_CLASS_CONFIG}: {exc}") from None
+
+
+#: Config resource types (DescribeConfigs, AlterConfigs): a topic's, or the cluster's.
+_TOPIC_CONFIGS = 2
+#: Kafka's default messages of the two errors (``Errors.message()``).
+AUTHORIZATION_MESSAGES = {
+    TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+}
+
+
+def config_refusal(
+    ctx: BrokerContext, resource_type: int, name: str, operation: AclOperation
+) -> int | None:
+    """Kafka's KafkaApis for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on
+    the topic for a topic, on the cluster for the others; the error code when refused."""
+    if resource_type == _TOPIC_CONFIGS:
+        return None if allowed(ctx, operation, ResourceType.TOPIC, name) else (
+            TOPIC_AUTHORIZATION_FAILED)  # fmt: skip
+    return None if cluster_allowed(ctx, operation) else CLUSTER_AUTHORIZATION_FAILED

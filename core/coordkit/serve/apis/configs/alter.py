@@ -26,12 +26,14 @@ from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
 from coordkit.engine.errors import UnknownTopicError
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.configs.describe import broker_sources, check_topic_name
 from coordkit.serve.apis.configs.errors import RefusedError
 from coordkit.serve.apis.configs.loggers import alter_loggers
 from coordkit.serve.apis.configs.values import BROKER, BROKER_LOGGER, TOPIC, topic_value
+from coordkit.serve.authorization import config_refusal
 from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
 
@@ -180,13 +182,18 @@ def _responses(ctx: BrokerContext, body: Any, incremental: bool) -> list[Any]:
     Response = messages.IncrementalAlterConfigsResponse if incremental else (
         messages.AlterConfigsResponse)  # fmt: skip
     Entry = Response.AlterConfigsResourceResponse  # type: ignore[attr-defined]
-    out = []
+    out: list[Any] = []
+    refused: list[Any] = []
     for resource in body.resources:
-        code, message = _alter_resource(ctx, resource, bool(body.validate_only), incremental)
-        out.append(Entry(error_code=code, error_message=message,
-                         resource_type=resource.resource_type,
-                         resource_name=resource.resource_name))  # fmt: skip
-    return out
+        # Kafka's KafkaApis: AlterConfigs on the topic or the cluster, the refused answered last.
+        denied = config_refusal(ctx, resource.resource_type, resource.resource_name,
+                                AclOperation.ALTER_CONFIGS)  # fmt: skip
+        code, message = (denied, None) if denied is not None else _alter_resource(
+            ctx, resource, bool(body.validate_only), incremental)  # fmt: skip
+        (out if denied is None else refused).append(
+            Entry(error_code=code, error_message=message, resource_type=resource.resource_type,
+                  resource_name=resource.resource_name))  # fmt: skip
+    return out + refused
 
 
 async def handle_alter_configs(ctx: BrokerContext, request: Request) -> Any:

@@ -22,6 +22,7 @@ from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
 from coordkit.engine.errors import UnknownTopicError
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation
 from coordkit.kafka.model import validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
@@ -39,6 +40,7 @@ from coordkit.serve.apis.configs.values import (
     topic_entries,
     topic_value,
 )
+from coordkit.serve.authorization import AUTHORIZATION_MESSAGES, config_refusal
 from coordkit.serve.classes import nested
 from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, KafkaConfigKey
 from coordkit.serve.context import BrokerContext
@@ -183,12 +185,19 @@ HANDLERS: Mapping[int, Callable[[BrokerContext, str, Callable[[str], bool], Any]
 
 def _describe(ctx: BrokerContext, body: Any) -> list[Any]:
     results = []
+    refused = []  # Kafka answers the resources the principal may not describe last
     for resource in body.resources:
         keys = resource.configuration_keys
         wanted: Callable[[str], bool] = (lambda _n: True) if not keys else set(keys).__contains__
         result = Result(error_code=errors.NONE, error_message="", configs=[],
                         resource_type=resource.resource_type,
                         resource_name=resource.resource_name)  # fmt: skip
+        denied = config_refusal(ctx, resource.resource_type, resource.resource_name,
+                                AclOperation.DESCRIBE_CONFIGS)  # fmt: skip
+        if denied is not None:
+            result.error_code, result.error_message = denied, AUTHORIZATION_MESSAGES[denied]
+            refused.append(result)
+            continue
         handler = HANDLERS.get(resource.resource_type)
         try:
             if handler is None:
@@ -204,7 +213,7 @@ def _describe(ctx: BrokerContext, body: Any) -> list[Any]:
             result.error_code = errors.UNKNOWN_SERVER_ERROR
             result.error_message = f"the configs were not read: {exc}"
         results.append(result)
-    return results
+    return results + refused
 
 
 def resource_type_name(resource_type: int) -> str:
