@@ -163,3 +163,35 @@ def test_a_bad_security_config_is_one_line(word: str, shown: str) -> None:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ")
     assert shown in lines[0]
+
+
+def _refused(tls: ssl.SSLSocket) -> bool:
+    """Whether the server ends the connection (TLS 1.3: its refusal of a missing client
+    certificate comes with the first read)."""
+    from coordkit.protocol import KafkaCodec, messages
+
+    request = KafkaCodec().encode_request(messages.ApiVersionsRequest(), version=0,
+                                          correlation_id=1)  # fmt: skip
+    try:
+        tls.sendall(request)
+        return tls.recv(4) == b""  # an accepted client gets ApiVersions' answer
+    except (ssl.SSLError, ConnectionError):
+        return True
+
+
+def test_an_ssl_listener_requiring_certificates_refuses_a_client_without_one(
+    secure: SecureServe, pems: Path
+) -> None:
+    import socket
+
+    host, port = secure.listeners["SSL"].rsplit(":", 1)
+    with (
+        socket.create_connection((host, int(port)), timeout=20) as sock,
+        _tls(pems).wrap_socket(sock, server_hostname="localhost") as tls,
+    ):
+        assert _refused(tls)
+    with (
+        socket.create_connection((host, int(port)), timeout=20) as sock,
+        _tls(pems, client_cert=True).wrap_socket(sock, server_hostname="localhost") as tls,
+    ):
+        assert not _refused(tls)
