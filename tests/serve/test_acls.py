@@ -181,6 +181,21 @@ def _describe_configs(client: RawClient, resource_type: int, name: str) -> tuple
     return int(result.error_code), result.error_message
 
 
+def _fetch_offsets(
+    client: RawClient, group: str, topics: list[str]
+) -> tuple[int, dict[str, tuple[int, int]]]:
+    """OffsetFetch v7 (one group, a top-level error): the error and each topic's partition 0."""
+    Topic = nested(messages.OffsetFetchRequest, "OffsetFetchRequestTopic")
+    request = messages.OffsetFetchRequest(
+        group_id=group, topics=[Topic(name=t, partition_indexes=[0]) for t in topics],
+        require_stable=False,
+    )  # fmt: skip
+    answer = client.call(request, 7)
+    found = {t.name: (t.partitions[0].error_code, t.partitions[0].committed_offset)
+             for t in answer.topics}  # fmt: skip
+    return int(answer.error_code), found
+
+
 def _commit(client: RawClient, group: str, topic: str) -> int:
     partition = CommitPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
                                 committed_metadata="")  # fmt: skip
@@ -202,6 +217,7 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     _grant(store, ResourceType.CLUSTER, CLUSTER_NAME, AclOperation.CREATE)
     wait_for(lambda: _create(client, "t") == 0, what="Create on the cluster taken in")
     assert _create(client, "u") == 0
+    assert _create(client, "v") == 0  # no ACL will name v
     # no Describe on either: hidden from a listing, refused by name
     assert _listed(client) == {}
     assert _listed(client, "t") == {"t": 29}
@@ -258,5 +274,18 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     described = client.call(messages.DescribeGroupsRequest(
         groups=["g", "h"], include_authorized_operations=False), 5).groups  # fmt: skip
     assert [(d.group_id, d.error_code) for d in described] == [("g", 0), ("h", 30)]
+    # OffsetFetch: Describe on the group, then on each topic (refused when named, else left out)
+    assert _fetch_offsets(client, "g", ["u", "v"]) == (0, {"u": (0, 1), "v": (29, -1)})
+    assert _fetch_offsets(client, "h", ["u"]) == (30, {})
+    Group = nested(messages.OffsetFetchRequest, "OffsetFetchRequestGroup")
+    GroupTopic = nested(messages.OffsetFetchRequest, "OffsetFetchRequestTopics")
+    request = messages.OffsetFetchRequest(require_stable=False, groups=[
+        Group(group_id="g", topics=None),  # every topic: v left out (no offsets there anyway)
+        Group(group_id="g", topics=[GroupTopic(name="v", partition_indexes=[0])]),
+        Group(group_id="h", topics=None),
+    ])  # fmt: skip
+    answered = client.call(request, 8).groups
+    assert [(g.error_code, [(t.name, t.partitions[0].error_code) for t in g.topics])
+            for g in answered] == [(0, [("u", 0)]), (0, [("v", 29)]), (30, [])]  # fmt: skip
     deleted = client.call(messages.DeleteGroupsRequest(groups_names=["g"]), 2).results
     assert [(d.group_id, d.error_code) for d in deleted] == [("g", 30)]  # Read gives no Delete

@@ -241,6 +241,17 @@ def _partition(
     return answer
 
 
+def _describable(
+    ctx: BrokerContext, group_ids: list[str], answers: list[OffsetFetchResponse], asked: Asked
+) -> tuple[set[str], set[str]]:
+    """Kafka's KafkaApis for OffsetFetch: the groups the principal may describe, and the
+    topics asked or answered it may describe (the others' offsets are refused or left out)."""
+    groups = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_ids)
+    topics = {tp.topic for answer in answers for tp in answer.offsets}
+    topics |= {topic for topic, _ in asked or ()}
+    return groups, allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics)
+
+
 async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     version = request.version
@@ -285,14 +296,26 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
             ids = {t: i for t in answered if (i := ctx.topic_ids.id_of(t)).int}
             ids.update({name: topic_id for topic_id, name in names.items()})
         groups = []
+        every_asked = [t for _, asked in asked_groups for t in asked or ()]
+        allowed_groups, described = _describable(
+            ctx, [g for g, _ in asked_groups], answers, every_asked
+        )
         for (group_id, asked), answer in zip(asked_groups, answers, strict=True):
+            if group_id not in allowed_groups:
+                groups.append(FetchGroup(group_id=group_id, error_code=GROUP_AUTHORIZATION_FAILED,
+                                         topics=[]))  # fmt: skip
+                continue
             failed = answer.error is not ErrorCode.NONE
             topics = []
             if not failed:
                 for topic, partitions in _answers(answer, asked):
                     if by_id and topic not in ids and asked is None:
                         continue  # a deleted topic's offsets: no id to name it by
+                    if asked is None and topic not in described:
+                        continue  # Kafka leaves out the topics the principal may not describe
                     code = errors.UNKNOWN_TOPIC_ID if by_id and topic not in ids else errors.NONE
+                    if not code and topic not in described:
+                        code = TOPIC_AUTHORIZATION_FAILED
                     entry = FetchGroupTopic(
                         partitions=[
                             _partition(FetchGroupPartition, version, index,
@@ -313,7 +336,8 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
         None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
     )
     answer = await ctx.blocking(lambda: _fetch(ctx, body.group_id, asked))
-    error = int(answer.error)
+    allowed_groups, described = _describable(ctx, [body.group_id], [answer], asked)
+    error = int(answer.error) if allowed_groups else GROUP_AUTHORIZATION_FAILED
     if error and version >= FETCH_TOP_ERROR_VERSION:
         return FetchResponse(throttle_time_ms=0, error_code=error, topics=[])
     # v0-1 have no top-level error: each partition carries it.
@@ -321,14 +345,17 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
         FetchTopic(
             name=topic,
             partitions=[
-                _partition(FetchPartition, version, index, None if error else value, error)
+                _partition(FetchPartition, version, index,
+                           None if error or topic not in described else value,
+                           error or (0 if topic in described else TOPIC_AUTHORIZATION_FAILED))
                 for index, value in partitions
             ],
         )
         for topic, partitions in _answers(
             answer if not error else OffsetFetchResponse(ErrorCode.NONE), asked
         )
-    ]
+        if asked is not None or topic in described
+    ]  # fmt: skip
     response: Any = FetchResponse(throttle_time_ms=0, topics=topics)
     if version >= FETCH_TOP_ERROR_VERSION:
         response.error_code = errors.NONE
