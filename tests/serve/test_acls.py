@@ -196,6 +196,15 @@ def _fetch_offsets(
     return int(answer.error_code), found
 
 
+def _delete_offsets(client: RawClient, group: str, topics: list[str]) -> tuple[int, dict[str, int]]:
+    Topic = nested(messages.OffsetDeleteRequest, "OffsetDeleteRequestTopic")
+    Partition = nested(messages.OffsetDeleteRequest, "OffsetDeleteRequestPartition")
+    request = messages.OffsetDeleteRequest(group_id=group, topics=[
+        Topic(name=t, partitions=[Partition(partition_index=0)]) for t in topics])  # fmt: skip
+    answer = client.call(request, 0)
+    return int(answer.error_code), {t.name: t.partitions[0].error_code for t in answer.topics}
+
+
 def _commit(client: RawClient, group: str, topic: str) -> int:
     partition = CommitPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
                                 committed_metadata="")  # fmt: skip
@@ -289,3 +298,8 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
             for g in answered] == [(0, [("u", 0)]), (0, [("v", 29)]), (30, [])]  # fmt: skip
     deleted = client.call(messages.DeleteGroupsRequest(groups_names=["g"]), 2).results
     assert [(d.group_id, d.error_code) for d in deleted] == [("g", 30)]  # Read gives no Delete
+    assert _delete_offsets(client, "g", ["u"]) == (30, {})
+    _grant(store, ResourceType.GROUP, "g", AclOperation.DELETE)
+    wait_for(lambda: _delete_offsets(client, "g", ["u", "v"])[0] == 0, what="Delete taken in")
+    assert _delete_offsets(client, "g", ["u", "v"]) == (0, {"u": 0, "v": 29})
+    assert _fetch_offsets(client, "g", ["u"]) == (0, {"u": (0, -1)})  # u's offset deleted

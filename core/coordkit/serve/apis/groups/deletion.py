@@ -19,7 +19,11 @@ from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
-from coordkit.serve.authorization import GROUP_AUTHORIZATION_FAILED, allowed_names
+from coordkit.serve.authorization import (
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -57,12 +61,19 @@ async def handle_delete_groups(ctx: BrokerContext, request: Request) -> Any:
 async def handle_offset_delete(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     names = [t.name for t in body.topics]
+    # Kafka's KafkaApis: Delete on the group (or the whole request refused), Read on each topic.
+    if not allowed_names(ctx, AclOperation.DELETE, ResourceType.GROUP, [body.group_id]):
+        return OffsetDeleteResponse(error_code=GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0,
+                                    topics=[])  # fmt: skip
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     engine = coordinator(ctx)
     counts = await ctx.blocking(lambda: engine.topic_partitions(names))
     asked: dict[str, list[int]] = {}
     unknown: dict[str, set[int]] = {}
     for topic in body.topics:
         for p in topic.partitions:
+            if topic.name not in readable:
+                continue
             if 0 <= p.partition_index < counts.get(topic.name, 0):
                 asked.setdefault(topic.name, []).append(p.partition_index)
             else:
@@ -76,7 +87,8 @@ async def handle_offset_delete(ctx: BrokerContext, request: Request) -> Any:
         topics.append(DeletedTopic(name=topic.name, partitions=[
             DeletedPartition(
                 partition_index=p.partition_index,
-                error_code=(errors.UNKNOWN_TOPIC_OR_PARTITION if p.partition_index in missing
+                error_code=(TOPIC_AUTHORIZATION_FAILED if topic.name not in readable
+                            else errors.UNKNOWN_TOPIC_OR_PARTITION if p.partition_index in missing
                             else codes.get(topic.name, errors.NONE)),
             ) for p in topic.partitions]))  # fmt: skip
     return OffsetDeleteResponse(error_code=errors.NONE, throttle_time_ms=0, topics=topics)
