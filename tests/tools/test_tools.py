@@ -9,9 +9,11 @@ script of ``commands.py`` in order on both, each command's outcome compared (iss
   row of the table "Where `coordkit serve` differs from Kafka 4.x" (docs/serve.md), and a row no
   difference needs fails the stale-row check.
 * A command known to fail on coordkit because of a handler's defect is a strict xfail naming the
-  defect (``Command.defect``), until it is fixed.
+  defect on the stores it shows on (``Command.defect``, ``defect_stores``: ``conftest.py``), until
+  it is fixed.
 
-The default run takes the commands marked ``default`` (a few per tool, about half a minute);
+The default run takes the commands marked ``default`` (one or two per tool, under a minute with
+the Kafka cluster's start);
 ``tox -e py311-tools`` runs every command on memory, ZooKeeper and Redis.
 """
 
