@@ -131,7 +131,7 @@ def _led_elsewhere(address: str, topic: str, partitions: list[int], victim: int)
     every one of ``partitions`` (asked afresh each time: no client's cache in between)."""
     import socket
 
-    from coordkit.protocol import KafkaCodec, messages
+    from coordkit.protocol import KafkaCodec, ProtocolError, messages
 
     codec = KafkaCodec()
     topic_request = messages.MetadataRequest.MetadataRequestTopic(name=topic)
@@ -142,22 +142,13 @@ def _led_elsewhere(address: str, topic: str, partitions: list[int], victim: int)
     try:
         with socket.create_connection((host, int(port)), timeout=2) as sock:
             sock.sendall(frame)
-            size = codec.frame_size(_read(sock, 4))
-            _, body = codec.decode_response("Metadata", METADATA_VERSION, _read(sock, size))
-    except (OSError, EOFError):
+            answer = sock.makefile("rb")
+            size = codec.frame_size(answer.read(4))
+            _, body = codec.decode_response("Metadata", METADATA_VERSION, answer.read(size))
+    except (OSError, EOFError, ProtocolError):
         return False
     found = {p.partition_index: p.leader_id for t in body.topics for p in t.partitions}
     return all(found.get(p, victim) not in (victim, -1) for p in partitions)
-
-
-def _read(sock: Any, count: int) -> bytes:
-    data = bytearray()
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise EOFError("connection closed")
-        data += chunk
-    return bytes(data)
 
 
 def controller_killed(cluster: BrokerProcesses) -> Figures:

@@ -22,6 +22,7 @@ from coordkit.serve.listeners.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramCredential,
+    credential_iterations,
     new_credential,
     read_user_configs,
     write_user_configs,
@@ -85,15 +86,8 @@ def describe_users(store_url: str, user: str | None) -> None:
             unquote(name) for name in children(store, CONFIG_USERS)
         )  # fmt: skip
         for name in names:
-            config = read_user_configs(store, name)
-            shown = []
-            for mechanism in HASHES:
-                if mechanism in config:
-                    try:
-                        iterations = ScramCredential.from_text(config[mechanism]).iterations
-                    except ValueError:
-                        continue
-                    shown.append(f"{mechanism}=iterations={iterations}")
+            shown = [f"{mechanism}=iterations={iterations}"
+                     for mechanism, iterations in credential_iterations(store, name).items()]  # fmt: skip
             if shown or user is not None:
                 click.echo(visible(f"SCRAM credential configs for user-principal '{name}' are "
                                    f"{', '.join(shown)}"))  # fmt: skip

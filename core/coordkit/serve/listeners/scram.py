@@ -109,6 +109,21 @@ def read_user_configs(store: MetadataStore, user: str) -> dict[str, str]:
     return dict(layout.TOPIC_CONFIG.decode(data, path).config)
 
 
+def credential_iterations(store: MetadataStore, user: str) -> dict[str, int]:
+    """``user``'s SCRAM mechanisms and each one's iterations, in Kafka's order (a credential
+    that does not parse is left out), as DescribeUserScramCredentials and kafka-configs tell
+    them: never more of a credential than that."""
+    config = read_user_configs(store, user)
+    found: dict[str, int] = {}
+    for mechanism in HASHES:
+        if mechanism in config:
+            try:
+                found[mechanism] = ScramCredential.from_text(config[mechanism]).iterations
+            except ValueError:
+                continue
+    return found
+
+
 def read_credential(store: MetadataStore, user: str, mechanism: str) -> ScramCredential | None:
     """``user``'s credential for ``mechanism`` (``None``: none, or one that does not parse)."""
     text = read_user_configs(store, user).get(mechanism)

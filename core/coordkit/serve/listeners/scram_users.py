@@ -20,6 +20,7 @@ from coordkit.serve.listeners.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramCredential,
+    credential_iterations,
     read_user_configs,
     write_user_configs,
 )
@@ -115,15 +116,8 @@ async def handle_describe_user_scram_credentials(ctx: BrokerContext, request: Re
         names = [u.name for u in asked] if asked else sorted(stored)
         results = []
         for name in dict.fromkeys(names):
-            config = read_user_configs(store, name)
-            infos = []
-            for mechanism in HASHES:
-                if mechanism in config:
-                    try:
-                        iterations = ScramCredential.from_text(config[mechanism]).iterations
-                    except ValueError:
-                        continue
-                    infos.append(Info(mechanism=TYPE_OF[mechanism], iterations=iterations))
+            infos = [Info(mechanism=TYPE_OF[mechanism], iterations=iterations)
+                     for mechanism, iterations in credential_iterations(store, name).items()]  # fmt: skip
             if infos:
                 results.append(Result(user=name, error_code=0, error_message=None,
                                       credential_infos=infos))  # fmt: skip
