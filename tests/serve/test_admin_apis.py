@@ -345,3 +345,35 @@ def test_log_dirs_of_a_data_dir(
     assert sizes["ondisk"][0] > 0
     # A replica without records has its log too, as a Kafka broker has from its first leadership.
     assert sizes["empty"] == [0]
+
+
+def test_a_replica_moved_away_by_a_reassignment_is_deleted(
+    serve: ServeFactory, admin_for: Callable[[ServeProcess], KafkaAdminClient], tmp_path: Path
+) -> None:
+    """A finished reassignment's removed replica stops and its log goes, files and all, as
+    Kafka's controller has it deleted (StopReplica with ``deletePartition``): DescribeLogDirs of
+    the broker it left no longer names it."""
+    server = serve("--data-dir", str(tmp_path), brokers=3)
+    admin = admin_for(server)
+    admin.create_topics([NewTopic("leaving", replica_assignments={0: [0, 1]})])
+    wait_for(lambda: bool(_metadata(server, "leaving")), WAIT_SECONDS, "leaving's leader")
+    _produce(server, "leaving", 0, 5)
+
+    def held_by(broker: int) -> bool:
+        client = _raw(server, broker)
+        try:
+            answer = client.call(messages.DescribeLogDirsRequest(topics=None), 4)
+        finally:
+            client.close()
+        return any(t.name == "leaving" for r in answer.results for t in r.topics)
+
+    wait_for(lambda: held_by(0) and held_by(1), WAIT_SECONDS, "both replicas' logs")
+    admin.alter_partition_reassignments({TopicPartition("leaving", 0): [1, 2]})
+    wait_for(lambda: _metadata(server, "leaving")[0][1] == [1, 2], WAIT_SECONDS,
+             "leaving-0 on brokers 1 and 2")  # fmt: skip
+    wait_for(lambda: not held_by(0), WAIT_SECONDS, "broker 0's replica deleted")
+    assert held_by(1)
+    assert held_by(2)
+    assert not (tmp_path / "broker-0" / "leaving-0").exists()
+    assert (tmp_path / "broker-2" / "leaving-0").exists()
+    assert _earliest(server, "leaving", 0) == 0

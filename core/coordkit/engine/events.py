@@ -74,6 +74,10 @@ class EngineObserver:
     def topic_deleted(self, topic: str) -> None:
         """A topic's nodes were removed."""
 
+    def replicas_removed(self, tp: TP, replicas: tuple[int, ...], leader_epoch: int) -> None:
+        """A finished reassignment took ``replicas`` off ``tp`` (at ``leader_epoch``): they stop
+        and delete their logs (Kafka's StopReplica with ``deletePartition``)."""
+
 
 class Observers(EngineObserver):
     """Fans events out to registered observers and to ``events`` (the plugins' event hooks)."""
@@ -143,6 +147,10 @@ class Observers(EngineObserver):
     def topic_deleted(self, topic: str) -> None:
         for observer in self._each():
             _safely(observer.topic_deleted, topic)
+
+    def replicas_removed(self, tp: TP, replicas: tuple[int, ...], leader_epoch: int) -> None:
+        for observer in self._each():
+            _safely(observer.replicas_removed, tp, replicas, leader_epoch)
 
 
 def _safely(fn: object, *args: object) -> None:

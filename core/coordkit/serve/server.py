@@ -191,6 +191,7 @@ class KafkaServer:
             self.addresses,
             deleted=self._drop_topic,
             topic_ids=self._add_topic_ids,
+            replicas_deleted=self._drop_replicas,
         )
         self.cluster.observers.add(self.metadata)
         for ctx in contexts:
@@ -385,6 +386,23 @@ class KafkaServer:
                 loop.call_soon_threadsafe(self._drop_logs, topic)
             return
         self._drop_logs(topic)
+
+    def _drop_replicas(self, tp: TP, brokers: tuple[int, ...]) -> None:
+        """Drop the logs of ``tp`` of this process's ``brokers`` (a reassignment moved them
+        away), on the event loop that owns them."""
+
+        def drop() -> None:
+            for listener in self.listeners:
+                if listener.ctx.broker_id in brokers and listener.ctx.logs.drop_partition(tp):
+                    log.info("broker %s: %s-%s moved away by a reassignment: its log deleted",
+                             listener.ctx.broker_id, *tp)  # fmt: skip
+
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: so are the logs
+                loop.call_soon_threadsafe(drop)
+            return
+        drop()
 
     def _drop_logs(self, topic: str) -> None:
         for listener in self.listeners:

@@ -193,6 +193,17 @@ class RequestBatch(EngineObserver):
                         StoppedReplica(tp, EPOCH_DURING_DELETE, delete=True)
                     )
 
+    def replicas_removed(self, tp: TP, replicas: tuple[int, ...], leader_epoch: int) -> None:
+        """A finished reassignment's removed replicas stop and delete their logs."""
+        if not self._targets:
+            return
+        with self._lock:
+            for broker in replicas:
+                if broker in self._targets:
+                    self._for(broker).stop_replica.append(
+                        StoppedReplica(tp, leader_epoch, delete=True)
+                    )
+
     def states_read(self, parts: PartitionMap, tps: Iterable[TP]) -> None:
         """The states of ``tps`` as the controller just read them (ISR changes that leaders
         wrote and notified): every broker hears them by UpdateMetadata."""

@@ -209,6 +209,12 @@ class ReassignmentManager:
             )
         ):
             self.partitions.persist(self._drop(tp, r) for tp, r in filter(None, removed))
+        # As Kafka's B6: the removed replicas stop and delete their logs.
+        for tp, target in finish.items():
+            gone = tuple(r for r in nodes[tp[0]][0].partitions[tp[1]] if r not in target)
+            state = self.context.parts[tp].state
+            if gone and state is not None:
+                self.partitions.observers.replicas_removed(tp, gone, state.leader_epoch)
         updated: dict[str, TopicAssignment] = {}
         for (topic, partition), target in finish.items():
             assignment = updated.get(topic, nodes[topic][0])

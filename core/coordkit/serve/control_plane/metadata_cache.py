@@ -35,6 +35,9 @@ class MetadataCache(EngineObserver):
     :param deleted: called with each topic a controller deleted (StopReplica at the deletion
         epoch, or UpdateMetadata naming it with the deletion leader).
     :param topic_ids: called with topic ids (name → id text) the requests carried.
+    :param replicas_deleted: called with a partition and the brokers of this process whose
+        replica of it a finished reassignment removed (the controller of this process tells
+        them in-process, as it tells others StopReplica with ``deletePartition``).
     """
 
     def __init__(
@@ -44,11 +47,13 @@ class MetadataCache(EngineObserver):
         *,
         deleted: Callable[[str], None],
         topic_ids: Callable[[dict[str, str]], None],
+        replicas_deleted: Callable[[tuple[str, int], tuple[int, ...]], None] | None = None,
     ) -> None:
         self.replication = replication
         self.own = frozenset(own)
         self._deleted = deleted
         self._topic_ids = topic_ids
+        self._replicas_deleted = replicas_deleted
         self._lock = threading.Lock()
         #: Kafka's ``ReplicaManager.controllerEpoch`` (its initial value is 0).
         self.controller_epoch = 0
@@ -138,6 +143,13 @@ class MetadataCache(EngineObserver):
                 del self._told_by_metadata[tp]
         self.replication.topic_deleted(topic)
         self._deleted(topic)
+
+    def replicas_removed(
+        self, tp: tuple[str, int], replicas: tuple[int, ...], leader_epoch: int
+    ) -> None:
+        own = tuple(b for b in replicas if b in self.own)
+        if own and self._replicas_deleted is not None:
+            self._replicas_deleted(tp, own)
 
     def brokers_live(self, addresses: Mapping[int, tuple[str, int]]) -> None:
         with self._lock:

@@ -119,6 +119,15 @@ class BrokerLogs:
             if self.directory is not None:
                 self.directory.remove(tp)
 
+    def drop_partition(self, tp: tuple[str, int]) -> bool:
+        """Forget this broker's log of ``tp`` and delete its files (a reassignment moved the
+        replica away: Kafka's StopReplica with ``deletePartition``); whether there was one."""
+        if self._logs.pop(tp, None) is None:
+            return False
+        if self.directory is not None:
+            self.directory.remove(tp)
+        return True
+
     def stored_topics(self) -> set[str]:
         """The topics this broker holds a log of."""
         return {topic for topic, _ in self._logs}

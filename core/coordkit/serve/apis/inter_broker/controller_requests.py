@@ -225,6 +225,11 @@ async def handle_stop_replica(ctx: BrokerContext, request: Request) -> Any:
             code = errors.NONE
             if delete and epoch == EPOCH_DURING_DELETE:
                 deleted.add(topic)
+            elif delete and ctx.logs.drop_partition((topic, partition)):
+                # A replica a reassignment took off this broker: its log goes.
+                log.info("broker %s: %s-%s stopped and its log deleted (StopReplica from "
+                         "controller %s)", ctx.broker_id, topic, partition,
+                         request.body.controller_id)  # fmt: skip
         answers.append(StopReplicaPartitionError(topic_name=topic, partition_index=partition,
                                                  error_code=code))  # fmt: skip
     for topic in sorted(deleted):
