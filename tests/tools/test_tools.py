@@ -12,9 +12,9 @@ script of ``commands.py`` in order on both, each command's outcome compared (iss
   defect on the stores it shows on (``Command.defect``, ``defect_stores``: ``conftest.py``), until
   it is fixed.
 
-The default run takes the commands marked ``default`` (one or two per tool, under a minute with
-the Kafka cluster's start);
-``tox -e py311-tools`` runs every command on memory, ZooKeeper and Redis.
+``-m "not slow"`` takes the commands marked ``default`` (one or two per tool, under a minute
+with the Kafka cluster's start); ``tox -e py311-tools`` runs every command on memory, ZooKeeper
+and Redis (not the default run: its budget).
 """
 
 from __future__ import annotations
