@@ -9,13 +9,16 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from coordkit.protocol import KafkaCodec
 from coordkit.testing.servers.ports import free_port
 from harness.backends import Backend
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 #: Seconds a server may take to print its addresses, and to stop.
 STARTUP_SECONDS = 60
@@ -176,3 +179,20 @@ def raw_client() -> Iterator[Callable[[str], RawClient]]:
     yield connect
     for client in clients:
         client.close()
+
+
+@pytest.fixture
+def admin_for() -> Iterator[Callable[[ServeProcess], KafkaAdminClient]]:
+    """kafka-python admin clients of a served cluster, closed after the test."""
+    opened: list[KafkaAdminClient] = []
+
+    def connect(server: ServeProcess) -> KafkaAdminClient:
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=30_000)
+        opened.append(admin)
+        return admin
+
+    yield connect
+    for admin in opened:
+        admin.close()

@@ -5,7 +5,7 @@ and delete them (DeleteTopics); refusals get Kafka's error codes and write nothi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -26,20 +26,6 @@ REQUEST_TIMED_OUT = 7
 INVALID_REQUEST = 42
 #: Seconds a test waits for what the cluster does on its own.
 WAIT_SECONDS = 30
-
-
-@pytest.fixture
-def admin_for() -> Iterator[Callable[[ServeProcess], KafkaAdminClient]]:
-    opened: list[KafkaAdminClient] = []
-
-    def connect(server: ServeProcess) -> KafkaAdminClient:
-        admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=30_000)
-        opened.append(admin)
-        return admin
-
-    yield connect
-    for admin in opened:
-        admin.close()
 
 
 def _partitions(server: ServeProcess, topic: str) -> dict[int, int]:

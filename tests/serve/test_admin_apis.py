@@ -6,7 +6,7 @@ compared by the differential (``tests/differential/scenarios/admin.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import kafka.errors
@@ -34,20 +34,6 @@ NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 GROUP_SUBSCRIBED_TO_TOPIC = 86
 WAIT_SECONDS = 30
-
-
-@pytest.fixture
-def admin_for() -> Iterator[Callable[[ServeProcess], KafkaAdminClient]]:
-    opened: list[KafkaAdminClient] = []
-
-    def connect(server: ServeProcess) -> KafkaAdminClient:
-        admin = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=30_000)
-        opened.append(admin)
-        return admin
-
-    yield connect
-    for admin in opened:
-        admin.close()
 
 
 def _metadata(server: ServeProcess, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
