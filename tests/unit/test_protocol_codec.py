@@ -137,7 +137,17 @@ def test_every_api_issue_17_lists_is_loaded_with_its_versions() -> None:
         # Authentication and SCRAM users (issue 36 item 2).
         "SaslHandshake", "SaslAuthenticate", "AlterUserScramCredentials",
         "DescribeUserScramCredentials",
+        # Client quotas and Kafka 4's config resources (issue 35).
+        "DescribeClientQuotas", "AlterClientQuotas", "ListConfigResources",
+        # Share groups (issue 37).
+        "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+        "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets",
+        # Transactions (issue 38).
+        "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "WriteTxnMarkers",
+        "DescribeTransactions", "ListTransactions",
     }  # fmt: skip
+    # Share groups' stable versions (KIP-932 GA in Kafka 4.2): ShareFetch and ShareAcknowledge 1-2.
+    assert (APIS["ShareFetch"].key, str(APIS["ShareFetch"].versions)) == (78, "1-2")
     # ZooKeeper mode's controller apis: Kafka 3.9's, every version.
     assert (APIS["LeaderAndIsr"].key, str(APIS["LeaderAndIsr"].versions)) == (4, "0-7")
     assert (APIS["UpdateMetadata"].key, str(APIS["UpdateMetadata"].versions)) == (6, "0-8")
@@ -321,14 +331,15 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 def _kafka_python_class(name: str) -> Any:
     from kafka.protocol import sasl
-    from kafka.protocol.admin import acl, cluster, configs, groups, topics, transactions, users
+    from kafka.protocol.admin import (acl, client_quotas, cluster, configs, groups, topics,
+                                      transactions, users)  # fmt: skip
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
 
     for module in (groups, topics, fetch, group, offsets, api_versions, find_coordinator,
                    metadata, produce, transaction, cluster, transactions, configs, acl, sasl,
-                   users):  # fmt: skip
+                   users, client_quotas):  # fmt: skip
         if hasattr(module, name):
             return getattr(module, name)
     raise AssertionError(f"kafka-python has no {name}")
@@ -339,11 +350,14 @@ def _kafka_python_versions(name: str) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-#: APIs kafka-python 3.0 has no classes for (its consumer speaks only the classic protocol; a
-#: client never sends the controller's requests to brokers).
+#: APIs kafka-python 3.0 has no classes for (its consumer speaks only the classic protocol and
+#: has no share consumer; a client never sends the controller's requests to brokers).
 NOT_IN_KAFKA_PYTHON = ("ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "LeaderAndIsr",
                        "StopReplica", "UpdateMetadata", "ControlledShutdown",
-                       "AlterPartition", "AllocateProducerIds")  # fmt: skip
+                       "AlterPartition", "AllocateProducerIds", "ShareGroupHeartbeat",
+                       "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+                       "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+                       "DeleteShareGroupOffsets")  # fmt: skip
 
 
 def _shared_versions() -> list[tuple[str, int]]:

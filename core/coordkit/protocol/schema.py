@@ -94,6 +94,26 @@ API_NAMES = (
     "SaslAuthenticate",
     "AlterUserScramCredentials",
     "DescribeUserScramCredentials",
+    # Client quotas and the config resources Kafka 4 lists (issue 35).
+    "DescribeClientQuotas",
+    "AlterClientQuotas",
+    "ListConfigResources",
+    # Share groups, KIP-932 (issue 37).
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "ShareFetch",
+    "ShareAcknowledge",
+    "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets",
+    "DeleteShareGroupOffsets",
+    # Transactions (issue 38).
+    "AddPartitionsToTxn",
+    "AddOffsetsToTxn",
+    "EndTxn",
+    "TxnOffsetCommit",
+    "WriteTxnMarkers",
+    "DescribeTransactions",
+    "ListTransactions",
 )
 
 

@@ -29,7 +29,9 @@ from coordkit.serve.apis.leader_epochs import handle_offset_for_leader_epoch
 from coordkit.serve.apis.metadata import handle_metadata
 from coordkit.serve.apis.partitions import handle_create_partitions
 from coordkit.serve.apis.produce import handle_produce
+from coordkit.serve.apis.share import SHARE_APIS
 from coordkit.serve.apis.topics import handle_create_topics, handle_delete_topics
+from coordkit.serve.apis.transactions import TRANSACTION_APIS
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.listeners.sasl import SASL_APIS
@@ -105,6 +107,8 @@ SUPPORTED: dict[str, tuple[int, int, Handler]] = {
     **ADMIN_APIS,  # DescribeCluster, ... DescribeTopicPartitions: see apis.admin
     **ACL_APIS,  # DescribeAcls, CreateAcls, DeleteAcls: see apis.acls
     **SASL_APIS,  # SaslHandshake, ... AlterUserScramCredentials: see serve.listeners.sasl
+    **SHARE_APIS,  # ShareGroupHeartbeat, ShareFetch, ...: see apis.share
+    **TRANSACTION_APIS,  # AddPartitionsToTxn, EndTxn, ...: see apis.transactions
 }
 API_VERSIONS_KEY = APIS["ApiVersions"].key
 
