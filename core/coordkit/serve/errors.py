@@ -72,6 +72,13 @@ BROKER_ID_NOT_REGISTERED = 102
 INCONSISTENT_TOPIC_ID = 103
 REBOOTSTRAP_REQUIRED = 129
 INVALID_RECORD = 87
+#: Share groups (KIP-932): an acknowledgement of a record its member does not hold; a share
+#: session unknown, or of another epoch; the limit of share sessions reached.
+INVALID_RECORD_STATE = 121
+SHARE_SESSION_NOT_FOUND = 122
+INVALID_SHARE_SESSION_EPOCH = 123
+FENCED_STATE_EPOCH = 124
+SHARE_SESSION_LIMIT_REACHED = 133
 
 
 def topic_creation_error(exc: Exception) -> int:
