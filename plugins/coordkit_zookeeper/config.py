@@ -4,6 +4,22 @@
 
 Parameters (all optional):
 
+``auth``
+    How ``user:pass@`` authenticates: ``digest`` (ZooKeeper's digest scheme, the default) or
+    ``sasl`` (SASL DIGEST-MD5, the identity a Kafka broker's JAAS ``Client`` section gives).
+``jaas``
+    A JAAS file whose ``Client`` section (``jaas_section=NAME`` for another, as ZooKeeper's
+    ``zookeeper.sasl.clientconfig``) holds a ``DigestLoginModule`` user and password: SASL
+    DIGEST-MD5 with them, the file a Kafka broker is given by
+    ``-Djava.security.auth.login.config``; not with ``user:pass@``.
+``set_acl``
+    The ACLs of the nodes the store creates, as Kafka's ``zookeeper.set.acl``
+    (``ZkData.defaultAcls``): ``true`` gives the authenticated identity every permission and
+    everyone else read, but on Kafka's sensitive paths (``/config/users``, ``/config/brokers``,
+    ``/delegation_token/tokens``: credentials), which no one else may read; ``false`` leaves nodes
+    open to everyone. Default: ``true`` when the URL authenticates (digest or SASL), ``false``
+    otherwise; ``true`` without credentials is refused.
+
 ``session_timeout``
     Seconds the server keeps the session (and its ephemeral nodes) alive without hearing from the
     client; the server clamps it to its own ``minSessionTimeout``/``maxSessionTimeout``. Default 10.
@@ -54,9 +70,15 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 _NUMBER_PARAMS = ("session_timeout", "connect_timeout", "request_timeout")
 _TLS_PARAMS = ("ca", "cert", "key", "verify", "check_hostname")
-KNOWN_PARAMS = frozenset((*_NUMBER_PARAMS, "tls", *_TLS_PARAMS, "multi_read"))
+_AUTH_PARAMS = ("auth", "jaas", "jaas_section", "set_acl")
+KNOWN_PARAMS = frozenset((*_NUMBER_PARAMS, "tls", *_TLS_PARAMS, "multi_read", *_AUTH_PARAMS))
 #: Options accepted by the store factory besides the URL's parameters.
-KNOWN_OPTIONS = frozenset((*_NUMBER_PARAMS, "keyfile_password", "batched_io", "multi_read"))
+KNOWN_OPTIONS = frozenset(
+    (*_NUMBER_PARAMS, "keyfile_password", "batched_io", "multi_read", "set_acl")
+)
+#: ``auth=`` values: how ``user:pass@`` authenticates.
+AUTH_DIGEST = "digest"
+AUTH_SASL = "sasl"
 #: ``multi_read`` values: ``None`` means probe the server.
 _MULTI_READ_AUTO = "auto"
 
@@ -92,6 +114,10 @@ class ZooKeeperConfig:
     batched_io: bool = True
     #: Use multiRead for bulk reads: True, False, or None to probe the server first.
     multi_read: bool | None = None
+    #: Authenticate with SASL DIGEST-MD5 instead of the digest scheme.
+    sasl: bool = False
+    #: Kafka's zookeeper.set.acl: creator-all and world-read ACLs (none on sensitive paths).
+    set_acl: bool = False
 
     @property
     def host_string(self) -> str:
@@ -101,9 +127,14 @@ class ZooKeeperConfig:
         )
 
     @property
+    def authenticated(self) -> bool:
+        return self.username is not None and self.password is not None
+
+    @property
     def digest_credential(self) -> str | None:
-        """``user:password`` for ZooKeeper's digest scheme, or ``None`` without credentials."""
-        if self.username is None or self.password is None:
+        """``user:password`` for ZooKeeper's digest scheme, or ``None`` without credentials or
+        with SASL."""
+        if self.username is None or self.password is None or self.sasl:
             return None
         return f"{self.username}:{self.password}"
 
@@ -111,6 +142,8 @@ class ZooKeeperConfig:
     def secrets(self) -> tuple[str, ...]:
         """Strings that must never be logged."""
         out = [s for s in (self.digest_credential, self.password) if s]
+        if self.username and self.password:
+            out.append(f"{self.username}:{self.password}")
         if self.tls is not None and self.tls.key_password:
             out.append(self.tls.key_password)
         return tuple(out)
@@ -134,13 +167,6 @@ class ZooKeeperConfig:
         if any(not host for host, _ in hosts):
             raise InvalidURLError(f"{where}: empty host name")
         chroot = _chroot(url.path, where)
-        username, password = url.username, url.password
-        if (username is None) != (password is None):
-            raise InvalidURLError(
-                f"{where}: digest authentication needs both a user name and a password (user:pass@)"
-            )
-        if username is not None and ":" in username:
-            raise InvalidURLError(f"{where}: the user name must not contain ':'")
         params = url.params
         unknown = set(params) - KNOWN_PARAMS
         if unknown:
@@ -148,6 +174,8 @@ class ZooKeeperConfig:
                 f"{where}: unknown parameter(s) {', '.join(map(repr, sorted(unknown)))}; "
                 f"known: {', '.join(sorted(KNOWN_PARAMS))}"
             )
+        username, password, sasl = _credentials(url, params)
+        set_acl = _set_acl(where, options.get("set_acl", params.get("set_acl")), username)
         numbers = {
             name: _seconds(where, name, options.get(name, params.get(name)))
             for name in _NUMBER_PARAMS
@@ -168,7 +196,57 @@ class ZooKeeperConfig:
             tls=tls,
             batched_io=bool(options.get("batched_io", True)),
             multi_read=_multi_read(where, options.get("multi_read", params.get("multi_read"))),
+            sasl=sasl,
+            set_acl=set_acl,
         )
+
+
+def _credentials(url: StoreURL, params: dict[str, str]) -> tuple[str | None, str | None, bool]:
+    """The user, password and whether they go by SASL, from ``user:pass@`` or a JAAS file."""
+    where = url.where
+    username, password = url.username, url.password
+    auth = params.get("auth", "").lower() or None
+    if auth not in (None, AUTH_DIGEST, AUTH_SASL):
+        raise InvalidURLError(f"{where}: auth={params['auth']!r}: give digest or sasl")
+    jaas, section = params.get("jaas"), params.get("jaas_section")
+    if section is not None and jaas is None:
+        raise InvalidURLError(f"{where}: jaas_section given without jaas=FILE")
+    if jaas is not None:
+        if username is not None or password is not None:
+            raise InvalidURLError(
+                f"{where}: give the credentials once: user:pass@ or jaas=FILE, not both"
+            )
+        if auth == AUTH_DIGEST:
+            raise InvalidURLError(f"{where}: jaas=FILE authenticates with SASL, not auth=digest")
+        from coordkit_zookeeper.jaas import DEFAULT_SECTION, JaasError, read_digest_login
+
+        try:
+            login = read_digest_login(jaas, section or DEFAULT_SECTION)
+        except JaasError as exc:
+            raise InvalidURLError(f"{where}: {exc}") from None
+        return login.username, login.password, True
+    if (username is None) != (password is None):
+        raise InvalidURLError(
+            f"{where}: authentication needs both a user name and a password (user:pass@)"
+        )
+    if username is not None and ":" in username:
+        raise InvalidURLError(f"{where}: the user name must not contain ':'")
+    if auth is not None and username is None:
+        raise InvalidURLError(f"{where}: auth={auth} needs user:pass@ (or jaas=FILE for SASL)")
+    return username, password, auth == AUTH_SASL
+
+
+def _set_acl(where: str, value: Any, username: str | None) -> bool:
+    if value is None:
+        return username is not None
+    secure = value if isinstance(value, bool) else _flag(where, "set_acl", str(value), False)
+    if secure and username is None:
+        # Kafka refuses zookeeper.set.acl=true without ZooKeeper authentication the same way.
+        raise InvalidURLError(
+            f"{where}: set_acl=true needs an authenticated identity to own the nodes "
+            "(user:pass@, or jaas=FILE for SASL)"
+        )
+    return secure
 
 
 def _chroot(path: str, where: str) -> str:

@@ -65,12 +65,13 @@ def check_transaction_size(ops: Sequence[Op]) -> None:
         )
 
 
-def wire_op(op: Op, full: Callable[[str], str], acl: Any) -> Any:
-    """The kazoo request for ``op`` (``full`` maps a path into the chroot)."""
+def wire_op(op: Op, full: Callable[[str], str], acl: Callable[[str], Any]) -> Any:
+    """The kazoo request for ``op`` (``full`` maps a path into the chroot; ``acl`` gives a new
+    node's ACL by its path inside the chroot)."""
     match op:
         case Create(path=path, data=data, ephemeral=ephemeral, sequential=sequential):
             flags = (_FLAG_EPHEMERAL if ephemeral else 0) | (_FLAG_SEQUENTIAL if sequential else 0)
-            return proto.Create(full(path), bytes(data), acl, flags)
+            return proto.Create(full(path), bytes(data), acl(path), flags)
         case SetData(path=path, data=data, version=version):
             return proto.SetData(full(path), bytes(data), version)
         case Delete(path=path, version=version):

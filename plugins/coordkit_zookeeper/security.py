@@ -1,16 +1,22 @@
-"""Digest authentication, the ACL on nodes the store creates, and keeping credentials out of logs.
+"""Authentication to ZooKeeper, the ACLs on nodes the store creates, and credentials kept out of logs.
 
-With ``user:pass@`` in the URL the client authenticates with ZooKeeper's ``digest`` scheme and every
-node it creates (the chroot included) carries the ACL *that user may do everything, anyone may
-read*: other credentials can read the tree but cannot change it. Without credentials nodes are
-open to everyone (``world:anyone`` with all permissions), as ZooKeeper's default.
+* Authentication: with ``user:pass@`` in the URL the client authenticates with ZooKeeper's
+  ``digest`` scheme, sent again after every reconnect; with ``auth=sasl`` or ``jaas=FILE`` it
+  authenticates with SASL DIGEST-MD5 when each connection opens, as a Kafka broker given a JAAS
+  ``Client`` section does.
+* ACLs, as Kafka's ``zookeeper.set.acl`` (``ZkData.defaultAcls``): when secure, a node is created
+  with ``CREATOR_ALL_ACL`` (ZooKeeper expands ``auth`` into the session's identity, ``digest:user:
+  hash`` or ``sasl:user``) plus ``world:anyone`` read, but on Kafka's sensitive paths (SCRAM
+  credentials, broker configs, delegation tokens), which get no world access; the old consumer
+  path ``/consumers`` stays open, as Kafka keeps it. Otherwise ``world:anyone`` may do everything,
+  ZooKeeper's default. Paths are the chroot's, as a Kafka broker's ZooKeeper client sees them.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -23,19 +29,56 @@ _HEX_ESCAPE = re.compile(r"%[0-9A-F]{2}")
 _SESSION_PASSWORD = re.compile(r"(session_passwd: |passwd=)b(['\"]).*?(?<!\\)\2")
 
 
+#: Kafka's ``ZkData.SensitiveRootPaths``: ``ConfigEntityTypeZNode.path(USER)`` (SCRAM
+#: credentials), ``ConfigEntityTypeZNode.path(BROKER)`` (broker configs, encoded passwords among
+#: them) and ``DelegationTokensZNode.path``.
+SENSITIVE_ROOT_PATHS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
+#: Kafka's ``ConsumerPathZNode.path``: the old consumers write under it, so it stays open.
+CONSUMER_PATH = "/consumers"
+SASL_MECHANISM = "DIGEST-MD5"
+
+
 def auth_data(config: ZooKeeperConfig) -> list[tuple[str, str]]:
     """kazoo's ``auth_data``: the digest credential, sent again after every reconnect."""
     credential = config.digest_credential
     return [("digest", credential)] if credential else []
 
 
-def node_acl(config: ZooKeeperConfig) -> list[Any]:
-    """The ACL for nodes this store creates."""
-    from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_digest_acl
+def sasl_options(config: ZooKeeperConfig) -> dict[str, str] | None:
+    """kazoo's ``sasl_options``: DIGEST-MD5 with the URL's or the JAAS file's credentials."""
+    if not config.sasl or config.username is None or config.password is None:
+        return None
+    return {"mechanism": SASL_MECHANISM, "username": config.username, "password": config.password}
 
-    if config.username is None or config.password is None:
-        return list(OPEN_ACL_UNSAFE)
-    return [make_digest_acl(config.username, config.password, all=True), *READ_ACL_UNSAFE]
+
+def sensitive_path(path: str) -> bool:
+    """Kafka's ``ZkData.sensitivePath``: a prefix test on the text, as Kafka's."""
+    return any(path.startswith(root) for root in SENSITIVE_ROOT_PATHS)
+
+
+def default_acls(secure: bool, path: str) -> list[Any]:
+    """Kafka's ``ZkData.defaultAcls(isSecure, path)``: the ACL of a node created at ``path``."""
+    from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
+
+    if secure and path != CONSUMER_PATH:
+        if sensitive_path(path):
+            return list(CREATOR_ALL_ACL)
+        return [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE]
+    return list(OPEN_ACL_UNSAFE)
+
+
+def node_acls(config: ZooKeeperConfig) -> Callable[[str], list[Any]]:
+    """The ACL of a node this store creates, by its path (inside the chroot)."""
+    secure = config.set_acl
+    open_acl = default_acls(False, "/")
+    if not secure:
+        return lambda _path: open_acl
+    plain = default_acls(True, "/")
+    return lambda path: default_acls(True, path) if path.startswith(_SPECIAL) else plain
+
+
+#: First characters of every path whose ACL is not the plain secure one (a quick test first).
+_SPECIAL = ("/config/", "/delegation_token/", CONSUMER_PATH)
 
 
 class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]

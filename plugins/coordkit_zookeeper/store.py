@@ -78,7 +78,13 @@ from coordkit_zookeeper.requests import (
     validate_op,
     wire_op,
 )
-from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+from coordkit_zookeeper.security import (
+    RedactingLogger,
+    auth_data,
+    default_acls,
+    node_acls,
+    sasl_options,
+)
 from coordkit_zookeeper.setmany import send_set_many
 from coordkit_zookeeper.subtrees import create_with_parents, delete_tree
 from coordkit_zookeeper.treewatch import TreeWatches
@@ -114,7 +120,7 @@ class ZooKeeperStore(KeptSessionStore):
         self._lock = threading.Lock()
         self._closing = False
         self._chroot = config.chroot
-        self._acl = node_acl(config)
+        self._acl = node_acls(config)
         self._timeout = config.request_timeout
         tls = config.tls
         # kazoo warns on every failed connection attempt; the logger demotes those to DEBUG and
@@ -124,7 +130,8 @@ class ZooKeeperStore(KeptSessionStore):
             hosts=config.host_string,
             timeout=config.session_timeout,
             auth_data=auth_data(config),
-            default_acl=self._acl if config.digest_credential else None,
+            sasl_options=sasl_options(config),
+            default_acl=self._acl("/") if config.set_acl else None,
             connection_retry=KazooRetry(**_RECONNECT),
             logger=self._kazoo_logger,
             use_ssl=tls is not None,
@@ -230,7 +237,11 @@ class ZooKeeperStore(KeptSessionStore):
                 raise translate(stat, path=path, action="look up the chroot")
             if stat is None:
                 missing.append(path)
-        replies = self._run([proto.Create(p, b"", self._acl, 0) for p in missing], "create")
+        # Kafka creates its chroot with the ACL of that path (makeSurePersistentPathExists).
+        acl = self.config.set_acl
+        replies = self._run(
+            [proto.Create(p, b"", default_acls(acl, p), 0) for p in missing], "create"
+        )
         for path, reply in zip(missing, replies, strict=True):
             if isinstance(reply, BaseException) and not isinstance(reply, kz.NodeExistsError):
                 error = translate(reply, path=path, action="create the chroot")

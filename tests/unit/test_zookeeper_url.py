@@ -31,7 +31,7 @@ from coordkit.store.urls import StoreURL
 from coordkit_zookeeper import open_zookeeper_store
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.errors import first_failure, translate, translate_op
-from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acl
+from coordkit_zookeeper.security import RedactingLogger, auth_data, node_acls
 
 
 def config(url: str, **options: object) -> ZooKeeperConfig:
@@ -130,13 +130,12 @@ def test_config_repr_hides_the_password() -> None:
 # -- authentication and ACLs -----------------------------------------------------------------------
 
 
-def test_credentials_give_a_digest_acl_for_the_user_and_world_read() -> None:
+def test_credentials_give_the_creator_all_and_world_read() -> None:
     parsed = config("zookeeper://alice:hunter2@h:1/x")
     assert auth_data(parsed) == [("digest", "alice:hunter2")]
-    owner, world = node_acl(parsed)
-    assert owner.id.scheme == "digest"
-    assert owner.id.id.startswith("alice:")
-    assert "hunter2" not in owner.id.id  # ZooKeeper stores a hash of the password
+    owner, world = node_acls(parsed)("/brokers/topics/t")
+    # ZooKeeper's "auth" id: the server puts the session's identity (digest:alice:<hash>) there.
+    assert (owner.id.scheme, owner.id.id) == ("auth", "")
     assert owner.perms == Permissions.ALL
     assert (world.id.scheme, world.id.id, world.perms) == ("world", "anyone", Permissions.READ)
 
@@ -144,7 +143,7 @@ def test_credentials_give_a_digest_acl_for_the_user_and_world_read() -> None:
 def test_without_credentials_nodes_are_open() -> None:
     parsed = config("zookeeper://h:1/x")
     assert auth_data(parsed) == []
-    (acl,) = node_acl(parsed)
+    (acl,) = node_acls(parsed)("/config/users/alice")
     assert (acl.id.scheme, acl.perms) == ("world", Permissions.ALL)
 
 

@@ -22,13 +22,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Self
 
 import attrs
 
 from coordkit.testing.servers.ports import free_port
+from coordkit.testing.servers.zookeeper_sasl import sasl_server_options, write_server_jaas
 from coordkit.testing.waiting import wait_for
 
 JAVA_DIR = Path("/usr/share/java")
@@ -400,13 +401,28 @@ class StandaloneZooKeeper:
 
     :param tls: also serve TLS on ``server.secure_port``, requiring client certificates, with
         throw-away certificates in ``tls_files``.
+    :param sasl_users: also take SASL DIGEST-MD5 logins of these users (name: password), as
+        :mod:`coordkit.testing.servers.zookeeper_sasl` sets up; the ``Server`` JAAS file is
+        ``sasl_jaas``.
     """
 
-    def __init__(self, *, tls: bool = False, **server_options: Any):
+    def __init__(
+        self,
+        *,
+        tls: bool = False,
+        sasl_users: Mapping[str, str] | None = None,
+        **server_options: Any,
+    ):
         require_zookeeper()
         self.root = Path(tempfile.mkdtemp(prefix="coordkit-zk-"))
         _register_cleanup(self)
         self.tls_files = make_tls_files(self.root / "tls") if tls else None
+        self.sasl_jaas: Path | None = None
+        if sasl_users:
+            self.sasl_jaas = write_server_jaas(self.root / "sasl" / "server-jaas.conf", sasl_users)
+            lines, jvm = sasl_server_options(self.sasl_jaas)
+            server_options["extra_config"] = {**lines, **server_options.get("extra_config", {})}
+            server_options["jvm_options"] = (*jvm, *server_options.get("jvm_options", ()))
         self.server = ZooKeeperServer(self.root / "server", tls=self.tls_files, **server_options)
 
     @property
