@@ -148,7 +148,7 @@ def test_aiokafka_over_mutual_tls(secure: SecureServe, pems: Path) -> None:
         ("ssl.client.auth=sometimes", "not one of none, requested, required"),
         ("inter.broker.listener.name=NOPE", "not one of listeners"),
         ("ssl.keystore.type=JKS", "PEM only"),
-        ("inter.broker.listener.name=SSL", "over a PLAINTEXT listener only"),
+        ("inter.broker.listener.name=SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol="),
     ],
 )
 def test_a_bad_security_config_is_one_line(word: str, shown: str) -> None:

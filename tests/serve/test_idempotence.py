@@ -84,14 +84,16 @@ def test_sequence_and_epoch_rules() -> None:
     assert log.append(_batch(1, 1, 3, b"new epoch"), 0).error == OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log.append(_batch(1, 1, 0, b"new epoch"), 0).error == 0
     assert log.append(_batch(1, 0, 6, b"fenced"), 0).error == INVALID_PRODUCER_EPOCH
-    assert log.append(_batch(2, 0, 0, b"t", transactional=True), 0).error == INVALID_TXN_STATE
+    # A transactional batch opens its producer's transaction; a plain one may not follow it.
+    assert log.append(_batch(2, 0, 0, b"t", transactional=True), 0).error == 0
+    assert log.append(_batch(2, 0, 1, b"not t"), 0).error == INVALID_TXN_STATE
     # Sequences wrap from 2**31-1 to 0.
     assert log.append(_batch(3, 0, 2**31 - 1, b"last"), 0).error == 0
     assert log.append(_batch(3, 0, 0, b"wrapped"), 0).error == 0
     # A refused batch appends nothing; plain batches (no producer id) are not checked.
     assert log.append(_batch(-1, -1, -1, b"plain"), 0).error == 0
     values = [r.value for b in decode_batches(log.read(0, 1 << 20)) for r in b.records]
-    assert values == [b"a", b"new epoch", b"last", b"wrapped", b"plain"]
+    assert values == [b"a", b"new epoch", b"t", b"last", b"wrapped", b"plain"]
 
 
 def test_a_follower_keeps_the_producer_state_so_a_new_leader_deduplicates() -> None:

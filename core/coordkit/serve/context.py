@@ -19,6 +19,7 @@ from coordkit.errors import StoreError
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol.codec import DEFAULT_MAX_FRAME_BYTES
 from coordkit.serve import errors
+from coordkit.serve.control_plane.connector import BrokerConnector
 from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.cleaner_manager import DEFAULT_CLEANER_BACKOFF_MS
@@ -95,6 +96,8 @@ class BrokerContext:
     metadata: MetadataCache | None = None
     #: The process's authorizer (``authorizer.class.name``; ``None``: none, all allowed).
     authorizer: Authorizer | None = None
+    #: How the broker connects to other brokers (the inter-broker listener's TLS and SASL).
+    connector: BrokerConnector = attrs.field(factory=BrokerConnector)
 
     @property
     def broker_id(self) -> int:

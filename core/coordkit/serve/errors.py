@@ -47,6 +47,15 @@ UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
+#: Transactions (issue 38): a producer id that is not the transactional id's, a timeout past
+#: ``transaction.max.timeout.ms``, a transaction still completing, a marker of an older
+#: coordinator, a producer of an older epoch fenced by InitProducerId, an unknown transactional id.
+INVALID_PRODUCER_ID_MAPPING = 49
+INVALID_TRANSACTION_TIMEOUT = 50
+CONCURRENT_TRANSACTIONS = 51
+TRANSACTION_COORDINATOR_FENCED = 52
+PRODUCER_FENCED = 90
+TRANSACTIONAL_ID_NOT_FOUND = 105
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 GROUP_ID_NOT_FOUND = 69
 TOPIC_DELETION_DISABLED = 73

@@ -35,6 +35,7 @@ from coordkit.serve.binding import ServeError
 from coordkit.serve.context import BrokerContext, ServeSettings
 from coordkit.serve.control_plane.channel import ControllerChannelManager
 from coordkit.serve.control_plane.client import WireControllerClient, shut_down_controlled
+from coordkit.serve.control_plane.connector import broker_connector
 from coordkit.serve.control_plane.metadata_cache import MetadataCache
 from coordkit.serve.dataplane.broker_logs import BrokerLogs
 from coordkit.serve.dataplane.follower import TopicsFollower
@@ -90,6 +91,8 @@ class KafkaServer:
             self._close_log_dirs()
             raise
         try:
+            # How brokers here connect to others (the inter-broker listener's TLS and login).
+            self.connector = broker_connector(security)
             # The inter-broker listener first: the address each broker registers and peers use.
             self.bound = bind_listeners(security, broker_ids)
         except BaseException:
@@ -105,6 +108,7 @@ class KafkaServer:
             broker_ids,
             self.topic_ids.id_of,
             lambda: self.topic_ids.refresh(self.cluster.admin_store),
+            self.connector,
         )
         self.cluster = ServingCluster(
             store_url,
@@ -112,7 +116,9 @@ class KafkaServer:
             config=config,
             strategies=strategies,
             broker_requests=self.controller_channel,
-            controller_client=WireControllerClient(lambda: self.cluster.admin_store),
+            controller_client=WireControllerClient(
+                lambda: self.cluster.admin_store, self.connector
+            ),
             endpoints=endpoints,
         )
         #: Each broker's inter-broker listener, and its other listeners (on the same context).
@@ -174,6 +180,7 @@ class KafkaServer:
                 topic_ids=self.topic_ids,
                 topic_configs=configs,
                 authorizer=self.authorizer,
+                connector=self.connector,
             )
             ctx.logs = BrokerLogs(self._log_dirs.get(broker_id), self._log_config)
             first, *others = self.bound
@@ -214,6 +221,7 @@ class KafkaServer:
             self.addresses,
             self._drop_topic,
             topic_ids=self._note_topic_ids,
+            connector=self.connector,
         )
         self.cluster.observers.add(self.follower)
         self.follower.start()

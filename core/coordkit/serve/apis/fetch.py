@@ -41,7 +41,11 @@ from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.metadata import node_endpoints
-from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
+from coordkit.serve.authorization import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    cluster_allowed,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, PartitionLog
@@ -212,14 +216,16 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
     names: dict[uuid.UUID, str] = {}
     if request.version >= TOPIC_ID_VERSION:
         names = await ctx.topic_names(t.topic_id for t in body.topics)
-    # Kafka's KafkaApis: a consumer needs Read on each topic (a follower's fetch is not
-    # checked here: brokers of other processes fetch as User:ANONYMOUS until they authenticate).
+    # Kafka's KafkaApis: a consumer needs Read on each topic, a follower (a replica id)
+    # ClusterAction on the cluster, else every partition is TOPIC_AUTHORIZATION_FAILED.
     by_id = request.version >= TOPIC_ID_VERSION
     named = [n for t in body.topics if (n := names.get(t.topic_id) if by_id else t.topic)]
     replica = body.replica_state.replica_id if request.version >= REPLICA_STATE_VERSION else (
         body.replica_id)  # fmt: skip
-    readable = set(named) if replica >= 0 else allowed_names(
-        ctx, AclOperation.READ, ResourceType.TOPIC, named)  # fmt: skip
+    if replica >= 0:
+        readable = set(named) if cluster_allowed(ctx, AclOperation.CLUSTER_ACTION) else set()
+    else:
+        readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, named)
     deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
     while True:
         changed = ctx.logs.changed()  # before reading: an append after the read wakes us

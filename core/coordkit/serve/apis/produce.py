@@ -57,7 +57,7 @@ from coordkit.protocol.crc32c import crc32c
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
 from coordkit.serve.apis.metadata import INTERNAL_TOPICS, node_endpoints
-from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
@@ -292,11 +292,16 @@ async def _read_topic_configs(
 async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     acks = int(body.acks)
-    if body.transactional_id is None and any(
+    if any(
         _transactional(bytes(p.records or b"")) for t in body.topic_data for p in t.partition_data
+    ) and (
+        body.transactional_id is None
+        or not allowed(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        )
     ):
-        # Kafka authorizes transactional records against the request's transactional id, and
-        # without one refuses the whole request.
+        # Kafka authorizes transactional records against the request's transactional id (Write
+        # on it), and without one, or refused, refuses the whole request.
         if acks == 0:
             raise CloseConnectionError("acks=0 transactional records without a transactional id")
         return _refused(request.version, body, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)

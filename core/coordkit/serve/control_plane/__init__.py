@@ -4,6 +4,8 @@
   ``ControllerChannelManager``);
 * :mod:`.client` — a broker here asking a controller elsewhere for a controlled shutdown;
 * :mod:`.connection` — the blocking broker-to-broker connection both use;
+* :mod:`.connector` — how every connection to another broker is opened (the inter-broker
+  listener's endpoint, TLS and SASL login);
 * :mod:`.metadata_cache` — what the controllers' requests told this process's brokers, and the
   fencing of those requests (Kafka's ``ZkMetadataCache``).
 

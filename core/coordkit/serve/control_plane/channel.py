@@ -6,9 +6,11 @@ A controller elected in this process decides, pass by pass, what each broker is 
 not this process's own — other ``coordkit serve`` processes and Kafka 3.9 brokers alike — over
 Kafka's protocol: one thread and one connection per broker, requests in order, each answered
 before the next is sent (as Kafka's send thread does), a failed connection retried until the
-request goes or the broker leaves the live set. Versions are the highest both speak (ApiVersions
-on each connection): LeaderAndIsr up to 7, UpdateMetadata up to 8, StopReplica up to 4 (Kafka
-3.9's), at least the versions that group partitions by topic and carry topic ids where they exist.
+request goes or the broker leaves the live set. Each broker is reached at its endpoint of the
+inter-broker listener, through the process's connector (TLS and SASL as that listener asks).
+Versions are the highest both speak (ApiVersions on each connection): LeaderAndIsr up to 7,
+UpdateMetadata up to 8, StopReplica up to 4 (Kafka 3.9's), at least the versions that group
+partitions by topic and carry topic ids where they exist.
 
 A term that ends drops what it queued: a request from an old controller would be refused anyway
 (STALE_CONTROLLER_EPOCH), and the next controller tells every broker everything.
@@ -33,6 +35,7 @@ from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve.classes import nested
 from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
+from coordkit.serve.control_plane.connector import BrokerConnector
 
 log = logging.getLogger("coordkit.serve")
 
@@ -66,6 +69,7 @@ class ControllerChannelManager:
     :param topic_ids: the id of a topic (Kafka's zero id when unknown).
     :param refresh_topic_ids: reads every topic's id again (called when a request names a topic
         whose id is not known yet).
+    :param connector: opens the connections (the inter-broker listener's; PLAINTEXT if none).
     """
 
     def __init__(
@@ -73,8 +77,10 @@ class ControllerChannelManager:
         own: Collection[int],
         topic_ids: Callable[[str], uuid.UUID],
         refresh_topic_ids: Callable[[], None],
+        connector: BrokerConnector | None = None,
     ) -> None:
         self.own = frozenset(own)
+        self.connector = connector or BrokerConnector()
         self._topic_ids = topic_ids
         self._refresh_topic_ids = refresh_topic_ids
         self._lock = threading.Lock()
@@ -97,7 +103,7 @@ class ControllerChannelManager:
                 if target is None or broker in self.own:
                     continue
                 sender = self._senders.get(broker)
-                address = _address(target)
+                address = self.connector.address_of(target.info)
                 if sender is not None and sender.address != address:
                     sender.stop()  # registered again elsewhere
                     sender = None
@@ -158,9 +164,9 @@ class ControllerChannelManager:
                     for topic, states in _by_topic(told.leader_and_isr).items()
                 ],
                 live_leaders=[
-                    LeaderAndIsrLiveLeader(broker_id=b, host_name=live.info.host,
-                                           port=live.info.port)
+                    LeaderAndIsrLiveLeader(broker_id=b, host_name=address[0], port=address[1])
                     for b in sorted(leaders) if (live := requests.live.get(b)) is not None
+                    for address in [self.connector.address_of(live.info)]
                 ],
             ), versions["LeaderAndIsr"]))  # fmt: skip
         if told.update_metadata or told.deleting:
@@ -219,15 +225,6 @@ def _endpoints(info: Any) -> list[tuple[str, str, int]]:
         if port.isdigit():
             found.append((listener, host.strip("[]"), int(port)))
     return found or [("PLAINTEXT", info.host, info.port)]
-
-
-def _address(target: LiveBroker) -> tuple[str, int]:
-    """Where the controller reaches ``target``: its PLAINTEXT listener (the inter-broker one)."""
-    endpoints = _endpoints(target.info)
-    for listener, host, port in endpoints:
-        if listener == "PLAINTEXT":
-            return host, port
-    return endpoints[0][1], endpoints[0][2]
 
 
 def _live_broker(live: LiveBroker) -> Any:
@@ -289,7 +286,8 @@ class RequestSendThread(threading.Thread):
         while not self._stopped.is_set() and requests.controller_epoch >= self._dropped_before:
             try:
                 if self._connection is None:
-                    self._connection = BrokerConnection(self.address, CLIENT_ID)
+                    self._connection = BrokerConnection(self.address, CLIENT_ID,
+                                                        connector=self.channel.connector)  # fmt: skip
                     self._versions = self._connection.versions(VERSIONS)
                 if built is None:
                     built = self.channel.build(requests, target, told, self._versions)

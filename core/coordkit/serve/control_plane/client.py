@@ -2,7 +2,8 @@
 ``KafkaServer.controlledShutdown``), the engine's
 :class:`~coordkit.engine.controller.shutdown.ControllerClient` over the wire.
 
-The controller is found where its registration says (its PLAINTEXT listener); an answer other than
+The controller is found where its registration says (its inter-broker listener's endpoint, reached
+through the process's connector); an answer other than
 success (the controller moved, does not know the broker as live, or knows a newer registration of
 it) is a :class:`ControllerUnavailableError`, and the broker asks again, reading ``/controller``
 anew, until its controlled-shutdown time is up — as Kafka's broker retries.
@@ -22,6 +23,7 @@ from coordkit.kafka import layout
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
+from coordkit.serve.control_plane.connector import BrokerConnector
 from coordkit.store import MetadataStore
 
 if TYPE_CHECKING:
@@ -38,15 +40,18 @@ class WireControllerClient:
     """Asks the controller over Kafka's protocol; ``store`` (a callable: the process's session is
     opened after this client) gives the controller's registration."""
 
-    def __init__(self, store: Callable[[], MetadataStore]) -> None:
+    def __init__(self, store: Callable[[], MetadataStore],
+                 connector: BrokerConnector | None = None) -> None:  # fmt: skip
         self._store = store
+        self._connector = connector or BrokerConnector()
 
     def controlled_shutdown(
         self, controller_id: int, broker_id: int, broker_epoch: int, timeout: float
     ) -> list[TP]:
         address = self._address(controller_id)
         try:
-            connection = BrokerConnection(address, CLIENT_ID, timeout=max(timeout, 1.0))
+            connection = BrokerConnection(address, CLIENT_ID, timeout=max(timeout, 1.0),
+                                          connector=self._connector)  # fmt: skip
         except (OSError, ProtocolError) as exc:
             raise ControllerUnavailableError(
                 f"broker {broker_id}: controller {controller_id} at {address[0]}:{address[1]} "
@@ -80,12 +85,7 @@ class WireControllerClient:
             raise ControllerUnavailableError(
                 f"controller {controller_id}: its registration is not readable: {exc}"
             ) from None
-        for endpoint in info.endpoints:
-            listener, _, where = endpoint.partition("://")
-            host, _, port = where.rpartition(":")
-            if listener == "PLAINTEXT" and port.isdigit():
-                return host.strip("[]"), int(port)
-        return info.host, info.port
+        return self._connector.address_of(info)
 
 
 def shut_down_controlled(cluster: Cluster, own: Sequence[int]) -> None:

@@ -1,15 +1,17 @@
 """A blocking connection from one broker to another, speaking Kafka's protocol: the controller's
 requests to brokers (:mod:`coordkit.serve.control_plane.channel`) and a broker's ControlledShutdown to
 the controller (:mod:`coordkit.serve.control_plane.client`). One request at a time, each answered
-before the next; the versions are chosen from the peer's ApiVersions."""
+before the next; the versions are chosen from the peer's ApiVersions. The connection is opened by
+the process's :class:`~coordkit.serve.control_plane.connector.BrokerConnector` (TLS and SASL as the
+inter-broker listener asks)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Mapping
 from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, messages
+from coordkit.serve.control_plane.connector import BrokerConnector
 
 SOCKET_TIMEOUT = 30.0
 
@@ -23,10 +25,11 @@ class BrokerConnection:
     fails: the caller closes it and connects again)."""
 
     def __init__(self, address: tuple[str, int], client_id: str,
-                 timeout: float = SOCKET_TIMEOUT) -> None:  # fmt: skip
+                 timeout: float = SOCKET_TIMEOUT,
+                 connector: BrokerConnector | None = None) -> None:  # fmt: skip
         self.address = address
         self.client_id = client_id
-        self._sock = socket.create_connection(address, timeout=timeout)
+        self._sock = (connector or BrokerConnector()).connect(address, timeout)
         self._codec = KafkaCodec()
         self._correlation = 0
         answer = self.call(messages.ApiVersionsRequest(), 0)

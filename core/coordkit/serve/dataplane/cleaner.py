@@ -33,6 +33,7 @@ import attrs
 from coordkit.protocol import records
 from coordkit.protocol.records import Record, RecordBatch
 from coordkit.serve.dataplane.log import PartitionLog
+from coordkit.serve.dataplane.producer_state import CONTROL, TRANSACTIONAL
 from coordkit.serve.dataplane.segment import LogSegment
 
 log = logging.getLogger("coordkit.serve")
@@ -43,6 +44,7 @@ log = logging.getLogger("coordkit.serve")
 MAX_MAP_ENTRIES = int(134_217_728 / 24 * 0.9)
 #: A batch attribute: its base timestamp is the delete horizon of its tombstones (KIP-534).
 DELETE_HORIZON = 0x40
+_TRANSACTION_BITS = TRANSACTIONAL | CONTROL
 
 
 class OffsetMap:
@@ -139,6 +141,9 @@ class Cleaner:
             for batch_bytes, header in zip(segment.batches, segment.headers, strict=True):
                 if header.last_offset < start:
                     continue
+                if header.attributes & _TRANSACTION_BITS:
+                    offset_map.update_latest_offset(header.last_offset)
+                    continue  # see _clean_segments: transactional batches are kept whole
                 batch = records.decode_batch(batch_bytes, verify_crc=False)
                 keyed = [r for r in batch.records if r.key is not None and r.offset >= start]
                 if len(offset_map) + len(keyed) > offset_map.max_entries:
@@ -175,14 +180,23 @@ class Cleaner:
                 # batch of the cleaning (the log's last offset below it).
                 producer_last = producers_last.get(header.producer_id, -1) == header.last_offset
                 retain_empty = producer_last or header.last_offset + 1 == upper_bound
-                out, batch_read, batch_kept = filter_batch(
-                    batch_bytes, offset_map, now, config.delete_retention_ms,
-                    retain_empty=retain_empty,
-                )  # fmt: skip
+                if header.attributes & _TRANSACTION_BITS:
+                    # Transactional records and markers are kept whole, with the segments'
+                    # aborted transactions (Kafka removes aborted records and, past the delete
+                    # horizon, markers; coordkit's cleaner does not yet: it keeps more).
+                    out: bytes | None = batch_bytes
+                    batch_read = batch_kept = header.record_count
+                else:
+                    out, batch_read, batch_kept = filter_batch(
+                        batch_bytes, offset_map, now, config.delete_retention_ms,
+                        retain_empty=retain_empty,
+                    )  # fmt: skip
                 read += batch_read
                 kept += batch_kept
                 if out is not None:
                     cleaned.append(out, records.read_batch_header(out))
+            for aborted in segment.txn_index.entries:
+                cleaned.txn_index.append(aborted)
         cleaned.on_become_inactive()
         return cleaned, read, kept
 

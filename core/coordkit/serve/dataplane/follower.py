@@ -28,6 +28,7 @@ from coordkit.engine.snapshot import registered_brokers
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
 from coordkit.kafka.model import TopicAssignment
+from coordkit.serve.control_plane.connector import BrokerConnector
 from coordkit.store import MetadataStore
 from coordkit.store.tree import children
 
@@ -55,6 +56,7 @@ class TopicsFollower(EngineObserver):
         *,
         topic_ids: Callable[[dict[str, str]], None] | None = None,
         interval: float = DEFAULT_INTERVAL,
+        connector: BrokerConnector | None = None,
     ) -> None:
         self.store = store
         self.replication = replication
@@ -62,6 +64,7 @@ class TopicsFollower(EngineObserver):
         self.deleted = deleted
         self.interval = interval
         self.topic_ids = topic_ids
+        self.connector = connector or BrokerConnector()
         self._known_ids: dict[str, str] = {}
         #: Where each registered broker of another process listens (its followers here fetch
         #: from it), replaced whole at each read.
@@ -101,8 +104,8 @@ class TopicsFollower(EngineObserver):
             self.deleted(topic)
 
     def _addresses(self, broker_ids: list[int]) -> dict[int, tuple[str, int]]:
-        """Where brokers ``broker_ids`` listen: their registration's PLAINTEXT endpoint, or its
-        host and port."""
+        """Where brokers ``broker_ids`` listen: their registration's endpoint of the inter-broker
+        listener, or its host and port."""
         paths = [layout.broker_path(b) for b in broker_ids]
         found: dict[int, tuple[str, int]] = {}
         for broker_id, path, result in zip(broker_ids, paths, self.store.get_many(paths),
@@ -114,12 +117,7 @@ class TopicsFollower(EngineObserver):
             except LayoutError as exc:
                 log.debug("no address for broker %s: %s", broker_id, exc)
                 continue
-            found[broker_id] = (info.host, info.port)
-            for endpoint in info.endpoints:
-                scheme, _, address = endpoint.partition("://")
-                host, _, port = address.rpartition(":")
-                if scheme == "PLAINTEXT" and port.isdigit():
-                    found[broker_id] = (host.strip("[]"), int(port))
+            found[broker_id] = self.connector.address_of(info)
         return found
 
     def poll(self) -> None:

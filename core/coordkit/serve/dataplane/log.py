@@ -207,6 +207,17 @@ class PartitionLog:
         return Appended(errors.NONE, first_offset, appended, self.log_end,
                         log_append_time=now if self.config.log_append_time else -1)  # fmt: skip
 
+    def append_marker(self, batch: bytes, leader_epoch: int) -> int:
+        """Append a coordinator's control batch as the leader (see
+        :mod:`coordkit.serve.dataplane.log_transactions`, which checks it); its offset."""
+        base = self.log_end
+        self._new_epoch(leader_epoch)
+        header = attrs.evolve(records.read_batch_header(batch), base_offset=base,
+                              partition_leader_epoch=leader_epoch)  # fmt: skip
+        self._keep(records.assign_offsets(batch, base, leader_epoch), header)
+        self._appended(1)
+        return base
+
     def append_copied(self, data: bytes) -> int:
         """Append batches copied from the leader (offsets and epochs already in them), as a
         follower does; returns the records appended.
@@ -235,7 +246,10 @@ class PartitionLog:
         active = self.active
         active.append(batch, header)
         self.log_end = header.base_offset + header.last_offset_delta + 1
-        self.producers.record(header)
+        completed = self.producers.record(header, batch)
+        if completed is not None and completed.aborted:
+            # Kafka's segment.updateTxnIndex: the segment of the marker indexes the abort.
+            active.txn_index.append(completed.as_aborted())
         if self.files is not None:
             self.files.append(active, batch)
             self.files.end_offset = self.log_end
@@ -312,7 +326,11 @@ class PartitionLog:
         self._epochs = [(e, start) for e, start in self._epochs if start < cut_from]
         if self.files is not None:
             self.files.epochs_changed(self._epochs)
-        self.producers.rebuild([h for segment in self.segments for h in segment.headers])
+        self.producers.rebuild(
+            pair
+            for segment in self.segments
+            for pair in zip(segment.headers, segment.batches, strict=True)
+        )
         return cut
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

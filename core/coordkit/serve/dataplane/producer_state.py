@@ -17,12 +17,20 @@ is asked to append as Kafka's ``ProducerAppendInfo`` does:
 * a producer the partition has no state for may start at any sequence (Kafka since 2.5,
   KIP-360: its state may have gone with retention), so UNKNOWN_PRODUCER_ID is never answered.
 
-Followers apply the same state from the batches they copy, so a new leader keeps deduplicating.
+Transactions (Kafka's ``ProducerStateManager``): a producer's first transactional batch opens
+its transaction at that batch's offset, and the end-transaction marker a coordinator writes
+(:mod:`coordkit.serve.dataplane.transaction_index`) completes it; a non-transactional batch of a
+producer with an open transaction is INVALID_TXN_STATE, and a control batch from a client
+INVALID_RECORD (only coordinators write markers). The first offset of the oldest transaction not
+yet decided, or decided by a marker the high watermark has not passed, is the log's first
+unstable offset: read_committed consumers read below it (the last stable offset).
 
-Limits: no transactions (a transactional id gets UNSUPPORTED_VERSION from InitProducerId, see
-:mod:`coordkit.serve.apis.init_producer_id`, and a transactional or control batch
-INVALID_TXN_STATE); producer state lives as long as the partition's log in this process (no
-expiry, no snapshot).
+Followers apply the same state from the batches they copy, so a new leader keeps deduplicating
+and knows the open transactions.
+
+Limits: producer state lives as long as the partition's log in this process and is rebuilt from
+the batches when a log is loaded (no expiry, no ``.snapshot`` files: Kafka rebuilds from the log
+too when it finds none).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import attrs
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError
 from coordkit.protocol.records import BatchHeader
 from coordkit.serve import errors
+from coordkit.serve.dataplane.transaction_index import CompletedTxn, read_end_txn_marker
 from coordkit.store import MetadataStore
 from coordkit.support import jsontext
 
@@ -159,17 +168,26 @@ class BatchMetadata:
 
 
 class ProducerEntry:
-    """One producer's epoch and its last batches, oldest first."""
+    """One producer's epoch and its last batches, oldest first; the coordinator epoch of its
+    last marker and the first offset of its open transaction (-1: none)."""
 
-    __slots__ = ("batches", "epoch")
+    __slots__ = ("batches", "coordinator_epoch", "current_txn_first_offset", "epoch")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.batches: deque[BatchMetadata] = deque(maxlen=BATCHES_KEPT)
+        self.coordinator_epoch = -1
+        self.current_txn_first_offset = -1
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
+
+    def update_epoch(self, epoch: int) -> None:
+        """A new epoch forgets the old one's batches (Kafka's ``maybeUpdateProducerEpoch``)."""
+        if epoch != self.epoch:
+            self.batches.clear()
+            self.epoch = epoch
 
 
 def last_sequence(header: BatchHeader) -> int:
@@ -186,6 +204,11 @@ class ProducerStates:
 
     def __init__(self) -> None:
         self._entries: dict[int, ProducerEntry] = {}
+        #: Open transactions: first offset → producer id (Kafka's ``ongoingTxns``).
+        self._ongoing: dict[int, int] = {}
+        #: Transactions a marker completed that the high watermark may not have passed yet:
+        #: first offset → the marker's offset (Kafka's ``unreplicatedTxns``).
+        self._unreplicated: dict[int, int] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -200,14 +223,16 @@ class ProducerStates:
     def check(
         self, header: BatchHeader, pending: dict[int, tuple[int, int]]
     ) -> int | BatchMetadata:
-        """The verdict on a batch a leader is asked to append: an error code (``NONE``: append
-        it) or the metadata of the batch it duplicates. ``pending`` holds ``(epoch, last seq)``
-        of batches of the same request checked before it; this one is added when accepted."""
-        if header.attributes & (TRANSACTIONAL | CONTROL):
-            return errors.INVALID_TXN_STATE
+        """The verdict on a batch a leader is asked to append by a client: an error code
+        (``NONE``: append it) or the metadata of the batch it duplicates. ``pending`` holds
+        ``(epoch, last seq)`` of batches of the same request checked before it; this one is
+        added when accepted."""
+        if header.attributes & CONTROL:
+            return errors.INVALID_RECORD  # Kafka's LogValidator: clients write no markers
         producer_id = header.producer_id
+        transactional = bool(header.attributes & TRANSACTIONAL)
         if producer_id == NO_PRODUCER_ID:
-            return errors.NONE
+            return errors.INVALID_RECORD if transactional else errors.NONE
         if producer_id < 0 or header.base_sequence < 0 or header.producer_epoch < 0:
             return errors.INVALID_RECORD
         entry = self._entries.get(producer_id)
@@ -228,18 +253,38 @@ class ProducerStates:
                     return errors.OUT_OF_ORDER_SEQUENCE_NUMBER
             elif not _in_sequence(last_seq, first):
                 return errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        if entry is not None and entry.current_txn_first_offset >= 0 and not transactional:
+            return errors.INVALID_TXN_STATE  # a plain write while its transaction is open
         pending[producer_id] = (header.producer_epoch, last)
         return errors.NONE
 
-    def record(self, header: BatchHeader) -> None:
-        """Remember an appended batch (``header`` with its offsets assigned)."""
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        """The verdict on an end-transaction marker a coordinator asks to append (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker``): an older producer epoch is
+        INVALID_PRODUCER_EPOCH, an older coordinator epoch TRANSACTION_COORDINATOR_FENCED."""
+        entry = self._entries.get(producer_id)
+        if entry is None:
+            return errors.NONE
+        if producer_epoch < entry.epoch:
+            return errors.INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return errors.TRANSACTION_COORDINATOR_FENCED
+        return errors.NONE
+
+    def record(self, header: BatchHeader, batch: bytes | None = None) -> CompletedTxn | None:
+        """Remember an appended batch (``header`` with its offsets assigned; ``batch``: its
+        bytes, read for a control batch's marker). A marker that ends an open transaction
+        returns it completed."""
+        if header.attributes & CONTROL:
+            return self._record_marker(header, batch)
         if header.producer_id < 0 or header.base_sequence < 0:
-            return
+            return None
         entry = self._entries.get(header.producer_id)
-        if entry is None or header.producer_epoch > entry.epoch:
+        if entry is None:
             entry = self._entries[header.producer_id] = ProducerEntry(header.producer_epoch)
         elif header.producer_epoch < entry.epoch:
-            return  # an old epoch's batch replayed by a follower: the newer state stands
+            return None  # an old epoch's batch replayed by a follower: the newer state stands
+        entry.update_epoch(header.producer_epoch)
         entry.batches.append(
             BatchMetadata(
                 first_seq=header.base_sequence,
@@ -249,9 +294,58 @@ class ProducerStates:
                 timestamp=header.max_timestamp,
             )
         )
+        if header.attributes & TRANSACTIONAL and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+            self._ongoing[header.base_offset] = header.producer_id
+        return None
 
-    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+    def _record_marker(self, header: BatchHeader, batch: bytes | None) -> CompletedTxn | None:
+        marker = read_end_txn_marker(batch) if batch is not None else None
+        if marker is None or header.producer_id < 0:
+            return None  # a marker the cleaner emptied: its transaction is gone too
+        entry = self._entries.get(header.producer_id)
+        if entry is None:
+            entry = self._entries[header.producer_id] = ProducerEntry(header.producer_epoch)
+        completed = None
+        first = entry.current_txn_first_offset
+        if first >= 0:
+            # Kafka's lastStableOffset(completedTxn): the next open transaction of another
+            # producer, else the offset after this marker.
+            others = [offset for offset, owner in self._ongoing.items()
+                      if owner != header.producer_id]  # fmt: skip
+            completed = CompletedTxn(
+                producer_id=header.producer_id,
+                first_offset=first,
+                last_offset=header.base_offset,
+                aborted=not marker.commit,
+                last_stable_offset=min(others) if others else header.base_offset + 1,
+            )
+            self._ongoing.pop(first, None)
+            self._unreplicated[first] = header.base_offset
+        entry.update_epoch(header.producer_epoch)
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.current_txn_first_offset = -1
+        return completed
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction that is open, or whose marker is at or
+        past ``high_watermark``; ``None`` when there is none (Kafka's
+        ``firstUnstableOffset`` after ``onHighWatermarkUpdated``)."""
+        for first, marker in list(self._unreplicated.items()):
+            if marker < high_watermark:
+                del self._unreplicated[first]
+        unstable = [*self._ongoing, *self._unreplicated]
+        return min(unstable) if unstable else None
+
+    def open_transactions(self) -> list[tuple[int, int]]:
+        """``(producer id, first offset)`` of every open transaction, oldest first."""
+        return sorted(((producer, first) for first, producer in self._ongoing.items()),
+                      key=lambda pair: pair[1])  # fmt: skip
+
+    def rebuild(self, batches: Iterable[tuple[BatchHeader, bytes]]) -> None:
         """Start over from a log's remaining batches (after truncation)."""
         self._entries.clear()
-        for header in headers:
-            self.record(header)
+        self._ongoing.clear()
+        self._unreplicated.clear()
+        for header, batch in batches:
+            self.record(header, batch)

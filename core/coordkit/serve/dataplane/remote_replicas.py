@@ -38,6 +38,7 @@ from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.control_plane.connector import BrokerConnector
 
 log = logging.getLogger("coordkit.serve")
 
@@ -67,6 +68,8 @@ UNDEFINED = -1
 STATES_POLL = 0.02
 #: Seconds before a leader that did not confirm its epoch yet is asked again.
 EPOCH_RETRY = 0.05
+#: Seconds a connection (TLS and SASL login included) may take (each call is bounded too).
+CONNECT_TIMEOUT = 30.0
 _SIZE = struct.Struct(">i")
 
 Addresses = Callable[[], Mapping[int, tuple[str, int]]]
@@ -75,10 +78,13 @@ Addresses = Callable[[], Mapping[int, tuple[str, int]]]
 class LeaderConnection:
     """One connection to another process's broker, one request at a time."""
 
-    def __init__(self, address: tuple[str, int], client_id: str, codec: KafkaCodec) -> None:
+    def __init__(self, address: tuple[str, int], client_id: str, codec: KafkaCodec,
+                 connector: BrokerConnector | None = None) -> None:  # fmt: skip
         self.address = address
         self.client_id = client_id
         self.codec = codec
+        #: Opens the connection: the inter-broker listener's TLS and SASL login.
+        self.connector = connector or BrokerConnector()
         self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._correlation = 0
 
@@ -96,7 +102,7 @@ class LeaderConnection:
 
     async def _call(self, body: Any, version: int) -> Any:
         if self._streams is None:
-            self._streams = await asyncio.open_connection(*self.address)
+            self._streams = await self.connector.open(self.address, CONNECT_TIMEOUT)
         reader, writer = self._streams
         self._correlation += 1
         writer.write(self.codec.encode_request(body, version=version,
@@ -208,7 +214,10 @@ class RemoteFollower:
                         if connection is not None:
                             connection.close()
                         connection = LeaderConnection(
-                            address, f"coordkit-replica-{self.ctx.broker_id}", self.codec
+                            address,
+                            f"coordkit-replica-{self.ctx.broker_id}",
+                            self.codec,
+                            self.ctx.connector,
                         )
                     try:
                         fetched = await self._round(connection, leader, partitions)

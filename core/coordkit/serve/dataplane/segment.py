@@ -24,6 +24,7 @@ from coordkit.serve.dataplane.index import (
     OffsetIndex,
     TimeIndex,
 )
+from coordkit.serve.dataplane.transaction_index import TransactionIndex
 
 #: Offsets within a segment are 32-bit (relative to its base offset in Kafka's indexes).
 MAX_RELATIVE_OFFSET = 2**31 - 1
@@ -64,6 +65,8 @@ class LogSegment:
         self.size = 0
         self.offset_index = OffsetIndex(base_offset, max_index_size // OFFSET_ENTRY_SIZE)
         self.time_index = TimeIndex(base_offset, max_index_size // TIME_ENTRY_SIZE)
+        #: The transactions aborted by a marker in this segment (``.txnindex``).
+        self.txn_index = TransactionIndex()
         self._bytes_since_last_index_entry = 0
         #: The first batch's max timestamp (Kafka's ``rollingBasedTimestamp``).
         self.rolling_based_timestamp: int | None = None
@@ -139,6 +142,7 @@ class LogSegment:
         self.size = 0
         self.offset_index = OffsetIndex(self.base_offset, self.offset_index.max_entries)
         self.time_index = TimeIndex(self.base_offset, self.time_index.max_entries)
+        self.txn_index.truncate_to(offset)
         self._bytes_since_last_index_entry = 0
         self.rolling_based_timestamp = None
         self.max_timestamp_so_far = self.offset_of_max_timestamp_so_far = -1

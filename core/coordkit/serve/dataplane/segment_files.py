@@ -6,6 +6,8 @@
 * ``.index`` and ``.timeindex`` — its offset and time indexes in Kafka's binary format
   (:mod:`coordkit.serve.dataplane.index`), entries appended as the segment grows, the files
   written whole when it rolls or is truncated (no preallocation: a file is its entries);
+* ``.txnindex`` — its aborted transactions (:mod:`coordkit.serve.dataplane.transaction_index`),
+  created at the first, entries appended as markers come;
 * ``leader-epoch-checkpoint`` — the log's leader epochs, rewritten when they change;
 * ``<offset>.snapshot`` — Kafka's producer state snapshots: coordkit writes none (it rebuilds
   producer state from the batches, as Kafka does without a snapshot), and deletes those past a
@@ -41,6 +43,10 @@ from coordkit.protocol.records import BatchHeader
 from coordkit.serve.dataplane import kafka_files, segment_swap
 from coordkit.serve.dataplane.index import CorruptIndexError, OffsetIndex, TimeIndex
 from coordkit.serve.dataplane.segment import LogSegment
+from coordkit.serve.dataplane.transaction_index import (
+    CorruptTransactionIndexError,
+    TransactionIndex,
+)
 
 log = logging.getLogger("coordkit.serve")
 
@@ -86,6 +92,8 @@ class PartitionSegments:
         #: Index entries on disk per segment (offset index, time index); a segment missing
         #: here has files that are not its in-memory indexes (written whole at its next change).
         self._indexed: dict[int, tuple[int, int]] = {}
+        #: Transaction index entries on disk per segment.
+        self._txn_indexed: dict[int, int] = {}
         self._epochs: list[tuple[int, int]] | None = None
         self._active: BinaryIO | None = None
         self._active_base = -1
@@ -152,6 +160,23 @@ class PartitionSegments:
                 continue
             if offsets == segment.offset_index and times == segment.time_index:
                 self._indexed[segment.base_offset] = (len(offsets), len(times))
+            self._check_txn_index(segment)
+
+    def _check_txn_index(self, segment: LogSegment) -> None:
+        """Keep a ``.txnindex`` that holds the aborted transactions the segment's markers end
+        (rebuilt from its batches at load); write it again otherwise."""
+        path = self.directory / f"{self._stem(segment.base_offset)}.txnindex"
+        try:
+            found = TransactionIndex.parse(path.read_bytes(), str(path))
+        except FileNotFoundError:
+            found = TransactionIndex()
+        except CorruptTransactionIndexError as exc:
+            log.warning("log directory %s: %s-%s: %s; rebuilding it", self._log_dir.path,
+                        *self.tp, exc)  # fmt: skip
+            found = None
+        if found != segment.txn_index:
+            self._write_txn_index(segment)
+        self._txn_indexed[segment.base_offset] = len(segment.txn_index)
 
     def _read(self, name: str) -> bytes:
         return (self.directory / name).read_bytes()
@@ -169,6 +194,11 @@ class PartitionSegments:
         assert self._active is not None
         self._active.write(batch)
         self._sync_indexes(segment)
+        written = self._txn_indexed.get(segment.base_offset, 0)
+        if len(segment.txn_index) > written:
+            with open(self.directory / f"{self._stem(segment.base_offset)}.txnindex", "ab") as file:
+                file.write(segment.txn_index.entry_bytes(written))
+            self._txn_indexed[segment.base_offset] = len(segment.txn_index)
 
     def roll(self, inactive: LogSegment | None, new_base: int) -> None:
         """A new active segment at ``new_base``; ``inactive``'s indexes written whole (with the
@@ -220,6 +250,7 @@ class PartitionSegments:
             ".log": b"".join(cleaned.batches),
             ".index": cleaned.offset_index.entry_bytes(),
             ".timeindex": cleaned.time_index.entry_bytes(),
+            **({".txnindex": cleaned.txn_index.entry_bytes()} if cleaned.txn_index else {}),
         })  # fmt: skip
         segment_swap.cleaned_to_swap(self.directory, stem)
         for base in old_bases:
@@ -229,6 +260,7 @@ class PartitionSegments:
         self.bases.append(cleaned.base_offset)
         self.bases.sort()
         self._indexed[cleaned.base_offset] = (len(cleaned.offset_index), len(cleaned.time_index))
+        self._txn_indexed[cleaned.base_offset] = len(cleaned.txn_index)
         # The cleaned segment was fsynced before its swap; the recovery point need not move.
 
     def epochs_changed(self, epochs: Sequence[tuple[int, int]]) -> None:
@@ -282,6 +314,14 @@ class PartitionSegments:
         (self.directory / f"{stem}.index").write_bytes(segment.offset_index.entry_bytes())
         (self.directory / f"{stem}.timeindex").write_bytes(segment.time_index.entry_bytes())
         self._indexed[segment.base_offset] = (len(segment.offset_index), len(segment.time_index))
+        self._write_txn_index(segment)
+
+    def _write_txn_index(self, segment: LogSegment) -> None:
+        """Write ``segment``'s ``.txnindex`` whole (none while it has no entry, as Kafka)."""
+        path = self.directory / f"{self._stem(segment.base_offset)}.txnindex"
+        if segment.txn_index or path.exists():
+            path.write_bytes(segment.txn_index.entry_bytes())
+        self._txn_indexed[segment.base_offset] = len(segment.txn_index)
 
     def _sync_indexes(self, segment: LogSegment) -> None:
         written = self._indexed.get(segment.base_offset)
@@ -318,6 +358,7 @@ class PartitionSegments:
         if base in self.bases:
             self.bases.remove(base)
         self._indexed.pop(base, None)
+        self._txn_indexed.pop(base, None)
 
     def delete_snapshots_after(self, offset: int) -> None:
         """Producer state snapshots past ``offset`` describe records no longer in the log

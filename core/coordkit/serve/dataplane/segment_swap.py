@@ -31,6 +31,8 @@ SWAP = ".swap"
 DELETED = ".deleted"
 #: A segment's own files; what Kafka may keep beside its ``.log``.
 SUFFIXES = (".log", ".index", ".timeindex")
+#: Swapped when the cleaned segment has one (its aborted transactions).
+_TXN_INDEX = ".txnindex"
 _BESIDE = (".index", ".timeindex", ".txnindex")
 _SEGMENT = re.compile(r"(?P<base>[0-9]{20})\.log")
 
@@ -48,7 +50,7 @@ def write_cleaned(directory: Path, stem: str, contents: dict[str, bytes]) -> Non
 def cleaned_to_swap(directory: Path, stem: str) -> None:
     """Step 2: the cleaned files become ``.swap`` files (the ``.log`` last: its rename is the
     commit point, and an index without its log is deleted at recovery)."""
-    for suffix in (*SUFFIXES[1:], SUFFIXES[0]):
+    for suffix in (*SUFFIXES[1:], _TXN_INDEX, SUFFIXES[0]):
         cleaned = directory / f"{stem}{suffix}{CLEANED}"
         if cleaned.exists():
             os.replace(cleaned, directory / f"{stem}{suffix}{SWAP}")
@@ -57,7 +59,7 @@ def cleaned_to_swap(directory: Path, stem: str) -> None:
 
 def swap_to_final(directory: Path, stem: str) -> None:
     """Step 4: the ``.swap`` files take their final names (the ``.log`` last)."""
-    for suffix in (*SUFFIXES[1:], SUFFIXES[0]):
+    for suffix in (*SUFFIXES[1:], _TXN_INDEX, SUFFIXES[0]):
         swapped = directory / f"{stem}{suffix}{SWAP}"
         if swapped.exists():
             os.replace(swapped, directory / f"{stem}{suffix}")

@@ -42,6 +42,7 @@ SECURITY_CONFIGS = frozenset(
         "listener.security.protocol.map",
         "inter.broker.listener.name",
         "security.inter.broker.protocol",
+        "sasl.mechanism.inter.broker.protocol",
         "sasl.enabled.mechanisms",
         "sasl.jaas.config",
         "ssl.keystore.type",
@@ -56,6 +57,7 @@ SECURITY_CONFIGS = frozenset(
         "ssl.truststore.certificates",
         "ssl.client.auth",
         "ssl.endpoint.identification.algorithm",
+        "connections.max.reauth.ms",
     }
 )
 #: Configs whose values are secrets: Kafka's PASSWORD type (and JAAS configs, which hold them).
@@ -244,21 +246,23 @@ def parse_security_configs(
         raise SecurityConfigError(
             f"--config inter.broker.listener.name={inter_broker}: not one of listeners"
         )
-    protocol = next(lsn.protocol for lsn in listeners if lsn.name == inter_broker)
-    if protocol != PLAINTEXT:
-        # coordkit's own inter-broker connections (the controller's requests, a follower's
-        # fetches across processes) speak PLAINTEXT only so far.
-        raise SecurityConfigError(
-            f"--config inter.broker.listener.name={inter_broker}: its protocol is {protocol}; "
-            "coordkit serve's brokers talk to each other over a PLAINTEXT listener only (add one, "
-            "e.g. PLAINTEXT://127.0.0.1:9092, and name it)"
-        )
     configs = SecurityConfigs(tuple(listeners), inter_broker, values)
     for lsn in listeners:
         if lsn.protocol in (SASL_PLAINTEXT, SASL_SSL) and not mechanisms(configs, lsn.name):
             raise SecurityConfigError(
                 f"--config sasl.enabled.mechanisms: listener {lsn.name} enables no mechanism "
                 f"coordkit serves (Kafka's default GSSAPI is not; give {', '.join(MECHANISMS)})"
+            )
+    inter_broker_protocol = configs.listener(inter_broker).protocol
+    if inter_broker_protocol in (SASL_PLAINTEXT, SASL_SSL):
+        # Kafka's check at its start (its default GSSAPI is not served here).
+        login = values.get("sasl.mechanism.inter.broker.protocol")
+        if login not in mechanisms(configs, inter_broker):
+            raise SecurityConfigError(
+                f"--config sasl.mechanism.inter.broker.protocol={login or ''}: the "
+                f"inter-broker listener {inter_broker} is {inter_broker_protocol}; give one of "
+                f"its sasl.enabled.mechanisms ({', '.join(mechanisms(configs, inter_broker))}) "
+                "for the brokers' own logins"
             )
     return configs
 

@@ -127,3 +127,43 @@ def _escape(text: str) -> str:
     if escaped.endswith(" ") and not escaped.endswith("\\ "):
         escaped = escaped[:-1] + "\\ "
     return escaped
+
+
+def client_context(configs: SecurityConfigs, listener: str) -> ssl.SSLContext:
+    """The TLS context of this broker's own connections to other brokers' ``listener`` (the
+    inter-broker one), as Kafka's client side of its ``SslFactory``: the peer's certificate is
+    checked against ``ssl.truststore.*`` (none given: the system's CAs), its host name too unless
+    ``ssl.endpoint.identification.algorithm`` is empty, and the broker's keystore, when it has
+    one, is offered as its client certificate (for a listener with ``ssl.client.auth``).
+
+    :raises SecurityConfigError: a file does not load (named by its config, never a secret).
+    """
+
+    def value(name: str) -> str | None:
+        return configs.value(listener, name)
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    truststore, inline = value("ssl.truststore.location"), value("ssl.truststore.certificates")
+    if truststore:
+        _load(f"ssl.truststore.location={truststore}",
+              lambda: context.load_verify_locations(cafile=truststore))  # fmt: skip
+    elif inline:
+        _load("ssl.truststore.certificates", lambda: context.load_verify_locations(cadata=inline))
+    else:
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    password = value("ssl.key.password") or value("ssl.keystore.password")
+    location, chain, key = (
+        value("ssl.keystore.location"),
+        value("ssl.keystore.certificate.chain"),
+        value("ssl.keystore.key"),
+    )
+    if location:
+        _load(f"ssl.keystore.location={location}",
+              lambda: context.load_cert_chain(location, password=password))  # fmt: skip
+    elif chain and key:
+        _load_inline(context, chain, key, password)
+    # Kafka's default algorithm is https (the host name checked); an empty one checks none.
+    algorithm = value("ssl.endpoint.identification.algorithm")
+    context.check_hostname = algorithm is None or algorithm.strip() != ""
+    return context

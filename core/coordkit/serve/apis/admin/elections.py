@@ -168,7 +168,7 @@ def _controller_of(ctx: BrokerContext) -> tuple[int, Any, tuple[str, int] | None
         return controller_id, holder.controller, None
     path = layout.broker_path(controller_id)
     info = layout.BROKER.decode(ctx.broker.store.get(path)[0], path)
-    return controller_id, None, (info.host, info.port)
+    return controller_id, None, ctx.connector.address_of(info)
 
 
 async def _elect_unclean(ctx: BrokerContext, tps: list[TP], deadline: float) -> bool:
@@ -194,7 +194,7 @@ async def _elect_unclean(ctx: BrokerContext, tps: list[TP], deadline: float) -> 
         return True
     assert address is not None
     try:
-        await asyncio.wait_for(_forward(address, tps, remaining), remaining)
+        await asyncio.wait_for(_forward(ctx, address, tps, remaining), remaining)
     except (TimeoutError, OSError, ProtocolError) as exc:
         log.warning("broker %s: unclean election not forwarded to %s: %s", ctx.broker_id,
                     address, exc)  # fmt: skip
@@ -202,8 +202,10 @@ async def _elect_unclean(ctx: BrokerContext, tps: list[TP], deadline: float) -> 
     return True
 
 
-async def _forward(address: tuple[str, int], tps: list[TP], seconds: float) -> None:
-    """The unclean election, asked of the controller broker at ``address``."""
+async def _forward(ctx: BrokerContext, address: tuple[str, int], tps: list[TP],
+                   seconds: float) -> None:  # fmt: skip
+    """The unclean election, asked of the controller broker at ``address`` (its inter-broker
+    listener, through the process's connector)."""
     request: Any = messages.ElectLeadersRequest
     by_topic: dict[str, list[int]] = {}
     for topic, partition in tps:
@@ -211,7 +213,7 @@ async def _forward(address: tuple[str, int], tps: list[TP], seconds: float) -> N
     body = request(election_type=UNCLEAN, timeout_ms=int(seconds * 1000), topic_partitions=[
         request.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()])  # fmt: skip
     codec = KafkaCodec()
-    reader, writer = await asyncio.open_connection(*address)
+    reader, writer = await ctx.connector.open(address, seconds)
     try:
         writer.write(codec.encode_request(body, version=FORWARD_VERSION, correlation_id=1,
                                           client_id=FORWARD_CLIENT))  # fmt: skip

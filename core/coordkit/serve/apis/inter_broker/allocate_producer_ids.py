@@ -13,8 +13,10 @@ import logging
 from typing import Any
 
 from coordkit.errors import LayoutError, StoreError
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.producer_state import claim_block
 
@@ -29,6 +31,8 @@ def _refused(code: int) -> Any:
 
 async def handle_allocate_producer_ids(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    if not cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return _refused(CLUSTER_AUTHORIZATION_FAILED)  # Kafka's authorizeClusterOperation
     controller = ctx.broker.controller
     if controller is None or not controller.active:
         return _refused(errors.NOT_CONTROLLER)

@@ -16,8 +16,10 @@ from typing import Any
 from coordkit.engine.controller.alter_partition import AlterPartitionError, IsrChange
 from coordkit.engine.errors import EngineError
 from coordkit.engine.states import LeaderIsr
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -32,6 +34,9 @@ ISR_WITH_EPOCHS_VERSION = 3
 
 async def handle_alter_partition(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    if not cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        # Kafka's authorizeClusterOperation: its getErrorResponse, the error alone.
+        return AlterPartitionResponse(error_code=CLUSTER_AUTHORIZATION_FAILED, topics=[])
     controller = ctx.broker.controller
     if controller is None or not controller.active:
         return AlterPartitionResponse(error_code=AlterPartitionError.NOT_CONTROLLER, topics=[])

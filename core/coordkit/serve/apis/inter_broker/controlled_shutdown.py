@@ -17,8 +17,10 @@ from typing import Any
 
 from coordkit.engine.controller.shutdown import UNKNOWN_BROKER_EPOCH
 from coordkit.engine.errors import BrokerNotAvailableError, EngineError, StaleBrokerEpochError
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -31,6 +33,8 @@ RemainingPartition = nested(ControlledShutdownResponse, "RemainingPartition")
 async def handle_controlled_shutdown(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     broker_epoch = getattr(body, "broker_epoch", UNKNOWN_BROKER_EPOCH)
+    if not cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return _refused(CLUSTER_AUTHORIZATION_FAILED)  # Kafka's authorizeClusterOperation
     controller = ctx.broker.controller
     if controller is None or not controller.active:
         return _refused(errors.STALE_CONTROLLER_EPOCH)

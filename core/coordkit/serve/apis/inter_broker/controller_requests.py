@@ -2,7 +2,9 @@
 3.9 broker in ZooKeeper mode answers them (``KafkaApis`` and ``ReplicaManager``).
 
 Whoever is controller — a ``coordkit serve`` process or a Kafka 3.9 broker — sends them; a broker
-answers only the current one. Every request is checked first against the broker epoch (a request
+answers only the current one. Under an authorizer the sender needs ClusterAction on the cluster
+(else CLUSTER_AUTHORIZATION_FAILED, Kafka's error response of the request, nothing applied). Every
+request is checked then against the broker epoch (a request
 meant for an earlier registration of this broker: STALE_BROKER_EPOCH, nothing applied), then
 against the newest controller epoch (an older controller: STALE_CONTROLLER_EPOCH, nothing
 applied); see :mod:`coordkit.serve.control_plane.metadata_cache`, which keeps both and takes what is accepted.
@@ -26,8 +28,10 @@ from typing import Any
 from coordkit.engine.cluster_id import kafka_uuid_text
 from coordkit.engine.events import StateChange
 from coordkit.engine.states import TP, LeaderIsr
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.control_plane.metadata_cache import MetadataCache
@@ -60,6 +64,9 @@ def _cache(ctx: BrokerContext) -> MetadataCache:
 def _fenced(ctx: BrokerContext, request: Request, what: str) -> int:
     """The error that refuses the whole request, or ``NONE``."""
     body = request.body
+    if not cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        # Kafka's authorizeClusterOperation, before anything else.
+        return CLUSTER_AUTHORIZATION_FAILED
     cache = _cache(ctx)
     broker_epoch = getattr(body, "broker_epoch", -1)
     if cache.stale_broker_epoch(broker_epoch, ctx.broker.broker_epoch,
@@ -184,7 +191,7 @@ async def handle_update_metadata(ctx: BrokerContext, request: Request) -> Any:
             deleting.add(topic)
         else:
             changes.append(_state_change((topic, state.partition_index), state, state.zk_version))
-    cache.brokers_live(dict(_addresses(body.live_brokers)))
+    cache.brokers_live(dict(_addresses(body.live_brokers, ctx.connector.listener)))
     cache.topic_ids_known(ids)
     cache.metadata_states_known(changes)
     for topic in sorted(deleting):
@@ -192,16 +199,19 @@ async def handle_update_metadata(ctx: BrokerContext, request: Request) -> Any:
     return UpdateMetadataResponse(error_code=errors.NONE)
 
 
-#: Kafka's ``SecurityProtocol.PLAINTEXT`` id: the listener followers here fetch on.
-PLAINTEXT = 0
+#: Kafka's ``SecurityProtocol`` ids: before v3 an endpoint names its protocol, not a listener.
+SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 
 
-def _addresses(brokers: Iterable[Any]) -> Iterator[tuple[int, tuple[str, int]]]:
+def _addresses(brokers: Iterable[Any], listener: str) -> Iterator[tuple[int, tuple[str, int]]]:
+    """Each live broker's endpoint of the inter-broker ``listener`` (the one followers here
+    fetch on), as Kafka's follower finds its leader's."""
     for broker in brokers:
         if broker.v0_host:
             yield broker.id, (broker.v0_host, broker.v0_port)
         for endpoint in broker.endpoints or ():
-            if endpoint.security_protocol == PLAINTEXT:
+            name = endpoint.listener or SECURITY_PROTOCOLS.get(endpoint.security_protocol)
+            if name == listener:
                 yield broker.id, (endpoint.host, endpoint.port)
                 break
 
@@ -211,6 +221,13 @@ def _addresses(brokers: Iterable[Any]) -> Iterator[tuple[int, tuple[str, int]]]:
 
 async def handle_stop_replica(ctx: BrokerContext, request: Request) -> Any:
     error = _fenced(ctx, request, "StopReplica")
+    if error == CLUSTER_AUTHORIZATION_FAILED:
+        # Kafka's getErrorResponse: every partition named, with the error.
+        return StopReplicaResponse(error_code=error, partition_errors=[
+            StopReplicaPartitionError(topic_name=topic, partition_index=partition,
+                                      error_code=error)
+            for topic, partition, _, _ in _stop_replica_partitions(request)
+        ])  # fmt: skip
     if error:
         return StopReplicaResponse(error_code=error)
     cache = _cache(ctx)
