@@ -1,9 +1,12 @@
 """Fetch (with long polling) and ListOffsets, served from the leader's in-memory logs.
 
 Consumers read up to the high watermark (the smallest log end over the ISR): records only the
-leader has are not visible yet. With no transactions the last stable offset is the high
-watermark, so read_committed and read_uncommitted read the same; ListOffsets' latest offset is
-the high watermark too.
+leader has are not visible yet. read_committed consumers (isolation level 1, Fetch 4+) read up
+to the last stable offset (below the oldest transaction still open, see
+:mod:`coordkit.serve.dataplane.log_transactions`) and get the aborted transactions overlapping
+what they read, whose records they drop; every answer gives the last stable offset. ListOffsets'
+latest offset is the high watermark, or the last stable offset for read_committed (v2+), which
+also bounds what a timestamp finds.
 
 A fetch answers at once when it has ``min_bytes`` or an error to report; otherwise it waits for
 appends to this broker's logs and high watermark moves until it has, or ``max_wait_ms`` passed
@@ -49,6 +52,11 @@ from coordkit.serve.authorization import (
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, PartitionLog
+from coordkit.serve.dataplane.log_transactions import (
+    aborted_transactions,
+    fetch_upper_bound,
+    last_stable_offset,
+)
 
 FetchResponse = messages.FetchResponse
 TopicData = nested(FetchResponse, "FetchableTopicResponse")
@@ -57,6 +65,7 @@ ListOffsetsResponse = messages.ListOffsetsResponse
 OffsetsTopic = nested(ListOffsetsResponse, "ListOffsetsTopicResponse")
 OffsetsPartition = nested(ListOffsetsResponse, "ListOffsetsPartitionResponse")
 LeaderIdAndEpoch = nested(FetchResponse, "LeaderIdAndEpoch")
+AbortedTransaction = nested(FetchResponse, "AbortedTransaction")
 NodeEndpoint = nested(FetchResponse, "NodeEndpoint")
 #: The first Fetch version whose refusals name the current leader (KIP-951, Kafka 3.7+): the
 #: tagged field exists from v12, but Kafka fills it in from v16 only, so below that a client
@@ -119,8 +128,8 @@ def _follower(ctx: BrokerContext, request: Request, tp: TP) -> int | None:
 def _read(
     ctx: BrokerContext, request: Request, topic: str, partition: Any, budget: int, first: bool
 ) -> Any:
-    """One partition's answer. Aborted transactions are listed (empty: there are none) for
-    read_committed only, and null otherwise or with an error, as Kafka answers."""
+    """One partition's answer. Aborted transactions are listed for read_committed only, and
+    null otherwise or with an error, as Kafka answers."""
     version = request.version
     tp = (topic, partition.partition)
     answer = PartitionData(partition_index=partition.partition, high_watermark=-1,
@@ -149,15 +158,17 @@ def _read(
         return answer
     partition_log = ctx.logs.get(tp)
     hw = high_watermark(ctx, tp, partition_log)
-    answer.high_watermark = answer.last_stable_offset = hw
+    lso = last_stable_offset(partition_log, hw)
+    answer.high_watermark, answer.last_stable_offset = hw, lso
     answer.log_start_offset = partition_log.log_start
     follower = _follower(ctx, request, tp)
+    committed = request.version >= 4 and request.body.isolation_level == READ_COMMITTED
     try:
         answer.records = partition_log.read(
             partition.fetch_offset,
             min(budget, partition.partition_max_bytes),
             at_least_one=first,
-            upto=hw if follower is None else None,
+            upto=None if follower is not None else lso if committed else hw,
         )
     except IndexError:
         # Kafka answers an offset out of range with no offsets at all.
@@ -167,8 +178,16 @@ def _read(
         return answer
     if follower is not None and ctx.logs.replicas is not None:
         ctx.logs.replicas.follower_fetched(ctx, follower, tp, partition.fetch_offset)
-    if request.version >= 4 and request.body.isolation_level == READ_COMMITTED:
+    if committed:
         answer.aborted_transactions = []
+        if answer.records:
+            bound = fetch_upper_bound(partition_log, partition.fetch_offset, answer.records)
+            answer.aborted_transactions = [
+                AbortedTransaction(
+                    producer_id=aborted.producer_id, first_offset=aborted.first_offset
+                )
+                for aborted in aborted_transactions(partition_log, partition.fetch_offset, bound)
+            ]
     return answer
 
 
@@ -251,9 +270,11 @@ async def handle_fetch(ctx: BrokerContext, request: Request) -> Any:
     return response
 
 
-def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any, client: bool) -> Any:
+def _offset(
+    ctx: BrokerContext, version: int, topic: str, partition: Any, client: bool, committed: bool
+) -> Any:
     """One partition's ListOffsets answer; ``client``: asked by a consumer (Kafka's replica id
-    -1), not a follower or a debugging tool."""
+    -1), not a follower or a debugging tool; ``committed``: with read_committed."""
     tp = (topic, partition.partition_index)
     answer = OffsetsPartition(partition_index=partition.partition_index, timestamp=-1, offset=-1)
     error, leadership = ctx.leader_error(tp)
@@ -275,7 +296,8 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any, client
     if timestamp == EARLIEST_LOCAL_TIMESTAMP:
         timestamp = EARLIEST_TIMESTAMP  # every record is local
     hw = high_watermark(ctx, tp, partition_log)
-    answer.offset, answer.timestamp = partition_log.offset_for(timestamp, upto=hw)
+    fetchable = last_stable_offset(partition_log, hw) if committed else hw
+    answer.offset, answer.timestamp = partition_log.offset_for(timestamp, upto=fetchable)
     lagging = client and partition_log.epoch_start(epoch) > hw
     if lagging and (
         timestamp == LATEST_TIMESTAMP or (timestamp != EARLIEST_TIMESTAMP and answer.offset < 0)
@@ -294,6 +316,7 @@ def _offset(ctx: BrokerContext, version: int, topic: str, partition: Any, client
 
 async def handle_list_offsets(ctx: BrokerContext, request: Request) -> Any:
     client = request.body.replica_id == CONSUMER_REPLICA_ID
+    committed = request.version >= 2 and request.body.isolation_level == READ_COMMITTED
     # Kafka's KafkaApis: Describe on each topic, or TOPIC_AUTHORIZATION_FAILED.
     described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                               [t.name for t in request.body.topics])  # fmt: skip
@@ -301,7 +324,7 @@ async def handle_list_offsets(ctx: BrokerContext, request: Request) -> Any:
         OffsetsTopic(
             name=t.name,
             partitions=[
-                _offset(ctx, request.version, t.name, p, client)
+                _offset(ctx, request.version, t.name, p, client, committed)
                 if t.name in described
                 else OffsetsPartition(partition_index=p.partition_index, timestamp=-1, offset=-1,
                                       error_code=TOPIC_AUTHORIZATION_FAILED)
