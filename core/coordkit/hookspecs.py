@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from coordkit.strategies.offsets import OffsetStorageFactory
     from coordkit.strategies.partitioning import PartitionerFactory
     from coordkit.strategies.placement import ReplicaPlacement
+    from coordkit.strategies.share_assignment import ShareAssignor
     from coordkit.strategies.target_assignment import ServerAssignor
 
     #: Opens a store session on a parsed URL (``read_only=True`` only when asked for).
@@ -93,6 +94,17 @@ def coordkit_register_server_assignors(register: Callable[[ServerAssignor], None
         :class:`coordkit.strategies.target_assignment.ServerAssignor`; its ``name`` (e.g.
         ``"uniform"``) is the lookup key. Server-side and classic (client-side) assignors are
         separate kinds: a ``range`` of each can coexist.
+    """
+
+
+@_hookspec
+def coordkit_register_share_assignors(register: Callable[[ShareAssignor], None]) -> None:
+    """Register share-partition assignors (KIP-932): what the broker config
+    ``group.share.assignors`` names.
+
+    :param register: call ``register(assignor)`` with an object implementing
+        :class:`coordkit.strategies.share_assignment.ShareAssignor`; its ``name`` (e.g.
+        ``"simple"``) is the lookup key. A separate kind from server-side (KIP-848) assignors.
     """
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from coordkit.strategies.offsets import OffsetStorageFactory
     from coordkit.strategies.partitioning import PartitionerFactory
     from coordkit.strategies.placement import ReplicaPlacement
+    from coordkit.strategies.share_assignment import ShareAssignor
     from coordkit.strategies.target_assignment import ServerAssignor
 
 ENV_DISABLE = "COORDKIT_DISABLE_PLUGINS"
@@ -57,6 +58,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "partitioners": "coordkit_partitioners",
     "offsets": "coordkit_offsets",
     "authorizers": "coordkit_authorizers",
+    "share_assignors": "coordkit_share_assignors",
     "lab": "coordkit_lab",
 }
 
@@ -208,6 +210,9 @@ class PluginManager:
         self.server_assignors: Registry[ServerAssignor] = Registry(
             self, "server assignor", "coordkit_register_server_assignors", _name_of
         )
+        self.share_assignors: Registry[ShareAssignor] = Registry(
+            self, "share assignor", "coordkit_register_share_assignors", _name_of
+        )
         self.elections: Registry[ElectionStrategy] = Registry(
             self, "election strategy", "coordkit_register_elections", _election_key
         )
@@ -276,6 +281,7 @@ class PluginManager:
             self.stores,
             self.assignors,
             self.server_assignors,
+            self.share_assignors,
             self.elections,
             self.partitioners,
             self.placements,
@@ -365,6 +371,11 @@ class PluginManager:
     def server_assignor_names(self) -> list[str]:
         """Every registered server-side assignor's name, sorted."""
         return self.server_assignors.names()
+
+    def share_assignor(self, name: str) -> ShareAssignor:
+        """The share-partition assignor registered as ``name`` (a ``group.share.assignors``
+        value)."""
+        return self.share_assignors.get(name)
 
     def election(self, kind: str, name: str) -> ElectionStrategy:
         """The election strategy of ``kind`` (an :class:`~coordkit.strategies.elections.ElectionKind` value)

@@ -1,13 +1,13 @@
-// Kafka 4's server-side assignors (the group coordinator's UniformAssignor and RangeAssignor, from
-// the fetched jars) driven line by line from stdin, for coordkit's differential test and benchmark
+// Kafka 4's server-side assignors (the group coordinator's UniformAssignor and RangeAssignor, and
+// the share groups' SimpleAssignor, from the fetched jars) driven line by line from stdin, for coordkit's differential test and benchmark
 // (tests/harness/kafka_server_assignors.py writes the protocol below).
 //
 // A group, then a command:
 //   group <topics> <members> <homogeneous 0|1>
 //   topic <mostSigBits> <leastSigBits> <partitions>          (topics numbered from 0)
 //   member <id> <instanceId|-> <rack|-> <n> <topic>... <k> (<topic> <m> <partition>...)...
-//   assign <uniform|range>        -> "member <id> <topic> <partition>..." lines, then "end"
-//   time <uniform|range> <rounds> -> one "ns <nanoseconds>" per round, then "end"
+//   assign <uniform|range|simple>        -> "member <id> <topic> <partition>..." lines, then "end"
+//   time <uniform|range|simple> <rounds> -> one "ns <nanoseconds>" per round, then "end"
 // Members, their topics and their partitions are handed over in the order given (LinkedHashMap,
 // LinkedHashSet): coordkit's GroupSpec lists them in the order Kafka's coordinator iterates them.
 import java.io.BufferedReader;
@@ -20,6 +20,7 @@ import java.util.*;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.*;
 import org.apache.kafka.coordinator.group.assignor.RangeAssignor;
+import org.apache.kafka.coordinator.group.assignor.SimpleAssignor;
 import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 
 public class KafkaServerAssignorHarness {
@@ -125,7 +126,7 @@ public class KafkaServerAssignorHarness {
                     out.flush();
                 }
                 case "time" -> {
-                    ConsumerGroupPartitionAssignor assignor = assignor(f[1]);
+                    PartitionAssignor assignor = assignor(f[1]);
                     int rounds = Integer.parseInt(f[2]);
                     for (int r = 0; r < rounds; r++) {
                         long start = System.nanoTime();
@@ -146,10 +147,11 @@ public class KafkaServerAssignorHarness {
         return value.equals("-") ? Optional.empty() : Optional.of(value);
     }
 
-    static ConsumerGroupPartitionAssignor assignor(String name) {
+    static PartitionAssignor assignor(String name) {
         return switch (name) {
             case "uniform" -> new UniformAssignor();
             case "range" -> new RangeAssignor();
+            case "simple" -> new SimpleAssignor();
             default -> throw new IllegalArgumentException("unknown assignor: " + name);
         };
     }

@@ -97,7 +97,8 @@ def _topic_ids(group: GroupSpec, topics: TopicDescriber) -> list[uuid.UUID]:
 
 
 class KafkaServerAssignors:
-    """One JVM running Kafka's ``uniform`` and ``range`` on the groups handed to it."""
+    """One JVM running Kafka's ``uniform`` and ``range`` (and share groups' ``simple``) on the
+    groups handed to it."""
 
     def __init__(self, *, jvm_options: Sequence[str] = ("-Xms2g", "-Xmx4g")):
         _classes, classpath = compiled_classes()

@@ -1,0 +1,20 @@
+"""Share-partition assignors (KIP-932), registered through ``coordkit_register_share_assignors``:
+what the broker config ``group.share.assignors`` names.
+
+* ``simple`` (:mod:`.simple`): Kafka 4.4's default ``SimpleAssignor``, reproduced exactly (the
+  Java hash orders it depends on in :mod:`.java_hash`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coordkit import hookimpl
+
+
+@hookimpl
+def coordkit_register_share_assignors(register: Callable[[Any], None]) -> None:
+    from coordkit_share_assignors.simple import SimpleShareAssignor
+
+    register(SimpleShareAssignor())
