@@ -28,6 +28,14 @@ from coordkit.serve.dataplane.retention import (
     DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS,
     DEFAULT_RETENTION_CHECK_INTERVAL_MS,
 )
+from coordkit.serve.dataplane.share.partition_manager import ShareSettings
+from coordkit.serve.dataplane.share.share_partition import (
+    DEFAULT_DELIVERY_COUNT_LIMIT,
+    DEFAULT_MAX_RECORD_LOCKS,
+    DEFAULT_RECORD_LOCK_DURATION_MS,
+    SharePartitionConfig,
+)
+from coordkit.serve.dataplane.share.share_session import DEFAULT_MAX_SESSIONS
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
 from coordkit.strategies.authorization import Authorizer
@@ -67,6 +75,23 @@ class ServeSettings:
     #: Kafka's ``log.cleaner.backoff.ms``: between two passes of each broker's log cleaner.
     log_cleaner_backoff_ms: int = DEFAULT_CLEANER_BACKOFF_MS
     log_flush_scheduler_interval_ms: int = DEFAULT_FLUSH_SCHEDULER_INTERVAL_MS
+    #: Share groups (KIP-932): Kafka's ``group.share.delivery.count.limit``,
+    #: ``group.share.record.lock.duration.ms``, ``group.share.partition.max.record.locks`` and
+    #: ``group.share.max.share.sessions`` (a group's own configs override the first three).
+    share_delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT
+    share_record_lock_duration_ms: int = DEFAULT_RECORD_LOCK_DURATION_MS
+    share_partition_max_record_locks: int = DEFAULT_MAX_RECORD_LOCKS
+    share_max_share_sessions: int = DEFAULT_MAX_SESSIONS
+
+    @property
+    def share(self) -> ShareSettings:
+        """The share partitions' settings."""
+        partition = SharePartitionConfig(
+            self.share_delivery_count_limit,
+            self.share_record_lock_duration_ms,
+            self.share_partition_max_record_locks,
+        )
+        return ShareSettings(partition, max_share_sessions=self.share_max_share_sessions)
 
 
 @attrs.define(eq=False)
