@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import UnknownNameError
-from coordkit.kafka.acls import CLUSTER_NAME, AclOperation, ResourceType
+from coordkit.kafka.acls import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from coordkit.serve import connection
 from coordkit.serve.broker_config import BrokerConfigError
 from coordkit.serve.context import BrokerContext
@@ -67,6 +67,34 @@ def allowed_names(
     return {name for name, ok in zip(unique, decisions, strict=True) if ok}
 
 
+#: The schema's default of an ``authorized_operations`` field: not asked for (``Int.MinValue``).
+NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def authorized_operations(ctx: BrokerContext, kind: ResourceType, name: str) -> int:
+    """Kafka's ``AuthHelper.authorizedOperations``: the bit field (``1 << code``) of the
+    operations on resource ``name`` the principal may do, among those ACLs of its type may name
+    (every one of them without an authorizer). The authorizer's implications count: an allowed
+    Read brings Describe."""
+    supported = sorted(SUPPORTED_OPERATIONS[kind])
+    decisions = authorize(ctx, [Action(operation, kind, name) for operation in supported])
+    return sum(1 << operation for operation, ok in zip(supported, decisions, strict=True) if ok)
+
+
+def cluster_authorized_operations(ctx: BrokerContext) -> int:
+    """Metadata's and DescribeCluster's ``cluster_authorized_operations`` when asked for, as
+    Kafka computes them: 0 without Describe on the cluster."""
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def not_authorized_message(api: str) -> str:
+    """The message of Kafka's ``authorizeClusterOperation`` refusal (Kafka's names its
+    internal request object; coordkit the api)."""
+    return f"Request {api} is not authorized."
+
+
 def start_authorizer(
     strategies: Strategies, store: MetadataStore, configs: Mapping[str, str]
 ) -> Authorizer | None:
@@ -98,9 +126,10 @@ def check_authorizer(strategies: Strategies, configs: Mapping[str, str]) -> None
 
 #: Config resource types (DescribeConfigs, AlterConfigs): a topic's, or the cluster's.
 _TOPIC_CONFIGS = 2
-#: Kafka's default messages of the two errors (``Errors.message()``).
+#: Kafka's default messages of the errors (``Errors.message()``).
 AUTHORIZATION_MESSAGES = {
     TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
 }
 

@@ -12,14 +12,25 @@ no such partition exists); a ``current_leader_epoch`` (v2+; -1: none) older than
 is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; then only the leader answers, whatever
 ``replica_id`` (v3+) says, from the epochs of its log's batches
 (:meth:`~coordkit.serve.dataplane.log.PartitionLog.leader_end_offset_for`).
+
+Under an authorizer (KIP-320's rule in ``KafkaApis.handleOffsetForLeaderEpochRequest``):
+ClusterAction on the cluster (a follower broker) answers every topic; otherwise a topic needs
+Describe, and one without it has each partition answered TOPIC_AUTHORIZATION_FAILED, after the
+others.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    cluster_allowed,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -53,9 +64,26 @@ def _end_offset(ctx: BrokerContext, topic: str, partition: Any) -> Any:
     return answer
 
 
+def _describable(ctx: BrokerContext, topics: list[str]) -> set[str]:
+    if cluster_allowed(ctx, AclOperation.CLUSTER_ACTION):
+        return set(topics)
+    return allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics)
+
+
 async def handle_offset_for_leader_epoch(ctx: BrokerContext, request: Request) -> Any:
+    asked = request.body.topics
+    described = _describable(ctx, [t.topic for t in asked])
     topics = [
         TopicResult(topic=t.topic, partitions=[_end_offset(ctx, t.topic, p) for p in t.partitions])
-        for t in request.body.topics
+        for t in asked
+        if t.topic in described
     ]
+    topics += [
+        TopicResult(topic=t.topic, partitions=[
+            EpochEndOffset(partition=p.partition, error_code=TOPIC_AUTHORIZATION_FAILED,
+                           leader_epoch=-1, end_offset=-1)
+            for p in t.partitions])
+        for t in asked
+        if t.topic not in described
+    ]  # fmt: skip
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

@@ -9,8 +9,14 @@ As Kafka answers: a topic named by id alone (v10+) is answered by name, or UNKNO
 missing topic whose name Kafka refuses is INVALID_TOPIC_EXCEPTION, auto-creation or not; a topic
 created by this request is LEADER_NOT_AVAILABLE without partitions (a ZooKeeper-mode broker's
 answer: it wrote the topic at once; a KRaft broker answers UNKNOWN_TOPIC_OR_PARTITION until it
-learns of the topic); asked for (v8+), a topic's authorized operations are every operation, as
-Kafka's without an authorizer.
+learns of the topic).
+
+Under an authorizer, as Kafka's ``KafkaApis.handleTopicMetadataRequest``: a topic the principal
+may not Describe is left out of a listing of every topic, and answered TOPIC_AUTHORIZATION_FAILED
+when named (by name: no id; by id: no name); a missing topic it may Describe but not Create
+(on the cluster or the topic) is TOPIC_AUTHORIZATION_FAILED and not created. Asked for, a
+topic's authorized operations (v8+) and the cluster's (v8 to v10) are what the authorizer allows
+(Kafka's ``AuthHelper.authorizedOperations``; the cluster's 0 without Describe on it).
 """
 
 from __future__ import annotations
@@ -27,7 +33,14 @@ from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import NO_LEADER, BrokerInfo, validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
-from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
+from coordkit.serve.authorization import (
+    NO_AUTHORIZED_OPERATIONS,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    authorized_operations,
+    cluster_allowed,
+    cluster_authorized_operations,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.listeners.bound import as_listener_sees
@@ -45,13 +58,11 @@ Partition_ = nested(Response, "MetadataResponsePartition")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: Kafka's ``Uuid.ZERO_UUID``: what a response carries for a topic with no id.
 NO_TOPIC_ID = uuid.UUID(int=0)
-#: Metadata v10+ may name a topic by id; v8+ may ask for its authorized operations.
+#: Metadata v10+ may name a topic by id; v8+ may ask for its authorized operations, v8 to v10
+#: for the cluster's.
 TOPIC_ID_VERSION = 10
 AUTHORIZED_OPERATIONS_VERSION = 8
-#: What Kafka without an authorizer allows on a topic, as a bit field of AclOperation codes:
-#: READ (3), WRITE (4), CREATE (5), DELETE (6), ALTER (7), DESCRIBE (8), DESCRIBE_CONFIGS (10)
-#: and ALTER_CONFIGS (11).
-TOPIC_OPERATIONS = sum(1 << operation for operation in (3, 4, 5, 6, 7, 8, 10, 11))
+LAST_CLUSTER_OPERATIONS_VERSION = 10
 
 
 def read_brokers(store: MetadataStore) -> list[tuple[int, BrokerInfo]]:
@@ -116,17 +127,32 @@ def _auto_create_allowed(ctx: BrokerContext, request: Request) -> bool:
     return request.version < 4 or bool(request.body.allow_auto_topic_creation)
 
 
+def _creatable(ctx: BrokerContext, described: set[str]) -> set[str]:
+    """Which of the topics the principal may Describe it may also have auto-created: Create on
+    the cluster, else on the topic (Kafka's KafkaApis)."""
+    if cluster_allowed(ctx, AclOperation.CREATE):
+        return described
+    return allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, described)
+
+
 def _gather(
-    ctx: BrokerContext, request: Request
-) -> tuple[list[tuple[int, BrokerInfo]], ClusterView, set[str]]:
-    """Brokers, the partition states and the topics created now (store work, off the loop)."""
+    ctx: BrokerContext, request: Request, described: set[str]
+) -> tuple[list[tuple[int, BrokerInfo]], ClusterView, set[str], set[str]]:
+    """Brokers, the partition states, the topics created now and those the principal may not
+    have created (store work, off the loop; ``described``: the named topics it may Describe)."""
     store = ctx.broker.store
     created: set[str] = set()
+    refused: set[str] = set()
     names = requested_topics(request)
     if names and _auto_create_allowed(ctx, request):
         existing = set(children(store, layout.BROKER_TOPICS))
-        for name in names:
-            if name in existing or not valid_name(name):
+        missing = [name for name in names if name not in existing and name in described]
+        creatable = _creatable(ctx, set(missing)) if missing else set()
+        for name in missing:
+            if name not in creatable:
+                refused.add(name)
+                continue
+            if not valid_name(name):
                 continue
             try:
                 ctx.admin.create_topic(
@@ -143,7 +169,7 @@ def _gather(
     # ids are in the topics' nodes): Kafka answers from its metadata cache, and reading every
     # partition state for each client's refresh made Metadata most of a busy broker's work.
     wanted = None if names is None or requested_topic_ids(request) else names
-    return read_brokers(store), read_view(store, wanted), created
+    return read_brokers(store), read_view(store, wanted), created, refused
 
 
 def _topic_id(view: ClusterView, name: str) -> uuid.UUID:
@@ -177,7 +203,11 @@ def _ids_asked(view: ClusterView, request: Request) -> tuple[list[str], list[Any
 
 
 async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
-    brokers, view, created = await ctx.blocking(lambda: _gather(ctx, request))
+    named = requested_topics(request) or []
+    may_describe = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
+    brokers, view, created, refused = await ctx.blocking(
+        lambda: _gather(ctx, request, may_describe)
+    )
     live = {broker_id for broker_id, _ in brokers}
     by_topic: dict[str, list[Any]] = {}
     for p in view.partitions:
@@ -211,6 +241,12 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
     topics = []
     for name in sorted(by_topic) if names is None else names:
         partitions = sorted(by_topic.get(name, []), key=lambda p: p.partition_index)
+        if name in refused:
+            # Kafka: Describe but not Create on a missing topic (zero id, as never created).
+            topics.append(Topic_(error_code=TOPIC_AUTHORIZATION_FAILED, name=name,
+                                 topic_id=NO_TOPIC_ID, is_internal=name in INTERNAL_TOPICS,
+                                 partitions=[]))  # fmt: skip
+            continue
         if name in created:
             code = errors.LEADER_NOT_AVAILABLE  # Kafka's answer while a new topic gets leaders
             partitions = []
@@ -232,22 +268,29 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
             )
         )
     # Kafka's KafkaApis: a topic the principal may not Describe is left out of a listing of
-    # every topic, and answered TOPIC_AUTHORIZATION_FAILED (no id, no partitions) when named.
+    # every topic, and answered TOPIC_AUTHORIZATION_FAILED (no partitions) when named: without
+    # its id when named by name, without its name when named by id (ids are not secret).
     described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
                               [t.name for t in topics])  # fmt: skip
     if names is None:
         topics = [t for t in topics if t.name in described]
+    by_id = bool(requested_topic_ids(request))
+    asked_operations = request.version >= AUTHORIZED_OPERATIONS_VERSION
+    wants_operations = asked_operations and request.body.include_topic_authorized_operations
     for topic in topics:
         if topic.name not in described:
-            topic.error_code, topic.partitions = TOPIC_AUTHORIZATION_FAILED, []
-            topic.topic_id, topic.is_internal = uuid.UUID(int=0), False
-    topics += unknown_ids
-    if request.version >= AUTHORIZED_OPERATIONS_VERSION and (
-        request.body.include_topic_authorized_operations
-    ):
-        for topic in topics:
-            topic.topic_authorized_operations = TOPIC_OPERATIONS
-    return Response(
+            topic.error_code, topic.partitions, topic.is_internal = (
+                TOPIC_AUTHORIZATION_FAILED, [], False)  # fmt: skip
+            if by_id:
+                topic.name = None
+            else:
+                topic.topic_id = NO_TOPIC_ID
+        elif wants_operations and topic.error_code != TOPIC_AUTHORIZATION_FAILED:
+            topic.topic_authorized_operations = authorized_operations(
+                ctx, ResourceType.TOPIC, topic.name
+            )
+    topics = unknown_ids + topics
+    response: Any = Response(
         throttle_time_ms=0,
         brokers=[
             Broker_(node_id=b, host=info.host, port=info.port, rack=info.rack)
@@ -257,3 +300,10 @@ async def handle_metadata(ctx: BrokerContext, request: Request) -> Any:
         controller_id=NO_LEADER if view.controller is None else view.controller,
         topics=topics,
     )
+    if asked_operations and request.version <= LAST_CLUSTER_OPERATIONS_VERSION:
+        response.cluster_authorized_operations = (
+            cluster_authorized_operations(ctx)
+            if request.body.include_cluster_authorized_operations
+            else NO_AUTHORIZED_OPERATIONS
+        )
+    return response

@@ -1,6 +1,9 @@
 """AlterUserScramCredentials and DescribeUserScramCredentials as Kafka 3.9's ZooKeeper-mode
 broker answers them (``ZkAdminManager``): credentials written to ``/config/users/<user>`` (with a
-change notification), checked whole before anything is written for a user."""
+change notification), checked whole before anything is written for a user. Under an authorizer,
+describing needs Describe on the cluster and altering Alter on it: else CLUSTER_AUTHORIZATION_FAILED
+as Kafka's error responses carry it (top-level and for each user asked; for each user named,
+nothing written)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import unquote
 
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
+from coordkit.serve.authorization import (
+    AUTHORIZATION_MESSAGES,
+    CLUSTER_AUTHORIZATION_FAILED,
+    cluster_allowed,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.listeners.scram import (
@@ -49,8 +58,20 @@ def _credential(mechanism: str, salt: bytes, salted: bytes, iterations: int) -> 
     return ScramCredential(salt, hashlib.new(digest, client_key).digest(), server_key, iterations)
 
 
+def _alter_refused(body: Any) -> Any:
+    """Kafka's error response: every user named, in name order, refused."""
+    Result = nested(AlterResponse, "AlterUserScramCredentialsResult")
+    users = sorted({c.name for c in (*body.deletions, *body.upsertions)})
+    message = AUTHORIZATION_MESSAGES[CLUSTER_AUTHORIZATION_FAILED]
+    return AlterResponse(throttle_time_ms=0, results=[
+        Result(user=u, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=message)
+        for u in users])  # fmt: skip
+
+
 async def handle_alter_user_scram_credentials(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return _alter_refused(body)
     changes = [(d.name, d.mechanism, None) for d in body.deletions] + [
         (u.name, u.mechanism, u) for u in body.upsertions
     ]
@@ -109,6 +130,14 @@ async def handle_describe_user_scram_credentials(ctx: BrokerContext, request: Re
     asked = request.body.users
     Result = nested(DescribeResponse, "DescribeUserScramCredentialsResult")
     Info = nested(DescribeResponse, "CredentialInfo")
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        # Kafka's error response: a result per user asked, without the user's name.
+        message = AUTHORIZATION_MESSAGES[CLUSTER_AUTHORIZATION_FAILED]
+        return DescribeResponse(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+                                error_message=message, results=[
+            Result(user="", error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=message,
+                   credential_infos=[])
+            for _ in asked or []])  # fmt: skip
 
     def read() -> list[Any]:
         store = ctx.broker.store

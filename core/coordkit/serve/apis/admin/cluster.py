@@ -5,7 +5,9 @@ As Kafka's ``AuthHelper.computeDescribeClusterResponse``: a broker answers endpo
 UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which has no such codes). The controller id is
 the engine's controller, as a ZooKeeper-mode broker answers (a KRaft broker names a random live
 broker). Every registered broker is live (a registration is the broker's session), so v2's
-``include_fenced_brokers`` adds none and none is fenced.
+``include_fenced_brokers`` adds none and none is fenced. Asked for, the cluster's authorized
+operations are what the authorizer allows the principal (every one without an authorizer; 0
+without Describe on the cluster), as Kafka computes them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.metadata import read_brokers
+from coordkit.serve.authorization import NO_AUTHORIZED_OPERATIONS, cluster_authorized_operations
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -29,12 +32,6 @@ VERSIONS = (0, 2)
 BROKER_ENDPOINT = 1
 CONTROLLER_ENDPOINT = 2
 ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
-#: What Kafka without an authorizer allows on the cluster, as a bit field of AclOperation
-#: codes: CREATE (5), ALTER (7), DESCRIBE (8), CLUSTER_ACTION (9), DESCRIBE_CONFIGS (10),
-#: ALTER_CONFIGS (11), IDEMPOTENT_WRITE (12) — Kafka 4.4's answer (8096).
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
-#: The schema's default: operations not asked for.
-NO_OPERATIONS = -(2**31)
 
 
 def _endpoint_error(request: Request) -> Any | None:
@@ -80,8 +77,8 @@ async def handle_describe_cluster(ctx: BrokerContext, request: Request) -> Any:
             for b, info in brokers
         ],
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS
+            cluster_authorized_operations(ctx)
             if request.body.include_cluster_authorized_operations
-            else NO_OPERATIONS
+            else NO_AUTHORIZED_OPERATIONS
         ),
     )

@@ -19,6 +19,9 @@ its brokers holds it, else forwarded to the controller broker as an ElectLeaders
 KRaft broker forwards it), which answers from its own process. The controller elects each
 partition without a live leader: the first live in-sync replica, else the first live replica,
 whatever the topic's ``unclean.leader.election.enable`` says (Kafka's ``Election.UNCLEAN``).
+
+Under an authorizer it needs Alter on the cluster: else CLUSTER_AUTHORIZATION_FAILED, top-level
+and for each partition named, and nothing elected (Kafka's ``KafkaApis.handleElectLeaders``).
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from coordkit.engine.snapshot import ClusterView, PartitionView, read_view
 from coordkit.engine.states import TP
 from coordkit.errors import CoordkitError, LayoutError, NoNodeError, StoreError
 from coordkit.kafka import layout
+from coordkit.kafka.acls import AclOperation
 from coordkit.kafka.layout import PREFERRED_REPLICA_ELECTION
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol import KafkaCodec, ProtocolError, Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -224,7 +229,21 @@ async def _forward(ctx: BrokerContext, address: tuple[str, int], tps: list[TP],
         writer.close()
 
 
+def _refused(request: Request) -> Any:
+    """CLUSTER_AUTHORIZATION_FAILED for the request and each partition it names."""
+    by_topic: dict[str, list[Any]] = {}
+    for t in request.body.topic_partitions or []:
+        for p in dict.fromkeys(t.partitions):
+            by_topic.setdefault(t.topic, []).append(PartitionResult(
+                partition_id=p, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None))  # fmt: skip
+    return Response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+                    replica_election_results=[TopicResult(topic=t, partition_result=ps)
+                                              for t, ps in by_topic.items()])  # fmt: skip
+
+
 async def handle_elect_leaders(ctx: BrokerContext, request: Request) -> Any:
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return _refused(request)
     kind = request.body.election_type if request.version >= 1 else PREFERRED
     if kind not in (PREFERRED, UNCLEAN):
         return Response(throttle_time_ms=0, error_code=errors.INVALID_REQUEST,

@@ -7,6 +7,9 @@ holds, and no volume sizes (-1, the schema's default). Per partition, as Kafka: 
 segments, and the offset lag ``max(high watermark - log end, 0)``; no log is a future one
 (AlterReplicaLogDirs, which makes them, is not served). Topics null: every log; otherwise the
 partitions named that the broker holds (a topic with none left out).
+
+Under an authorizer it needs Describe on the cluster: else CLUSTER_AUTHORIZATION_FAILED (v3+'s
+top-level code) and no directories, as Kafka's ``KafkaApis.handleDescribeLogDirsRequest``.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ import os
 import shutil
 from typing import Any
 
+from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.fetch import high_watermark
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -81,4 +86,6 @@ def _describe(ctx: BrokerContext, request: Request) -> Any:
 
 
 async def handle_describe_log_dirs(ctx: BrokerContext, request: Request) -> Any:
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return Response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, results=[])
     return _describe(ctx, request)

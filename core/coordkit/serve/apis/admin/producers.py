@@ -6,14 +6,24 @@ the timestamp of its last batch; a partition the broker holds no replica of is
 NOT_LEADER_OR_FOLLOWER, one the cluster does not have UNKNOWN_TOPIC_OR_PARTITION. No producer is
 transactional (transactions are not served): the coordinator epoch and the current transaction's
 start offset are -1.
+
+Under an authorizer each topic needs Read: else its partitions are TOPIC_AUTHORIZATION_FAILED
+with Kafka's message, before the topic's existence is looked at (``KafkaApis``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.apis.metadata import valid_name
+from coordkit.serve.authorization import (
+    AUTHORIZATION_MESSAGES,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -52,11 +62,24 @@ def _describe(ctx: BrokerContext, topic: str, partition: int) -> Any:
     return answer
 
 
+def _refused(partition: int) -> Any:
+    return Partition_(partition_index=partition, error_code=TOPIC_AUTHORIZATION_FAILED,
+                      error_message=AUTHORIZATION_MESSAGES[TOPIC_AUTHORIZATION_FAILED],
+                      active_producers=[])  # fmt: skip
+
+
 async def handle_describe_producers(ctx: BrokerContext, request: Request) -> Any:
+    topics = request.body.topics
+    # Kafka checks a topic's name before its ACLs; a name it refuses is no topic to hide.
+    named = [t.name for t in topics if valid_name(t.name)]
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, named)
     return Response(
         throttle_time_ms=0,
         topics=[
-            Topic_(name=t.name, partitions=[_describe(ctx, t.name, p) for p in t.partition_indexes])
-            for t in request.body.topics
+            Topic_(name=t.name, partitions=[
+                _describe(ctx, t.name, p)
+                if t.name in readable or not valid_name(t.name) else _refused(p)
+                for p in t.partition_indexes])
+            for t in topics
         ],
-    )
+    )  # fmt: skip

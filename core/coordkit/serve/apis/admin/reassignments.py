@@ -20,6 +20,10 @@ controller has not started it.
 Listing: a partition is reassigning while the request names it or its topic node lists replicas
 being added or removed; its replicas, adding and removing replicas are the topic node's (Kafka's
 ``RS``, ``AR``, ``RR``), or, before the controller started it, what they will be.
+
+Under an authorizer, altering needs Alter on the cluster and listing Describe on it: else
+CLUSTER_AUTHORIZATION_FAILED as Kafka's error response shapes it (top-level, and for each
+partition named; a listing names the topics asked with no partitions' replicas), nothing written.
 """
 
 from __future__ import annotations
@@ -31,10 +35,16 @@ from typing import Any
 from coordkit.engine.errors import InvalidReplicaAssignmentError, UnknownTopicError
 from coordkit.engine.states import TP
 from coordkit.errors import BadVersionError, NodeExistsError, NoNodeError, StoreError
+from coordkit.kafka.acls import AclOperation
 from coordkit.kafka.layout import REASSIGN_PARTITIONS, decode_reassignment, encode_reassignment
 from coordkit.kafka.model import TopicAssignment
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
+from coordkit.serve.authorization import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    cluster_allowed,
+    not_authorized_message,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -200,7 +210,23 @@ def _alter(ctx: BrokerContext, request: Request) -> list[Any]:
     ]
 
 
+def _alter_refused(request: Request) -> Any:
+    """Kafka's error response: the refusal top-level and for each partition named."""
+    message = not_authorized_message(request.api.name)
+    topics = [
+        AlterTopic(name=t.name, partitions=[
+            AlterPartition(partition_index=p.partition_index,
+                           error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=message)
+            for p in t.partitions])
+        for t in request.body.topics
+    ]  # fmt: skip
+    return AlterResponse(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+                         error_message=message, responses=topics)  # fmt: skip
+
+
 async def handle_alter_partition_reassignments(ctx: BrokerContext, request: Request) -> Any:
+    if not cluster_allowed(ctx, AclOperation.ALTER):
+        return _alter_refused(request)
     try:
         responses = await ctx.blocking(lambda: _alter(ctx, request))
     except (StoreError, InvalidReplicaAssignmentError) as exc:
@@ -252,7 +278,22 @@ def _list(ctx: BrokerContext, request: Request) -> list[Any]:
     return [ListTopic(name=topic, partitions=parts) for topic, parts in sorted(found.items())]
 
 
+def _list_refused(request: Request) -> Any:
+    """Kafka's error response: the refusal top-level, the topics asked with their partitions'
+    indexes alone."""
+    topics = [
+        ListTopic(name=t.name, partitions=[ListPartition(partition_index=p)
+                                           for p in t.partition_indexes])
+        for t in request.body.topics or []
+    ]  # fmt: skip
+    return ListResponse(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
+                        error_message=not_authorized_message(request.api.name),
+                        topics=topics)  # fmt: skip
+
+
 async def handle_list_partition_reassignments(ctx: BrokerContext, request: Request) -> Any:
+    if not cluster_allowed(ctx, AclOperation.DESCRIBE):
+        return _list_refused(request)
     topics = await ctx.blocking(lambda: _list(ctx, request))
     return ListResponse(throttle_time_ms=0, error_code=errors.NONE, error_message=None,
                         topics=topics)  # fmt: skip

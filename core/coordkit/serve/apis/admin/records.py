@@ -12,15 +12,21 @@ The records below go with their segments at the next retention check (Kafka's
 Fetch answers (``log_start_offset``) and follow it. Kafka holds the answer until every live
 follower has reported the new log start (``DelayedDeleteRecords``); coordkit answers once the
 leader's log start moved, with the same low watermark.
+
+Under an authorizer each topic needs Delete: else its partitions are TOPIC_AUTHORIZATION_FAILED
+(before any other check, so a refused principal learns nothing of the topic) and keep their
+records, as Kafka's ``KafkaApis.handleDeleteRecordsRequest``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.fetch import high_watermark
+from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.topic_configs import CLEANUP_POLICY
@@ -68,9 +74,16 @@ def _delete(ctx: BrokerContext, topic: str, partition: int, offset: int, deletab
     return answer
 
 
+def _refused(partition: int) -> Any:
+    return PartitionResult(partition_index=partition, low_watermark=NO_WATERMARK,
+                           error_code=TOPIC_AUTHORIZATION_FAILED)  # fmt: skip
+
+
 async def handle_delete_records(ctx: BrokerContext, request: Request) -> Any:
     topics = request.body.topics
-    names = sorted({t.name for t in topics})
+    may_delete = allowed_names(ctx, AclOperation.DELETE, ResourceType.TOPIC,
+                               [t.name for t in topics])  # fmt: skip
+    names = sorted(may_delete)
     deletable = await ctx.blocking(lambda: _deletable(ctx, names))
     return Response(
         throttle_time_ms=0,
@@ -79,6 +92,8 @@ async def handle_delete_records(ctx: BrokerContext, request: Request) -> Any:
                 name=t.name,
                 partitions=[
                     _delete(ctx, t.name, p.partition_index, p.offset, deletable[t.name])
+                    if t.name in may_delete
+                    else _refused(p.partition_index)
                     for p in t.partitions
                 ],
             )

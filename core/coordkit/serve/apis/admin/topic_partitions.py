@@ -11,6 +11,10 @@ Kafka refuses), left out when every topic was asked for. A cursor whose topic is
 named ones, or whose partition is negative, is INVALID_REQUEST for every named topic (Kafka's
 error response). Replicas and ISR are the partition state's, offline replicas those not
 registered; there are no eligible leader replicas (KIP-966's ELR is KRaft's): empty lists.
+
+Under an authorizer, as Kafka's handler: a topic the principal may not Describe is left out of a
+listing of every topic, and answered TOPIC_AUTHORIZATION_FAILED (no id, no partitions) after the
+others when named; each answered topic carries the operations the principal may do on it.
 """
 
 from __future__ import annotations
@@ -20,10 +24,16 @@ from typing import Any
 
 from coordkit.engine.cluster_id import kafka_uuid
 from coordkit.engine.snapshot import ClusterView, read_view, registered_brokers
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import NO_LEADER
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
-from coordkit.serve.apis.metadata import INTERNAL_TOPICS, TOPIC_OPERATIONS, valid_name
+from coordkit.serve.apis.metadata import INTERNAL_TOPICS, valid_name
+from coordkit.serve.authorization import (
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed_names,
+    authorized_operations,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 
@@ -99,6 +109,9 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
     by_topic = _partitions(view, live)
     if every:
         names = sorted(t for t in by_topic if t >= start_topic)
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    refused = [] if every else [name for name in names if name not in described]
+    names = [name for name in names if name in described]
     remaining = max(min(MAX_PARTITIONS, body.response_partition_limit), 1)
     topics: list[Any] = []
     next_cursor = None
@@ -114,16 +127,23 @@ async def handle_describe_topic_partitions(ctx: BrokerContext, request: Request)
                     code = errors.INVALID_TOPIC_EXCEPTION
                 topics.append(Topic_(error_code=code, name=name, topic_id=_topic_id(view, name),
                                      is_internal=name in INTERNAL_TOPICS, partitions=[],
-                                     topic_authorized_operations=TOPIC_OPERATIONS))  # fmt: skip
+                                     topic_authorized_operations=authorized_operations(
+                                         ctx, ResourceType.TOPIC, name)))  # fmt: skip
             continue
         first = cursor.partition_index if cursor is not None and name == start_topic else 0
         upper = min(len(found), first + remaining)
         chosen = [found[i] for i in range(first, upper) if i in found]
         topics.append(Topic_(error_code=errors.NONE, name=name, topic_id=_topic_id(view, name),
                              is_internal=name in INTERNAL_TOPICS, partitions=chosen,
-                             topic_authorized_operations=TOPIC_OPERATIONS))  # fmt: skip
+                             topic_authorized_operations=authorized_operations(
+                                 ctx, ResourceType.TOPIC, name)))  # fmt: skip
         if upper < len(found):
             next_cursor = Cursor_(topic_name=name, partition_index=upper)
             break
         remaining -= len(chosen)
+    topics += [
+        Topic_(error_code=TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=NO_TOPIC_ID,
+               is_internal=False, partitions=[])
+        for name in refused
+    ]  # fmt: skip
     return Response(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)

@@ -4,6 +4,13 @@ Heartbeats are not long polls: each is answered at once with the member's epoch 
 changed, its assignment (topics by id, as the wire carries them). The coordinator computes the
 target assignment with the server-side assignor the group prefers (``group.remote.assignor``),
 among those ``group.consumer.assignors`` names.
+
+Under an authorizer, as Kafka 4.4's ``KafkaApis``: a heartbeat needs Read on the group
+(GROUP_AUTHORIZATION_FAILED) and Describe on every topic it subscribes to by name
+(TOPIC_AUTHORIZATION_FAILED), both answered with the error code alone and nothing changed in the
+group; ConsumerGroupDescribe answers GROUP_AUTHORIZATION_FAILED for a group without Describe,
+and TOPIC_AUTHORIZATION_FAILED (no members) for a group whose assignments name a topic the
+principal may not Describe; asked for, a group's authorized operations are the authorizer's.
 """
 
 from __future__ import annotations
@@ -17,9 +24,17 @@ from coordkit.engine.groups.modern.protocol import (
     ConsumerGroupDescription,
     ConsumerGroupHeartbeatRequest,
 )
+from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
-from coordkit.serve.apis.groups.describe import GROUP_OPERATIONS, NO_AUTHORIZED_OPERATIONS
 from coordkit.serve.apis.groups.waiting import coordinator
+from coordkit.serve.authorization import (
+    GROUP_AUTHORIZATION_FAILED,
+    NO_AUTHORIZED_OPERATIONS,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+    allowed_names,
+    authorized_operations,
+)
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import client_host
 from coordkit.serve.context import BrokerContext
@@ -38,6 +53,11 @@ DESCRIBE_VERSIONS = (0, 1)
 #: ConsumerGroupDescribe v1+ says which protocol each member speaks (1: consumer).
 MEMBER_TYPE_VERSION = 1
 CONSUMER_MEMBER_TYPE = 1
+#: Kafka's message for a described group whose assignments name a topic the principal may not
+#: Describe.
+UNDESCRIBABLE_TOPICS = (
+    "The group has described topic(s) that the client is not authorized to describe."
+)
 
 
 def _owned(body: Any) -> dict[uuid.UUID, tuple[int, ...]] | None:
@@ -80,7 +100,23 @@ def _partitions(
     return out
 
 
+def _heartbeat_refusal(ctx: BrokerContext, request: Request) -> int | None:
+    """Kafka 4.4's checks before the coordinator: Read on the group, then Describe on every
+    topic subscribed to by name."""
+    body = request.body
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return GROUP_AUTHORIZATION_FAILED
+    subscribed = set(body.subscribed_topic_names or ())
+    if subscribed and allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                                    subscribed) != subscribed:  # fmt: skip
+        return TOPIC_AUTHORIZATION_FAILED
+    return None
+
+
 async def handle_consumer_group_heartbeat(ctx: BrokerContext, request: Request) -> Any:
+    refused = _heartbeat_refusal(ctx, request)
+    if refused is not None:
+        return HeartbeatResponse(throttle_time_ms=0, error_code=refused)
     engine_request = _request(request)
     answer = await ctx.blocking(lambda: coordinator(ctx).consumer_group_heartbeat(engine_request))
     response: Any = HeartbeatResponse(
@@ -110,13 +146,14 @@ async def _topic_names(
 
 async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
-    group_ids = list(body.group_ids)
+    # Kafka: Describe on each group (the refused answered first), then the coordinator's.
+    may_describe = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, body.group_ids)
+    refused = [DescribedGroup(group_id=g, error_code=GROUP_AUTHORIZATION_FAILED)
+               for g in body.group_ids if g not in may_describe]  # fmt: skip
+    group_ids = [g for g in body.group_ids if g in may_describe]
 
     groups = await ctx.blocking(lambda: coordinator(ctx).consumer_group_describe(group_ids))
     names = await _topic_names(ctx, groups)
-    operations = (
-        GROUP_OPERATIONS if body.include_authorized_operations else NO_AUTHORIZED_OPERATIONS
-    )
     described = []
     for group in groups:
         members = []
@@ -153,7 +190,32 @@ async def handle_consumer_group_describe(ctx: BrokerContext, request: Request) -
                 assignment_epoch=group.assignment_epoch,
                 assignor_name=group.assignor_name,
                 members=members,
-                authorized_operations=operations if not group.error else NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=(
+                    authorized_operations(ctx, ResourceType.GROUP, group.group_id)
+                    if body.include_authorized_operations and not group.error
+                    else NO_AUTHORIZED_OPERATIONS
+                ),
             )
         )
-    return DescribeResponse(throttle_time_ms=0, groups=described)
+    return DescribeResponse(throttle_time_ms=0, groups=_hide_topics(ctx, refused + described))
+
+
+def _hide_topics(ctx: BrokerContext, groups: list[Any]) -> list[Any]:
+    """Kafka 4.4 under an authorizer: a group whose members' assignments (current or target)
+    name a topic the principal may not Describe is answered TOPIC_AUTHORIZATION_FAILED with no
+    members instead."""
+    if ctx.authorizer is None:
+        return groups
+
+    def topics(group: Any) -> set[str]:
+        return {t.topic_name for m in group.members
+                for a in (m.assignment, m.target_assignment) for t in a.topic_partitions}  # fmt: skip
+
+    named = set().union(*(topics(g) for g in groups))
+    visible = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, named)
+    return [
+        g if topics(g) <= visible else DescribedGroup(
+            group_id=g.group_id, error_code=TOPIC_AUTHORIZATION_FAILED,
+            error_message=UNDESCRIBABLE_TOPICS, members=[])
+        for g in groups
+    ]  # fmt: skip

@@ -19,7 +19,9 @@ from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
 from coordkit.serve.authorization import (
     GROUP_AUTHORIZATION_FAILED,
+    NO_AUTHORIZED_OPERATIONS,
     allowed_names,
+    authorized_operations,
     cluster_allowed,
 )
 from coordkit.serve.classes import nested
@@ -35,13 +37,6 @@ DESCRIBE_VERSIONS = (0, 6)
 #: DescribeGroups v6+ answers GROUP_ID_NOT_FOUND for a group that is not there (KIP-1043).
 DESCRIBE_NOT_FOUND_VERSION = 6
 LIST_VERSIONS = (0, 5)
-#: Kafka's value for "authorized operations not asked for / not known".
-NO_AUTHORIZED_OPERATIONS = -(2**31)
-#: What Kafka 4 without an authorizer allows on a group: READ (3), DELETE (6), DESCRIBE (8),
-#: DESCRIBE_CONFIGS (10) and ALTER_CONFIGS (11) — a group's supported operations since group
-#: configs (KIP-848) — as a bit field of AclOperation codes (DescribeGroups v3+ with
-#: include_authorized_operations).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
 #: ListGroups v5's group type of classic groups.
 CLASSIC = "classic"
 
@@ -88,22 +83,26 @@ def _described(group: GroupDescription, operations: int, version: int) -> Any:
 
 async def handle_describe_groups(ctx: BrokerContext, request: Request) -> Any:
     names = list(request.body.groups)
+    # Kafka's KafkaApis: Describe on each group, or GROUP_AUTHORIZATION_FAILED and nothing else
+    # (those answered first); the others described by the coordinator.
+    allowed = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, names)
+    refused = [DescribedGroup(error_code=GROUP_AUTHORIZATION_FAILED, group_id=name, group_state="",
+                              protocol_type="", protocol_data="", members=[])
+               for name in names if name not in allowed]  # fmt: skip
+    names = [name for name in names if name in allowed]
 
     def describe() -> list[GroupDescription]:
         return [coordinator(ctx).describe_group(name) for name in names]
 
     found = await ctx.blocking(describe)
     asked = request.version >= 3 and bool(request.body.include_authorized_operations)
-    operations = GROUP_OPERATIONS if asked else NO_AUTHORIZED_OPERATIONS
-    described = [_described(g, operations, request.version) for g in found]
-    # Kafka's KafkaApis: Describe on each group, or GROUP_AUTHORIZATION_FAILED and nothing else.
-    allowed = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, names)
+    described = [_described(g, NO_AUTHORIZED_OPERATIONS, request.version) for g in found]
     for group in described:
-        if group.group_id not in allowed:
-            group.error_code, group.group_state, group.members = GROUP_AUTHORIZATION_FAILED, "", []
-            group.protocol_type = group.protocol_data = ""
-            group.authorized_operations = NO_AUTHORIZED_OPERATIONS
-    return DescribeResponse(throttle_time_ms=0, groups=described)
+        if asked and group.error_code == errors.NONE:
+            group.authorized_operations = authorized_operations(
+                ctx, ResourceType.GROUP, group.group_id
+            )
+    return DescribeResponse(throttle_time_ms=0, groups=refused + described)
 
 
 def _wanted(values: list[str] | None) -> set[str] | None:
