@@ -7,6 +7,12 @@ with string values; every write is announced by a sequential
 ``brokers/<default>``), from which Kafka's brokers (and :class:`coordkit.serve.topic_configs.
 TopicConfigs`) learn to read it again. Values are not checked here: the caller checks them
 (DescribeConfigs' validators, ``coordkit configs``).
+
+Kafka 4's group configs and client-metrics subscriptions have no ZooKeeper home in Kafka (they
+live in KRaft's metadata log); coordkit keeps them in the same layout, ``/config/groups/<group>``
+and ``/config/client-metrics/<name>`` (names sanitized as Kafka's ``Sanitizer`` does), without
+a change notification (a Kafka 3.9 broker on the same ZooKeeper knows no such entity type);
+coordkit's readers watch the nodes (:mod:`coordkit.engine.group_configs`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from coordkit.engine.errors import UnknownTopicError
+from coordkit.engine.quotas import desanitize, sanitize
 from coordkit.engine.topics import TopicAdmin
 from coordkit.errors import NoNodeError
 from coordkit.kafka import layout
@@ -22,7 +29,11 @@ from coordkit.store import MetadataStore
 
 TOPICS = "topics"
 BROKERS = "brokers"
-ENTITY_TYPES = (TOPICS, BROKERS)
+GROUPS = "groups"
+CLIENT_METRICS = "client-metrics"
+ENTITY_TYPES = (TOPICS, BROKERS, GROUPS, CLIENT_METRICS)
+#: Entity types whose changes are not announced under /config/changes (see the module's doc).
+_UNANNOUNCED = (GROUPS, CLIENT_METRICS)
 
 
 class ConfigAdmin:
@@ -39,6 +50,8 @@ class ConfigAdmin:
             return layout.topic_config_path(name)
         if entity_type == BROKERS:
             return layout.broker_config_path(name)
+        if entity_type in _UNANNOUNCED:
+            return f"{layout.CONFIG}/{entity_type}/{sanitize(name)}"
         raise ValueError(f"entity type {entity_type!r} is not one of {', '.join(ENTITY_TYPES)}")
 
     def read(self, entity_type: str, name: str) -> dict[str, str]:
@@ -54,7 +67,17 @@ class ConfigAdmin:
             data, _ = self.store.get(path)
         except NoNodeError:
             return {}
+        if not data:
+            return {}
         return dict(layout.TOPIC_CONFIG.decode(data, path).config)
+
+    def names(self, entity_type: str) -> list[str]:
+        """The entities of ``entity_type`` with a config node (groups, client-metrics)."""
+        try:
+            found = self.store.children(f"{layout.CONFIG}/{entity_type}")
+        except NoNodeError:
+            return []
+        return sorted(desanitize(name) for name in found)
 
     def write(self, entity_type: str, name: str, config: Mapping[str, str]) -> None:
         """Replace ``name``'s overrides with ``config`` and announce the change.
@@ -68,11 +91,19 @@ class ConfigAdmin:
                 raise UnknownTopicError(f"The topic '{name}' does not exist.") from None
             return
         path = self.path(entity_type, name)
+        if entity_type in _UNANNOUNCED and not config:
+            try:
+                self.store.delete(path)  # nothing left: gone, as Kafka's image forgets it
+            except NoNodeError:
+                pass
+            return
         data = layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config)))
         try:
             self.store.set(path, data)
         except NoNodeError:
             self.store.create(path, data, make_parents=True)
+        if entity_type in _UNANNOUNCED:
+            return
         self.topics.purge_config_changes()
         self.store.create(
             layout.CONFIG_CHANGE_PREFIX,
