@@ -36,7 +36,22 @@ def test_quick_and_given_sizes(vs_kafka: ModuleType) -> None:
     assert (args.catch_up_records, args.producers, args.record_size) == (5000, 4, 100)
 
 
-@pytest.mark.parametrize("flag", ["--catch-up-records=0", "--producers=two", "--record-size=-1"])
+def test_failover_runs_and_seed(vs_kafka: ModuleType) -> None:
+    assert (vs_kafka.parse_args([]).failover_runs, vs_kafka.parse_args([]).seed) == (5, 0)
+    args = vs_kafka.parse_args(["--failover-runs=9", "--seed=7"])
+    assert (args.failover_runs, args.seed) == (9, 7)
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--catch-up-records=0",
+        "--producers=two",
+        "--record-size=-1",
+        "--failover-runs=0",
+        "--seed=x",
+    ],
+)
 def test_bad_size_is_one_line_and_status_2(
     vs_kafka: ModuleType, flag: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

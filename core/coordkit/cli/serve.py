@@ -29,7 +29,12 @@ from coordkit.engine.strategies import Strategies
 from coordkit.errors import UnknownNameError
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.authorization import check_authorizer
-from coordkit.serve.broker_config import CONFIGS, BrokerConfigError, parse_broker_configs
+from coordkit.serve.broker_config import (
+    CONFIGS,
+    BrokerConfigError,
+    parse_broker_configs,
+    store_url_for,
+)
 from coordkit.serve.listeners import (
     SecurityConfigError,
     is_security_config,
@@ -150,6 +155,18 @@ def serve_command(
     placement_strategy(placement)
     url = shared_store(store_url)
     shown = StoreURL.parse(url).redacted()
+    try:
+        url = store_url_for(url, configs)
+    except BrokerConfigError as exc:
+        raise CommandError(str(exc)) from None
+    context = click.get_current_context()
+    on_command_line = context.get_parameter_source("store_url") is ParameterSource.COMMANDLINE
+    if on_command_line and StoreURL.parse(url).password is not None:
+        click.echo(
+            "warning: the --store URL holds a password, which other users of this machine can "
+            f"read in the process list: give the URL in ${DEFAULT_STORE_ENV} instead",
+            err=True,
+        )
     _configure_logging()
     config = configs.engine_config(EngineConfig(placement=placement))
     # Resolved once here, the edge: the brokers and their coordinators are handed them.

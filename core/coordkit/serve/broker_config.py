@@ -17,6 +17,7 @@ import attrs
 from coordkit.engine.config import EngineConfig
 from coordkit.serve.context import ServeSettings
 from coordkit.serve.topic_configs import broker_defaults
+from coordkit.store.urls import StoreURL
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -34,7 +35,8 @@ class ConfigKey:
     :param at_least: the smallest value allowed (Kafka's ``atLeast`` validator), if any.
     :param target: ``engine`` or ``serve``: which settings object the value goes to; or
         ``topic``: a topic config's default only (:mod:`coordkit.serve.topic_configs` lists
-        each topic config's broker synonyms).
+        each topic config's broker synonyms); or ``store``: a parameter of the store URL
+        (:func:`store_url_for`).
     :param field: that object's attribute (for ``topic``: the topic config it defaults).
     :param convert: Kafka's value into the attribute's (e.g. milliseconds into seconds).
     """
@@ -245,6 +247,13 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("allow.everyone.if.no.acl.found", "boolean", False,
                   "Whether the authorizer allows an action on a resource no ACL applies to.",
                   "authorizer", ""),
+        # The store's (target "store": a parameter of the store URL, see store_url_for).
+        ConfigKey("zookeeper.set.acl", "boolean", None,
+                  "ACLs on the znodes the brokers create, as Kafka's: the store's identity (its "
+                  "URL's user:pass@ or jaas=FILE) may do everything, everyone else read, but "
+                  "/config/users, /config/brokers and delegation tokens, which no one else may "
+                  "(the URL's set_acl; null: on when the URL authenticates, else off).", "store",
+                  "set_acl"),
     )
 }  # fmt: skip
 
@@ -286,6 +295,42 @@ class BrokerConfigs:
             for key in CONFIGS.values()
             if key.target == target
         }
+
+
+#: How a store URL may say true (the stores' own flag parsing refuses anything else).
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+
+
+def store_url_for(url: str, configs: BrokerConfigs, option: str = "--config") -> str:
+    """``url`` with the store's share of the broker configs as its parameters (``zookeeper.set.acl``
+    as ``set_acl``); the URL's own value, if it has one, must agree.
+
+    :raises BrokerConfigError: a store config for a store it does not apply to, or disagreeing
+        with the URL.
+    """
+    for key in CONFIGS.values():
+        if key.target != "store" or key.name not in configs.values:
+            continue
+        value = configs.text(key.name)
+        parsed = StoreURL.parse(url)
+        if parsed.scheme != "zookeeper":
+            if configs.values[key.name] is False:
+                continue  # nothing to ask of a store without znodes
+            raise BrokerConfigError(
+                f"{option} {key.name}={value}: the store {parsed.redacted()} is not ZooKeeper "
+                "(only znodes carry ACLs)"
+            )
+        given = parsed.params.get(key.field)
+        if given is not None:
+            if (given.strip().lower() in _TRUE_WORDS) != configs.values[key.name]:
+                raise BrokerConfigError(
+                    f"{option} {key.name}={value} and the store URL's {key.field}={given} "
+                    "disagree: give one"
+                )
+            continue
+        separator = "&" if parsed.query else "" if url.endswith("?") else "?"
+        url += f"{separator}{key.field}={value}"
+    return url
 
 
 def parse_broker_configs(words: Iterable[str], option: str = "--config") -> BrokerConfigs:

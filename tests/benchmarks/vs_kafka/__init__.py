@@ -4,6 +4,7 @@ the same workloads, one run; every figure printed for both sides with the ratio 
     python tests/benchmarks/run.py vs_kafka [--quick] [--case=CASE ...] [--records=N] [--rate=N]
         [--seconds=N] [--kafka-heap=512m] [--failure-timeout=6] [--memory-partitions=N]
         [--connections=N] [--producers=N] [--record-size=N] [--catch-up-records=N]
+        [--failover-runs=N] [--seed=N]
 
 Every cluster has 3 brokers and every topic replication factor 3 unless said otherwise. Kafka is
 three combined broker+controller KRaft nodes (jars from ``bash kafka-dist/fetch.sh``, ``-Xms`` and
@@ -99,11 +100,12 @@ def report(results: Results, args: argparse.Namespace, load_at_start: str) -> No
           f"failure timeout {args.failure_timeout:g} s; Kafka heap {args.kafka_heap}")  # fmt: skip
     if set(processes.CASES) & set(args.case):
         print(f"processes-*: {args.producers} producer threads, {args.record_size} B records, "
-              f"{args.catch_up_records} records written without the stopped broker")  # fmt: skip
+              f"{args.catch_up_records} records written without the stopped broker; "
+              f"{args.failover_runs} kills at random moments (seed {args.seed})")  # fmt: skip
     print(f"command: {' '.join(sys.argv)}")
     print(f"load average (1, 5, 15 min) at start: {load_at_start}; at end: {load()}")
-    print(f"{'case':<36} {'figure':<14} {'coordkit':>11} {'kafka':>11} {'ratio':>7}")
-    print("-" * 83)
+    print(f"{'case':<36} {'figure':<30} {'coordkit':>11} {'kafka':>11} {'ratio':>7}")
+    print("-" * 99)
     names = list(dict.fromkeys([*results["coordkit"], *results["kafka"]]))
     for name in names:
         ours = results["coordkit"].get(name, {})
@@ -112,7 +114,7 @@ def report(results: Results, args: argparse.Namespace, load_at_start: str) -> No
             mine = ours.get(figure, math.nan)
             peer = theirs.get(figure, math.nan)
             ratio = mine / peer if peer and not math.isnan(peer) else math.nan
-            print(f"{name:<36} {figure:<14} {mine:>11.2f} {peer:>11.2f} {ratio:>7.2f}")
+            print(f"{name:<36} {figure:<30} {mine:>11.2f} {peer:>11.2f} {ratio:>7.2f}")
     print(json.dumps({"benchmark": "vs_kafka", "load_at_start": load_at_start,
                       "load_at_end": load(), "results": results}, sort_keys=True))  # fmt: skip
 
@@ -161,6 +163,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="bytes a record of processes-produce")  # fmt: skip
     parser.add_argument("--catch-up-records", type=_positive(int), default=1_000_000,
                         help="records processes-catch-up writes while a broker is down")  # fmt: skip
+    parser.add_argument("--failover-runs", type=_positive(int), default=5,
+                        help="kills of processes-failover, each at a random moment")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of processes-failover's random moments")  # fmt: skip
     parser.add_argument("--quick", action="store_true",
                         help="20,000 records (catch-up too), 3 s paced, 300 partitions, "
                              "200 connections")  # fmt: skip

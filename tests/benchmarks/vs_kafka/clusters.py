@@ -152,12 +152,19 @@ def answers_metadata(address: str, broker_id: int) -> bool:
     return found is not None and broker_id in found.brokers
 
 
+#: ZooKeeper expires a session on its next tick after the timeout (sessions are kept in buckets of
+#: ``tickTime``), so a 200 ms tick adds up to 200 ms to noticing a death; Kafka's KRaft controller
+#: fences a broker at its session's deadline. A 50 ms tick keeps that rounding small beside the
+#: failure timeout (the minimum session, two ticks, stays below any timeout given here).
+ZOOKEEPER_TICK = {"tickTime": "50", "minSessionTimeout": "100"}
+
+
 class ServeProcesses:
     """``coordkit serve --broker-id N`` processes on one private ZooKeeper, whose sessions end
     ``failure_timeout`` seconds after a process dies."""
 
     def __init__(self, failure_timeout: float, log_dir: Path) -> None:
-        self.zookeeper = StandaloneZooKeeper().start()
+        self.zookeeper = StandaloneZooKeeper(extra_config=ZOOKEEPER_TICK).start()
         self.url = (
             f"zookeeper://{self.zookeeper.hosts}/vs-kafka?session_timeout={failure_timeout:g}"
         )
