@@ -16,11 +16,7 @@ from urllib.parse import unquote
 
 from coordkit.kafka.acls import AclOperation
 from coordkit.protocol import Request, messages
-from coordkit.serve.authorization import (
-    AUTHORIZATION_MESSAGES,
-    CLUSTER_AUTHORIZATION_FAILED,
-    cluster_allowed,
-)
+from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.listeners.scram import (
@@ -62,9 +58,9 @@ def _alter_refused(body: Any) -> Any:
     """Kafka's error response: every user named, in name order, refused."""
     Result = nested(AlterResponse, "AlterUserScramCredentialsResult")
     users = sorted({c.name for c in (*body.deletions, *body.upsertions)})
-    message = AUTHORIZATION_MESSAGES[CLUSTER_AUTHORIZATION_FAILED]
+    # Kafka's ApiError.fromThrowable leaves a generic message out: null.
     return AlterResponse(throttle_time_ms=0, results=[
-        Result(user=u, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=message)
+        Result(user=u, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None)
         for u in users])  # fmt: skip
 
 
@@ -131,11 +127,11 @@ async def handle_describe_user_scram_credentials(ctx: BrokerContext, request: Re
     Result = nested(DescribeResponse, "DescribeUserScramCredentialsResult")
     Info = nested(DescribeResponse, "CredentialInfo")
     if not cluster_allowed(ctx, AclOperation.DESCRIBE):
-        # Kafka's error response: a result per user asked, without the user's name.
-        message = AUTHORIZATION_MESSAGES[CLUSTER_AUTHORIZATION_FAILED]
+        # Kafka's error response: a result per user asked, without the user's name, and no
+        # message (ApiError.fromThrowable leaves a generic one out).
         return DescribeResponse(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED,
-                                error_message=message, results=[
-            Result(user="", error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=message,
+                                error_message=None, results=[
+            Result(user="", error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None,
                    credential_infos=[])
             for _ in asked or []])  # fmt: skip
 
