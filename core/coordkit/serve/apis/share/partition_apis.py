@@ -1,20 +1,21 @@
 """ShareFetch and ShareAcknowledge (v1-2): the share-partition leader's apis (issue 37), as
 Kafka's ``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeRequest`` with its
-``SharePartitionManager``.
+``SharePartitionManager``, held to Kafka 4.4's answers.
 
 A request names its group, member and share-session epoch (:mod:`~coordkit.serve.dataplane.
-share.share_session`): 0 opens the member's session (no acknowledgements allowed: INVALID_REQUEST;
-ShareAcknowledge may not open one: INVALID_SHARE_SESSION_EPOCH), -1 closes it (acknowledgements
-only; the member's acquired records are released), any other must be the session's. The
-coordinator is not asked whether the member holds the partition (Kafka does not): a share
-partition serves any member of the group that fetches it.
+share.share_session`): 0 opens the member's session (a ShareFetch carrying acknowledgements
+then: INVALID_REQUEST; ShareAcknowledge may not open one: INVALID_SHARE_SESSION_EPOCH); -1 closes
+it (its acknowledgements applied, nothing fetched, the member's acquired records released); any
+other must be the session's (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH). The
+coordinator is not asked whether the member holds the partition (Kafka does not).
 
 Acknowledgements come first and are stored before the answer (``AcknowledgeErrorCode`` per
-partition; a partition's whole acknowledgement is refused, INVALID_RECORD_STATE, when one offset
-is not acquired by the member). Then the fetch: every partition of the session acquires whole
-batches from its first available offset up to ``MaxRecords`` (ShareFetch waits up to
-``MaxWaitMs`` when nothing could be acquired, woken by appends and by releases), answered with the
-batches and the acquired ranges, locked for the group's ``share.record.lock.duration.ms``.
+partition, see :meth:`~coordkit.serve.dataplane.share.share_partition.SharePartition.acknowledge`).
+Then the fetch: every partition of the session acquires whole batches from its first available
+offset up to ``MaxRecords`` (ShareFetch waits up to ``MaxWaitMs`` while nothing could be
+acquired, woken by appends and by releases), answered with the batches and the acquired ranges,
+locked for the group's ``share.record.lock.duration.ms``. The answer opening a session lists
+every partition; later ones list the partitions with records, an error or an acknowledgement.
 
 Refusals per partition: a topic id not known (UNKNOWN_TOPIC_ID), not the leader
 (NOT_LEADER_OR_FOLLOWER, with the current leader), Read not allowed on the topic
@@ -214,7 +215,8 @@ def _acquire(
 
 
 def _response_partition(answer: PartitionAnswer) -> Any:
-    leader = FetchLeader(leader_id=-1, leader_epoch=-1)
+    # Kafka fills the current leader in for NOT_LEADER_OR_FOLLOWER only (else its zeros).
+    leader = FetchLeader(leader_id=0, leader_epoch=0)
     if answer.error == errors.NOT_LEADER_OR_FOLLOWER and answer.leader is not None:
         leader = FetchLeader(leader_id=answer.leader[0], leader_epoch=answer.leader[1])
     return FetchPartition(
@@ -247,9 +249,7 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> Any:
     session_key = (group_id, member_id)
     try:
         if epoch == FINAL_EPOCH:
-            if any(not p.acknowledgement_batches for t in body.topics for p in t.partitions):
-                return _fetch_error(errors.INVALID_REQUEST,
-                                    "a final share fetch carries acknowledgements only")  # fmt: skip
+            # Kafka 4.4 fetches nothing then, whatever partitions the request names.
             manager.sessions.close(session_key)
             session_partitions: list[SharePartitionKey] = []
         elif epoch == INITIAL_EPOCH:
@@ -374,7 +374,7 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> Any:
     leaders: set[int] = set()
     for answer in answers.values():
         code = answer.acknowledge_error or errors.NONE
-        leader = AckLeader(leader_id=-1, leader_epoch=-1)
+        leader = AckLeader(leader_id=0, leader_epoch=0)
         if code == errors.NOT_LEADER_OR_FOLLOWER and answer.leader is not None:
             leader = AckLeader(leader_id=answer.leader[0], leader_epoch=answer.leader[1])
             leaders.add(answer.leader[0])

@@ -98,12 +98,12 @@ class AcknowledgementBatch:
 
 
 def batches_error(batches: Sequence[AcknowledgementBatch], *, renew_allowed: bool) -> str | None:
-    """What is wrong with one partition's acknowledgement batches (Kafka's ``KafkaApis``
-    ``validateAcknowledgementBatches``: INVALID_REQUEST), or ``None``: each batch's first offset
-    at most its last, one type or one per offset, known types, batches in order without overlap.
-    Renew (4) only in a request that says it carries renewals."""
+    """What is wrong with one partition's acknowledgement batches (INVALID_REQUEST, as Kafka
+    4.4 answers them), or ``None``: each batch's first offset at most its last, one type or one
+    per offset, known types (renew, 4, only in a request that says it carries renewals).
+    Overlapping batches are not refused here: the second sight of an offset is
+    INVALID_RECORD_STATE (:meth:`~.share_partition.SharePartition.acknowledge`), as Kafka's."""
     highest = AcknowledgeType.RENEW if renew_allowed else AcknowledgeType.REJECT
-    previous_last: int | None = None
     for batch in batches:
         if batch.first_offset > batch.last_offset:
             return f"batch {batch.first_offset}..{batch.last_offset}: first offset after last"
@@ -115,7 +115,4 @@ def batches_error(batches: Sequence[AcknowledgementBatch], *, renew_allowed: boo
             )
         if any(not 0 <= t <= highest for t in batch.acknowledge_types):
             return f"batch {batch.first_offset}..{batch.last_offset}: unknown acknowledge type"
-        if previous_last is not None and batch.first_offset <= previous_last:
-            return f"batch {batch.first_offset}..{batch.last_offset}: overlaps or out of order"
-        previous_last = batch.last_offset
     return None

@@ -153,15 +153,22 @@ class SharePartition:
         self, member_id: str, batches: Sequence[AcknowledgementBatch], now_ms: float
     ) -> int:
         """Apply ``member_id``'s acknowledgements (batches checked by
-        :func:`~.in_flight.batches_error`), all or none: INVALID_RECORD_STATE when an offset is
-        not in flight or not ACQUIRED by ``member_id``, and nothing changes."""
+        :func:`~.in_flight.batches_error`), all or none, as Kafka 4.4 answers them: offsets
+        before the start offset are passed over (already settled); an offset at or past the end
+        offset is INVALID_REQUEST; one not ACQUIRED by ``member_id`` — or acknowledged twice in
+        the request — INVALID_RECORD_STATE; the first such offset decides, and nothing
+        changes."""
+        seen: set[int] = set()
         for batch in batches:
-            for offset in range(batch.first_offset, batch.last_offset + 1):
+            for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
+                if offset >= self.end_offset:
+                    return errors.INVALID_REQUEST
                 record = self._acquired.get(offset)
-                if record is None or record.member_id != member_id:
+                if record is None or record.member_id != member_id or offset in seen:
                     return errors.INVALID_RECORD_STATE
+                seen.add(offset)
         for batch in batches:
-            for offset in range(batch.first_offset, batch.last_offset + 1):
+            for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
                 kind = AcknowledgeType(batch.type_of(offset))
                 record = self._acquired[offset]
                 if kind == AcknowledgeType.RENEW:
