@@ -63,7 +63,7 @@ def test_quota_nodes_and_notifications(store: MetadataStore) -> None:
     assert quotas.alter(both, {"consumer_byte_rate": 2048.0})
     assert quotas.alter(ClientQuotaEntity.of(ip=None), {"connection_creation_rate": 40.0})
     assert store.get("/config/users/alice")[0] == (
-        b'{"version":1,"config":{"producer_byte_rate":"1024","request_percentage":"12.5"}}'
+        b'{"version":1,"config":{"request_percentage":"12.5","producer_byte_rate":"1024"}}'
     )
     assert store.get("/config/users/alice/clients/c1")[0] == (
         b'{"version":1,"config":{"consumer_byte_rate":"2048"}}'
