@@ -35,11 +35,13 @@ SCRAM_LOGIN = (
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
 
-def coordkit_args(pems: Path) -> list[str]:
-    """``--config`` words of a ``coordkit serve`` whose one listener is SASL_SSL, the
-    inter-broker one, its brokers logging in to each other with SCRAM-SHA-256."""
+def coordkit_args(pems: Path, *, plaintext: bool = False) -> list[str]:
+    """``--config`` words of a ``coordkit serve`` whose listener is SASL_SSL, the inter-broker
+    one, its brokers logging in to each other with SCRAM-SHA-256 (``plaintext``: a PLAINTEXT
+    listener too, after it, as Kafka's fixture has for its readiness check)."""
+    listeners = "SASL_SSL://127.0.0.1:0" + (",PLAINTEXT://127.0.0.1:0" if plaintext else "")
     words = [
-        "listeners=SASL_SSL://127.0.0.1:0",
+        f"listeners={listeners}",
         "inter.broker.listener.name=SASL_SSL",
         f"sasl.enabled.mechanisms={SCRAM_SHA_256}",
         f"sasl.mechanism.inter.broker.protocol={SCRAM_SHA_256}",

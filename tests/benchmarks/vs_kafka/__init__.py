@@ -22,6 +22,9 @@ two forms (:mod:`vs_kafka.clusters`):
   die one at a time need a store shared across processes, and ZooKeeper is the one Kafka itself
   used. A dead process is noticed after ``--failure-timeout`` seconds on both sides (coordkit's
   store session; Kafka's broker session and controller quorum fetch timeout);
+* the cost of TLS and SASL (``security``: :mod:`vs_kafka.security`): produce and consume on
+  PLAINTEXT, SSL and SASL_SSL/SCRAM listeners of the one-process form, each beside its side's
+  PLAINTEXT figure (``÷ PLAINTEXT``);
 * issue #34's targets (``processes-produce``, ``processes-failover``, ``processes-catch-up``:
   :mod:`vs_kafka.processes`) run on such processes too, each broker with its log directory
   (``--data-dir``), as Kafka's.
@@ -44,7 +47,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from vs_kafka import consumer_protocol, failover, footprint, groups, processes, throughput
+from vs_kafka import (
+    consumer_protocol,
+    failover,
+    footprint,
+    groups,
+    processes,
+    security,
+    throughput,
+)
 from vs_kafka.clusters import BROKER_IDS, SIDES, broker_processes, one_cluster
 
 #: Every case family, by the name ``--case`` takes.
@@ -55,6 +66,7 @@ CASES = (
     *failover.CASES,
     *footprint.CASES,
     *processes.CASES,
+    *security.CASES,
 )
 Figures = dict[str, float]
 Results = dict[str, dict[str, Figures]]
@@ -87,6 +99,8 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
             if "footprint" in args.case:
                 footprint.run(cluster, args.memory_partitions, args.connections, case)
     processes.run(args, side, log_dir, case)
+    if "security" in args.case:
+        security.run(side, args.kafka_heap, args.records, case)
     return figures
 
 

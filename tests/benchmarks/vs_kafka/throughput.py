@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordkit.testing.servers import KAFKA_KRAFT_VERSION, kafka_tool
@@ -30,11 +30,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> dict[str, float]:
+def produce(bootstrap: str, topic: str, records: int, size: int, acks: str,
+            config: Mapping[str, Any] | None = None) -> dict[str, float]:  # fmt: skip
+    """``config``: more librdkafka settings (a secured listener's)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-                         "enable.idempotence": acks == "all"})  # fmt: skip
+                         "enable.idempotence": acks == "all", **(config or {})})  # fmt: skip
     latencies: list[float] = []
     failed = 0
 
@@ -63,11 +65,13 @@ def produce(bootstrap: str, topic: str, records: int, size: int, acks: str) -> d
             "failed": failed}  # fmt: skip
 
 
-def consume(bootstrap: str, topic: str, records: int, partitions: int) -> dict[str, float]:
+def consume(bootstrap: str, topic: str, records: int, partitions: int,
+            config: Mapping[str, Any] | None = None) -> dict[str, float]:  # fmt: skip
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{topic}",
-                         "enable.auto.commit": False, "fetch.max.bytes": 52428800})  # fmt: skip
+                         "enable.auto.commit": False, "fetch.max.bytes": 52428800,
+                         **(config or {})})  # fmt: skip
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = size = 0
     started = time.perf_counter()
