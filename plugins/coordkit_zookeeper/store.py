@@ -340,7 +340,9 @@ class ZooKeeperStore(KeptSessionStore):
             raise InvalidPathError("the root node has no parent", path=path)
         try:
             created: str = self._wait(
-                self._client.create_async(path, data, ephemeral=ephemeral, sequence=sequential),
+                self._client.create_async(
+                    path, data, self._acl(path), ephemeral=ephemeral, sequence=sequential
+                ),
                 path,
                 "create",
                 sequential=sequential,

@@ -33,6 +33,7 @@ from differential.scenarios import (
     groups,
     groups_by_id,
     metadata,
+    quotas,
     records,
     retention,
     topic_ids,
@@ -44,7 +45,7 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
             "groups_by_id": groups_by_id, "durability": durability,
             "retention": retention, "admin": admin, "compaction": compaction,
-            "configs": configs, "acls": acls}  # fmt: skip
+            "configs": configs, "acls": acls, "quotas": quotas}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

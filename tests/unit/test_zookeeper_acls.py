@@ -13,6 +13,7 @@ import pytest
 from kazoo.security import Permissions
 
 from coordkit.errors import InvalidURLError
+from coordkit.serve.broker_config import BrokerConfigError, parse_broker_configs, store_url_for
 from coordkit.store.urls import StoreURL
 from coordkit.testing.servers.zookeeper_sasl import write_client_jaas, write_server_jaas
 from coordkit_zookeeper.config import ZooKeeperConfig
@@ -245,3 +246,65 @@ def test_no_secret_in_the_cli_refusal_of_a_bad_jaas_url(tmp_path: Path) -> None:
     assert SECRET not in result.stdout + result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "has no org.apache.zookeeper.server.auth.DigestLoginModule" in line
+
+
+# -- coordkit serve --config zookeeper.set.acl ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "words", "expected"),
+    [
+        ("zookeeper://u:p@h:1/c", ["zookeeper.set.acl=true"], "zookeeper://u:p@h:1/c?set_acl=true"),
+        (
+            "zookeeper://u:p@h:1/c?session_timeout=5",
+            ["zookeeper.set.acl=false"],
+            "zookeeper://u:p@h:1/c?session_timeout=5&set_acl=false",
+        ),
+        (
+            "zookeeper://h:1/c?set_acl=true",
+            ["zookeeper.set.acl=true"],
+            "zookeeper://h:1/c?set_acl=true",
+        ),
+        ("zookeeper://h:1/c", [], "zookeeper://h:1/c"),
+        (
+            "zookeeper://u:p@h:1/c?",
+            ["zookeeper.set.acl=true"],
+            "zookeeper://u:p@h:1/c?set_acl=true",
+        ),
+        (
+            "zookeeper://u:p@h/c?set_acl=1",
+            ["zookeeper.set.acl=true"],
+            "zookeeper://u:p@h/c?set_acl=1",
+        ),
+        ("redis://h:1/0", ["zookeeper.set.acl=false"], "redis://h:1/0"),
+    ],
+)
+def test_zookeeper_set_acl_becomes_the_store_urls_set_acl(
+    url: str, words: list[str], expected: str
+) -> None:
+    assert store_url_for(url, parse_broker_configs(words)) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "word", "message"),
+    [
+        (
+            f"redis://:{SECRET}@h:1/0",
+            "zookeeper.set.acl=true",
+            "--config zookeeper.set.acl=true: the store redis://:***@h:1/0 is not ZooKeeper",
+        ),
+        (
+            f"zookeeper://u:{SECRET}@h:1/c?set_acl=false",
+            "zookeeper.set.acl=true",
+            "zookeeper.set.acl=true and the store URL's set_acl=false disagree",
+        ),
+        ("zookeeper://h:1/c", "zookeeper.set.acl=yes", "'yes' is not a boolean"),
+    ],
+)
+def test_a_zookeeper_set_acl_that_cannot_apply_is_refused(
+    url: str, word: str, message: str
+) -> None:
+    with pytest.raises(BrokerConfigError) as info:
+        store_url_for(url, parse_broker_configs([word]))
+    assert message in str(info.value)
+    assert SECRET not in str(info.value)

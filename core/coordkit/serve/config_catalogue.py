@@ -265,3 +265,157 @@ def _broker_keys() -> dict[str, KafkaConfigKey]:
 
 #: The broker configs DescribeConfigs lists for a broker.
 BROKER_KEYS: Mapping[str, KafkaConfigKey] = _broker_keys()
+
+
+def _group(name: str, type_: str, default: str | None, synonym: str | None, doc: str,
+           **checks: Any) -> KafkaConfigKey:  # fmt: skip
+    return KafkaConfigKey(name, type_, default, synonyms=((synonym or name, 1),), doc=doc,
+                          **checks)  # fmt: skip
+
+
+_SHARE_RESET_DOC = (
+    "The strategy to initialize the share-partition start offset. <ul><li>earliest: "
+    "automatically reset the offset to the earliest offset</li><li>latest: automatically reset "
+    "the offset to the latest offset</li><li>by_duration:&lt;duration&gt;: automatically reset "
+    "the offset to a configured duration from the current timestamp. &lt;duration&gt; must be "
+    "specified in ISO8601 format (PnDTnHnMn.nS). Negative duration is not allowed.</li><li>"
+    "anything else: throw exception to the share consumer.</li></ul>"
+)
+_ISOLATION_DOC = (
+    'Controls how to read records written transactionally. If set to "read_committed", the '
+    "share group will only deliver transactional records which have been committed. If set to "
+    '"read_uncommitted", the share group will return all messages, even transactional messages '
+    "which have been aborted. Non-transactional records will be returned unconditionally in "
+    "either mode."
+)
+_ASSIGNOR_DOC = (
+    "The task assignor to use for this streams group, selected by short name from the "
+    "assignors registered via the broker configuration group.streams.assignors. When unset, the "
+    "group defaults to the first assignor configured in the broker's group.streams.assignors "
+    "setting. Changing the assignor does not trigger a rebalance for the group; the new "
+    "assignor takes effect on the next rebalance."
+)
+_DLQ_DOC = (
+    "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group."
+    " If blank (the default), the group does not have a DLQ topic."
+)
+_DLQ_COPY_DOC = (
+    "When writing onto the dead-letter queue topic, whether to copy the original record onto "
+    "the DLQ topic, or just write a record containing the context information headers."
+)
+_TAGS_DOC = (
+    "List of client tag keys used to distribute standby replicas across Kafka Streams "
+    "instances. When configured, and the used broker-side assignor supports it, it will make a "
+    "best-effort to distribute standby tasks over each client tag dimension."
+)
+
+#: Kafka 4.4's group configs (``GroupConfig``) in the order its DescribeConfigs lists them, each
+#: with the broker config it overrides (its synonym, whose value is its default) and Kafka's
+#: ``ConfigDef`` validator; the ranges the broker's configs set are checked in
+#: :mod:`coordkit.serve.apis.configs.groups`.
+GROUP_KEYS: Mapping[str, KafkaConfigKey] = {
+    key.name: key
+    for key in (
+        _group("consumer.session.timeout.ms", "int", "45000",
+               "group.consumer.session.timeout.ms",
+               "The timeout to detect client failures when using the consumer group protocol.",
+               at_least=1),
+        _group("streams.assignor.name", "string", "sticky", "group.streams.assignors",
+               _ASSIGNOR_DOC),
+        _group("consumer.assignment.interval.ms", "int", "1000",
+               "group.consumer.assignment.interval.ms",
+               "The interval between assignment updates for a consumer group.", at_least=0),
+        _group("errors.deadletterqueue.copy.record.enable", "boolean", "false", None,
+               _DLQ_COPY_DOC),
+        _group("share.auto.offset.reset", "string", "latest", None, _SHARE_RESET_DOC),
+        _group("streams.rack.aware.assignment.tags", "list", "",
+               "group.streams.rack.aware.assignment.tags", _TAGS_DOC),
+        _group("share.renew.acknowledge.enable", "boolean", "true", None,
+               "Whether the renew acknowledge type is enabled for the share group."),
+        _group("streams.initial.rebalance.delay.ms", "int", "3000",
+               "group.streams.initial.rebalance.delay.ms",
+               "The amount of time the group coordinator will wait for more streams clients to "
+               "join a new group before performing the first rebalance. A longer delay means "
+               "potentially fewer rebalances.", at_least=0),
+        _group("share.session.timeout.ms", "int", "45000", "group.share.session.timeout.ms",
+               "The timeout to detect client failures when using the share group protocol.",
+               at_least=1),
+        _group("streams.assignment.interval.ms", "int", "1000",
+               "group.streams.assignment.interval.ms",
+               "The interval between assignment updates for a streams group.", at_least=0),
+        _group("share.heartbeat.interval.ms", "int", "5000", "group.share.heartbeat.interval.ms",
+               "The heartbeat interval given to the members of a share group.", at_least=1),
+        _group("streams.heartbeat.interval.ms", "int", "5000",
+               "group.streams.heartbeat.interval.ms",
+               "The heartbeat interval given to the members.", at_least=1),
+        _group("share.delivery.count.limit", "int", "5", "group.share.delivery.count.limit",
+               "The maximum number of delivery attempts for a record delivered to a share "
+               "group.", at_least=2),
+        _group("errors.deadletterqueue.topic.name", "string", "", None, _DLQ_DOC),
+        _group("consumer.heartbeat.interval.ms", "int", "5000",
+               "group.consumer.heartbeat.interval.ms",
+               "The heartbeat interval given to the members of a consumer group.", at_least=1),
+        _group("share.record.lock.duration.ms", "int", "30000",
+               "group.share.record.lock.duration.ms",
+               "The record acquisition lock duration in milliseconds for share groups.",
+               at_least=1000),
+        _group("share.assignment.interval.ms", "int", "1000", "group.share.assignment.interval.ms",
+               "The interval between assignment updates for a share group.", at_least=0),
+        _group("share.isolation.level", "string", "read_uncommitted", None, _ISOLATION_DOC,
+               choices=("read_committed", "read_uncommitted")),
+        _group("streams.session.timeout.ms", "int", "45000", "group.streams.session.timeout.ms",
+               "The timeout to detect client failures when using the streams group protocol.",
+               at_least=1),
+        _group("share.partition.max.record.locks", "int", "2000",
+               "group.share.partition.max.record.locks",
+               "Share-group record lock limit per share-partition.", at_least=100),
+        _group("streams.num.standby.replicas", "int", "0", "group.streams.num.standby.replicas",
+               "The number of standby replicas for each task.", at_least=0),
+    )
+}  # fmt: skip
+#: Group configs Kafka 4.4 accepts but does not describe (internal), in ``GroupConfig``'s order.
+INTERNAL_GROUP_KEYS: Mapping[str, KafkaConfigKey] = {
+    key.name: key
+    for key in (
+        _group("consumer.assignor.offload.enable", "boolean", "true",
+               "group.consumer.assignor.offload.enable",
+               "Whether to offload consumer group assignment to a group coordinator background "
+               "thread."),
+        _group("share.assignor.offload.enable", "boolean", "true",
+               "group.share.assignor.offload.enable", ""),
+        _group("streams.assignor.offload.enable", "boolean", "true",
+               "group.streams.assignor.offload.enable", ""),
+        _group("streams.task.offset.interval.ms", "int", "60000",
+               "group.streams.task.offset.interval.ms", "", at_least=1),
+        _group("streams.num.warmup.replicas", "int", "2", "group.streams.num.warmup.replicas", "",
+               at_least=0),
+        _group("streams.acceptable.recovery.lag", "long", "10000",
+               "group.streams.acceptable.recovery.lag", "", at_least=0),
+    )
+}  # fmt: skip
+#: ``GroupConfig``'s definition order (ConfigDef parses, and refuses, in this order).
+GROUP_DEFINITION_ORDER = (
+    "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+    "consumer.assignment.interval.ms", "consumer.assignor.offload.enable",
+    "share.session.timeout.ms", "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
+    "share.delivery.count.limit", "share.partition.max.record.locks", "share.auto.offset.reset",
+    "share.assignment.interval.ms", "share.assignor.offload.enable",
+    "streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms", "streams.rack.aware.assignment.tags",
+    "streams.assignor.offload.enable", "streams.task.offset.interval.ms",
+    "streams.num.warmup.replicas", "streams.acceptable.recovery.lag", "streams.assignor.name",
+    "share.isolation.level", "share.renew.acknowledge.enable",
+    "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable",
+)  # fmt: skip
+
+#: Kafka 4.4's client-metrics subscription configs (``ClientMetricsConfigs``), in its order.
+CLIENT_METRICS_KEYS: Mapping[str, KafkaConfigKey] = {
+    key.name: key
+    for key in (
+        KafkaConfigKey("interval.ms", "int", "300000",
+                       doc="Metrics push interval in milliseconds"),
+        KafkaConfigKey("match", "list", "", doc="Client match criteria"),
+        KafkaConfigKey("metrics", "list", "", doc="Telemetry metric name prefix list"),
+    )
+}  # fmt: skip

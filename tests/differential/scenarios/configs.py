@@ -17,6 +17,7 @@ from typing import Any
 from coordkit.protocol import messages
 from coordkit.testing.waiting import wait_for
 from differential.harness import WAIT_SECONDS, Side, scenario
+from differential.scenarios.consumer_groups import CONSUMER_GROUPS, Member, create_topics
 
 DESCRIBE = 4
 INCREMENTAL = 1
@@ -233,4 +234,175 @@ def broker_logger_refusals(side: Side) -> list[Any]:
             result.resource_name = result.resource_name.replace(other, "OTHER").replace(
                 asked, "ASKED"
             )
+    return answers
+
+
+# -- Kafka 4's GROUP and CLIENT_METRICS resources, ListConfigResources ----------------------------
+
+CLIENT_METRICS, GROUP = 16, 32
+LISTING = {"ListConfigResources": 1}
+
+
+#: Kafka 4.4's group configs (asked by name: Kafka also lists an internal one whose broker
+#: config only the Kafka cluster is given, ``group.consumer.assignor.offload.enable``).
+GROUP_CONFIGS = (
+    "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
+    "consumer.assignment.interval.ms", "share.session.timeout.ms", "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms", "share.delivery.count.limit",
+    "share.partition.max.record.locks", "share.auto.offset.reset", "share.assignment.interval.ms",
+    "share.isolation.level", "share.renew.acknowledge.enable", "streams.session.timeout.ms",
+    "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
+    "streams.initial.rebalance.delay.ms", "streams.assignment.interval.ms",
+    "streams.rack.aware.assignment.tags", "streams.assignor.name",
+    "errors.deadletterqueue.topic.name", "errors.deadletterqueue.copy.record.enable",
+)  # fmt: skip
+
+
+@scenario("configs.describe_group", versions=VERSIONS)
+def describe_group(side: Side) -> list[Any]:
+    """A group with no configs of its own: Kafka 4.4's group configs, each the broker config
+    it overrides (its value from where the broker has it, with its synonyms), with types and
+    documentation, in Kafka's order; some keys only."""
+    group = side.group()
+    return [describe(side, GROUP, group, GROUP_CONFIGS, documentation=True),
+            describe(side, GROUP, group, ["share.isolation.level", "no.such", "consumer."
+                                          "heartbeat.interval.ms"], synonyms=False)]  # fmt: skip
+
+
+@scenario("configs.group_set_then_delete", versions=ALTERING)
+def group_set_then_delete(side: Side) -> list[Any]:
+    """A group's ``consumer.session.timeout.ms`` (with spaces around), ``share.isolation.level``
+    and a list set: GROUP_CONFIG, the broker's value as a synonym; deleted: the defaults."""
+    group = side.group()
+    keys = ["consumer.session.timeout.ms", "share.isolation.level",
+            "streams.rack.aware.assignment.tags"]  # fmt: skip
+    answers = [incremental(side, GROUP, group, [
+        ("consumer.session.timeout.ms", SET, " 50000 "),
+        ("share.isolation.level", SET, "read_committed"),
+        ("streams.rack.aware.assignment.tags", SET, "a, b")])]  # fmt: skip
+    settled(side, GROUP, group, "consumer.session.timeout.ms", "50000")
+    answers.append(describe(side, GROUP, group, keys))
+    answers.append(incremental(side, GROUP, group, [(k, DELETE, None) for k in keys]))
+    settled(side, GROUP, group, "consumer.session.timeout.ms", "45000")
+    answers.append(describe(side, GROUP, group, keys))
+    return answers
+
+
+@scenario("configs.group_refusals", versions=ALTERING, compare_messages=True)
+def group_refusals(side: Side) -> list[Any]:
+    """Group configs refused with Kafka 4.4's codes and messages: an unknown name, a value that
+    does not parse, one under its validator's floor, one outside the broker's range (session,
+    heartbeat, record lock), the heartbeat checked before the session, a bad reset strategy,
+    isolation level, assignor, DLQ topic, duplicate tags, APPEND, a name twice, a null SET, the
+    empty group altered and described; a good value with ``validate_only`` accepted and not
+    stored."""
+    group = side.group()
+    cases: list[list[tuple[str, int, str | None]]] = [
+        [("bogus", SET, "1")],
+        [("consumer.session.timeout.ms", SET, "abc")],
+        [("share.delivery.count.limit", SET, "1")],
+        [("consumer.session.timeout.ms", SET, "1000")],
+        [("consumer.heartbeat.interval.ms", SET, "60000")],
+        [("share.record.lock.duration.ms", SET, "99999999")],
+        [("consumer.session.timeout.ms", SET, "50000"),
+         ("consumer.heartbeat.interval.ms", SET, "50000")],
+        [("share.auto.offset.reset", SET, "bad")],
+        [("share.isolation.level", SET, "bad")],
+        [("streams.num.standby.replicas", SET, "99")],
+        [("streams.assignor.name", SET, "nope")],
+        [("errors.deadletterqueue.topic.name", SET, "__x")],
+        [("streams.rack.aware.assignment.tags", SET, "a,a")],
+        [("consumer.session.timeout.ms", APPEND, "5")],
+        [("share.session.timeout.ms", SET, "45000"), ("share.session.timeout.ms", SET, "46000")],
+        [("share.session.timeout.ms", SET, None)],
+    ]  # fmt: skip
+    answers = [incremental(side, GROUP, group, configs) for configs in cases]
+    answers.append(incremental(side, GROUP, "", [("consumer.session.timeout.ms", SET, "50000")]))
+    answers.append(describe(side, GROUP, ""))
+    answers.append(incremental(side, GROUP, group, [("share.auto.offset.reset", SET,
+                                                     "by_duration:PT1H")], validate_only=True))  # fmt: skip
+    answers.append(describe(side, GROUP, group, ["share.auto.offset.reset"]))
+    return answers
+
+
+@scenario("configs.client_metrics", versions=ALTERING, compare_messages=True)
+def client_metrics(side: Side) -> list[Any]:
+    """A client-metrics subscription: described before it exists (the defaults, no synonyms),
+    set (CLIENT_METRICS_CONFIG), refused (an unknown name, an interval out of range, a bad match,
+    the empty name altered and described), then deleted."""
+    name = side.group("sub")
+    keys = ["interval.ms", "match", "metrics"]
+    answers = [describe(side, CLIENT_METRICS, name, documentation=True)]
+    answers.append(incremental(side, CLIENT_METRICS, name, [
+        ("interval.ms", SET, "1000"), ("metrics", SET, "org.apache.kafka.producer."),
+        ("match", SET, "client_id=abc")]))  # fmt: skip
+    settled(side, CLIENT_METRICS, name, "interval.ms", "1000")
+    answers.append(describe(side, CLIENT_METRICS, name))
+    for configs in ([("bogus", SET, "1")], [("interval.ms", SET, "10")],
+                    [("match", SET, "bogus=1")], [("match", SET, "client_id=[")]):  # fmt: skip
+        answers.append(incremental(side, CLIENT_METRICS, name, configs))
+    answers.append(incremental(side, CLIENT_METRICS, "", [("interval.ms", SET, "1000")]))
+    answers.append(describe(side, CLIENT_METRICS, ""))
+    answers.append(incremental(side, CLIENT_METRICS, name, [(k, DELETE, None) for k in keys]))
+    settled(side, CLIENT_METRICS, name, "interval.ms", "300000")
+    answers.append(describe(side, CLIENT_METRICS, name, keys))
+    return answers
+
+
+def list_resources(side: Side, types: Sequence[int] | None, version: int = 1) -> Any:
+    """ListConfigResources, keeping the scenario's groups and subscriptions, the brokers
+    (their ids as their positions) and no topic but the scenario's."""
+    Request: Any = messages.ListConfigResourcesRequest
+    request = Request() if types is None else Request(resource_types=list(types))
+    answer = side.call(0, request, version)
+    kept = []
+    for resource in answer.config_resources:
+        kind = getattr(resource, "resource_type", CLIENT_METRICS)
+        if kind in (BROKER, BROKER_LOGGER):
+            resource.resource_name = f"broker-{side.index_of(int(resource.resource_name))}"
+        elif not resource.resource_name.startswith(side.prefix):
+            continue
+        kept.append(resource)
+    answer.config_resources = sorted(kept, key=lambda r: (-r.resource_type, r.resource_name))
+    return answer
+
+
+@scenario("configs.list_config_resources", versions={**ALTERING, **LISTING})
+def list_config_resources(side: Side) -> list[Any]:
+    """ListConfigResources: a group with configs, a subscription, the brokers as BROKER and
+    BROKER_LOGGER, a topic; every type at once; a type Kafka cannot list (UNSUPPORTED_VERSION)."""
+    group, subscription, topic = side.group(), side.group("sub"), side.topic()
+    side.create_topic(topic)
+    incremental(side, GROUP, group, [("consumer.session.timeout.ms", SET, "50000")])
+    incremental(side, CLIENT_METRICS, subscription, [("interval.ms", SET, "1000")])
+    settled(side, GROUP, group, "consumer.session.timeout.ms", "50000")
+    settled(side, CLIENT_METRICS, subscription, "interval.ms", "1000")
+    wait_for(lambda: len(list_resources(side, [GROUP]).config_resources) == 1, WAIT_SECONDS,
+             f"{side.name}: the group listed")  # fmt: skip
+    answers = [list_resources(side, types)
+               for types in ([GROUP], [CLIENT_METRICS], [BROKER, BROKER_LOGGER], [TOPIC], [],
+                             [99])]  # fmt: skip
+    incremental(side, GROUP, group, [("consumer.session.timeout.ms", DELETE, None)])
+    incremental(side, CLIENT_METRICS, subscription, [("interval.ms", DELETE, None)])
+    return answers
+
+
+@scenario("configs.group_heartbeat_interval", versions={**ALTERING, **CONSUMER_GROUPS})
+def group_heartbeat_interval(side: Side) -> list[Any]:
+    """A consumer group's own ``consumer.heartbeat.interval.ms`` (8 s, the broker's 5 s) is
+    the interval its members are given, from the next heartbeat; deleted: the broker's
+    again."""
+    name, group = side.topic(), side.group()
+    create_topics(side, group, {name: 1})
+    member = Member(side, group, [name])
+    answers = [member.join()]
+    answers.append(incremental(side, GROUP, group, [("consumer.heartbeat.interval.ms", SET,
+                                                     "8000")]))  # fmt: skip
+    settled(side, GROUP, group, "consumer.heartbeat.interval.ms", "8000")
+    answers.append(wait_for(lambda: (a := member.send())["heartbeat_interval_ms"] == 8000 and a,
+                            WAIT_SECONDS, f"{side.name}: the group's interval given"))  # fmt: skip
+    answers.append(incremental(side, GROUP, group, [("consumer.heartbeat.interval.ms", DELETE,
+                                                     None)]))  # fmt: skip
+    answers.append(wait_for(lambda: (a := member.send())["heartbeat_interval_ms"] == 5000 and a,
+                            WAIT_SECONDS, f"{side.name}: the broker's interval given"))  # fmt: skip
     return answers

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import EngineObserver, StateChange
+from coordkit.engine.group_configs import GroupConfigs
 from coordkit.engine.groups import metadata
 from coordkit.engine.groups.deletion import GroupDeletion
 from coordkit.engine.groups.events import GroupObserver
@@ -131,12 +132,15 @@ class GroupCoordinator(EngineObserver):
                                       lambda: self.closed)  # fmt: skip
         # KIP-848's consumer groups, with the server assignors group.consumer.assignors names.
         self.topics_image = TopicsImage(store)
+        # Kafka 4's per-group configs (session timeout, heartbeat interval), followed by watches.
+        self.group_configs = GroupConfigs(store)
         self.consumer_groups = ConsumerGroupService(
             ConsumerGroupHeartbeats(
                 config,
                 clock,
                 {n: strategies.server_assignor(n) for n in config.consumer_group_assignors},
                 self.topics_image,
+                self.group_configs,
             ),
             self.hosting,
             lambda group_id, create: self._lookup(group_id, create=create),
@@ -160,6 +164,7 @@ class GroupCoordinator(EngineObserver):
             return
         self._closed.set()
         self._kill(self.hosting.forget_all())
+        self.group_configs.close()
         ticker = self._ticker
         if ticker is not None and ticker is not threading.current_thread():
             ticker.join(timeout=5)

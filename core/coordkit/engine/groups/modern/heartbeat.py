@@ -24,6 +24,11 @@ from collections.abc import Mapping
 import attrs
 
 from coordkit.engine.config import EngineConfig
+from coordkit.engine.group_configs import (
+    CONSUMER_HEARTBEAT_INTERVAL_MS,
+    CONSUMER_SESSION_TIMEOUT_MS,
+    GroupConfigs,
+)
 from coordkit.engine.groups.modern.group import ConsumerGroup
 from coordkit.engine.groups.modern.member import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -61,6 +66,8 @@ class ConsumerGroupHeartbeats:
 
     :param assignors: the server-side assignors ``group.consumer.assignors`` names, in its order
         (the first is the default).
+    :param group_configs: each group's own ``consumer.session.timeout.ms`` and
+        ``consumer.heartbeat.interval.ms`` (Kafka 4's group configs), over the broker's.
     """
 
     def __init__(
@@ -69,8 +76,10 @@ class ConsumerGroupHeartbeats:
         clock: Clock,
         assignors: Mapping[str, ServerAssignor],
         topics: TopicsImage,
+        group_configs: GroupConfigs | None = None,
     ):
         self.config = config
+        self.group_configs = group_configs
         self.clock = clock
         self.assignors = dict(assignors)
         self.topics = topics
@@ -85,6 +94,22 @@ class ConsumerGroupHeartbeats:
     @property
     def heartbeat_interval_ms(self) -> int:
         return round(self.config.consumer_group_heartbeat_interval * 1000)
+
+    def group_heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms``, else the broker's."""
+        if self.group_configs is not None:
+            own = self.group_configs.int_value(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS)
+            if own is not None:
+                return own
+        return self.heartbeat_interval_ms
+
+    def group_session_timeout(self, group_id: str) -> float:
+        """The group's ``consumer.session.timeout.ms`` in seconds, else the broker's."""
+        if self.group_configs is not None:
+            own = self.group_configs.int_value(group_id, CONSUMER_SESSION_TIMEOUT_MS)
+            if own is not None:
+                return own / 1000
+        return self.config.consumer_group_session_timeout
 
     # -- validation ------------------------------------------------------------------------------
 
@@ -224,7 +249,7 @@ class ConsumerGroupHeartbeats:
         return ConsumerGroupHeartbeatResponse(
             member_id=reconciled.member_id,
             member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.group_heartbeat_interval_ms(group.group_id),
             assignment=reconciled.assigned_partitions if full or changed else None,
         )
 
@@ -349,9 +374,8 @@ class ConsumerGroupHeartbeats:
 
     def touch(self, group: ConsumerGroup, member_id: str) -> None:
         """The member's session starts again."""
-        group.session_deadlines[member_id] = (
-            self.clock.monotonic() + self.config.consumer_group_session_timeout
-        )
+        timeout = self.group_session_timeout(group.group_id)
+        group.session_deadlines[member_id] = self.clock.monotonic() + timeout
 
     # -- leaving, fencing, expiry ----------------------------------------------------------------
 

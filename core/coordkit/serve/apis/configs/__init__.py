@@ -3,6 +3,9 @@
 
 * :mod:`.describe` — DescribeConfigs;
 * :mod:`.alter` — AlterConfigs, IncrementalAlterConfigs;
+* :mod:`.groups` — Kafka 4's GROUP and CLIENT_METRICS resources;
+* :mod:`.quotas` — DescribeClientQuotas, AlterClientQuotas;
+* :mod:`.listing` — ListConfigResources;
 * :mod:`.values` — a config's value, source and synonyms, as Kafka works them out.
 
 :data:`CONFIG_APIS` is what the dispatcher serves: api name → (lowest, highest version, handler).
@@ -14,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordkit.protocol import Request
-from coordkit.serve.apis.configs import alter, describe
+from coordkit.serve.apis.configs import alter, describe, listing, quotas
 from coordkit.serve.context import BrokerContext
 
 ConfigHandler = Callable[[BrokerContext, Request], Awaitable[Any]]
@@ -26,6 +29,9 @@ CONFIG_APIS: dict[str, tuple[int, int, ConfigHandler]] = {
         *alter.INCREMENTAL_VERSIONS,
         alter.handle_incremental_alter_configs,
     ),
+    "DescribeClientQuotas": (*quotas.VERSIONS, quotas.handle_describe_client_quotas),
+    "AlterClientQuotas": (*quotas.VERSIONS, quotas.handle_alter_client_quotas),
+    "ListConfigResources": (*listing.VERSIONS, listing.handle_list_config_resources),
 }
 
 __all__ = ["CONFIG_APIS"]

@@ -8,6 +8,7 @@ as Kafka checks it, before anything is written; one refused resource leaves the 
 * BROKER ``N`` or ``""`` (``<default>``): a config Kafka cannot change dynamically is
   INVALID_REQUEST (``Cannot update these configs dynamically: [...]``); a known one with a bad
   value INVALID_CONFIG; a name Kafka does not know is kept, as Kafka 4.4 keeps it.
+* GROUP and CLIENT_METRICS: checked whole after the change, as Kafka 4.4 (:mod:`.groups`).
 * BROKER_LOGGER ``N`` (IncrementalAlterConfigs only): a logger's level, set or given back to its
   parent's, at once and never stored (:mod:`.loggers`).
 * IncrementalAlterConfigs' operations: SET, DELETE, APPEND and SUBTRACT (lists only; APPEND to a
@@ -22,7 +23,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
+from coordkit.engine.configs import BROKERS, CLIENT_METRICS, GROUPS, TOPICS, ConfigAdmin
 from coordkit.engine.errors import UnknownTopicError
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka import layout
@@ -31,8 +32,21 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.configs.describe import broker_sources, check_topic_name
 from coordkit.serve.apis.configs.errors import RefusedError
+from coordkit.serve.apis.configs.groups import (
+    check_client_metrics,
+    check_group,
+    client_metrics_entity,
+    group_entity,
+)
 from coordkit.serve.apis.configs.loggers import alter_loggers
-from coordkit.serve.apis.configs.values import BROKER, BROKER_LOGGER, TOPIC, topic_value
+from coordkit.serve.apis.configs.values import (
+    BROKER,
+    BROKER_LOGGER,
+    GROUP,
+    TOPIC,
+    topic_value,
+)
+from coordkit.serve.apis.configs.values import CLIENT_METRICS as CLIENT_METRICS_RESOURCE
 from coordkit.serve.authorization import config_refusal
 from coordkit.serve.config_catalogue import BROKER_KEYS, TOPIC_KEYS, InvalidConfigValueError
 from coordkit.serve.context import BrokerContext
@@ -57,6 +71,10 @@ def _entity(resource_type: int, name: str) -> tuple[str, str]:
         if not name.isdigit():
             raise RefusedError(errors.INVALID_REQUEST, f"Invalid broker name {name}")
         return BROKERS, str(int(name))
+    if resource_type == GROUP:
+        return group_entity(name)
+    if resource_type == CLIENT_METRICS_RESOURCE:
+        return client_metrics_entity(name)
     raise RefusedError(errors.INVALID_REQUEST, f"Unknown resource type {resource_type}")
 
 
@@ -166,7 +184,12 @@ def _alter_resource(ctx: BrokerContext, resource: Any, validate_only: bool, incr
             _current(ctx, entity_type, name)  # the topic exists
             changed = {c.name: c.value for c in resource.configs}
             updated = {k: v for k, v in changed.items() if v is not None}
-        _check(entity_type, changed)
+        if entity_type == GROUPS:
+            check_group(ctx, updated)
+        elif entity_type == CLIENT_METRICS:
+            check_client_metrics(updated)
+        else:
+            _check(entity_type, changed)
         if not validate_only:
             ConfigAdmin(ctx.broker.store).write(entity_type, name, updated)
             log.info("broker %s: configs of %s/%s now %s",

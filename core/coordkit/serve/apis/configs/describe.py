@@ -10,7 +10,9 @@
   dynamically; BROKER ``""``: the cluster-wide dynamic configs only. Another broker's id:
   INVALID_REQUEST, as Kafka.
 * BROKER_LOGGER ``N``: the process's loggers and their levels (:mod:`.loggers`).
-* Other resource types (GROUP, CLIENT_METRICS): INVALID_REQUEST.
+* GROUP, CLIENT_METRICS: Kafka 4's group configs and client-metrics subscriptions
+  (:mod:`.groups`).
+* Other resource types: INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -27,12 +29,15 @@ from coordkit.kafka.model import validate_topic_name
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.configs.errors import RefusedError
+from coordkit.serve.apis.configs.groups import describe_client_metrics, describe_group
 from coordkit.serve.apis.configs.loggers import DYNAMIC_BROKER_LOGGER_CONFIG, describe_loggers
 from coordkit.serve.apis.configs.values import (
     BROKER,
     BROKER_LOGGER,
+    CLIENT_METRICS,
     DEFAULT_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
+    GROUP,
     RESOURCE_TYPES,
     TOPIC,
     BrokerSources,
@@ -176,10 +181,28 @@ def _loggers(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body:
     ]
 
 
+def _catalogued(key: KafkaConfigKey, entries: list[Entry], body: Any, value: str | None = None
+                ) -> Any:  # fmt: skip
+    """A config of a group or a subscription: the first entry's value (``value``: none)."""
+    return _entry(key, key.name, entries, entries[0].value if entries else value,
+                  body.include_synonyms, body.include_documentation)  # fmt: skip
+
+
+def _group(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any) -> list[Any]:
+    return describe_group(ctx, name, wanted, body, _catalogued)
+
+
+def _client_metrics(ctx: BrokerContext, name: str, wanted: Callable[[str], bool], body: Any
+                    ) -> list[Any]:  # fmt: skip
+    return describe_client_metrics(ctx, name, wanted, body, _catalogued)
+
+
 HANDLERS: Mapping[int, Callable[[BrokerContext, str, Callable[[str], bool], Any], list[Any]]] = {
     TOPIC: _topic,
     BROKER: _broker,
     BROKER_LOGGER: _loggers,
+    GROUP: _group,
+    CLIENT_METRICS: _client_metrics,
 }
 
 

@@ -32,8 +32,10 @@ from coordkit.serve.config_catalogue import (
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
-RESOURCE_TYPES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER", 16: "GROUP",
-                  32: "CLIENT_METRICS"}  # fmt: skip
+CLIENT_METRICS = 16
+GROUP = 32
+RESOURCE_TYPES = {TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
+                  CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}  # fmt: skip
 # Kafka's ConfigSource ids.
 TOPIC_CONFIG = 1
 DYNAMIC_BROKER_CONFIG = 2
