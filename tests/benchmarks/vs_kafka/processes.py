@@ -6,7 +6,11 @@ nodes (combined broker+controller), replication factor 3 everywhere:
   ``--producers`` threads with a librdkafka producer each (the settings of
   :func:`vs_kafka.throughput.produce`: linger.ms=5, idempotent) into a topic of 6 partitions:
   records/s, and the p50/p99 of each record's time from ``produce()`` to its acknowledgement
-  (at full speed mostly the wait in the producer's queue), after a warm-up of as many records
+  (at full speed mostly the wait in the producer's queue, so it follows the throughput: a side
+  slower than the producers' own pace queues what the other answers at once), and the p99 of
+  the produce requests' round trips to the brokers (``request p99 ms``: librdkafka's statistics,
+  each second's p99 weighted by its requests: the brokers' latency at full speed, without the
+  queue), after a warm-up of as many records
   (at most 20,000) into another topic; then ``--rate`` records/s for ``--seconds`` from one
   producer (linger.ms=0): p50/p99 acknowledgement latency of a cluster that is not saturated;
 * ``processes-failover`` — :func:`vs_kafka.failover.leader_killed_runs` on these clusters: a steady
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import shutil
@@ -134,6 +139,16 @@ def produce(
     acked = [0]
     lock = threading.Lock()
     step = max(1, records // 10)
+    #: (requests, their p99 in ms) of each broker in each statistics window: the brokers' own
+    #: answer time at full speed, without the wait in the producer's queue.
+    round_trips: list[tuple[int, float]] = []
+
+    def statistics(text: str) -> None:
+        for broker in json.loads(text).get("brokers", {}).values():
+            rtt = broker.get("rtt", {})
+            if broker.get("nodeid", -1) >= 0 and rtt.get("cnt", 0) > 0:
+                with lock:
+                    round_trips.append((rtt["cnt"], rtt["p99"] / 1000))
 
     def delivered(error: Any, sent: float) -> None:
         latency = (time.perf_counter() - sent) * 1000
@@ -147,7 +162,8 @@ def produce(
 
     def run(count: int, first: int) -> None:
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                             "enable.idempotence": True, **failover.QUIET})  # fmt: skip
+                             "enable.idempotence": True, "statistics.interval.ms": 1000,
+                             "stats_cb": statistics, **failover.QUIET})  # fmt: skip
         value = b"x" * size
         for i in range(first, first + count):
             sent = time.perf_counter()
@@ -172,8 +188,12 @@ def produce(
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
+    requests = sum(count for count, _ in round_trips)
+    request_p99 = (sum(count * p99 for count, p99 in round_trips) / requests if requests
+                   else math.nan)  # fmt: skip
     return {"rec/s": records / elapsed, "MB/s": records * size / elapsed / 1e6,
             "p50 ms": percentile(latencies, 0.5), "p99 ms": percentile(latencies, 0.99),
+            "request p99 ms": request_p99,
             "failed": float(failed[0]), "unacked": float(records - acked[0])}  # fmt: skip
 
 
