@@ -331,8 +331,16 @@ def test_float64_uint16_nullable_structs_uuid_arrays_and_tagged_bytes() -> None:
 
 def _kafka_python_class(name: str) -> Any:
     from kafka.protocol import sasl
-    from kafka.protocol.admin import (acl, client_quotas, cluster, configs, groups, topics,
-                                      transactions, users)  # fmt: skip
+    from kafka.protocol.admin import (
+        acl,
+        client_quotas,
+        cluster,
+        configs,
+        groups,
+        topics,
+        transactions,  # fmt: skip
+        users,
+    )
     from kafka.protocol.consumer import fetch, group, offsets
     from kafka.protocol.metadata import api_versions, find_coordinator, metadata
     from kafka.protocol.producer import produce, transaction
