@@ -30,7 +30,7 @@ Produce = messages.ProduceRequest
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
-UNSUPPORTED_VERSION = 35
+NOT_COORDINATOR = 16
 
 
 def _batch(pid: int, epoch: int, seq: int, *values: bytes, transactional: bool = False) -> bytes:
@@ -145,10 +145,14 @@ def test_init_producer_id_hands_out_unique_ids_from_the_store(
     assert all(0 <= i < 3 * BLOCK_SIZE for i in ids)
 
 
-def test_a_transactional_id_is_refused(in_process: InProcessFactory, raw_client: Any) -> None:
+def test_a_transactional_id_goes_to_its_coordinator(
+    in_process: InProcessFactory, raw_client: Any
+) -> None:
+    """A transactional id is its transaction coordinator's (tests/transactions): before
+    ``__transaction_state`` has a leader here the broker is not its coordinator."""
     server = in_process(brokers=1)
     response = _init(raw_client(server.address(0)), 4, transactional_id="txn-1")
-    assert (response.error_code, response.producer_id) == (UNSUPPORTED_VERSION, -1)
+    assert (response.error_code, response.producer_id) == (NOT_COORDINATOR, -1)
 
 
 def test_a_retried_produce_is_not_duplicated(in_process: InProcessFactory, raw_client: Any) -> None:

@@ -137,6 +137,24 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("group.consumer.max.size", "int", INT32_MAX,
                   "The most members a consumer group may have.",
                   "engine", "consumer_group_max_size", 1),
+        # The transaction coordinator (issue 38): Kafka's TransactionStateManagerConfig and
+        # TransactionLogConfig.
+        ConfigKey("transaction.max.timeout.ms", "int", 900_000,
+                  "The longest transaction timeout a producer may ask for.",
+                  "serve", "transaction_max_timeout_ms", 1),
+        ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10_000,
+                  "How often each transaction coordinator aborts the transactions open past "
+                  "their timeout (and completes the prepared ones it took over).",
+                  "serve", "transaction_abort_timed_out_cleanup_interval_ms", 1),
+        ConfigKey("transaction.state.log.num.partitions", "int", 50,
+                  "The partitions of __transaction_state when it is created.",
+                  "serve", "transaction_state_num_partitions", 1),
+        ConfigKey("transaction.state.log.replication.factor", "short", 3,
+                  "The replication factor of __transaction_state (capped by the live brokers).",
+                  "serve", "transaction_state_replication_factor", 1),
+        ConfigKey("transaction.state.log.min.isr", "int", 2,
+                  "The min.insync.replicas __transaction_state is created with.",
+                  "serve", "transaction_state_min_isr", 1),
         # Share partitions (KIP-932), Kafka 4.4's ShareGroupConfig (a group's configs
         # share.delivery.count.limit, ... override the first three).
         ConfigKey("group.share.delivery.count.limit", "int", 5,

@@ -38,6 +38,7 @@ from coordkit.serve.dataplane.share.share_partition import (
 from coordkit.serve.dataplane.share.share_session import DEFAULT_MAX_SESSIONS
 from coordkit.serve.topic_configs import TopicConfigs
 from coordkit.serve.topic_ids import TopicIds
+from coordkit.serve.transactions.config import TransactionSettings
 from coordkit.strategies.authorization import Authorizer
 
 T = TypeVar("T")
@@ -82,6 +83,14 @@ class ServeSettings:
     share_record_lock_duration_ms: int = DEFAULT_RECORD_LOCK_DURATION_MS
     share_partition_max_record_locks: int = DEFAULT_MAX_RECORD_LOCKS
     share_max_share_sessions: int = DEFAULT_MAX_SESSIONS
+    #: The transaction coordinator (issue 38): Kafka's ``transaction.max.timeout.ms``,
+    #: ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` and
+    #: ``transaction.state.log.{num.partitions,replication.factor,min.isr}``.
+    transaction_max_timeout_ms: int = 900_000
+    transaction_abort_timed_out_cleanup_interval_ms: int = 10_000
+    transaction_state_num_partitions: int = 50
+    transaction_state_replication_factor: int = 3
+    transaction_state_min_isr: int = 2
 
     @property
     def share(self) -> ShareSettings:
@@ -92,6 +101,17 @@ class ServeSettings:
             self.share_partition_max_record_locks,
         )
         return ShareSettings(partition, max_share_sessions=self.share_max_share_sessions)
+
+    @property
+    def transactions(self) -> TransactionSettings:
+        """The transaction coordinator's settings."""
+        return TransactionSettings(
+            max_timeout_ms=self.transaction_max_timeout_ms,
+            abort_timed_out_cleanup_interval_ms=self.transaction_abort_timed_out_cleanup_interval_ms,
+            num_partitions=self.transaction_state_num_partitions,
+            replication_factor=self.transaction_state_replication_factor,
+            min_isr=self.transaction_state_min_isr,
+        )
 
 
 @attrs.define(eq=False)

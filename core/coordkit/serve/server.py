@@ -51,6 +51,7 @@ from coordkit.serve.listeners.bound import bind_listeners
 from coordkit.serve.serving_cluster import ServingCluster
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
+from coordkit.serve.transactions.coordinator import close_coordinators, start_coordinators
 from coordkit.store.tree import children
 from coordkit.strategies.authorization import Authorizer
 
@@ -437,6 +438,7 @@ class KafkaServer:
                 remote.start()
             for manager in self.log_managers:
                 manager.start()
+            start_coordinators(listener.ctx for listener in self.listeners)
             if ready is not None:
                 ready()
             try:
@@ -452,6 +454,7 @@ class KafkaServer:
                     await remote.close()
                 for manager in self.log_managers:
                     await manager.close()
+                await close_coordinators(listener.ctx for listener in self.listeners)
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its

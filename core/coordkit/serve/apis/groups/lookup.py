@@ -3,7 +3,9 @@
 The coordinator of a group is the leader of its ``__consumer_offsets`` partition, read from the
 partition's state in the store; the first lookup creates the offsets topic (as Kafka does) and is
 answered COORDINATOR_NOT_AVAILABLE until its partitions have leaders. v4+ looks up a batch of
-keys. Only group keys (key type 0) are served: a transactional id gets INVALID_REQUEST.
+keys. A transactional id (key type 1) is answered the same way from ``__transaction_state``
+(:mod:`coordkit.serve.transactions.state_manager`), Describe on it checked
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED); other key types get INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -19,18 +21,22 @@ from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.authorization import GROUP_AUTHORIZATION_FAILED, allowed_names
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.transactions.state_manager import TransactionStateManager
 
 Response = messages.FindCoordinatorResponse
 Coordinator = nested(Response, "Coordinator")
-#: FindCoordinator versions served (v4 batches keys; v5 only adds an error code for
-#: transactions, which are not served).
+#: FindCoordinator versions served (v4 batches keys; v5 only adds an error code of transaction
+#: version 2, TRANSACTION_ABORTABLE, never answered here).
 VERSIONS = (0, 5)
 GROUP_KEY = 0
+TRANSACTION_KEY = 1
 BATCHED_VERSION = 4
 
 
 def _find(ctx: BrokerContext, keys: list[str], key_type: int) -> list[tuple[str, int, Any]]:
     """Per key: ``(key, error code, BrokerInfo and id or None)`` (store work, off the loop)."""
+    if key_type == TRANSACTION_KEY:
+        return _find_transaction_coordinators(ctx, keys)
     if key_type != GROUP_KEY:
         return [(key, errors.INVALID_REQUEST, None) for key in keys]
     brokers: dict[int, BrokerInfo] | None = None
@@ -52,6 +58,26 @@ def _find(ctx: BrokerContext, keys: list[str], key_type: int) -> list[tuple[str,
             found.append((key, errors.COORDINATOR_NOT_AVAILABLE, None))
         else:
             found.append((key, errors.NONE, (answer.coordinator, info)))
+    return found
+
+
+def _find_transaction_coordinators(
+    ctx: BrokerContext, keys: list[str]
+) -> list[tuple[str, int, Any]]:
+    """Per transactional id: the leader of its ``__transaction_state`` partition."""
+    states = TransactionStateManager(ctx, ctx.settings.transactions)
+    described = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, keys)
+    brokers = dict(read_brokers(ctx.broker.store))
+    found: list[tuple[str, int, Any]] = []
+    for key in keys:
+        if not key:
+            found.append((key, errors.INVALID_REQUEST, None))
+        elif key not in described:
+            found.append((key, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None))
+        elif (leader := states.leader_of(key)) is None or leader not in brokers:
+            found.append((key, errors.COORDINATOR_NOT_AVAILABLE, None))
+        else:
+            found.append((key, errors.NONE, (leader, brokers[leader])))
     return found
 
 

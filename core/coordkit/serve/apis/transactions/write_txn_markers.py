@@ -9,6 +9,12 @@ completes the transaction only once every partition's marker is replicated), wit
 broker's ``request.timeout.ms`` (REQUEST_TIMED_OUT). A partition this broker does not lead is
 NOT_LEADER_OR_FOLLOWER, one the cluster does not have UNKNOWN_TOPIC_OR_PARTITION.
 
+A marker to a ``__consumer_offsets`` partition ends the producer's offsets committed inside the
+transaction (TxnOffsetCommit) to the groups of that partition, which this broker coordinates:
+stored as committed with a commit marker, dropped with an abort
+(:mod:`coordkit.serve.transactions.txn_offsets`); offsets the store did not take are kept and the
+partition answered COORDINATOR_NOT_AVAILABLE, so that the coordinator sends the marker again.
+
 Version 1 (Kafka 3.9's and 4's baseline, flexible) and 2 (KIP-1228: the transaction version of
 the marker, which a leader without partition verification does not need).
 """
@@ -16,9 +22,13 @@ the marker, which a leader without partition verification does not need).
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from typing import Any
 
+from coordkit.errors import StoreError
 from coordkit.kafka.acls import AclOperation
+from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.authorization import CLUSTER_AUTHORIZATION_FAILED, cluster_allowed
@@ -26,6 +36,9 @@ from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log_transactions import append_end_txn_marker
 from coordkit.serve.dataplane.transaction_index import EndTxnMarker
+from coordkit.serve.transactions.coordinator import coordinator_of
+
+log = logging.getLogger("coordkit.serve")
 
 Response = messages.WriteTxnMarkersResponse
 MarkerResult = nested(Response, "WritableTxnMarkerResult")
@@ -55,6 +68,26 @@ def _append(ctx: BrokerContext, marker: Any, topic: str, partition: int) -> tupl
     return errors.NONE, offset + 1
 
 
+async def _end_txn_offsets(ctx: BrokerContext, marker: Any, partition: int) -> int:
+    """The producer's pending offsets of the groups of offsets partition ``partition``
+    stored (commit) or dropped (abort)."""
+    group_coordinator = ctx.broker.group_coordinator
+    pending = coordinator_of(ctx).txn_offsets
+    found = pending.pending(marker.producer_id,
+                            lambda group: group_coordinator.partition_for(group) == partition)  # fmt: skip
+    if marker.transaction_result:
+        storage = group_coordinator.offset_storage
+        try:
+            for group, offsets in found.items():
+                await ctx.blocking(functools.partial(storage.commit, group, offsets))
+        except StoreError as exc:
+            log.warning("broker %s: offsets of producer %s not stored: %s", ctx.broker_id,
+                        marker.producer_id, exc)  # fmt: skip
+            return errors.COORDINATOR_NOT_AVAILABLE
+    pending.discard(marker.producer_id, list(found))
+    return errors.NONE
+
+
 async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> Any:
     permitted = cluster_allowed(ctx, AclOperation.CLUSTER_ACTION)
     results = []
@@ -69,6 +102,8 @@ async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> Any:
                     answer.error_code = CLUSTER_AUTHORIZATION_FAILED
                 else:
                     answer.error_code, end = _append(ctx, marker, topic.name, index)
+                    if not answer.error_code and topic.name == OFFSETS_TOPIC:
+                        answer.error_code = await _end_txn_offsets(ctx, marker, index)
                     if not answer.error_code:
                         waits.append((answer, (topic.name, index), end))
                 answers.append(answer)

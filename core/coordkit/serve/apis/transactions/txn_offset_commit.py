@@ -1,0 +1,95 @@
+"""TxnOffsetCommit: a transactional producer commits a group's offsets inside its transaction
+(KIP-98; its group coordinator holds them, see :mod:`coordkit.serve.transactions.txn_offsets`,
+until the transaction's marker reaches the group's ``__consumer_offsets`` partition).
+
+As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: Write on the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED for every partition), Read on the group
+(GROUP_AUTHORIZATION_FAILED), Read on each topic (TOPIC_AUTHORIZATION_FAILED); a partition the
+cluster does not have is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not coordinate the group
+answers NOT_COORDINATOR; metadata longer than Kafka's ``offset.metadata.max.bytes`` (4096) is
+OFFSET_METADATA_TOO_LARGE; an epoch older than one the producer committed with before,
+INVALID_PRODUCER_EPOCH. Versions 0-4 (v5 adds AddOffsetsToTxn's work under transaction version
+2, v6 names topics by id: not served). The member id and generation of v3+ (KIP-447) are not
+checked against the group.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from coordkit.kafka.acls import AclOperation, ResourceType
+from coordkit.kafka.coordinators import OFFSETS_TOPIC
+from coordkit.kafka.model import TopicPartition
+from coordkit.protocol import Request, messages
+from coordkit.serve import errors
+from coordkit.serve.authorization import (
+    GROUP_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    allowed,
+    allowed_names,
+)
+from coordkit.serve.classes import nested
+from coordkit.serve.context import BrokerContext
+from coordkit.serve.transactions.coordinator import coordinator_of
+from coordkit.strategies.offsets import OffsetAndMetadata
+
+Response = messages.TxnOffsetCommitResponse
+TopicAnswer = nested(Response, "TxnOffsetCommitResponseTopic")
+PartitionAnswer = nested(Response, "TxnOffsetCommitResponsePartition")
+
+VERSIONS = (0, 4)
+#: Kafka's ``offset.metadata.max.bytes`` default.
+OFFSET_METADATA_MAX_BYTES = 4096
+OFFSET_METADATA_TOO_LARGE = 12
+
+
+def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
+    body = request.body
+    wanted = {(t.name, p.partition_index): p for t in body.topics for p in t.partitions}
+    if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+        return dict.fromkeys(wanted, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return dict.fromkeys(wanted, GROUP_AUTHORIZATION_FAILED)
+    group_coordinator = ctx.broker.group_coordinator
+    if not ctx.leads((OFFSETS_TOPIC, group_coordinator.partition_for(body.group_id))):
+        return dict.fromkeys(wanted, errors.NOT_COORDINATOR)
+    pending = coordinator_of(ctx).txn_offsets
+    if body.producer_epoch < pending.epoch_of(body.producer_id):
+        return dict.fromkeys(wanted, errors.INVALID_PRODUCER_EPOCH)
+    readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in wanted))
+    codes: dict[tuple[str, int], int] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    now = int(time.time() * 1000)
+    for tp, partition in wanted.items():
+        metadata = partition.committed_metadata or ""
+        if tp[0] not in readable:
+            codes[tp] = TOPIC_AUTHORIZATION_FAILED
+        elif ctx.leadership(tp) is None:
+            codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
+        elif len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+            codes[tp] = OFFSET_METADATA_TOO_LARGE
+        elif partition.committed_offset < 0:
+            codes[tp] = errors.INVALID_REQUEST
+        else:
+            codes[tp] = errors.NONE
+            epoch = partition.committed_leader_epoch if request.version >= 2 else -1
+            offsets[TopicPartition(*tp)] = OffsetAndMetadata(
+                partition.committed_offset, metadata, commit_timestamp=now, leader_epoch=epoch
+            )
+    if offsets:
+        pending.add(body.producer_id, body.producer_epoch, body.group_id, offsets)
+    return codes
+
+
+async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> Any:
+    codes = _codes(ctx, request)
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            PartitionAnswer(partition_index=partition, error_code=code)
+        )
+    return Response(
+        throttle_time_ms=0,
+        topics=[TopicAnswer(name=topic, partitions=answers) for topic, answers in by_topic.items()],
+    )
