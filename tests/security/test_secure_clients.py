@@ -148,6 +148,11 @@ def test_aiokafka_over_mutual_tls(secure: SecureServe, pems: Path) -> None:
         ("ssl.client.auth=sometimes", "not one of none, requested, required"),
         ("inter.broker.listener.name=NOPE", "not one of listeners"),
         ("ssl.keystore.type=JKS", "PEM only"),
+        ("connections.max.reauth.ms=-5", "not a number of milliseconds"),
+        (
+            "listener.name.sasl_plaintext.plain.connections.max.reauth.ms=soon",
+            "listener.name.sasl_plaintext.plain.connections.max.reauth.ms=soon: not a number",
+        ),
         ("inter.broker.listener.name=SASL_PLAINTEXT", "sasl.mechanism.inter.broker.protocol="),
     ],
 )

@@ -123,7 +123,7 @@ class BrokerListener:
         try:
             while not self.closing() and (data := await reader.read(READ_CHUNK)):
                 for frame in frames.feed(data):
-                    if sasl is not None and not sasl.complete:
+                    if sasl is not None and sasl.takes(frame):
                         response = await sasl.answer(frame)
                     else:
                         response = await self.dispatcher.answer(frame)

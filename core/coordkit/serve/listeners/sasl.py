@@ -8,7 +8,15 @@ exchange completes closes the connection, as Kafka does; so does a mechanism not
 (answered SASL_AUTHENTICATION_FAILED with Kafka's message first). Once complete, the connection's
 principal is ``User:<name>`` and its requests go to the dispatcher.
 
-Once authenticated, SaslHandshake and SaslAuthenticate reach their handlers here
+KIP-368 re-authentication, as Kafka's ``SaslServerAuthenticator``, ``KafkaChannel`` and
+``SocketServer``: with ``connections.max.reauth.ms`` above 0 for the mechanism, a completed
+exchange answers that lifetime (``session_lifetime_ms``); a SaslHandshake on the authenticated
+connection then begins a new exchange (at most one a second) which must end with the same
+principal ("Cannot change principals ...", SASL_AUTHENTICATION_FAILED, closed) and the same
+mechanism (another: the handshake is answered, the next request closes the connection); and a
+request other than that handshake once the session is over closes the connection unanswered.
+
+Otherwise, once authenticated, SaslHandshake and SaslAuthenticate reach their handlers here
 (:data:`SASL_APIS`), which answer ILLEGAL_SASL_STATE as Kafka's ``KafkaApis`` does; a PLAINTEXT or
 SSL listener answers them so from the start.
 """
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -53,10 +62,15 @@ class AuthenticationClosedError(Exception):
         self.response = response
 
 
-def failure_message(mechanism: str) -> str:
+#: Kafka's ``KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``.
+MIN_REAUTH_INTERVAL_SECONDS = 1.0
+
+
+def failure_message(mechanism: str, reauthenticating: bool = False) -> str:
     """Kafka's answer to invalid credentials (it tells no more: not whether the user exists)."""
+    during = "re-authentication" if reauthenticating else "authentication"
     return (
-        "Authentication failed during authentication due to invalid credentials with SASL "
+        f"Authentication failed during {during} due to invalid credentials with SASL "
         f"mechanism {mechanism}"
     )
 
@@ -80,12 +94,54 @@ class SaslAuthenticator:
         self._raw = False
         self._scram: ScramServer | None = None
         self.complete = False
+        #: KIP-368: when the session ends (``time.monotonic``; ``None``: never), when the last
+        #: re-authentication began, and the mechanism and principal being re-authenticated.
+        self._session_end: float | None = None
+        self._last_reauthentication = 0.0
+        self._reauthenticating: tuple[str, KafkaPrincipal] | None = None
+
+    def takes(self, frame: bytes) -> bool:
+        """Whether ``frame`` is the authenticator's to answer: every frame until the exchange
+        completes; then a SaslHandshake beginning a re-authentication (a session with a
+        lifetime, at most one a second: Kafka's ``KafkaChannel.maybeBeginServerReauthentication``).
+
+        :raises AuthenticationClosedError: the session is over and ``frame`` does not begin a
+            re-authentication (Kafka's ``SocketServer`` closes the connection, answering nothing).
+        """
+        if not self.complete:
+            return True
+        now = time.monotonic()
+        handshake = len(frame) >= 2 and struct.unpack(">h", frame[:2])[0] == SASL_HANDSHAKE
+        if (
+            handshake
+            and self._session_end is not None
+            and (
+                not self._last_reauthentication
+                or now - self._last_reauthentication >= MIN_REAUTH_INTERVAL_SECONDS
+            )
+        ):
+            self._last_reauthentication = now
+            self._reauthenticating = (self._mechanism, principal.get())
+            self.complete, self._state, self._scram = False, "REAUTH_PROCESS_HANDSHAKE", None
+            return True
+        if self._session_end is not None and now > self._session_end:
+            raise AuthenticationClosedError(
+                "the SASL session is over (connections.max.reauth.ms) and the client did not "
+                "re-authenticate"
+            )
+        return False
 
     async def answer(self, frame: bytes) -> bytes | None:
         """The answer to ``frame`` (a size-less frame; raw mode: a token).
 
         :raises AuthenticationClosedError: close the connection (after its response).
         """
+        if self._state == "REAUTH_BAD_MECHANISM":
+            assert self._reauthenticating is not None
+            raise AuthenticationClosedError(
+                f"SASL mechanism '{self._mechanism}' requested by client is not supported for "
+                f"re-authentication of mechanism '{self._reauthenticating[0]}'"
+            )
         if self._state == "AUTHENTICATE" and self._raw:
             token = await self._evaluate(frame)
             return struct.pack(">i", len(token)) + token
@@ -122,6 +178,8 @@ class SaslAuthenticator:
         self._mechanism = mechanism
         self._raw = request.version == 0
         self._state = "AUTHENTICATE"
+        if self._reauthenticating is not None and mechanism != self._reauthenticating[0]:
+            self._state = "REAUTH_BAD_MECHANISM"  # answered; the next request closes
         if mechanism in HASHES:
             self._scram = ScramServer(mechanism)
         response = messages.SaslHandshakeResponse(error_code=0, mechanisms=enabled)
@@ -136,8 +194,17 @@ class SaslAuthenticator:
                                 auth_bytes=b"", session_lifetime_ms=0)  # fmt: skip
             raise AuthenticationClosedError(str(exc), self._encode(request, response)) from None
         # Kafka leaves the error message at its default: empty, not null.
+        lifetime = self._session_lifetime_ms() if self.complete else 0
         return self._encode(request, Response(error_code=0, error_message="", auth_bytes=token,
-                                              session_lifetime_ms=0))  # fmt: skip
+                                              session_lifetime_ms=lifetime))  # fmt: skip
+
+    def _session_lifetime_ms(self) -> int:
+        """Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs`` (credentials here never
+        expire): the mechanism's ``connections.max.reauth.ms``; the session ends that long
+        after now."""
+        lifetime = self.security.max_reauth_ms.get(self._mechanism, 0)
+        self._session_end = time.monotonic() + lifetime / 1000 if lifetime > 0 else None
+        return lifetime
 
     async def _evaluate(self, token: bytes) -> bytes:
         """The mechanism's answer to ``token``; on completion the principal is set.
@@ -151,6 +218,8 @@ class SaslAuthenticator:
             except PlainError as exc:
                 raise AuthenticationClosedError(str(exc)) from None
             self._done(user)
+            if self._raw:
+                self._session_lifetime_ms()  # v0's tokens carry no lifetime; the session has one
             return b""
         scram = self._scram
         assert scram is not None
@@ -163,14 +232,32 @@ class SaslAuthenticator:
                 return scram.first(token, credential, user)
             answer = scram.final(token)
         except ScramError as exc:
-            raise AuthenticationClosedError(exc.message or failure_message(mechanism)) from None
+            raise AuthenticationClosedError(
+                exc.message or failure_message(mechanism, self._reauthenticating is not None)
+            ) from None
         assert scram.user is not None
         self._done(scram.user)
+        if self._raw:
+            self._session_lifetime_ms()
         return answer
 
     def _done(self, user: str) -> None:
+        """The exchange succeeded for ``user``.
+
+        :raises AuthenticationClosedError: a re-authentication as another principal.
+        """
+        authenticated = KafkaPrincipal("User", user)
+        if self._reauthenticating is not None:
+            before = self._reauthenticating[1]
+            if authenticated != before:
+                raise AuthenticationClosedError(
+                    "Cannot change principals during re-authentication from "
+                    f"{before.principal_type}.{before.name}: {authenticated.principal_type}."
+                    f"{authenticated.name}"
+                )
+            self._reauthenticating = None
         self.complete = True
-        principal.set(KafkaPrincipal("User", user))
+        principal.set(authenticated)
         log.debug("broker %s: authenticated User:%s with %s", self.ctx.broker_id, user,
                   self._mechanism)  # fmt: skip
 
