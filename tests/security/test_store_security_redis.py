@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -22,6 +23,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordkit.serve import KafkaServer
 from coordkit.testing.servers.redis_server import RedisServer
+from coordkit.testing.servers.zookeeper_server import make_tls_files
+from harness.docs import code_block, page
 from security.test_store_security_zookeeper import Served
 
 PASSWORD = "redis-Zq-secret-5e0c"
@@ -132,8 +135,13 @@ def test_a_wrong_or_missing_password_stops_serve_in_one_line(
         assert hidden[4:] not in result.stderr  # no part of the wrong one either
 
 
-def test_tls_without_the_ca_stops_serve_in_one_line(tls_redis: RedisServer) -> None:
-    url = tls_redis.url(password=TLS_PASSWORD, prefix="x", ssl_ca_certs="/nonexistent/ca.pem")
+@pytest.mark.parametrize("ca", ["other", "missing"])
+def test_tls_with_a_ca_that_does_not_sign_the_server_stops_serve_in_one_line(
+    tls_redis: RedisServer, tmp_path: Path, ca: str
+) -> None:
+    """A CA that did not sign the server's certificate, or no such file: one line, exit 2."""
+    other = make_tls_files(tmp_path).other_ca if ca == "other" else tmp_path / "no-such-ca.pem"
+    url = tls_redis.url(password=TLS_PASSWORD, prefix="x", ssl_ca_certs=str(other))
     result = _serve_once(url)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
@@ -180,3 +188,25 @@ def test_no_password_in_any_log_record_at_debug(
     assert "redis" in caplog.text
     for secret in (PASSWORD, TLS_PASSWORD):
         assert secret not in caplog.text
+
+
+def test_the_docs_session_runs(tls_redis: RedisServer, tmp_path: Path) -> None:
+    """docs/serve.md's Redis session as written: its URL with the server's port, password and CA
+    exchanged for the page's, a broker on it producing and consuming."""
+    export, command = code_block(page("serve.md"), "Redis: password and TLS", "sh").text.split(
+        "\n"
+    )[:2]
+    url = shlex.split(export.removeprefix("export "))[0].split("=", 1)[1]
+    assert url.startswith("rediss://:redis-secret@127.0.0.1:6380/0?ssl_ca_certs=ca.pem")
+    (tmp_path / "ca.pem").write_text(Path(tls_redis.tls_files["ca_cert"]).read_text())
+    url = url.replace("redis-secret", TLS_PASSWORD).replace("6380", str(tls_redis.port))
+    words = shlex.split(command)
+    assert words == ["coordkit", "serve", "--broker-id", "1", "--port", "9092"]
+    served = Served(url, broker_id=1, cwd=tmp_path)
+    try:
+        assert _round_trip(served.bootstrap, "docs", 1) == sorted(
+            f"r{i}".encode() for i in range(RECORDS)
+        )
+    finally:
+        log = served.stop()
+    assert TLS_PASSWORD not in log

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -50,6 +51,7 @@ from coordkit.testing.servers.kafka_tools import JVM_OPTIONS
 from coordkit.testing.servers.zookeeper_sasl import kafka_jvm_options, write_client_jaas
 from coordkit.testing.waiting import wait_for
 from coordkit_zookeeper.security import default_acls
+from harness.docs import code_block, page
 
 ZK_USER = "kafka"
 ZK_PASSWORD = "zk-sasl-secret-8d1e"
@@ -117,13 +119,15 @@ class Served:
     password or the JAAS file's path, is in its environment (``$COORDKIT_STORE``), as a user
     keeps it out of the process list, not in its arguments."""
 
-    def __init__(self, store_url: str, *words: str, broker_id: int = BROKER_ID) -> None:
+    def __init__(
+        self, store_url: str, *words: str, broker_id: int = BROKER_ID, cwd: Path | None = None
+    ) -> None:
         args = [arg for word in words for arg in ("--config", word)]
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from coordkit.cli import main; main()", "serve",
              "--broker-id", str(broker_id), "--port", "0", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, PYTHONUNBUFFERED="1", COORDKIT_STORE=store_url),
+            env=dict(os.environ, PYTHONUNBUFFERED="1", COORDKIT_STORE=store_url), cwd=cwd,
         )  # fmt: skip
         self.printed = ""
         self.bootstrap = ""
@@ -353,3 +357,47 @@ def test_each_side_reads_the_nodes_the_other_wrote(
         "retention.ms": "600000",
     }
     assert read == {"coordkit on kafka's nodes": expected, "kafka on coordkit's nodes": expected}
+
+
+DOCS_SECTION = "ZooKeeper: ACLs and SASL"
+
+
+def test_the_docs_session_runs(zookeeper: StandaloneZooKeeper, tmp_path: Path) -> None:
+    """docs/serve.md's JAAS file and ``coordkit serve`` as written (the ZooKeeper's address and
+    the fixture's password exchanged for the page's), from the directory holding the file."""
+    jaas_text = code_block(page("serve.md"), DOCS_SECTION, "text").text
+    assert 'username="kafka"' in jaas_text
+    (tmp_path / "zk_client_jaas.conf").write_text(
+        jaas_text.replace('password="kafka-zk-secret"', f'password="{ZK_PASSWORD}"')
+    )
+    export, command = code_block(page("serve.md"), DOCS_SECTION, "sh").text.strip().splitlines()
+    url = shlex.split(export.removeprefix("export "))[0].split("=", 1)[1]
+    url = url.replace("127.0.0.1:2181", zookeeper.hosts)
+    words = shlex.split(command)
+    assert words[:4] == ["coordkit", "serve", "--broker-id", str(BROKER_ID)]
+    assert words[4:6] == ["--port", "9092"]
+    configs = words[7::2]
+    assert words[6::2] == ["--config"] * len(configs)
+    served = Served(url, *configs, cwd=tmp_path)
+    client = _sasl_client(zookeeper)
+    try:
+        acl, _ = client.get_acls(f"/kafka/brokers/ids/{BROKER_ID}")
+        assert sorted((a.id.scheme, a.id.id, a.perms) for a in acl) == _rule("/brokers/ids/1")
+    finally:
+        client.stop()
+        log = served.stop()
+    assert ZK_PASSWORD not in log
+    # The same without the JAAS file: refused at start, nothing written.
+    refused = subprocess.run(
+        [sys.executable, "-c", "from coordkit.cli import main; main()", *words[1:]],
+        env=dict(os.environ, COORDKIT_STORE=url.split("?")[0] + "-open"),
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    (line,) = refused.stderr.strip().splitlines()
+    assert "set_acl=true needs an authenticated identity" in line
+    client = _sasl_client(zookeeper)
+    try:
+        assert client.exists("/kafka-open") is None
+    finally:
+        client.stop()
