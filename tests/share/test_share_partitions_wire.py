@@ -36,8 +36,8 @@ AckBatch = nested(AckRequest, "AcknowledgementBatch")
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
-@pytest.fixture
-def server(in_process: InProcessFactory) -> InProcessServer:
+@pytest.fixture(name="server")
+def server_fixture(in_process: InProcessFactory) -> InProcessServer:
     settings = parse_broker_configs(
         ["group.share.record.lock.duration.ms=1000", "group.share.delivery.count.limit=3"]
     ).serve_settings()

@@ -41,6 +41,7 @@ from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.fetch import high_watermark
 from coordkit.serve.apis.metadata import node_endpoints
+from coordkit.serve.apis.share.offset_apis import SHARE_OFFSET_APIS
 from coordkit.serve.apis.share.share_reads import (
     group_share_settings,
     initial_offset,
@@ -257,6 +258,7 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> Any:
                 return _fetch_error(errors.INVALID_REQUEST,
                                     "acknowledgements in a share fetch opening a session")  # fmt: skip
             session_partitions = list(manager.sessions.open(session_key, requested).partitions)
+            await manager.revalidate([(group_id, *k) for k in session_partitions])
         else:
             session = manager.sessions.next(session_key, epoch)
             session.update(requested, forgotten)
@@ -393,4 +395,5 @@ async def handle_share_acknowledge(ctx: BrokerContext, request: Request) -> Any:
 SHARE_PARTITION_APIS: dict[str, tuple[int, int, Any]] = {
     "ShareFetch": (1, 2, handle_share_fetch),
     "ShareAcknowledge": (1, 2, handle_share_acknowledge),
+    **SHARE_OFFSET_APIS,  # DescribeShareGroupOffsets, ...: see apis.share.offset_apis
 }

@@ -21,6 +21,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import attrs
@@ -125,6 +126,20 @@ class SharePartitionManager:
                 loaded = LoadedPartition(partition, leader_epoch, version, state.state_epoch)
             self._partitions[key] = loaded
             return loaded
+
+    async def revalidate(self, keys: Sequence[ShareKey]) -> None:
+        """Drop the partitions of ``keys`` whose stored state changed under them (an offset
+        reset or deletion by the admin apis, possibly in another process; another leader), so
+        that they are read again: called when a member opens a share session."""
+        for key in keys:
+            loaded = self._partitions.get(key)
+            if loaded is None:
+                continue
+            async with loaded.writing:
+                stored = await self._blocking(partial(self.persister.version, *key))
+            if stored != loaded.version and self._partitions.get(key) is loaded:
+                log.info("share partition %s: its stored state changed; read again", key)
+                self.drop(key)
 
     def loaded(self, key: ShareKey) -> LoadedPartition | None:
         return self._partitions.get(key)

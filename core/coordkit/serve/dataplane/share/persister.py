@@ -142,6 +142,11 @@ class StorePersister:
             return None
         return decode_state(path, data), stat.version
 
+    def version(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The version of the state's node (``None``: no state)."""
+        stat = self.store.exists(state_path(group_id, topic_id, partition))
+        return None if stat is None else stat.version
+
     def write(
         self,
         group_id: str,
