@@ -224,3 +224,84 @@ def test_inter_broker_requests_need_cluster_action(secured: SecuredCluster) -> N
         assert 29 not in partitions, (api, allowed)
     with pytest.raises(OSError, match="invalid credentials"):
         connect_as(address, secured.pems, INTRUDER_USER, "not-the-password")
+
+
+PLAIN_LOGIN = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    f'username="{BROKER_USER}" password="{BROKER_PASSWORD}" user_{BROKER_USER}="{BROKER_PASSWORD}";'
+)
+#: The other inter-broker listeners, two processes each: mutual TLS (the brokers' principal is
+#: their certificate's subject, ``User:CN=localhost``) and SASL_PLAINTEXT with PLAIN.
+OTHER_LISTENERS = {
+    "SSL with client certificates": (
+        ["listeners=SSL://127.0.0.1:0", "inter.broker.listener.name=SSL",
+         "ssl.client.auth=required", "super.users=User:CN=localhost;User:CN=client,OU=eng,O=example"],
+        "SSL",
+    ),
+    "SASL_PLAINTEXT with PLAIN": (
+        ["listeners=SASL_PLAINTEXT://127.0.0.1:0", "inter.broker.listener.name=SASL_PLAINTEXT",
+         "sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+         f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_LOGIN}",
+         f"super.users=User:{BROKER_USER}"],
+        "SASL_PLAINTEXT",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("listener", list(OTHER_LISTENERS))
+def test_two_processes_replicate_on_another_secured_listener(
+    listener: str, zookeeper: StandaloneZooKeeper, pems: Path
+) -> None:
+    words, protocol = OTHER_LISTENERS[listener]
+    words = [*words, "ssl.keystore.type=PEM", f"ssl.keystore.location={pems}/server-keystore.pem",
+             f"ssl.truststore.location={pems}/ca.pem", "authorizer.class.name="
+             "kafka.security.authorizer.AclAuthorizer"]  # fmt: skip
+    url = f"zookeeper://{zookeeper.hosts}/other-{uuid.uuid4().hex[:8]}?session_timeout=6"
+    client: dict[str, Any] = {"security_protocol": protocol}
+    if protocol == "SSL":
+        client.update(ssl_cafile=str(pems / "ca.pem"), ssl_certfile=str(pems / "client.pem"),
+                      ssl_keyfile=str(pems / "client-key.pem"))  # fmt: skip
+    else:
+        client.update(sasl_mechanism="PLAIN", sasl_plain_username=BROKER_USER,
+                      sasl_plain_password=BROKER_PASSWORD)  # fmt: skip
+    processes = {
+        b: ServeProcess(["--store", url, "--broker-id", str(b), "--port", "0",
+                         *(a for w in words for a in ("--config", w))])
+        for b in (1, 2)
+    }  # fmt: skip
+    outputs: list[str] = []
+    try:
+        bootstrap = ",".join(a for p in processes.values() for a in p.addresses.values())
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, **client)
+        try:
+            admin.create_topics([NewTopic(TOPIC, 2, 2, topic_configs={"min.insync.replicas": "2"})])
+        finally:
+            admin.close()
+
+        def isrs() -> bool:
+            store = open_store(url)
+            try:
+                states = [json.loads(store.get(f"/brokers/topics/{TOPIC}/partitions/{p}/state")[0])
+                          for p in (0, 1)]  # fmt: skip
+            finally:
+                store.close()
+            return all(len(s["isr"]) == 2 for s in states)
+
+        wait_until(f"every ISR full over {listener}", isrs)
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", **client)
+        try:
+            for i in range(20):
+                producer.send(TOPIC, f"o{i}".encode(), partition=i % 2).get(timeout=60)
+        finally:
+            producer.close()
+    finally:
+        for process in processes.values():
+            if process.process.poll() is None:
+                process.process.send_signal(2)
+            out, err = process.process.communicate(timeout=STOP_SECONDS)
+            outputs.append(out + err)
+            print(err)
+    joined = "".join(outputs)
+    assert "refused" not in joined, joined
+    assert BROKER_PASSWORD not in joined
+    assert re.search(r"broker \d: LeaderAndIsr from controller \d", joined), joined
