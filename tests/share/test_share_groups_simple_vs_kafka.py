@@ -3,7 +3,8 @@ the fetched group-coordinator jar, run by tests/harness/kafka_server_assignors):
 share groups must give the same targets.
 
 Each case is a seeded random group; a failure names its seed, and
-``COORDKIT_SHARE_ASSIGNOR_SEED=<seed> pytest tests/unit/test_share_assign_simple.py`` replays that
+``COORDKIT_SHARE_ASSIGNOR_SEED=<seed> pytest tests/share/test_share_groups_simple_vs_kafka.py``
+replays that
 one group. Shapes: identical and differing subscriptions; more members than partitions (shared
 partitions) and fewer; fresh groups, the previous ``simple`` target after members left or joined,
 subscriptions changed or partitions were added, an arbitrary current target with partitions held
@@ -156,15 +157,3 @@ def test_simple_matches_kafkas_simple_assignor(kafka: KafkaServerAssignors) -> N
         kinds = {s.split(", ", 1)[1] for s in shapes}
         assert kinds == {"fresh", "after simple", "arbitrary current target", "unknown topic"}
         assert {s.split(", ")[0] for s in shapes} == {"identical", "differing"}
-
-
-def test_simple_shares_partitions_when_members_outnumber_them() -> None:
-    """Five members, two partitions: each partition goes to ceil(5 / 2) = 3 members, member
-    counts 2, 1, 1, 1, 1 (Kafka's desired counts for sharing 3 over 5 members)."""
-    topics = TopicDescriber.from_counts({"t": 2})
-    tid = next(iter(topics.topics))
-    group = GroupSpec({f"m{i}": MemberSpec([tid]) for i in range(5)})
-    target = get_plugin_manager().share_assignor("simple").assign(group, topics)
-    owners = target.owners()
-    assert sorted(len(owners[(tid, p)]) for p in (0, 1)) == [3, 3]
-    assert sorted(target.counts().values(), reverse=True) == [2, 1, 1, 1, 1]

@@ -176,6 +176,11 @@ def serve_command(
             strategies.server_assignor(name)
         except UnknownNameError as exc:
             raise CommandError(f"--config group.consumer.assignors: {exc}") from None
+    for name in config.share_group_assignors:
+        try:
+            strategies.share_assignor(name)
+        except UnknownNameError as exc:
+            raise CommandError(f"--config group.share.assignors: {exc}") from None
     try:
         check_authorizer(strategies, configs.serve_settings().static_configs)
     except BrokerConfigError as exc:

@@ -42,6 +42,11 @@ class EngineConfig:
     :param consumer_group_session_timeout: ``group.consumer.session.timeout.ms``, in seconds.
     :param consumer_group_heartbeat_interval: ``group.consumer.heartbeat.interval.ms``, seconds.
     :param consumer_group_max_size: ``group.consumer.max.size``.
+    :param share_group_assignors: ``group.share.assignors``: the share-partition assignors
+        (KIP-932); share groups use the first.
+    :param share_group_session_timeout: ``group.share.session.timeout.ms``, in seconds.
+    :param share_group_heartbeat_interval: ``group.share.heartbeat.interval.ms``, in seconds.
+    :param share_group_max_size: ``group.share.max.size``.
     :param consumer_group_assignment_interval: ``group.consumer.assignment.interval.ms``, in
         seconds: a group's target is computed at most this often (Kafka 4.4: 1 s).
     :param placement: replica placement strategy for new topics and partition increases
@@ -86,6 +91,12 @@ class EngineConfig:
     consumer_group_heartbeat_interval: float = attrs.field(default=5.0, validator=validators.gt(0))
     consumer_group_max_size: int = attrs.field(default=2**31 - 1, validator=validators.ge(1))
     consumer_group_assignment_interval: float = attrs.field(default=1.0, validator=validators.ge(0))
+    share_group_assignors: tuple[str, ...] = attrs.field(
+        default=("simple",), converter=tuple, validator=validators.min_len(1)
+    )
+    share_group_session_timeout: float = attrs.field(default=45.0, validator=validators.gt(0))
+    share_group_heartbeat_interval: float = attrs.field(default=5.0, validator=validators.gt(0))
+    share_group_max_size: int = attrs.field(default=200, validator=validators.ge(1))
     placement: str = "kafka-rack-aware"
     reassignment_max_moving: int = attrs.field(default=500, validator=validators.ge(1))
     replica_lag_time_max: float = attrs.field(default=30.0, validator=validators.gt(0))

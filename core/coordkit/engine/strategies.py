@@ -35,6 +35,7 @@ from coordkit.strategies.elections import (
 from coordkit.strategies.offsets import OffsetStorageFactory
 from coordkit.strategies.partitioning import PartitionerFactory
 from coordkit.strategies.placement import ReplicaPlacement
+from coordkit.strategies.share_assignment import ShareAssignor
 from coordkit.strategies.target_assignment import ServerAssignor
 
 if TYPE_CHECKING:
@@ -134,6 +135,10 @@ class Strategies:
     server_assignors: Mapping[str, ServerAssignor] = attrs.field(
         factory=dict, converter=_frozen_mapping
     )
+    #: Share-partition assignors (KIP-932) by name (``group.share.assignors`` names them).
+    share_assignors: Mapping[str, ShareAssignor] = attrs.field(
+        factory=dict, converter=_frozen_mapping
+    )
     #: Authorizers by name (``authorizer.class.name`` names one; none: no authorization).
     authorizers: Mapping[str, AuthorizerFactory] = attrs.field(
         factory=dict, converter=_frozen_mapping
@@ -151,6 +156,10 @@ class Strategies:
     def server_assignor(self, name: str) -> ServerAssignor:
         """The server-side assignor ``name`` (a consumer group's ``group.remote.assignor``)."""
         return _named(self.server_assignors, name, "server assignor")
+
+    def share_assignor(self, name: str) -> ShareAssignor:
+        """The share-partition assignor ``name`` (a ``group.share.assignors`` entry)."""
+        return _named(self.share_assignors, name, "share assignor")
 
     def partitioner(self, name: str) -> PartitionerFactory:
         """The partitioner factory ``name``."""
@@ -199,6 +208,7 @@ class Strategies:
             assignors={r.name: r.value for r in manager.assignors},
             partitioners={r.name: r.value for r in manager.partitioners},
             server_assignors={r.name: r.value for r in manager.server_assignors},
+            share_assignors={r.name: r.value for r in manager.share_assignors},
             authorizers={r.name: r.value for r in manager.authorizers},
             events=manager,
         )

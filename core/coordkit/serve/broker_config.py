@@ -101,6 +101,14 @@ def _assignor_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(KAFKA_ASSIGNOR_CLASSES.get(n, n) for n in names))
 
 
+#: Kafka's class name of its share assignor -> coordkit's plugin name.
+KAFKA_SHARE_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.SimpleAssignor": "simple"}
+
+
+def _share_assignor_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(KAFKA_SHARE_ASSIGNOR_CLASSES.get(n, n) for n in names))
+
+
 def _offline_election(unclean: bool) -> str:
     return "offline-unclean" if unclean else "offline"
 
@@ -169,6 +177,20 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("group.share.max.share.sessions", "int", 2_000,
                   "The most share sessions a broker keeps.", "serve", "share_max_share_sessions",
                   1),
+        # Share groups (KIP-932), Kafka 4.4's GroupCoordinatorConfig.
+        ConfigKey("group.share.assignors", "list", ("simple",),
+                  "The share-partition assignor share groups use (the first named). Any "
+                  "registered share assignor (coordkit plugins), or Kafka's class name of simple.",
+                  "engine", "share_group_assignors", convert=_share_assignor_names),
+        ConfigKey("group.share.session.timeout.ms", "int", 45_000,
+                  "How long a share group member may go without a heartbeat.",
+                  "engine", "share_group_session_timeout", 1, _seconds),
+        ConfigKey("group.share.heartbeat.interval.ms", "int", 5_000,
+                  "How often share group members heartbeat.",
+                  "engine", "share_group_heartbeat_interval", 1, _seconds),
+        ConfigKey("group.share.max.size", "int", 200,
+                  "The most members a share group may have.",
+                  "engine", "share_group_max_size", 1),
         ConfigKey("offsets.topic.num.partitions", "int", 50,
                   "Partitions of __consumer_offsets (fixed once the topic exists).",
                   "engine", "offsets_topic_num_partitions", 1),

@@ -9,7 +9,9 @@
 * :mod:`~coordkit.engine.groups.lookup` — FindCoordinator and topic metadata (any broker);
 * :mod:`~coordkit.engine.groups.listing` — DescribeGroups and ListGroups;
 * :mod:`~coordkit.engine.groups.modern` — KIP-848's consumer groups (ConsumerGroupHeartbeat,
-  ConsumerGroupDescribe), hosted beside the classic ones: one group id, one kind.
+  ConsumerGroupDescribe), hosted beside the classic ones: one group id, one kind;
+* :mod:`~coordkit.engine.share_groups` — KIP-932's share groups (ShareGroupHeartbeat,
+  ShareGroupDescribe), hosted beside them too.
 
 This module answers the classic protocol's requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch) and hands the rest over: it finds the group, takes its lock and hands
@@ -72,6 +74,15 @@ from coordkit.engine.groups.protocol import (
 )
 from coordkit.engine.groups.rebalance import Rebalancer
 from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
+from coordkit.engine.share_groups.events import ShareGroupListeners
+from coordkit.engine.share_groups.group import ShareGroup
+from coordkit.engine.share_groups.heartbeat import ShareGroupHeartbeats, ShareGroupSettings
+from coordkit.engine.share_groups.protocol import (
+    ShareGroupDescription,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from coordkit.engine.share_groups.shard import ShareGroupShard
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import StoreError
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
@@ -149,7 +160,33 @@ class GroupCoordinator(EngineObserver):
             ),
         )
 
+        # KIP-932's share groups, with the share assignor group.share.assignors names first.
+        self.share_groups = ShareGroupShard(
+            ShareGroupHeartbeats(
+                ShareGroupSettings(
+                    config.share_group_session_timeout,
+                    config.share_group_heartbeat_interval,
+                    config.share_group_max_size,
+                    config.share_group_assignors[0],
+                ),
+                strategies.share_assignors,
+                self.topics_image,
+            ),
+            self.hosting,
+            lambda group_id, create: self._lookup(group_id, create=create),
+            store,
+            self.persistence.fenced_write,
+            metadata.group_path,
+            clock.monotonic,
+        )
+
     # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def share_group_listeners(self) -> ShareGroupListeners:
+        """Who is told of share-group members leaving and share groups deleted (the broker's
+        share-partition manager registers here)."""
+        return self.share_groups.listeners
 
     def start(self) -> GroupCoordinator:
         self._ticker = threading.Thread(
@@ -207,7 +244,7 @@ class GroupCoordinator(EngineObserver):
         """Groups of a partition no longer hosted here: Dead, their waiting requests answered
         NOT_COORDINATOR (the members look the coordinator up again)."""
         for group in groups:
-            if isinstance(group, ConsumerGroup):
+            if isinstance(group, ConsumerGroup | ShareGroup):
                 with group.lock:
                     group.dead = True
                 continue
@@ -250,6 +287,8 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(group_id, create=create)
         if isinstance(found, ConsumerGroup):
             return self._classic_in_place_of(found, create=create)
+        if isinstance(found, ShareGroup):  # a share group's id: not a classic group's
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL if create else ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.UNKNOWN_MEMBER_ID if found is None else found
 
     def _classic_in_place_of(self, group: ConsumerGroup, *, create: bool) -> Group | ErrorCode:
@@ -386,6 +425,8 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(request.group_id, create=outside)
         if isinstance(found, ConsumerGroup):
             return self._consumer_group_commit(found, request)
+        if isinstance(found, ShareGroup):  # share groups commit no offsets
+            return OffsetCommitResponse(ErrorCode.GROUP_ID_NOT_FOUND)
         group = ErrorCode.UNKNOWN_MEMBER_ID if found is None else found
         if isinstance(group, ErrorCode):
             return OffsetCommitResponse(group)
@@ -430,6 +471,8 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(request.group_id, create=False)
         if isinstance(found, ErrorCode):
             return OffsetFetchResponse(found)
+        if isinstance(found, ShareGroup):
+            return OffsetFetchResponse(ErrorCode.GROUP_ID_NOT_FOUND)
         if isinstance(found, ConsumerGroup):
             with found.lock:
                 error = self.consumer_groups.validate_offset_fetch(
@@ -454,6 +497,16 @@ class GroupCoordinator(EngineObserver):
     def consumer_group_describe(self, group_ids: Sequence[str]) -> list[ConsumerGroupDescription]:
         return self.consumer_groups.describe(group_ids)
 
+    # -- the share group protocol (KIP-932) -----------------------------------------------------
+
+    def share_group_heartbeat(
+        self, request: ShareGroupHeartbeatRequest
+    ) -> ShareGroupHeartbeatResponse:
+        return self.share_groups.heartbeat(request)
+
+    def share_group_describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        return self.share_groups.describe(group_ids)
+
     # -- DescribeGroups, ListGroups (see .listing) ----------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription:
@@ -471,6 +524,8 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(group_id, create=False)
         if isinstance(found, ErrorCode):
             return found
+        if isinstance(found, ShareGroup):
+            return self.share_groups.delete(found)
         return self.deletion.delete(group_id, found)
 
     def delete_offsets(
@@ -480,6 +535,8 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(group_id, create=False)
         if isinstance(found, ErrorCode):
             return found, {}
+        if isinstance(found, ShareGroup):  # DeleteShareGroupOffsets is the share groups' api
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         return self.deletion.delete_offsets(group_id, found, asked)
 
     # -- deadlines -----------------------------------------------------------------------------
@@ -498,6 +555,9 @@ class GroupCoordinator(EngineObserver):
         for group in self.hosting.groups():
             if isinstance(group, ConsumerGroup):
                 self.consumer_groups.expire(group, now)
+                continue
+            if isinstance(group, ShareGroup):
+                self.share_groups.expire(group, now)
                 continue
             with group.lock:
                 self.rebalancer.expire(group)

@@ -23,6 +23,7 @@ from coordkit.engine.config import EngineConfig
 from coordkit.engine.events import StateChange
 from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.modern.group import ConsumerGroup
+from coordkit.engine.share_groups.group import ShareGroup
 from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka.coordinators import (
     OFFSETS_TOPIC,
@@ -34,7 +35,7 @@ from coordkit.store import MetadataStore
 log = logging.getLogger("coordkit.engine.groups")
 
 #: A hosted group: classic, or of the consumer protocol (one group id, one kind, as in Kafka).
-HostedGroup = Group | ConsumerGroup
+HostedGroup = Group | ConsumerGroup | ShareGroup
 
 
 def offsets_partition_for(

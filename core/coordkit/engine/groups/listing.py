@@ -16,6 +16,7 @@ from coordkit.engine.groups.protocol import (
     GroupState,
     MemberDescription,
 )
+from coordkit.engine.share_groups.group import SHARE_GROUP_TYPE, SHARE_PROTOCOL_TYPE, ShareGroup
 from coordkit.errors import NoNodeError
 from coordkit.store import MetadataStore
 
@@ -46,8 +47,9 @@ class GroupListings:
             return GroupDescription(group_id, GroupState.DEAD, error=found)
         if found is None:
             return GroupDescription(group_id, GroupState.DEAD, coordinator=self.broker_id)
-        if isinstance(found, ConsumerGroup):
-            # Kafka describes only classic groups here (ConsumerGroupDescribe the others).
+        if isinstance(found, ConsumerGroup | ShareGroup):
+            # Kafka describes only classic groups here (ConsumerGroupDescribe, ShareGroupDescribe
+            # the others).
             return GroupDescription(
                 group_id, GroupState.DEAD, error=ErrorCode.GROUP_ID_NOT_FOUND,
                 coordinator=self.broker_id,
@@ -101,6 +103,12 @@ class GroupListings:
                 continue
             found = self._lookup(group_id, create=False)
             if found is None or isinstance(found, ErrorCode):
+                continue
+            if isinstance(found, ShareGroup):
+                with found.lock:
+                    if not found.dead:
+                        listed.append(GroupListing(group_id, SHARE_PROTOCOL_TYPE,
+                                                   found.state.value, SHARE_GROUP_TYPE))  # fmt: skip
                 continue
             if isinstance(found, ConsumerGroup):
                 with found.lock:

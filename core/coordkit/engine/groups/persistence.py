@@ -24,6 +24,8 @@ from coordkit.engine.groups.membership import Group
 from coordkit.engine.groups.modern import records
 from coordkit.engine.groups.modern.persistence import load_consumer_group
 from coordkit.engine.groups.protocol import ErrorCode
+from coordkit.engine.share_groups import records as share_records
+from coordkit.engine.share_groups.records import load_share_group
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError, StoreError
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.kafka.model import TopicPartition
@@ -60,6 +62,18 @@ class GroupPersistence:
             data, _ = self.store.get(path)
         except NoNodeError:
             return None
+        if share_records.is_share_group(data):
+            try:
+                share_group = load_share_group(
+                    group_id, path, data, partition, self.clock.monotonic(),
+                    self.config.share_group_session_timeout,
+                )  # fmt: skip
+            except LayoutError as exc:
+                log.warning("broker %s: ignoring unreadable share group: %s", self.broker_id, exc)
+                return None
+            log.info("broker %s loaded share group %r (epoch %s, %s members)", self.broker_id,
+                     group_id, share_group.group_epoch, len(share_group.members))  # fmt: skip
+            return share_group
         if records.is_consumer_group(data):
             try:
                 consumer_group = load_consumer_group(self.store, group_id, path, data, partition)

@@ -30,6 +30,7 @@ from coordkit.engine.groups.modern.protocol import (
     HeartbeatError,
 )
 from coordkit.engine.groups.protocol import ErrorCode, GroupState
+from coordkit.engine.share_groups.group import ShareGroup
 from coordkit.errors import StoreError
 from coordkit.kafka.model import TopicPartition
 from coordkit.store import MetadataStore
@@ -108,6 +109,10 @@ class ConsumerGroupService:
             if isinstance(adopted, ConsumerGroup):
                 return adopted
             found = adopted
+        if isinstance(found, ShareGroup):
+            return ConsumerGroupHeartbeatResponse(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
         # A classic group of the same id: an empty one becomes a consumer group (Kafka's
         # default migration policy); one with members is not a consumer group.
         classic: Group = found
