@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import statistics
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
 MECHANISM = "SCRAM-SHA-256"
 USER, PASSWORD = "bench", "bench-scram-secret-0b7e"
 RECORD_SIZE = 1024
+#: Measured rounds (after a warm-up round); each figure is the median of its rounds.
+ROUNDS = 3
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 Case = Callable[[str, Callable[[], Figures]], None]
 
@@ -151,34 +153,47 @@ def _create_user(bootstrap: str) -> None:
         future.result(30)
 
 
-def _relative(base: dict[str, Figures], protocol: str, kind: str,
-              measure: Callable[[], Figures]) -> Figures:  # fmt: skip
-    """``measure``'s figures; a secured listener's with its throughput over PLAINTEXT's (the
-    side's own, same workload): the cost of TLS and SASL."""
-    figures = dict(measure())
-    if protocol == "PLAINTEXT":
-        base[kind] = figures
-    elif base.get(kind, {}).get("rec/s"):
-        figures["÷ PLAINTEXT"] = figures["rec/s"] / base[kind]["rec/s"]
-    return figures
+def _median(runs: list[Figures]) -> Figures:
+    """Each figure's median over ``runs``."""
+    names = dict.fromkeys(name for run in runs for name in run)
+    return {name: statistics.median(run[name] for run in runs if name in run) for name in names}
 
 
 def run(side: str, heap: str, records: int, case: Case) -> None:
-    """Produce then consume ``records`` records of 1 KiB through each listener of ``side``."""
+    """Produce then consume ``records`` records of 1 KiB through each listener of ``side``:
+    a warm-up round through every listener first (not counted: the JIT, the TLS sessions'
+    first handshakes), then :data:`ROUNDS` rounds, the listeners in a rotated order each round,
+    each figure the median of its rounds; a secured listener's rec/s also over PLAINTEXT's."""
     with tempfile.TemporaryDirectory(prefix="vs-kafka-pems-") as directory:
         from serve.security_servers import make_pems
 
         pems = make_pems(Path(directory))
         with _cluster(side, heap, pems) as bootstraps:
             _create_user(bootstraps["PLAINTEXT"])
-            base: dict[str, Figures] = {}
-            for protocol in PROTOCOLS:
-                topic = f"security-{protocol.lower().replace('_', '-')}"
+            topics = {p: f"security-{p.lower().replace('_', '-')}" for p in PROTOCOLS}
+            for topic in topics.values():
                 create_topic(bootstraps["PLAINTEXT"], topic, PARTITIONS)
-                client, bootstrap = _client(protocol, pems), bootstraps[protocol]
+            runs: dict[tuple[str, str], list[Figures]] = {}
+            for round_ in range(ROUNDS + 1):
+                order = PROTOCOLS[round_ % 3 :] + PROTOCOLS[: round_ % 3]
+                count = max(records // 5, 1) if round_ == 0 else records
+                for protocol in order:
+                    bootstrap, client = bootstraps[protocol], _client(protocol, pems)
+                    print(f"  {side}: {protocol} round {round_} ({count} records) ...", flush=True)
+                    written = produce(
+                        bootstrap, topics[protocol], count, RECORD_SIZE, "all", client
+                    )
+                    read = consume(bootstrap, topics[protocol], count, PARTITIONS, client)
+                    if round_:
+                        runs.setdefault((protocol, "produce"), []).append(written)
+                        runs.setdefault((protocol, "consume"), []).append(read)
+            for protocol in PROTOCOLS:
                 label = "SASL_SSL/SCRAM" if protocol == "SASL_SSL" else protocol
-                writes = partial(produce, bootstrap, topic, records, RECORD_SIZE, "all", client)
-                reads = partial(consume, bootstrap, topic, records, PARTITIONS, client)
-                case(f"{label} produce acks=all 1024B",
-                     partial(_relative, base, protocol, "produce", writes))  # fmt: skip
-                case(f"{label} consume 1024B", partial(_relative, base, protocol, "consume", reads))
+                for kind, title in (("produce", "produce acks=all 1024B"),
+                                    ("consume", "consume 1024B")):  # fmt: skip
+                    figures = _median(runs[(protocol, kind)])
+                    base = _median(runs[("PLAINTEXT", kind)])
+                    if protocol != "PLAINTEXT" and base.get("rec/s"):
+                        # The cost: this listener's throughput over PLAINTEXT's, same side.
+                        figures["÷ PLAINTEXT"] = figures["rec/s"] / base["rec/s"]
+                    case(f"{label} {title}", lambda f=figures: f)  # type: ignore[misc]
