@@ -75,16 +75,16 @@ def read_digest_login(path: str, section: str = DEFAULT_SECTION) -> DigestLogin:
     except UnicodeDecodeError:
         raise JaasError(f"{where}: not UTF-8 text") from None
     sections = _parse(text, where)
+    # Names the file gives (other sections, modules) are not quoted either: in a malformed file
+    # a password may stand where a name should.
     if section not in sections:
-        known = ", ".join(sorted(sections)) or "none"
-        raise JaasError(f"{where}: no {section} section (sections: {known})")
+        raise JaasError(f"{where}: no {section} section")
     entries = sections[section]
     digest = [e for e in entries if e.module == DIGEST_LOGIN_MODULE]
     if not digest:
-        modules = ", ".join(e.module for e in entries) or "none"
         raise JaasError(
-            f"{where}: section {section} has no {DIGEST_LOGIN_MODULE} (SASL DIGEST-MD5) entry "
-            f"(found: {modules}); coordkit supports no other ZooKeeper SASL mechanism"
+            f"{where}: section {section} has no {DIGEST_LOGIN_MODULE} (SASL DIGEST-MD5) entry; "
+            "coordkit supports no other ZooKeeper SASL mechanism (Kerberos included)"
         )
     options = digest[0].options
     missing = [name for name in ("username", "password") if not options.get(name)]

@@ -46,6 +46,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
 
+from coordkit.errors import AuthFailedError
+from coordkit.plugins import open_store
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.servers.kafka_tools import JVM_OPTIONS
 from coordkit.testing.servers.zookeeper_sasl import kafka_jvm_options, write_client_jaas
@@ -401,3 +403,28 @@ def test_the_docs_session_runs(zookeeper: StandaloneZooKeeper, tmp_path: Path) -
         assert client.exists("/kafka-open") is None
     finally:
         client.stop()
+
+
+def test_no_secret_in_any_log_record_of_a_sasl_login(
+    zookeeper: StandaloneZooKeeper, jaas: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's SASL login, right and wrong, with every logger at DEBUG (kazoo's per-request
+    lines included): no password in any record or error."""
+    caplog.set_level(1)
+    store = open_store(f"zookeeper://{zookeeper.hosts}/logged?jaas={jaas}")
+    try:
+        store.create("/config/users/alice", b"{}", make_parents=True)
+        assert store.get("/config/users/alice")[0] == b"{}"
+    finally:
+        store.close()
+    wrong_password = "wrong-" + ZK_PASSWORD[::-1]
+    wrong = write_client_jaas(tmp_path / "wrong.conf", ZK_USER, wrong_password)
+    with pytest.raises(AuthFailedError) as refused:
+        open_store(f"zookeeper://{zookeeper.hosts}/logged?jaas={wrong}&connect_timeout=5")
+    url_login = f"zookeeper://{ZK_USER}:{wrong_password}@{zookeeper.hosts}/logged?auth=sasl"
+    with pytest.raises(AuthFailedError) as refused_url:
+        open_store(url_login + "&connect_timeout=5")
+    assert any("SASL" in r.getMessage() for r in caplog.records)
+    for text in (caplog.text, str(refused.value), str(refused_url.value)):
+        assert ZK_PASSWORD not in text
+        assert wrong_password not in text

@@ -85,7 +85,14 @@ NUMBER_NAMES = [
     "stream_maxlen",
 ]
 param_names = st.one_of(
-    st.sampled_from([*NUMBER_NAMES, "prefix", "tls", "multi_read", "ca", "ssl_cert_reqs"]),
+    st.sampled_from(
+        [
+            *NUMBER_NAMES,
+            *("prefix", "tls", "multi_read", "ca", "ssl_cert_reqs"),
+            # ZooKeeper's authentication and ACLs (#36 item 4): the password going to SASL too.
+            *("auth", "set_acl", "jaas", "jaas_section"),
+        ]
+    ),
     st.text(alphabet=_LOWER + "%&=", max_size=6),
 )
 numbers_text = st.one_of(
@@ -94,7 +101,11 @@ numbers_text = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.integers(-(10**30), 10**30).map(str),
 )
-param_values = st.one_of(numbers_text, junk, st.sampled_from(["true", "maybe", "a{b}", "%", "é"]))
+param_values = st.one_of(
+    numbers_text,
+    junk,
+    st.sampled_from(["true", "maybe", "a{b}", "%", "é", "sasl", "digest", "false", "/no/file"]),
+)
 queries = st.lists(st.tuples(param_names, param_values), max_size=4)
 
 
