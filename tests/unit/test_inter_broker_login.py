@@ -184,3 +184,37 @@ def test_tls_to_a_peer_checks_its_host_name_unless_the_algorithm_is_empty() -> N
     assert unchecked.tls.verify_mode == ssl.CERT_REQUIRED
     with pytest.raises(SecurityConfigError, match=r"ssl\.truststore\.location=/nonexistent"):
         broker_connector(_configs(*base, "ssl.truststore.location=/nonexistent/ca.pem"))
+
+
+def test_a_peer_that_ends_the_login_is_logged_once_without_the_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import asyncio
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    address = server.getsockname()[:2]
+
+    def serve() -> None:  # reads the handshake, then hangs up (as a broker refusing it does)
+        for _ in range(3):
+            conn, _ = server.accept()
+            conn.recv(1024)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    connector = BrokerConnector("SASL_PLAINTEXT", "SASL_PLAINTEXT", None,
+                                SaslCredentials("SCRAM-SHA-256", "broker", PASSWORD))  # fmt: skip
+    with caplog.at_level("DEBUG", logger="coordkit.serve"):
+        for _ in range(2):
+            with pytest.raises(SaslClientError, match="closed the connection"):
+                connector.connect(address, timeout=5)
+        with pytest.raises(SaslClientError, match="closed the connection"):
+            asyncio.run(connector.open(address, timeout=5))
+    thread.join(timeout=5)
+    server.close()
+    refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 1, [r.getMessage() for r in caplog.records]
+    assert f"{address[0]}:{address[1]}" in refusals[0].getMessage()
+    assert PASSWORD not in caplog.text

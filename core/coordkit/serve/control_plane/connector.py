@@ -102,11 +102,15 @@ class BrokerConnector:
         :raises OSError: not reached, or the certificate or the login refused.
         """
         host, port = address
-        streams = await asyncio.wait_for(
-            asyncio.open_connection(host, port, ssl=self.tls,
-                                    server_hostname=host if self.tls is not None else None),
-            timeout,
-        )  # fmt: skip
+        try:
+            streams = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=self.tls,
+                                        server_hostname=host if self.tls is not None else None),
+                timeout,
+            )  # fmt: skip
+        except ssl.SSLError as exc:  # the peer's certificate refused, or ours
+            self._refused(address, exc)
+            raise
         try:
             if self.credentials is not None:
                 await asyncio.wait_for(
