@@ -11,11 +11,13 @@ values are compared in the order each side gives them. Versions: the highest bot
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from typing import Any
 
-from coordkit.protocol import messages
+from coordkit.protocol import KafkaCodec, messages
 from coordkit.testing.waiting import wait_for
+from differential import requests as rq
 from differential.harness import WAIT_SECONDS, Side, scenario
 
 DESCRIBE = 1
@@ -47,13 +49,17 @@ def _ours(side: Side, entry: Any) -> bool:
     return all(n is None or n.startswith(side.prefix) or n.startswith("192.0.2.") for n in names)
 
 
+def _describe_request(components: Sequence[tuple[str, int, str | None]],
+                      strict: bool = False) -> Any:  # fmt: skip
+    Request: Any = messages.DescribeClientQuotasRequest
+    return Request(components=[Request.ComponentData(entity_type=t, match_type=m, match=s)
+                               for t, m, s in components], strict=strict)  # fmt: skip
+
+
 def describe(side: Side, components: Sequence[tuple[str, int, str | None]],
              strict: bool = False) -> Any:  # fmt: skip
     """The scenario's entities the filter matches, sorted by entity."""
-    Request: Any = messages.DescribeClientQuotasRequest
-    request = Request(components=[Request.ComponentData(entity_type=t, match_type=m, match=s)
-                                  for t, m, s in components], strict=strict)  # fmt: skip
-    answer = side.call(0, request, DESCRIBE)
+    answer = side.call(0, _describe_request(components, strict), DESCRIBE)
     if answer.entries is not None:
         answer.entries = sorted(
             (e for e in answer.entries if _ours(side, e)),
@@ -217,3 +223,51 @@ def describe_refusals(side: Side) -> list[Any]:
         ([], True),
     ]
     return [describe(side, components, strict) for components, strict in cases]
+
+
+def _produce_as(side: Side, index: int, client_id: str, topic: str) -> Any:
+    """One Produce of 2 KiB to broker ``index`` from a connection of its own with
+    ``client_id`` (the scenarios' connections share one client id no quota may name)."""
+    codec = KafkaCodec()
+    host, port = side.addresses[index]
+    side.check_version("Produce", rq.PRODUCE)
+    with socket.create_connection((host, port), timeout=WAIT_SECONDS) as sock:
+        request = rq.produce(topic, 0, rq.batch(4, value_size=512), acks=1)
+        sock.sendall(codec.encode_request(request, version=rq.PRODUCE, correlation_id=1,
+                                          client_id=client_id))  # fmt: skip
+        size = int.from_bytes(_exactly(sock, 4), "big")
+        return codec.decode_response("Produce", rq.PRODUCE, _exactly(sock, size))[1]
+
+
+def _exactly(sock: socket.socket, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return bytes(data)
+
+
+@scenario("quotas.not_enforced", versions={**VERSIONS, "Produce": rq.PRODUCE})
+def not_enforced(side: Side) -> list[Any]:
+    """A client id limited to 1 byte/s of produce sends 2 KiB: Kafka answers it with a throttle
+    time (and holds its connection that long); coordkit serve stores and describes the quota but
+    throttles no one (``throttled`` records whether the answer's ``throttle_time_ms`` is above
+    0, a field every other comparison leaves out)."""
+    topic, client = side.topic(), side.group("throttled")
+    side.create_topic(topic, replication=1)
+    leader = side.leader(topic)
+    entity = ((CLIENT, client),)
+    answers = [alter(side, [(entity, (("producer_byte_rate", 1.0),))])]
+    try:
+        wait_for(lambda: len(side.call(leader, _describe_request([(CLIENT, EXACT, client)]),
+                                       DESCRIBE).entries) == 1,
+                 WAIT_SECONDS, f"{side.name}: the quota on the leader")  # fmt: skip
+        produced = _produce_as(side, leader, client, topic)
+        partition = produced.responses[0].partition_responses[0]
+        answers.append({"error_code": partition.error_code,
+                        "throttled": produced.throttle_time_ms > 0})  # fmt: skip
+    finally:
+        answers.append(alter(side, [(entity, (("producer_byte_rate", None),))]))
+    return answers
