@@ -15,6 +15,13 @@ import click
 
 from coordkit.cli.admin.options import store_option
 from coordkit.cli.configs.changes import check, parse_added, parse_deleted
+from coordkit.cli.configs.quotas import (
+    CLIENTS,
+    IPS,
+    alter_quotas,
+    check_combination,
+    describe_quotas,
+)
 from coordkit.cli.configs.users import USERS, alter_user, describe_users
 from coordkit.cli.errors import CommandError
 from coordkit.engine.configs import BROKERS, TOPICS, ConfigAdmin
@@ -72,16 +79,69 @@ def _describe(store: MetadataStore, entity_type: str, name: str | None) -> None:
             click.echo(visible(line))
 
 
-@click.command("configs")
+class _EntityOrder(click.Command):
+    """kafka-configs pairs each ``--entity-type`` with the ``--entity-name`` or
+    ``--entity-default`` that follows it: the order of those options is kept."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ORDER] = [
+            None if arg == "--entity-default" else "name"
+            for arg in args
+            if arg == "--entity-default" or arg.split("=", 1)[0] == "--entity-name"
+        ]
+        return super().parse_args(ctx, args)
+
+
+_ORDER = "coordkit.configs.entity_order"
+
+
+def _named(entity_names: tuple[str, ...]) -> list[str | None]:
+    """The names in kafka-configs' order, ``None`` for each ``--entity-default``."""
+    given = iter(entity_names)
+    order = click.get_current_context().meta.get(_ORDER, [])
+    return [next(given, None) if slot == "name" else None for slot in order]
+
+
+def _quota_keys(add: str | None, delete: str | None) -> bool:
+    """Whether a users change names quotas (not SCRAM credentials)."""
+    named = [*parse_added(add), *parse_deleted(delete)]
+    return any(not n.startswith("SCRAM-") for n in named)
+
+
+def _quotas(store_url: str, types: tuple[str, ...], names: list[str | None], describe: bool,
+            add: str | None, delete: str | None, *, users_too: bool) -> None:  # fmt: skip
+    """Client quotas (:mod:`coordkit.cli.configs.quotas`); a users describe also lists the
+    SCRAM credentials, as kafka-configs does."""
+    if describe:
+        if add is not None or delete is not None:
+            raise CommandError("--add-config and --delete-config go with --alter")
+        wanted = [*names, *[...] * (len(types) - len(names))]
+        describe_quotas(store_url, types, wanted)
+        if users_too and not (names and names[0] is None):
+            describe_users(store_url, names[0] if names else None)
+        return
+    named = [*parse_added(add), *parse_deleted(delete)]
+    if types[0] == USERS and any(n.startswith("SCRAM-") for n in named):
+        raise CommandError("--add-config/--delete-config: quotas and SCRAM credentials are "
+                           "changed by separate commands, as kafka-configs has it")  # fmt: skip
+    alter_quotas(store_url, types, names, add, delete)
+
+
+@click.command("configs", cls=_EntityOrder)
 @store_option
 @click.option(
     "--entity-type",
+    "entity_types",
     required=True,
-    type=click.Choice([TOPICS, BROKERS, USERS]),
-    help="Whose configs: a topic's, a broker's or a user's (SCRAM credentials).",
+    multiple=True,
+    type=click.Choice([TOPICS, BROKERS, USERS, CLIENTS, IPS]),
+    help="Whose configs: a topic's, a broker's, a user's (SCRAM credentials, quotas), a client "
+    "id's or an ip's (quotas); users then clients for a user's client id's quotas.",
 )
-@click.option("--entity-name", metavar="NAME", help="The topic, the broker id or the user.")
-@click.option("--entity-default", is_flag=True, help="The cluster-wide broker configs.")
+@click.option("--entity-name", "entity_names", metavar="NAME", multiple=True,
+              help="The topic, the broker id, the user, the client id or the ip.")  # fmt: skip
+@click.option("--entity-default", "entity_defaults", count=True,
+              help="The cluster-wide broker configs, or the default user, client id or ip.")  # fmt: skip
 @click.option("--describe", is_flag=True, help="Print the dynamic configs.")
 @click.option("--alter", is_flag=True, help="Change them (--add-config, --delete-config).")
 @click.option(
@@ -92,17 +152,34 @@ def _describe(store: MetadataStore, entity_type: str, name: str | None) -> None:
 @click.option("--delete-config", metavar="K,...", help="Configs to remove: k1,k2.")
 def configs_command(
     store_url: str,
-    entity_type: str,
-    entity_name: str | None,
-    entity_default: bool,
+    entity_types: tuple[str, ...],
+    entity_names: tuple[str, ...],
+    entity_defaults: int,
     describe: bool,
     alter: bool,
     add_config: str | None,
     delete_config: str | None,
 ) -> None:
-    """Describe or change topic and broker configs as kafka-configs.sh (Kafka's ZooKeeper layout)."""
+    """Describe or change topic and broker configs, SCRAM credentials and client quotas as
+    kafka-configs.sh (Kafka's ZooKeeper layout)."""
     if describe == alter:
         raise CommandError("give one of --describe and --alter")
+    names = _named(entity_names)
+    if len(names) > len(entity_types):
+        raise CommandError("--entity-name or --entity-default given more often than --entity-type")
+    quota = CLIENTS in entity_types or IPS in entity_types or len(entity_types) > 1 or (
+        alter and entity_types == (USERS,) and _quota_keys(add_config, delete_config))  # fmt: skip
+    if quota or (describe and entity_types == (USERS,) and len(names) < 2):
+        if quota:
+            check_combination(entity_types)
+        _quotas(store_url, entity_types, names, describe, add_config, delete_config,
+                users_too=not quota)  # fmt: skip
+        return
+    entity_type = entity_types[0]
+    entity_name = entity_names[0] if entity_names else None
+    entity_default = entity_defaults > 0
+    if len(entity_types) > 1 or len(entity_names) > 1 or entity_defaults > 1:
+        raise CommandError(f"--entity-type {entity_type}: give one entity")
     if entity_type == USERS:  # SCRAM credentials: coordkit.cli.configs.users
         if entity_default:
             raise CommandError("--entity-default: only brokers have cluster-wide defaults")
