@@ -42,6 +42,8 @@ SHARED_CONFIGS = {
     "group.max.session.timeout.ms": "1800000",
     "offsets.topic.num.partitions": "5",
     "offsets.topic.replication.factor": "3",
+    # __transaction_state (the transaction scenarios) made as small as __consumer_offsets.
+    "transaction.state.log.num.partitions": "5",
     # Kafka's default; coordkit's is false.
     "auto.create.topics.enable": "true",
     "num.partitions": "1",

@@ -37,6 +37,7 @@ from differential.scenarios import (
     records,
     retention,
     topic_ids,
+    transactions,
 )
 
 #: The scenario modules, by API family (imported for their registrations).
@@ -45,7 +46,8 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "consumer_group_apis": consumer_group_apis, "topic_ids": topic_ids,
             "groups_by_id": groups_by_id, "durability": durability,
             "retention": retention, "admin": admin, "compaction": compaction,
-            "configs": configs, "acls": acls, "quotas": quotas}  # fmt: skip
+            "configs": configs, "acls": acls, "quotas": quotas,
+            "transactions": transactions}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
@@ -90,7 +92,16 @@ def test_scenarios_use_the_highest_versions_both_sides_serve(clusters: Clusters)
     assert set(harness.HELPER_VERSIONS.items()) <= set(common.items())
 
 
-@pytest.mark.parametrize("name", sorted(SCENARIOS))
+#: The transaction scenarios run in their own env (py311-transactions, marker
+#: ``transactions``), out of the default run's budget.
+SCENARIO_PARAMS = [
+    pytest.param(name, marks=pytest.mark.transactions) if name.startswith("transactions.")
+    else name
+    for name in sorted(SCENARIOS)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", SCENARIO_PARAMS)
 def test_scenario(name: str, clusters: Clusters, table: list[KnownDifference]) -> None:
     run = SCENARIOS[name]
     kafka = record(run, clusters.kafka.side(run))

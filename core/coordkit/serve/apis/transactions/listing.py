@@ -39,9 +39,10 @@ _NAMES = {state.value: state for state in TxnState}
 
 
 async def _describe_one(ctx: BrokerContext, transactional_id: str) -> Any:
+    # An error's answer keeps the schema's defaults (zeros), as Kafka's does.
     answer = DescribedState(transactional_id=transactional_id, error_code=errors.NONE,
                             transaction_state="", transaction_timeout_ms=0,
-                            transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1,
+                            transaction_start_time_ms=0, producer_id=0, producer_epoch=0,
                             topics=[])  # fmt: skip
     if not allowed(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         answer.error_code = errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
