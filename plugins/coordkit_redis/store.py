@@ -179,7 +179,9 @@ class RedisStore(KeptSessionStore):
             for client in own:
                 client.close()
             if isinstance(exc, rex.RedisError | OSError):
-                raise translate(exc) from None
+                # Named by its redacted URL: `coordkit serve` refusing to start says which store.
+                error = translate(exc)
+                raise type(error)(f"Redis at {url.redacted()}: {error.message}") from None
             raise
         self._own_clients = own
 

@@ -130,6 +130,7 @@ def test_a_wrong_or_missing_password_stops_serve_in_one_line(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: ")
     assert words in line
+    assert line.startswith("error: Redis at redis")  # which store, its URL redacted
     for hidden in (PASSWORD, TLS_PASSWORD):
         assert hidden not in result.stderr
         assert hidden[4:] not in result.stderr  # no part of the wrong one either
