@@ -342,3 +342,22 @@ def test_listing_describing_and_deleting_a_share_group(
         assert client.call(ListGroups(states_filter=[], types_filter=[]), 5).groups == []
     finally:
         client.close()
+
+
+def test_the_share_assignor_is_the_one_group_share_assignors_names(
+    in_process: InProcessFactory,
+) -> None:
+    served = in_process(brokers=1, config=EngineConfig(share_group_assignors=("rack-aware",)))
+    make_topics(served, {"jobs": 6})
+    find_coordinator(served)
+    first, second = Raw(served), Raw(served)
+    try:
+        first.beat(["jobs"])
+        second.beat(["jobs"])
+        first.beat(None)
+        described = describe(served)
+        assert described.assignor_name == "rack-aware"
+        assert sorted(len(p) for p in held(described).values()) == [3, 3]
+    finally:
+        first.close()
+        second.close()

@@ -7,8 +7,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from click.testing import CliRunner
 
+from coordkit.cli import cli
 from coordkit.plugins import get_plugin_manager
+from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.strategies.share_assignment import (
     GroupSpec,
     MemberSpec,
@@ -69,3 +72,16 @@ def test_java_hash_set_order_puts_compute_if_absent_at_the_bucket_head() -> None
     assert computed.order() == [0, 16]
     # Kafka's AssignorHelpers.newHashMap(n): (int) ((n + 1) / 0.75f + 1.0f).
     assert [sized_for(n) for n in (0, 11, 23)] == [2, 17, 33]
+
+
+def test_group_share_assignors_takes_names_or_kafkas_class_and_refuses_unknown_ones() -> None:
+    configs = parse_broker_configs(
+        ["group.share.assignors=org.apache.kafka.coordinator.group.assignor.SimpleAssignor"]
+    )
+    assert configs.engine_config().share_group_assignors == ("simple",)
+    result = CliRunner().invoke(
+        cli, ["serve", "--port", "0", "--config", "group.share.assignors=nope"]
+    )
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith("error: --config group.share.assignors: unknown share assignor 'nope'")
