@@ -15,32 +15,16 @@ from typing import Any
 import pytest
 
 from coordkit.protocol import KafkaCodec, messages
-from coordkit.testing.servers.kafka_server import KafkaCluster, KafkaNode
-from coordkit.testing.servers.ports import free_port
+from security.sasl_kafka import SaslKafka
 from serve.security_servers import ALICE_PASSWORD, PLAIN_JAAS, SecureServe
 
 SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 MECHANISMS = "PLAIN,SCRAM-SHA-256"
 
 
-class _SaslKafka(KafkaCluster):
-    """Kafka's fixture with a SASL_PLAINTEXT listener beside its PLAINTEXT one."""
-
-    sasl_ports: dict[int, int]
-
-    def _node_properties(self, node: KafkaNode) -> dict[str, str]:
-        properties = super()._node_properties(node)
-        port = self.sasl_ports.setdefault(node.node_id, free_port())
-        sasl = f"SASL_PLAINTEXT://127.0.0.1:{port}"
-        properties["listeners"] += f",{sasl}"
-        properties["advertised.listeners"] += f",{sasl}"
-        properties["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
-        return properties
-
-
 @pytest.fixture(scope="module")
 def kafka_sasl() -> Iterator[str]:
-    cluster = _SaslKafka(broker_ids=(1,), properties={
+    cluster = SaslKafka(broker_ids=(1,), properties={
         "sasl.enabled.mechanisms": MECHANISMS,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
@@ -159,7 +143,7 @@ REAUTH_JAAS = PLAIN_JAAS.removesuffix(";") + f' user_carol="{CAROL_PASSWORD}";'
 
 @pytest.fixture(scope="module")
 def kafka_reauth() -> Iterator[str]:
-    cluster = _SaslKafka(broker_ids=(1,), properties={
+    cluster = SaslKafka(broker_ids=(1,), properties={
         "sasl.enabled.mechanisms": MECHANISMS,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": REAUTH_JAAS,
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
