@@ -471,8 +471,6 @@ class GroupCoordinator(EngineObserver):
         found = self._lookup(request.group_id, create=False)
         if isinstance(found, ErrorCode):
             return OffsetFetchResponse(found)
-        if isinstance(found, ShareGroup):
-            return OffsetFetchResponse(ErrorCode.GROUP_ID_NOT_FOUND)
         if isinstance(found, ConsumerGroup):
             with found.lock:
                 error = self.consumer_groups.validate_offset_fetch(

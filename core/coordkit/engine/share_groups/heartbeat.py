@@ -61,7 +61,8 @@ def validate(request: ShareGroupHeartbeatRequest) -> None:
         return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
 
     if not request.member_id.strip():
-        raise invalid("MemberId can't be empty.")
+        # Kafka 4.4's KafkaApis refuses it before the coordinator, with no message.
+        raise HeartbeatError(ErrorCode.INVALID_REQUEST, "")
     if not request.group_id.strip():
         raise invalid("GroupId can't be empty.")
     if request.rack_id is not None and not request.rack_id.strip():
@@ -115,7 +116,9 @@ class ShareGroupHeartbeats:
                 )
             member = ShareGroupMember(member_id)
             log.info("share group %r: member %s joins", group.group_id, member_id)
-        else:
+        elif request.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            # Epoch 0 from a known member is a rejoin (a consumer that lost its epoch): Kafka
+            # 4.4 takes it, with the member's target.
             _check_epoch(member, request.member_epoch)
         updated = attrs.evolve(
             member,
@@ -189,11 +192,14 @@ class ShareGroupHeartbeats:
         )
 
     def remove(self, group: ShareGroup, member_id: str, why: str) -> None:
+        """The member goes, the group epoch moves and the others' target is computed at once
+        (Kafka 4.4 describes the group at its new assignment epoch straight away)."""
         group.remove_member(member_id)
         group.subscription_metadata = dict(self.topics.topics(group.subscribed_topic_names()))
         group.group_epoch += 1
         log.info("share group %r: member %s %s; group epoch bumped to %d", group.group_id,
                  member_id, why, group.group_epoch)  # fmt: skip
+        self.compute_target(group)
 
     def expire(self, group: ShareGroup, now: float) -> list[str]:
         """Fence the members whose session ended (Kafka's ``shareGroupFenceMember``)."""

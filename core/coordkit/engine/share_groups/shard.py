@@ -82,12 +82,12 @@ class ShareGroupShard:
         try:
             validate(request)
         except HeartbeatError as exc:
-            return ShareGroupHeartbeatResponse(exc.error, exc.message)
+            return ShareGroupHeartbeatResponse(exc.error, exc.message or None)
         joining = request.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._group(request.group_id, create=joining)
+        leaving = request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+        group = self._group(request.group_id, create=joining, leaving=leaving)
         if isinstance(group, ShareGroupHeartbeatResponse):
             return group
-        leaving = request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
         with group.lock:
             if group.dead or self.hosting.group(group.group_id) is not group:
                 return ShareGroupHeartbeatResponse(ErrorCode.NOT_COORDINATOR)
@@ -107,7 +107,9 @@ class ShareGroupShard:
             self.listeners.member_left(group.group_id, request.member_id)
         return response
 
-    def _group(self, group_id: str, *, create: bool) -> ShareGroup | ShareGroupHeartbeatResponse:
+    def _group(
+        self, group_id: str, *, create: bool, leaving: bool = False
+    ) -> ShareGroup | ShareGroupHeartbeatResponse:
         found = self._lookup(group_id, False)
         if isinstance(found, ErrorCode):
             return ShareGroupHeartbeatResponse(found)
@@ -118,8 +120,10 @@ class ShareGroupShard:
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
             )
         if not create:
+            # Kafka 4.4's words: a leave names the group, a heartbeat the share group.
+            kind = "Group" if leaving else "Share group"
             return ShareGroupHeartbeatResponse(
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                ErrorCode.GROUP_ID_NOT_FOUND, f"{kind} {group_id} not found."
             )
         adopted = self.hosting.adopt(ShareGroup(group_id, self.hosting.partition_for(group_id)))
         if isinstance(adopted, ShareGroup):
