@@ -1,6 +1,7 @@
-"""Real clients over SASL_SSL with SCRAM, over SASL_PLAINTEXT with PLAIN and over mutual TLS,
-producing and consuming in a group against ``coordkit serve`` (tox -e py311-security; the
-default run has the short part in tests/serve/test_security.py)."""
+"""Real clients (confluent-kafka, kafka-python, aiokafka, Kafka's Java clients) over SASL_SSL with
+SCRAM, over SASL_PLAINTEXT with PLAIN and over mutual TLS, producing and consuming in a group
+against ``coordkit serve`` (tox -e py311-security; the default run has the short part in
+tests/serve/test_security.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from coordkit.testing.servers.kafka_tools import KAFKA_KRAFT_VERSION, kafka_tool
 from serve.security_servers import (
     ALICE_PASSWORD,
     BOB_PASSWORD,
@@ -200,3 +202,64 @@ def test_an_ssl_listener_requiring_certificates_refuses_a_client_without_one(
         _tls(pems, client_cert=True).wrap_socket(sock, server_hostname="localhost") as tls,
     ):
         assert not _refused(tls)
+
+
+# -- Kafka's Java clients (the console producer and consumer of Kafka 4.4's jars) ----------------
+
+
+def _java_config(path: Path, pems: Path, **settings: str) -> Path:
+    """A Java client config file: ``settings`` over Kafka's PEM trust store of the test CA."""
+    lines = {"ssl.truststore.type": "PEM", "ssl.truststore.location": str(pems / "ca.pem"),
+             **settings}  # fmt: skip
+    path.write_text("".join(f"{name}={value}\n" for name, value in lines.items()))
+    return path
+
+
+def _java_produce_and_consume(
+    address: str, config: Path, topic: str, count: int, *consumer_properties: str
+) -> list[str]:
+    """``count`` values produced to ``topic`` by kafka-console-producer, then what
+    kafka-console-consumer reads of them in a group of its own (committing as it closes)."""
+    values = [f"{topic}-{i}" for i in range(count)]
+    produced = kafka_tool(KAFKA_KRAFT_VERSION, "kafka-console-producer", "--bootstrap-server",
+                          address, "--topic", topic, "--command-config", str(config),
+                          input="".join(f"{v}\n" for v in values))  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = kafka_tool(KAFKA_KRAFT_VERSION, "kafka-console-consumer", "--bootstrap-server",
+                          address, "--topic", topic, "--group", f"java-{topic}",
+                          "--from-beginning", "--max-messages", str(count), "--timeout-ms",
+                          "60000", "--command-config", str(config),
+                          *(a for p in consumer_properties for a in ("--command-property", p)))  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    return consumed.stdout.split()
+
+
+def test_java_clients_over_sasl_ssl_with_scram(
+    secure: SecureServe, pems: Path, tmp_path: Path
+) -> None:
+    create_topic(secure, pems, "java-scram")
+    config = _java_config(tmp_path / "scram.properties", pems, **{
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                            f'username="bob" password="{BOB_PASSWORD}";',
+    })  # fmt: skip
+    found = _java_produce_and_consume(secure.listeners["SASL_SSL"], config, "java-scram", 3)
+    assert found == ["java-scram-0", "java-scram-1", "java-scram-2"]
+
+
+def test_java_clients_over_mutual_tls_in_a_consumer_protocol_group(
+    secure: SecureServe, pems: Path, tmp_path: Path
+) -> None:
+    """The client certificate's key and chain in one PEM file (Kafka's ``ssl.keystore.type=PEM``);
+    the consumer in a KIP-848 group (``group.protocol=consumer``)."""
+    create_topic(secure, pems, "java-mtls")
+    keystore = tmp_path / "client-keystore.pem"
+    keystore.write_text((pems / "client-key.pem").read_text() + (pems / "client.pem").read_text())
+    config = _java_config(tmp_path / "mtls.properties", pems, **{
+        "security.protocol": "SSL", "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+    })  # fmt: skip
+    found = _java_produce_and_consume(secure.listeners["SSL"], config, "java-mtls", 3,
+                                      "group.protocol=consumer")  # fmt: skip
+    assert found == ["java-mtls-0", "java-mtls-1", "java-mtls-2"]
