@@ -2,10 +2,10 @@
 
 As Kafka's ``ReplicaManager.activeProducerState``: any replica holding the partition's log
 answers (the admin client asks the leader), with each producer's id, epoch, last sequence and
-the timestamp of its last batch; a partition the broker holds no replica of is
-NOT_LEADER_OR_FOLLOWER, one the cluster does not have UNKNOWN_TOPIC_OR_PARTITION. No producer is
-transactional (transactions are not served): the coordinator epoch and the current transaction's
-start offset are -1.
+the timestamp of its last batch, the coordinator epoch of its last transaction marker and the
+first offset of its open transaction (-1 when none: what ``kafka-transactions abort`` and
+``find-hanging`` read); a partition the broker holds no replica of is NOT_LEADER_OR_FOLLOWER, one
+the cluster does not have UNKNOWN_TOPIC_OR_PARTITION.
 
 Under an authorizer each topic needs Read: else its partitions are TOPIC_AUTHORIZATION_FAILED
 with Kafka's message, before the topic's existence is looked at (``KafkaApis``).
@@ -54,8 +54,8 @@ def _describe(ctx: BrokerContext, topic: str, partition: int) -> Any:
             producer_epoch=entry.epoch,
             last_sequence=entry.last_seq,
             last_timestamp=entry.batches[-1].timestamp if entry.batches else NONE_KNOWN,
-            coordinator_epoch=NONE_KNOWN,
-            current_txn_start_offset=NONE_KNOWN,
+            coordinator_epoch=entry.coordinator_epoch,
+            current_txn_start_offset=entry.current_txn_first_offset,
         )
         for producer_id, entry in partition_log.producers.entries()
     ]
