@@ -16,6 +16,7 @@ from coordkit.testing.servers.kafka_tools import KAFKA_KRAFT_VERSION, kafka_tool
 from serve.security_servers import (
     ALICE_PASSWORD,
     BOB_PASSWORD,
+    PLAIN_JAAS,
     SecureServe,
     client_config,
     create_scram_user,
@@ -263,3 +264,47 @@ def test_java_clients_over_mutual_tls_in_a_consumer_protocol_group(
     found = _java_produce_and_consume(secure.listeners["SSL"], config, "java-mtls", 3,
                                       "group.protocol=consumer")  # fmt: skip
     assert found == ["java-mtls-0", "java-mtls-1", "java-mtls-2"]
+
+
+#: Short enough for a few re-authentications while a slow producer sends.
+REAUTH_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def reauthenticating() -> Iterator[SecureServe]:
+    words = ["listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+             "sasl.enabled.mechanisms=PLAIN",
+             f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}",
+             f"connections.max.reauth.ms={REAUTH_MS}"]  # fmt: skip
+    server = SecureServe([arg for word in words for arg in ("--config", word)])
+    yield server
+    out, err = server.stop()
+    assert ALICE_PASSWORD not in out + err
+
+
+def test_java_clients_reauthenticate_as_their_sessions_end(
+    reauthenticating: SecureServe, pems: Path, tmp_path: Path
+) -> None:
+    """KIP-368 with Kafka's own client: a producer sending for several session lifetimes
+    re-authenticates on its connections (no failed re-authentication, no connection dropped:
+    nothing on its standard error) and every record is written; a consumer reads them all."""
+    create_topic(reauthenticating, pems, "java-reauth")
+    config = _java_config(tmp_path / "plain.properties", pems, **{
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                            f'username="alice" password="{ALICE_PASSWORD}";',
+    })  # fmt: skip
+    address = reauthenticating.listeners["SASL_PLAINTEXT"]
+    sent = kafka_tool(KAFKA_KRAFT_VERSION, "kafka-producer-perf-test", "--topic", "java-reauth",
+                      "--num-records", "20", "--throughput", "4", "--record-size", "16",
+                      "--command-config", str(config), "--producer-props",
+                      f"bootstrap.servers={address}", "acks=all")  # fmt: skip
+    assert sent.returncode == 0, sent.stderr
+    assert "20 records sent" in sent.stdout
+    assert sent.stderr.strip() == ""
+    consumed = kafka_tool(KAFKA_KRAFT_VERSION, "kafka-console-consumer", "--bootstrap-server",
+                          address, "--topic", "java-reauth", "--group", "java-reauth",
+                          "--from-beginning", "--max-messages", "20", "--timeout-ms", "60000",
+                          "--command-config", str(config))  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    assert len(consumed.stdout.splitlines()) == 20
