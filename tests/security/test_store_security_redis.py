@@ -77,7 +77,9 @@ def _cmdline(pid: int) -> str:
 
 def _cluster_of_processes(url: str, brokers: int, secret: str) -> None:
     topic = f"t-{uuid.uuid4().hex[:6]}"
-    processes = [Served(url, broker_id=b) for b in range(brokers)]
+    processes = [
+        Served(url, "group.initial.rebalance.delay.ms=0", broker_id=b) for b in range(brokers)
+    ]
     logs = ""
     try:
         for served in processes:

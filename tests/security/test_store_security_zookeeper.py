@@ -16,16 +16,19 @@ its config, a SCRAM user, literal and prefixed ACLs); then:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -48,6 +51,7 @@ from kazoo.security import Permissions
 
 from coordkit.errors import AuthFailedError
 from coordkit.plugins import open_store
+from coordkit.serve import KafkaServer
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.servers.kafka_tools import JVM_OPTIONS
 from coordkit.testing.servers.zookeeper_sasl import kafka_jvm_options, write_client_jaas
@@ -408,8 +412,8 @@ def test_the_docs_session_runs(zookeeper: StandaloneZooKeeper, tmp_path: Path) -
 def test_no_secret_in_any_log_record_of_a_sasl_login(
     zookeeper: StandaloneZooKeeper, jaas: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The store's SASL login, right and wrong, with every logger at DEBUG (kazoo's per-request
-    lines included): no password in any record or error."""
+    """The store's SASL login, right and wrong, and a broker on it, with every logger at DEBUG
+    (kazoo's per-request lines included): no password in any record or error."""
     caplog.set_level(1)
     store = open_store(f"zookeeper://{zookeeper.hosts}/logged?jaas={jaas}")
     try:
@@ -417,6 +421,22 @@ def test_no_secret_in_any_log_record_of_a_sasl_login(
         assert store.get("/config/users/alice")[0] == b"{}"
     finally:
         store.close()
+    # A broker on the URL's own credentials (auth=sasl), a topic produced to.
+    url = f"zookeeper://{ZK_USER}:{ZK_PASSWORD}@{zookeeper.hosts}/logged-serve?auth=sasl"
+    server = KafkaServer(url, [0], port=0)
+    with server.running():
+        thread = threading.Thread(target=lambda: asyncio.run(server.serve()))
+        thread.start()
+        try:
+            bootstrap = str(server.addresses[0])
+            admin = AdminClient({"bootstrap.servers": bootstrap})
+            admin.create_topics([NewTopic("logged", 1, 1)])["logged"].result(60)
+            producer = Producer({"bootstrap.servers": bootstrap})
+            producer.produce("logged", b"a record")
+            assert producer.flush(60) == 0
+        finally:
+            server.stop()
+            thread.join(timeout=30)
     wrong_password = "wrong-" + ZK_PASSWORD[::-1]
     wrong = write_client_jaas(tmp_path / "wrong.conf", ZK_USER, wrong_password)
     with pytest.raises(AuthFailedError) as refused:
