@@ -24,3 +24,18 @@ def coordkit_register_share_assignors(register: Callable[[Any], None]) -> None:
     register(SimpleShareAssignor())
     register(LoadBalancedShareAssignor())
     register(RackAwareShareAssignor())
+
+
+@hookimpl
+def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_share_assignors.lab.workload import SHARE_GROUPS
+
+    register(SHARE_GROUPS)
+
+
+@hookimpl
+def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_share_assignors.lab.workload import SHARE_METRICS
+
+    for metric in SHARE_METRICS:
+        register(metric)

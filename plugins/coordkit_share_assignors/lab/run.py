@@ -1,0 +1,434 @@
+"""One ``share-groups`` run: the processes (brokers, producer, share consumers), the events, the
+logs.
+
+Every process is started with a pipe on stdin that ends when this side closes it (or dies): each
+child then ends too, so none outlives the run; on the way out (done or failing) every child still
+running is killed and waited for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO
+
+import attrs
+
+from coordkit.lab import LabError
+from coordkit_share_assignors.lab.analysis import MemberLog, RunEvent, ShareStep, steps
+
+TOPIC = "lab-share-records"
+GROUP = "lab-share-group"
+#: Seconds coordkit's brokers may take to start and create the topic (a loaded machine is slow).
+STARTUP_SECONDS = 120.0
+#: Seconds Kafka's controller and brokers (JVMs) may take to start and create the topic.
+KAFKA_STARTUP_SECONDS = 300.0
+#: Seconds a member may take to get its first records (start-up, joining, the assignment).
+SETTLE_SECONDS = 120.0
+#: Seconds the members may take to settle every acknowledged record at the end.
+DRAIN_SECONDS = 60.0
+#: Seconds a process may take to stop when asked.
+STOP_SECONDS = 30.0
+#: Seconds the producer may take to stop: its last acknowledgements (a minute at most) first.
+PRODUCER_STOP_SECONDS = 90.0
+
+
+@attrs.frozen
+class ShareEvent:
+    """One scheduled event: ``action`` on the member chosen by ``pick``."""
+
+    action: str  # join | crash | restart | stall
+    pick: int
+
+
+@attrs.frozen
+class RunSpec:
+    brokers: int
+    partitions: int
+    replication_factor: int
+    consumers: int
+    rate: float
+    lock_ms: int
+    session_ms: int
+    release: float
+    reject: float
+    gap: float
+    seed: int
+    events: tuple[ShareEvent, ...]
+    #: The share assignor coordkit's brokers use (``group.share.assignors``); unused on Kafka.
+    assignor: str = "simple"
+    #: ``coordkit`` (coordkit's Kafka server) or ``kafka`` (Apache Kafka 4.4, KRaft).
+    broker: str = "coordkit"
+
+    @property
+    def heartbeat_ms(self) -> int:
+        return max(100, self.session_ms // 5)
+
+    @property
+    def stall_seconds(self) -> float:
+        """How long a stalling member holds its records: half a lock past it."""
+        return 1.5 * self.lock_ms / 1e3
+
+    def broker_configs(self) -> list[str]:
+        """What the brokers get beyond their defaults, by Kafka's names (both kinds alike)."""
+        return [
+            f"group.share.assignors={self.assignor}",
+            f"group.share.record.lock.duration.ms={self.lock_ms}",
+            f"group.share.session.timeout.ms={self.session_ms}",
+            f"group.share.heartbeat.interval.ms={self.heartbeat_ms}",
+        ]
+
+
+class _Child:
+    """A child process, its output in files, its stdin a pipe kept open."""
+
+    def __init__(self, name: str, argv: list[str], directory: Path) -> None:
+        self.name = name
+        self.stdout_path = directory / f"{name}.out"
+        self.stderr_path = directory / f"{name}.err"
+        with self.stdout_path.open("w") as out, self.stderr_path.open("w") as err:
+            self.process = subprocess.Popen(
+                [sys.executable, *argv], stdin=subprocess.PIPE, stdout=out, stderr=err,
+                text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            )  # fmt: skip
+        self.started = time.time()
+        self.ended: float | None = None
+
+    @property
+    def stdin(self) -> IO[str]:
+        assert self.process.stdin is not None
+        return self.process.stdin
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        if self.running():
+            self.process.kill()
+        self.process.wait(STOP_SECONDS)
+        self._close()
+
+    def terminate(self, timeout: float = STOP_SECONDS) -> None:
+        """SIGTERM, and wait: the child finishes what it does and exits (killed if it hangs)."""
+        if self.running():
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(STOP_SECONDS)
+        self._close()
+
+    def _close(self) -> None:
+        if self.ended is None:
+            self.ended = time.time()
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+
+    def output(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
+
+    def errors(self, tail: int = 1500) -> str:
+        text = self.stderr_path.read_text(errors="replace").strip()
+        return text[-tail:] if text else "(nothing on stderr)"
+
+
+class _Member:
+    """A share consumer's process and its log, read as it grows."""
+
+    def __init__(self, child: _Child, log: Path) -> None:
+        self.child = child
+        self.log = log
+        self.alive = True
+
+    def lines(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def delivered(self) -> int:
+        return sum(1 for line in self.lines() if line.startswith("d "))
+
+    def settled(self) -> set[int]:
+        """Records this member accepted or rejected, the brokers agreeing."""
+        out = set()
+        for line in self.lines():
+            words = line.split()
+            if (
+                words[:1] == ["k"]
+                and len(words) == 7
+                and words[6] == "ok"
+                and words[5] != "release"
+            ):
+                out.add(int(words[2]))
+        return out
+
+
+class ShareRun:
+    """The processes of one run and what they did."""
+
+    def __init__(self, spec: RunSpec, strategy: str, directory: Path) -> None:
+        self.spec = spec
+        self.strategy = strategy
+        self.directory = directory
+        self.children: list[_Child] = []
+        self.members: list[_Member] = []
+        self.events: list[RunEvent] = []
+        self.host: _Child | None = None
+        self.producer: _Child | None = None
+        self.bootstrap = ""
+
+    def _start(self, name: str, argv: list[str]) -> _Child:
+        child = _Child(name, argv, self.directory)
+        self.children.append(child)
+        return child
+
+    def _start_host(self) -> None:
+        spec = self.spec
+        argv = [str(spec.brokers), TOPIC, str(spec.partitions), str(spec.replication_factor)]
+        if spec.broker == "kafka":
+            module, startup = "kafka_host", KAFKA_STARTUP_SECONDS
+            argv.append(str(self.directory / "kafka"))
+        else:
+            module, startup = "broker_host", STARTUP_SECONDS
+        argv = ["-m", f"coordkit_share_assignors.lab.{module}", *argv, *spec.broker_configs()]
+        host = self.host = self._start("brokers", argv)
+        deadline = time.monotonic() + startup
+        while "ready" not in host.output().split("\n"):
+            if not host.running() or time.monotonic() > deadline:
+                raise LabError(
+                    f"the brokers ({spec.broker}) did not start within {startup:.0f} s: "
+                    f"{host.errors()}"
+                )
+            time.sleep(0.1)
+        addresses = [
+            words[2] for words in map(str.split, host.output().splitlines())
+            if words[:1] == ["broker"] and len(words) == 3
+        ]  # fmt: skip
+        self.bootstrap = ",".join(addresses)
+
+    def _earliest(self) -> None:
+        """The group starts at the topic's first record (its ``share.auto.offset.reset``), so a
+        record sent before the first member joined is consumed too."""
+        # confluent-kafka's documented imports, though its stubs do not re-export them (the
+        # type env, without confluent-kafka, sees no error to ignore).
+        from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
+            AdminClient,
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        entry = ConfigEntry(
+            "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+        )
+        resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[entry])
+        try:
+            for future in admin.incremental_alter_configs([resource]).values():
+                future.result(60)
+        except Exception as exc:
+            raise LabError(
+                f"the brokers ({self.spec.broker}) refused the share group's config "
+                f"share.auto.offset.reset=earliest: {exc}"
+            ) from None
+
+    def _start_producer(self) -> None:
+        settings = {
+            "bootstrap": self.bootstrap,
+            "topic": TOPIC,
+            "rate": self.spec.rate,
+            "log": str(self.directory / "producer.log"),
+        }
+        self.producer = self._start(
+            "producer", ["-m", "coordkit_share_assignors.lab.producer", json.dumps(settings)]
+        )
+
+    def _start_member(self) -> _Member:
+        name = f"consumer-{len(self.members)}"
+        spec = self.spec
+        log = self.directory / f"{name}.log"
+        settings = {
+            "bootstrap": self.bootstrap,
+            "group": GROUP,
+            "topic": TOPIC,
+            "client_id": name,
+            "log": str(log),
+            "seed": spec.seed,
+            "release": spec.release,
+            "reject": spec.reject,
+        }
+        child = self._start(
+            name, ["-m", "coordkit_share_assignors.lab.consumer", json.dumps(settings)]
+        )
+        member = _Member(child, log)
+        self.members.append(member)
+        return member
+
+    def close(self) -> None:
+        # The brokers first, told by the end of their stdin: Kafka's host kills its JVMs
+        # before the run's directory, which holds their data, is removed.
+        if self.host is not None and self.host.running():
+            self.host._close()
+            try:
+                self.host.process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+        for child in self.children:
+            try:
+                child.kill()
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+    # -- the run
+    def run(self) -> list[ShareStep]:
+        spec = self.spec
+        self._start_host()
+        self._earliest()
+        self._start_producer()
+        for _ in range(spec.consumers):
+            self._start_member()
+        start = min(m.child.started for m in self.members)
+        self.events.append(RunEvent(start, f"{spec.consumers} consumers start", "initial"))
+        self._wait(
+            "every member's first records",
+            lambda: all(m.delivered() for m in self.members),
+            SETTLE_SECONDS,
+        )
+        for event in spec.events:
+            time.sleep(spec.gap)
+            at = time.time()
+            label = self._apply(event)
+            self.events.append(RunEvent(at, label, event.action))
+        time.sleep(spec.gap)
+        assert self.producer is not None
+        self.producer.terminate(PRODUCER_STOP_SECONDS)
+        if self.producer.process.returncode not in (None, 0):
+            raise LabError(
+                f"the producer ({self.strategy}) exited with status "
+                f"{self.producer.process.returncode}: {self.producer.errors()}"
+            )
+        self._drain()
+        end = time.time()
+        for member in self.members:
+            if member.alive:
+                member.child.kill()
+        return steps(
+            strategy=self.strategy,
+            partitions=spec.partitions,
+            members=[
+                MemberLog(
+                    m.child.name,
+                    tuple(m.lines()),
+                    m.child.started,
+                    m.child.ended if not m.alive else None,
+                )
+                for m in self.members
+            ],
+            producer=(self.directory / "producer.log").read_text().splitlines(),
+            events=self.events,
+            end=end,
+        )
+
+    def _apply(self, event: ShareEvent) -> str:
+        spec = self.spec
+        live = [m for m in self.members if m.alive]
+        match event.action:
+            case "crash":
+                victim = live[event.pick % len(live)]
+                victim.child.kill()
+                victim.alive = False
+                # Its acquired records come back after their lock, its partitions after its
+                # session: wait for both.
+                time.sleep((spec.lock_ms + spec.session_ms) / 1e3)
+                return f"{victim.child.name} killed (SIGKILL)"
+            case "restart":
+                victim = live[event.pick % len(live)]
+                victim.child.terminate()
+                victim.alive = False
+                new = self._start_member()
+                self._wait(f"{new.child.name}'s first records", lambda: new.delivered() > 0,
+                           SETTLE_SECONDS)  # fmt: skip
+                return f"{victim.child.name} restarts as {new.child.name}"
+            case "stall":
+                victim = live[event.pick % len(live)]
+                victim.child.stdin.write(f"stall {spec.stall_seconds}\n")
+                victim.child.stdin.flush()
+                seen = len(victim.lines())
+                self._wait(
+                    f"{victim.child.name} to stall and resume",
+                    lambda: any(line.startswith("resume") for line in victim.lines()[seen:]),
+                    SETTLE_SECONDS + spec.stall_seconds,
+                )
+                return f"{victim.child.name} stalls {spec.stall_seconds:g} s holding its records"
+        joined = self._start_member()
+        self._wait(f"{joined.child.name}'s first records", lambda: joined.delivered() > 0,
+                   SETTLE_SECONDS)  # fmt: skip
+        return f"{joined.child.name} joins"
+
+    def _wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            for child, name in ((self.host, "the brokers"), (self.producer, "the producer")):
+                if child is not None and not child.running():
+                    raise LabError(
+                        f"{name} ({self.strategy}) stopped while waiting for {what}: "
+                        f"{child.errors()}"
+                    )
+            for member in self.members:
+                if member.alive and not member.child.running():
+                    raise LabError(
+                        f"{member.child.name} ({self.strategy}) exited with status "
+                        f"{member.child.process.returncode} while waiting for {what}: "
+                        f"{member.child.errors()}"
+                    )
+            if time.monotonic() > deadline:
+                raise LabError(
+                    f"{self.strategy}: no {what} within {timeout:.0f} s (do the brokers serve "
+                    f"share groups?); "
+                    + "; ".join(
+                        f"{m.child.name} got {m.delivered()} records"
+                        for m in self.members
+                        if m.alive
+                    )
+                    + f"; last member's stderr: {self.members[-1].child.errors(600)}"
+                )
+            time.sleep(0.1)
+
+    def _drain(self) -> None:
+        """Wait until the members settled every acknowledged record (or DRAIN_SECONDS)."""
+        acked = set()
+        for line in (self.directory / "producer.log").read_text().splitlines():
+            words = line.split()
+            if words[:1] == ["a"]:
+                acked.add(int(words[1]))
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline:
+            settled: set[int] = set()
+            for member in self.members:
+                settled |= member.settled()
+            if acked <= settled:
+                return
+            time.sleep(0.2)
+
+
+def run_share_groups(spec: RunSpec, strategy: str) -> list[ShareStep]:
+    """Run ``spec`` once; every process it started is gone when this returns or raises."""
+    with tempfile.TemporaryDirectory(prefix="coordkit-lab-share-") as directory:
+        run = ShareRun(spec, strategy, Path(directory))
+        try:
+            return run.run()
+        finally:
+            run.close()
+
+
+__all__: Sequence[str] = ("RunSpec", "ShareEvent", "ShareRun", "run_share_groups")
