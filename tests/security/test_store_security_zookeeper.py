@@ -52,6 +52,7 @@ from kazoo.security import Permissions
 from coordkit.errors import AuthFailedError
 from coordkit.plugins import open_store
 from coordkit.serve import KafkaServer
+from coordkit.store import Create
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.servers.kafka_tools import JVM_OPTIONS
 from coordkit.testing.servers.zookeeper_sasl import kafka_jvm_options, write_client_jaas
@@ -448,3 +449,45 @@ def test_no_secret_in_any_log_record_of_a_sasl_login(
     for text in (caplog.text, str(refused.value), str(refused_url.value)):
         assert ZK_PASSWORD not in text
         assert wrong_password not in text
+
+
+@pytest.mark.parametrize("login", ["jaas", "digest"])
+def test_every_way_the_store_creates_a_node_gives_kafkas_acl(
+    zookeeper: StandaloneZooKeeper, jaas: Path, login: str
+) -> None:
+    """create (with and without parents, ephemeral, sequential), commit and apply: each node the
+    store makes carries ``defaultAcls(true, path)`` for its identity, SASL's or digest's."""
+    root = f"/ways-{login}"
+    credentials = f"?jaas={jaas}" if login == "jaas" else ""
+    userinfo = f"{ZK_USER}:{ZK_PASSWORD}@" if login == "digest" else ""
+    store = open_store(f"zookeeper://{userinfo}{zookeeper.hosts}{root}{credentials}")
+    try:
+        store.create("/config/users/alice", b"{}", make_parents=True)
+        store.create("/brokers/ids/1", b"{}", make_parents=True, ephemeral=True)
+        made = store.create("/config/changes/config_change_", b"{}", make_parents=True,
+                            sequential=True)  # fmt: skip
+        store.commit([Create("/config/brokers"), Create("/config/brokers/1", b"{}")])
+        store.apply([Create("/consumers"), Create("/delegation_token"),
+                     Create("/delegation_token/tokens"), Create("/kafka-acl")])  # fmt: skip
+        # The ACLs read back as the store's identity (the world may not read /config/users).
+        if login == "jaas":
+            client = _sasl_client(zookeeper)
+        else:
+            client = KazooClient(hosts=zookeeper.hosts, auth_data=[("digest", userinfo[:-1])])
+            client.start(timeout=20)
+        try:
+            found = _tree(client, root)
+        finally:
+            client.stop()
+    finally:
+        store.close()
+    for path in ("/config/users/alice", "/brokers/ids/1", made, "/config/brokers/1", "/consumers",
+                 "/delegation_token/tokens", "/kafka-acl", "/config", "/"):  # fmt: skip
+        expected = _rule(path)
+        if login == "digest":  # the creator is the digest identity: user and password hash
+            expected = sorted(
+                (("digest", found[path][0][1], p) if s == "sasl" else (s, i, p))
+                for s, i, p in expected
+            )
+            assert found[path][0][1].startswith(f"{ZK_USER}:") or path == "/consumers"
+        assert found[path] == expected, path
