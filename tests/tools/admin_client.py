@@ -41,6 +41,8 @@ from confluent_kafka.admin import (
 
 TIMEOUT = 30.0
 TOPIC, OTHER, GROUP = "admin-a", "admin-b", "admin-g"
+#: The group whose configs (Kafka 4's GROUP config resource) the script sets.
+CONFIG_GROUP = "admin-cg"
 #: Fields that differ between any two clusters.
 _DROPPED = {"cluster_id", "controller", "coordinator", "host", "port", "topic_id",
             "authorized_operations"}  # fmt: skip
@@ -153,6 +155,18 @@ def _topic_configs(names: list[str]) -> Call:
     return describe
 
 
+def _group_configs(names: list[str]) -> Call:
+    """A group's configs (Kafka 4's GROUP config resource), those of ``names``."""
+
+    def describe(admin: AdminClient) -> Any:
+        resource = ConfigResource("group", CONFIG_GROUP)
+        entries = admin.describe_configs([resource], request_timeout=TIMEOUT)[resource]
+        found = entries.result(TIMEOUT)
+        return {name: plain(found.get(name)) for name in names}
+
+    return describe
+
+
 def _offsets(spec: OffsetSpec) -> Call:
     return lambda admin: admin.list_offsets(
         {TopicPartition(TOPIC, p): spec for p in range(3)}, request_timeout=TIMEOUT
@@ -215,6 +229,25 @@ SCRIPT: tuple[AdminCall, ...] = (
         AdminCall("describe-configs-replaced", "describe_configs",
                   _topic_configs(["retention.ms", "cleanup.policy"]),
                   settled=lambda answer: answer["cleanup.policy"]["value"] == "compact"),
+        # Kafka 4's group configs (the GROUP config resource).
+        AdminCall("describe-group-configs", "describe_configs", _group_configs(
+            ["consumer.session.timeout.ms", "share.isolation.level"])),
+        AdminCall("incremental-alter-group-configs", "incremental_alter_configs",
+                  lambda a: a.incremental_alter_configs([ConfigResource(
+                      "group", CONFIG_GROUP, incremental_configs=[ConfigEntry(
+                          "consumer.heartbeat.interval.ms", "6000",
+                          incremental_operation=AlterConfigOpType.SET)])],
+                      request_timeout=TIMEOUT)),
+        AdminCall("describe-group-configs-altered", "describe_configs",
+                  _group_configs(["consumer.heartbeat.interval.ms"]),
+                  settled=lambda answer: (
+                      answer["consumer.heartbeat.interval.ms"]["value"] == "6000")),
+        AdminCall("incremental-alter-group-configs-refused", "incremental_alter_configs",
+                  lambda a: a.incremental_alter_configs([ConfigResource(
+                      "group", CONFIG_GROUP, incremental_configs=[ConfigEntry(
+                          "consumer.heartbeat.interval.ms", "1",
+                          incremental_operation=AlterConfigOpType.SET)])],
+                      request_timeout=TIMEOUT)),
         AdminCall("alter-consumer-group-offsets", "alter_consumer_group_offsets",
                   lambda a: a.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
                       GROUP, [TopicPartition(TOPIC, 0, 2), TopicPartition(TOPIC, 1, 0)])],

@@ -16,6 +16,9 @@ from tools.runner import Command, in_order, json_lines, lines, log_dirs, table_r
 
 TOPIC, OTHER, CONFIGURED, MOVED, SHRUNK, GROUP, KCAT_GROUP = (
     "tools-a", "tools-b", "tools-c", "tools-r", "tools-s", "tools-g", "tools-kg")  # fmt: skip
+#: The quota entities, the group with configs and the client-metrics subscription of the script.
+QUOTA_USER, QUOTA_CLIENT, QUOTA_IP, CONFIG_GROUP, SUBSCRIPTION = (
+    "tools-u", "tools-cl", "10.9.8.7", "tools-cg", "tools-sub")  # fmt: skip
 B = "--bootstrap-server"
 RECORDS = "".join(f"k{i}:v{i}\n" for i in range(4))
 
@@ -75,6 +78,18 @@ def topics(name: str, *args: str, **options: Any) -> Command:
 
 def configs(name: str, *args: str, **options: Any) -> Command:
     return c(name, "kafka-configs", B, "{bootstrap}", *args, **options)
+
+
+#: What kafka-configs sends for quotas: DescribeClientQuotas (and, for users, the SCRAM
+#: credentials) to describe, AlterClientQuotas to alter.
+QUOTA_DESCRIBE = ("DescribeClientQuotas",)
+USER_DESCRIBE = ("DescribeClientQuotas", "DescribeUserScramCredentials")
+QUOTA_ALTER = ("AlterClientQuotas",)
+
+
+def quotas(name: str, *args: str, needs: tuple[str, ...], **options: Any) -> Command:
+    """A kafka-configs command on client quotas (its apis are not :data:`CALLS`' configs)."""
+    return Command(name, "kafka-configs", (B, "{bootstrap}", *args), needs=needs, **options)
 
 
 def groups(name: str, *args: str, **options: Any) -> Command:
@@ -235,6 +250,72 @@ SCRIPT: tuple[Command, ...] = (
             needs=("DescribeConfigs", "IncrementalAlterConfigs")),
     configs("configs-describe-after-broker-default", "--describe", "--all", "--entity-type",
             "topics", "--entity-name", CONFIGURED),
+    # kafka-configs: client quotas (users, a user's client id, client ids, ips; names, defaults)
+    quotas("configs-quota-alter-user", "--alter", "--entity-type", "users", "--entity-name",
+           QUOTA_USER, "--add-config", "producer_byte_rate=1024,request_percentage=12.5",
+           needs=QUOTA_ALTER),
+    quotas("configs-quota-alter-user-client", "--alter", "--entity-type", "users",
+           "--entity-name", QUOTA_USER, "--entity-type", "clients", "--entity-name",
+           QUOTA_CLIENT, "--add-config", "consumer_byte_rate=2048", needs=QUOTA_ALTER),
+    quotas("configs-quota-alter-client-default", "--alter", "--entity-type", "clients",
+           "--entity-default", "--add-config", "controller_mutation_rate=100",
+           needs=QUOTA_ALTER),
+    quotas("configs-quota-alter-ip", "--alter", "--entity-type", "ips", "--entity-name",
+           QUOTA_IP, "--add-config", "connection_creation_rate=5", needs=QUOTA_ALTER),
+    quotas("configs-quota-describe-user", "--describe", "--entity-type", "users",
+           "--entity-name", QUOTA_USER, needs=USER_DESCRIBE,
+           settled=lambda out: "producer_byte_rate" in out),
+    quotas("configs-quota-describe-users", "--describe", "--entity-type", "users",
+           needs=USER_DESCRIBE),
+    quotas("configs-quota-describe-user-clients", "--describe", "--entity-type", "users",
+           "--entity-name", QUOTA_USER, "--entity-type", "clients", needs=QUOTA_DESCRIBE,
+           settled=lambda out: "consumer_byte_rate" in out),
+    quotas("configs-quota-describe-clients", "--describe", "--entity-type", "clients",
+           needs=QUOTA_DESCRIBE, settled=lambda out: "controller_mutation_rate" in out),
+    quotas("configs-quota-describe-client-default", "--describe", "--entity-type", "clients",
+           "--entity-default", needs=QUOTA_DESCRIBE),
+    quotas("configs-quota-describe-ips", "--describe", "--entity-type", "ips",
+           needs=QUOTA_DESCRIBE, settled=lambda out: QUOTA_IP in out),
+    quotas("configs-quota-alter-fraction", "--alter", "--entity-type", "users", "--entity-name",
+           QUOTA_USER, "--add-config", "producer_byte_rate=1.5", needs=QUOTA_ALTER),
+    quotas("configs-quota-alter-unknown", "--alter", "--entity-type", "users", "--entity-name",
+           QUOTA_USER, "--add-config", "bogus=1", needs=()),
+    quotas("configs-quota-delete", "--alter", "--entity-type", "users", "--entity-name",
+           QUOTA_USER, "--delete-config", "request_percentage", needs=QUOTA_ALTER),
+    quotas("configs-quota-describe-after-delete", "--describe", "--entity-type", "users",
+           "--entity-name", QUOTA_USER, needs=USER_DESCRIBE,
+           settled=lambda out: "request_percentage" not in out),
+    quotas("configs-quota-delete-client-default", "--alter", "--entity-type", "clients",
+           "--entity-default", "--delete-config", "controller_mutation_rate", needs=QUOTA_ALTER),
+    # kafka-configs: Kafka 4's group configs and client-metrics subscriptions
+    configs("configs-group-alter", "--alter", "--entity-type", "groups", "--entity-name",
+            CONFIG_GROUP, "--add-config", "consumer.session.timeout.ms=50000",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
+    configs("configs-group-describe", "--describe", "--entity-type", "groups", "--entity-name",
+            CONFIG_GROUP, settled=lambda out: "50000" in out),
+    configs("configs-group-describe-all", "--describe", "--entity-type", "groups",
+            needs=("ListConfigResources",), settled=lambda out: CONFIG_GROUP in out),
+    configs("configs-group-alter-out-of-range", "--alter", "--entity-type", "groups",
+            "--entity-name", CONFIG_GROUP, "--add-config", "consumer.session.timeout.ms=1000",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
+    configs("configs-group-delete", "--alter", "--entity-type", "groups", "--entity-name",
+            CONFIG_GROUP, "--delete-config", "consumer.session.timeout.ms",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
+    configs("configs-client-metrics-alter", "--alter", "--entity-type", "client-metrics",
+            "--entity-name", SUBSCRIPTION, "--add-config",
+            "interval.ms=1000,metrics=org.apache.kafka.producer.",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
+    configs("configs-client-metrics-describe", "--describe", "--entity-type", "client-metrics",
+            "--entity-name", SUBSCRIPTION, settled=lambda out: "interval.ms=1000" in out),
+    configs("configs-client-metrics-describe-all", "--describe", "--entity-type",
+            "client-metrics", needs=("ListConfigResources",),
+            settled=lambda out: SUBSCRIPTION in out),
+    configs("configs-client-metrics-alter-bad", "--alter", "--entity-type", "client-metrics",
+            "--entity-name", SUBSCRIPTION, "--add-config", "interval.ms=10",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
+    configs("configs-client-metrics-delete", "--alter", "--entity-type", "client-metrics",
+            "--entity-name", SUBSCRIPTION, "--delete-config", "interval.ms,metrics",
+            needs=("DescribeConfigs", "IncrementalAlterConfigs")),
     # kafka-reassign-partitions
     reassign("reassign-list", "--list", needs=("ListPartitionReassignments",), default=True),
     topics("topics-create-to-move", "--create", "--topic", MOVED, "--replica-assignment", "0:1"),
