@@ -70,6 +70,9 @@ KAFKA_ONLY_CONFIGS = {
     # too (with the assignment interval of SHARED_CONFIGS at 0), so epochs follow from the
     # requests alone.
     "group.consumer.assignor.offload.enable": "false",
+    # The same for share groups (coordkit computes a share group's target in the heartbeat).
+    "group.share.assignment.interval.ms": "0",
+    "group.share.assignor.offload.enable": "false",
 }
 #: Kafka's brokers have racks (coordkit serve has no option to give its brokers one).
 KAFKA_RACKS = {1: "a", 2: "b", 3: "a"}
