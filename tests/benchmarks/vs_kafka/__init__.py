@@ -24,7 +24,9 @@ two forms (:mod:`vs_kafka.clusters`):
   store session; Kafka's broker session and controller quorum fetch timeout);
 * the cost of TLS and SASL (``security``: :mod:`vs_kafka.security`): produce and consume on
   PLAINTEXT, SSL and SASL_SSL/SCRAM listeners of the one-process form, each beside its side's
-  PLAINTEXT figure (``÷ PLAINTEXT``);
+  PLAINTEXT figure (``÷ PLAINTEXT``); ``security-inter-broker`` (:mod:`vs_kafka.inter_broker`):
+  processes-produce's workload on three processes whose inter-broker listener is PLAINTEXT, SSL,
+  then SASL_SSL/SCRAM;
 * issue #34's targets (``processes-produce``, ``processes-failover``, ``processes-catch-up``:
   :mod:`vs_kafka.processes`) run on such processes too, each broker with its log directory
   (``--data-dir``), as Kafka's.
@@ -52,6 +54,7 @@ from vs_kafka import (
     failover,
     footprint,
     groups,
+    inter_broker,
     processes,
     security,
     throughput,
@@ -67,6 +70,7 @@ CASES = (
     *footprint.CASES,
     *processes.CASES,
     *security.CASES,
+    *inter_broker.CASES,
 )
 Figures = dict[str, float]
 Results = dict[str, dict[str, Figures]]
@@ -101,6 +105,7 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
     processes.run(args, side, log_dir, case)
     if "security" in args.case:
         security.run(side, args.kafka_heap, args.records, case)
+    inter_broker.run(args, side, case)
     return figures
 
 
