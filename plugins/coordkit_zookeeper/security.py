@@ -27,6 +27,9 @@ REDACTED = "***"
 #: take the session over.
 _HEX_ESCAPE = re.compile(r"%[0-9A-F]{2}")
 _SESSION_PASSWORD = re.compile(r"(session_passwd: |passwd=)b(['\"]).*?(?<!\\)\2")
+#: ... and each SASL token it sends: DIGEST-MD5's response is a hash of the password, which a
+#: reader of the log could attack offline.
+_SASL_TOKEN = re.compile(r"(SASL\(challenge=)b(['\"]).*?(?<!\\)\2")
 
 
 #: Kafka's ``ZkData.SensitiveRootPaths``: ``ConfigEntityTypeZNode.path(USER)`` (SCRAM
@@ -128,6 +131,8 @@ class RedactingLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
     def redact(self, text: str) -> str:
         if "passwd" in text:
             text = _SESSION_PASSWORD.sub(rf"\1{REDACTED}", text)
+        if "SASL(" in text:
+            text = _SASL_TOKEN.sub(rf"\1{REDACTED}", text)
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)

@@ -4,6 +4,7 @@ servers and Kafka beside them)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from coordkit.testing.servers.zookeeper_sasl import write_client_jaas, write_ser
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.jaas import JaasError, read_digest_login
 from coordkit_zookeeper.security import (
+    RedactingLogger,
     auth_data,
     default_acls,
     node_acls,
@@ -347,3 +349,12 @@ def test_a_jaas_file_of_any_shape_fails_in_one_line_without_the_password(
         assert SECRET[:5] not in message
         return
     assert SECRET not in repr(login)
+
+
+def test_the_kazoo_log_shows_no_sasl_token() -> None:
+    """DIGEST-MD5's response is a hash of the password (an offline attack's input): kazoo's DEBUG
+    line of each SASL packet keeps the request, not the token."""
+    logger = RedactingLogger(logging.getLogger("coordkit.zookeeper.kazoo"), (SECRET,))
+    token = 'qop=auth,realm="zk-sasl-md5",username="kafka",nonce="n",response=9a4a90ed8f3a'
+    line = logger.redact(f"Sending request(xid=2): SASL(challenge=b'{token}')")
+    assert line == "Sending request(xid=2): SASL(challenge=***)"
