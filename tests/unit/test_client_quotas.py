@@ -142,3 +142,32 @@ def test_group_configs_follow_the_node(store: MetadataStore) -> None:
         assert not store.exists(layout.CONFIG_CHANGES)
     finally:
         reader.close()
+
+
+def test_a_consumer_groups_own_session_and_heartbeat_apply(store: MetadataStore) -> None:
+    """The consumer-protocol coordinator gives a group's members its own
+    ``consumer.heartbeat.interval.ms`` and holds their sessions for its own
+    ``consumer.session.timeout.ms``; another group keeps the broker's."""
+    from coordkit.engine.config import EngineConfig
+    from coordkit.engine.groups.modern.group import ConsumerGroup
+    from coordkit.engine.groups.modern.heartbeat import ConsumerGroupHeartbeats
+    from coordkit.engine.groups.modern.topics import TopicsImage
+    from coordkit.support.clock import ManualClock
+
+    clock = ManualClock()
+    reader = GroupConfigs(store)
+    heartbeats = ConsumerGroupHeartbeats(EngineConfig(), clock, {}, TopicsImage(store), reader)
+    ConfigAdmin(store).write(GROUPS, "own", {"consumer.session.timeout.ms": "50000",
+                                             "consumer.heartbeat.interval.ms": "8000"})  # fmt: skip
+    try:
+        own, other = ConsumerGroup("own", 0), ConsumerGroup("other", 1)
+        assert heartbeats.group_heartbeat_interval_ms("own") == 8000
+        assert heartbeats.group_heartbeat_interval_ms("other") == 5000
+        heartbeats.touch(own, "m1")
+        heartbeats.touch(other, "m1")
+        assert own.session_deadlines["m1"] == clock.monotonic() + 50.0
+        assert other.session_deadlines["m1"] == clock.monotonic() + 45.0
+        ConfigAdmin(store).write(GROUPS, "own", {})
+        wait_for(lambda: heartbeats.group_heartbeat_interval_ms("own") == 5000, 10)
+    finally:
+        reader.close()
