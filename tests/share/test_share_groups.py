@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
+from confluent_kafka.admin import ResourceType as ConfigResourceType
 
 from coordkit.engine.config import EngineConfig
 from coordkit.protocol import messages
@@ -370,3 +377,34 @@ def test_the_share_assignor_is_the_one_group_share_assignors_names(
     finally:
         first.close()
         second.close()
+
+
+def test_a_groups_own_share_configs_override_the_brokers(
+    server: InProcessServer, raw: Callable[..., Raw]
+) -> None:
+    """Kafka 4's GROUP config resource: share.heartbeat.interval.ms and share.session.timeout.ms
+    set on one group (IncrementalAlterConfigs, confluent-kafka's AdminClient) apply to it."""
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    group = ConfigResource(
+        ConfigResourceType.GROUP, GROUP,
+        incremental_configs=[
+            ConfigEntry("share.heartbeat.interval.ms", "7000",
+                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("share.session.timeout.ms", "60000",
+                        incremental_operation=AlterConfigOpType.SET),
+        ],
+    )  # fmt: skip
+    for future in admin.incremental_alter_configs([group]).values():
+        future.result(timeout=30)
+    member, other = raw(), raw()
+    deadline = time.monotonic() + DEADLINE
+    joined = member.beat(["jobs"])
+    while joined.heartbeat_interval_ms != 7000 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the coordinator's watch on the group's config node
+        joined = member.beat(None)
+    assert joined.heartbeat_interval_ms == 7000
+    # The broker's 2 s session no longer ends the member's: 60 s does.
+    other.beat(["jobs"])
+    time.sleep(3)
+    assert member.beat(None).error_code == errors.NONE
+    assert {m.member_id for m in describe(server).members} == {member.member_id, other.member_id}

@@ -171,6 +171,7 @@ class GroupCoordinator(EngineObserver):
                 ),
                 strategies.share_assignors,
                 self.topics_image,
+                self.group_configs,
             ),
             self.hosting,
             lambda group_id, create: self._lookup(group_id, create=create),

@@ -13,6 +13,11 @@ from collections.abc import Mapping
 
 import attrs
 
+from coordkit.engine.group_configs import (
+    SHARE_HEARTBEAT_INTERVAL_MS,
+    SHARE_SESSION_TIMEOUT_MS,
+    GroupConfigs,
+)
 from coordkit.engine.groups.modern.group import SubscribedTopic
 from coordkit.engine.groups.modern.java_order import java_hash_map_order, java_hash_set_order
 from coordkit.engine.groups.modern.protocol import HeartbeatError
@@ -83,16 +88,32 @@ class ShareGroupHeartbeats:
         settings: ShareGroupSettings,
         assignors: Mapping[str, ShareAssignor],
         topics: TopicsImage,
+        group_configs: GroupConfigs | None = None,
     ):
         self.settings = settings
+        #: Each group's own ``share.session.timeout.ms`` and ``share.heartbeat.interval.ms``
+        #: (Kafka 4's GROUP config resource), over the broker's.
+        self.group_configs = group_configs
         #: ``None`` when no plugin registered the assignor the settings name (``coordkit serve``
         #: refuses to start then; an engine built otherwise answers joins with an error).
         self.assignor = assignors.get(settings.assignor)
         self.topics = topics
 
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return round(self.settings.heartbeat_interval * 1000)
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``share.heartbeat.interval.ms``, else the broker's."""
+        own = self._own(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
+        return own if own is not None else round(self.settings.heartbeat_interval * 1000)
+
+    def session_timeout(self, group_id: str) -> float:
+        """The group's ``share.session.timeout.ms`` in seconds, else the broker's."""
+        own = self._own(group_id, SHARE_SESSION_TIMEOUT_MS)
+        return own / 1000 if own is not None else self.settings.session_timeout
+
+    def _own(self, group_id: str, name: str) -> int | None:
+        if self.group_configs is None:
+            return None
+        own = self.group_configs.int_value(group_id, name)
+        return own if own is not None and own > 0 else None
 
     # -- a member's heartbeat ------------------------------------------------------------------
 
@@ -145,12 +166,12 @@ class ShareGroupHeartbeats:
         if group.group_epoch > group.assignment_epoch:
             self.compute_target(group)
         updated = self._reconcile(group, updated)
-        group.session_deadlines[member_id] = now + self.settings.session_timeout
+        group.session_deadlines[member_id] = now + self.session_timeout(group.group_id)
         changed = updated.assigned != member.assigned
         return ShareGroupHeartbeatResponse(
             member_id=member_id,
             member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             assignment=(
                 updated.assigned
                 if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH or changed
