@@ -18,6 +18,7 @@ kazoo is imported only when a ``zookeeper://`` store is opened.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from coordkit import hookimpl
@@ -37,7 +38,8 @@ def open_zookeeper_store(
 ) -> ZooKeeperStore:
     """Open ``zookeeper://...``; options: ``session_timeout``, ``connect_timeout``,
     ``request_timeout`` (seconds, overriding the URL's), ``keyfile_password`` (TLS key),
-    ``read_only`` (create nothing, refuse writes)."""
+    ``set_acl`` (Kafka's ``zookeeper.set.acl``, overriding the URL's), ``read_only`` (create
+    nothing, refuse writes)."""
     from coordkit_zookeeper.config import ZooKeeperConfig
 
     config = ZooKeeperConfig.from_url(url, **options)
@@ -47,6 +49,11 @@ def open_zookeeper_store(
         raise MissingDependencyError(
             f"the ZooKeeper store needs the kazoo client library: {INSTALL_HINT}"
         ) from exc
+    # kazoo imports pure-sasl only if it can, and without it would retry the login for ever.
+    if config.sasl and importlib.util.find_spec("puresasl") is None:
+        raise MissingDependencyError(
+            f"SASL to ZooKeeper needs the pure-sasl library: {INSTALL_HINT}"
+        )
     from coordkit_zookeeper.store import ZooKeeperStore
 
     return ZooKeeperStore(url, config, read_only=read_only)

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from kazoo.security import Permissions
 
 from coordkit.cli import cli
-from coordkit.errors import InvalidURLError
+from coordkit.errors import InvalidURLError, MissingDependencyError
 from coordkit.serve.broker_config import BrokerConfigError, parse_broker_configs, store_url_for
 from coordkit.store.urls import StoreURL
 from coordkit.testing.servers.zookeeper_sasl import write_client_jaas, write_server_jaas
+from coordkit_zookeeper import open_zookeeper_store
 from coordkit_zookeeper.config import ZooKeeperConfig
 from coordkit_zookeeper.jaas import JaasError, read_digest_login
 from coordkit_zookeeper.security import (
@@ -358,3 +359,18 @@ def test_the_kazoo_log_shows_no_sasl_token() -> None:
     token = 'qop=auth,realm="zk-sasl-md5",username="kafka",nonce="n",response=9a4a90ed8f3a'
     line = logger.redact(f"Sending request(xid=2): SASL(challenge=b'{token}')")
     assert line == "Sending request(xid=2): SASL(challenge=***)"
+
+
+def test_sasl_without_pure_sasl_is_a_missing_dependency(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "puresasl" else find_spec(name, *a),
+    )
+    with pytest.raises(
+        MissingDependencyError, match=r"pure-sasl library: pip install coordkit\[zookeeper\]"
+    ):
+        open_zookeeper_store(StoreURL.parse(f"zookeeper://kafka:{SECRET}@h:1/c?auth=sasl"))
