@@ -102,7 +102,9 @@ def _assignor_names(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 #: Kafka's class name of its share assignor -> coordkit's plugin name.
-KAFKA_SHARE_ASSIGNOR_CLASSES = {"org.apache.kafka.coordinator.group.assignor.SimpleAssignor": "simple"}
+KAFKA_SHARE_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.SimpleAssignor": "simple"
+}
 
 
 def _share_assignor_names(names: tuple[str, ...]) -> tuple[str, ...]:
