@@ -408,3 +408,66 @@ def test_a_groups_own_share_configs_override_the_brokers(
     time.sleep(3)
     assert member.beat(None).error_code == errors.NONE
     assert {m.member_id for m in describe(server).members} == {member.member_id, other.member_id}
+
+
+def coordinator_of(server: InProcessServer, via: int, not_on: int | None = None) -> int:
+    client = RawClient(server.address(via))
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            (found,) = client.call(
+                FindCoordinator(key_type=0, coordinator_keys=[GROUP]), 4
+            ).coordinators
+            if found.error_code == errors.NONE and found.node_id != not_on:
+                return int(found.node_id)
+            time.sleep(0.2)
+        raise AssertionError(f"no coordinator of {GROUP!r} other than {not_on}")
+    finally:
+        client.close()
+
+
+def test_a_new_coordinator_resumes_the_share_group(in_process: InProcessFactory) -> None:
+    """The coordinator's broker stops: the broker that takes its offsets partition over loads
+    the share group as stored, and its members go on at their epochs, keeping their targets."""
+    config = EngineConfig(share_group_heartbeat_interval=0.2, share_group_session_timeout=20.0)
+    served = in_process(brokers=3, config=config)
+    make_topics(served, {"jobs": 6})
+    old = coordinator_of(served, 0)
+    first, second = Raw(served), Raw(served)
+    for member in (first, second):
+        member.client.close()
+        member.client = RawClient(served.address(old))
+    try:
+        first.beat(["jobs"])
+        second.beat(["jobs"])
+        first.beat(None)
+        before = describe_at(served, old)
+        assert settled(before, 2)
+
+        served.server.stop_broker(old)
+        survivor = next(b for b in range(3) if b != old)
+        new = coordinator_of(served, survivor, not_on=old)
+        for member in (first, second):
+            member.client = RawClient(served.address(new))
+            again = member.beat(None)
+            assert (again.error_code, again.member_epoch) == (errors.NONE, before.group_epoch)
+        after = describe_at(served, new)
+        assert (after.group_epoch, after.assignment_epoch) == (
+            before.group_epoch,
+            before.assignment_epoch,
+        )
+        assert held(after) == held(before)
+    finally:
+        first.close()
+        second.close()
+
+
+def describe_at(server: InProcessServer, broker: int) -> Any:
+    client = RawClient(server.address(broker))
+    try:
+        (described,) = client.call(
+            Describe(group_ids=[GROUP], include_authorized_operations=False), 1
+        ).groups
+        return described
+    finally:
+        client.close()
