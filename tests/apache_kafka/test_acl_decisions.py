@@ -312,7 +312,7 @@ GROUP_CONFIG_OPERATIONS = (1 << Op.DESCRIBE_CONFIGS) | (1 << Op.ALTER_CONFIGS)
 NO_SUCH = "nosuch"
 
 
-def _metadata_answers(c: _Client, user: str) -> dict[str, Any]:
+def _metadata_answers(c: _Client, user: str, ids: dict[str, uuid.UUID]) -> dict[str, Any]:
     Md = messages.MetadataRequest
     named = Md(topics=[MetadataTopic(name=t) for t in (*TOPICS, NO_SUCH)],
                allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
@@ -321,7 +321,12 @@ def _metadata_answers(c: _Client, user: str) -> dict[str, Any]:
     every = c.call(Md(topics=None, allow_auto_topic_creation=False), 12)
     auto = c.call(Md(topics=[MetadataTopic(name=f"pay-auto-{user}")],
                      allow_auto_topic_creation=True), 12)  # fmt: skip
+    by_id = c.call(Md(topics=[MetadataTopic(name=None, topic_id=ids[t]) for t in ("orders", "free")],
+                      allow_auto_topic_creation=False), 12)  # fmt: skip
     return {
+        # Refused by id: answered with its id, without its name.
+        "metadata by id": [(t.name, int(t.error_code), t.topic_id in ids.values())
+                           for t in by_id.topics],
         "metadata cluster operations": answer.cluster_authorized_operations,
         "metadata topics": [(t.name, int(t.error_code), t.topic_authorized_operations,
                              t.topic_id.int != 0, bool(t.partitions)) for t in answer.topics],
@@ -391,12 +396,14 @@ def _topic_answers(c: _Client) -> dict[str, Any]:
 
 def _api_answers(port: int) -> dict[str, dict[str, Any]]:
     """Each user's answers; then whether each user's auto-created topic exists (admin asks)."""
+    admin = _Client(port, "admin")
+    listed = admin.call(messages.MetadataRequest(topics=None, allow_auto_topic_creation=False), 12)
+    ids = {t.name: t.topic_id for t in listed.topics}
     found = {}
     for user in USERS:
         c = _Client(port, user)
-        found[user] = {**_metadata_answers(c, user), **_group_answers(c), **_cluster_answers(c),
-                       **_topic_answers(c)}  # fmt: skip
-    admin = _Client(port, "admin")
+        found[user] = {**_metadata_answers(c, user, ids), **_group_answers(c),
+                       **_cluster_answers(c), **_topic_answers(c)}  # fmt: skip
     exists = admin.call(messages.MetadataRequest(
         topics=[MetadataTopic(name=f"pay-auto-{u}") for u in USERS],
         allow_auto_topic_creation=False), 12)  # fmt: skip
@@ -442,5 +449,6 @@ def test_every_api_answers_each_principal_as_kafka(
         assert [expected[u]["describe log dirs"] for u in USERS] == [
             (31, False), (0, True), (31, False), (0, True)]  # fmt: skip
         assert [expected[u]["elect leaders"][0] for u in USERS] == [31, 31, 31, 0]
+        assert expected["carol"]["metadata by id"] == [("orders", 0, True), (None, 29, True)]
     finally:
         server.stop()
