@@ -84,8 +84,8 @@ def test_a_prepared_commit_is_completed_by_the_next_coordinator(
 
     server.server.stop_broker(first)
     survivor = next(b for b in range(3) if b != first)
-    successor = wait_for(lambda: (b := _coordinator(server.address(survivor))) != first and b,
-                         TIMEOUT, "another coordinator")  # fmt: skip
+    (successor,) = wait_for(lambda: (b := _coordinator(server.address(survivor))) != first
+                            and (b,), TIMEOUT, "another coordinator")  # fmt: skip
     assert successor != first
     bootstrap = ",".join(server.address(b) for b in range(3) if b != first)
     wait_for(lambda: sorted(_committed_values(bootstrap)) == sorted(values), TIMEOUT,

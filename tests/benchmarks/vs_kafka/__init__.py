@@ -22,6 +22,9 @@ two forms (:mod:`vs_kafka.clusters`):
   die one at a time need a store shared across processes, and ZooKeeper is the one Kafka itself
   used. A dead process is noticed after ``--failure-timeout`` seconds on both sides (coordkit's
   store session; Kafka's broker session and controller quorum fetch timeout);
+* transactions (``transactions``: :mod:`vs_kafka.transactions`): librdkafka's transactional
+  producer committing transactions in turn, then a read_committed consumer, on the one-process
+  form;
 * the cost of TLS and SASL (``security``: :mod:`vs_kafka.security`): produce and consume on
   PLAINTEXT, SSL and SASL_SSL/SCRAM listeners of the one-process form, each beside its side's
   PLAINTEXT figure (``÷ PLAINTEXT``); ``security-inter-broker`` (:mod:`vs_kafka.inter_broker`):
@@ -58,6 +61,7 @@ from vs_kafka import (
     processes,
     security,
     throughput,
+    transactions,
 )
 from vs_kafka.clusters import BROKER_IDS, SIDES, broker_processes, one_cluster
 
@@ -70,6 +74,7 @@ CASES = (
     *footprint.CASES,
     *processes.CASES,
     *security.CASES,
+    *transactions.CASES,
     *inter_broker.CASES,
 )
 Figures = dict[str, float]
@@ -85,7 +90,9 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
         figures[name] = run()
 
     one_process = [
-        c for c in args.case if c in (*throughput.CASES, *groups.CASES, *consumer_protocol.CASES)
+        c
+        for c in args.case
+        if c in (*throughput.CASES, *groups.CASES, *consumer_protocol.CASES, *transactions.CASES)
     ]
     if one_process:
         with one_cluster(side, args.kafka_heap) as bootstrap:
@@ -94,6 +101,7 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
                 groups.run(bootstrap, case)
             if "consumer-protocol" in args.case:
                 consumer_protocol.run(bootstrap, case)
+            transactions.run(bootstrap, args.case, args.quick, case)
     if {"failover", "footprint"} & set(args.case):
         with broker_processes(side, args.kafka_heap, args.failure_timeout, log_dir) as cluster:
             if "failover" in args.case:

@@ -260,11 +260,16 @@ class TransactionCoordinator:
         """Markers to every partition, then ``CompleteCommit``/``CompleteAbort`` written."""
         transactional_id = prepared.transactional_id
         commit = prepared.state == TxnState.PREPARE_COMMIT
-        marker = TxnMarker(prepared.producer_id, prepared.producer_epoch, commit,
-                           self.states.epoch_of(transactional_id))  # fmt: skip
+        epoch = self.states.epoch_of(transactional_id)
+        marker = TxnMarker(prepared.producer_id, prepared.producer_epoch, commit, epoch)
 
         def still_coordinator() -> bool:
-            return self.states.cached(transactional_id) is prepared
+            # Another broker leads the partition now (or led it meanwhile): its coordinator
+            # completes the transaction with its own epoch.
+            return (
+                self.states.cached(transactional_id) is prepared
+                and self.states.epoch_of(transactional_id) == epoch
+            )
 
         try:
             written = await self.markers.write(marker, prepared.partitions, still_coordinator)
@@ -289,6 +294,8 @@ class TransactionCoordinator:
         interval = self.settings.abort_timed_out_cleanup_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
+            if not self.ctx.broker.alive:
+                return  # the broker stopped (or crashed): it coordinates nothing any more
             try:
                 await self.sweep()
             except (StoreError, LayoutError) as exc:
