@@ -23,6 +23,7 @@ from typing import Any
 from coordkit.protocol import messages
 from differential import requests as rq
 from differential.harness import WAIT_SECONDS, Connection, Side, scenario
+from differential.scenarios.admin import DELETE_GROUPS
 from differential.scenarios.consumer_groups import (
     TopicNames,
     client_member_id,
@@ -39,7 +40,7 @@ OTHER_APIS = {
     "ConsumerGroupDescribe": rq.CONSUMER_GROUP_DESCRIBE,
     "ConsumerGroupHeartbeat": rq.CONSUMER_GROUP_HEARTBEAT,
     "JoinGroup": rq.JOIN_GROUP,
-    "DeleteGroups": 2,
+    "DeleteGroups": DELETE_GROUPS,
 }
 LEAVE_EPOCH = -1
 #: Seconds between the heartbeats of a settling round (Kafka initializes share state meanwhile).
@@ -287,7 +288,7 @@ def other_apis(side: Side) -> list[Any]:
                       for g in answer.groups if g.group_id.startswith(side.prefix))  # fmt: skip
 
     def deleted() -> Any:
-        (result,) = call(messages.DeleteGroupsRequest(groups_names=[group]), 2).results
+        (result,) = call(messages.DeleteGroupsRequest(groups_names=[group]), DELETE_GROUPS).results
         return result.error_code
 
     (classic,) = call(messages.DescribeGroupsRequest(groups=[group],
