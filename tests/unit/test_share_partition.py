@@ -235,3 +235,13 @@ def test_acknowledgement_batches_are_checked_as_kafka_apis_does(
 ) -> None:
     found = batches_error(batches, renew_allowed=renew)
     assert found is None if wanted is None else wanted in (found or "")
+
+
+def test_records_held_back_are_left_for_a_later_fetch() -> None:
+    """A ShareFetch does not acquire what its own acknowledgements released (Kafka 4.4's fetch
+    does not wait for their state write)."""
+    sp = partition()
+    sp.acquire("m1", [(0, 3)], 500, 0)
+    assert sp.acknowledge("m1", [ack(0, 3, RELEASE, ACCEPT, RELEASE, ACCEPT)], 1) == 0
+    assert sp.acquire("m1", [(0, 3)], 500, 2, held={0, 2}) == []
+    assert sp.acquire("m2", [(0, 3)], 500, 3) == [AcquiredRange(0, 0, 2), AcquiredRange(2, 2, 2)]

@@ -14,8 +14,10 @@ partition, see :meth:`~coordkit.serve.dataplane.share.share_partition.ShareParti
 Then the fetch: every partition of the session acquires whole batches from its first available
 offset up to ``MaxRecords`` (ShareFetch waits up to ``MaxWaitMs`` while nothing could be
 acquired, woken by appends and by releases), answered with the batches and the acquired ranges,
-locked for the group's ``share.record.lock.duration.ms``. The answer opening a session lists
-every partition; later ones list the partitions with records, an error or an acknowledgement.
+locked for the group's ``share.record.lock.duration.ms``. The answer opening a session lists its
+every partition, later ones the partitions with records, an error or an acknowledgement; records
+the request's own acknowledgements released go to a later fetch (Kafka's fetch does not wait for
+their state write).
 
 Refusals per partition: a topic id not known (UNKNOWN_TOPIC_ID), not the leader
 (NOT_LEADER_OR_FOLLOWER, with the current leader), Read not allowed on the topic
@@ -30,7 +32,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import Any
 
 import attrs
@@ -55,7 +57,11 @@ from coordkit.serve.authorization import (
 )
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.dataplane.share.in_flight import AcknowledgementBatch, batches_error
+from coordkit.serve.dataplane.share.in_flight import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    batches_error,
+)
 from coordkit.serve.dataplane.share.partition_manager import (
     LoadedPartition,
     ShareKey,
@@ -158,8 +164,10 @@ async def _acknowledge(
     ctx: BrokerContext, manager: SharePartitionManager, group_id: str, member_id: str,
     names: dict[uuid.UUID, str], readable: set[str], topics: Iterable[Any], renew: bool,
     answers: dict[SharePartitionKey, PartitionAnswer],
-) -> None:  # fmt: skip
-    """Apply the acknowledgements of ``topics``' partitions (those that carry any)."""
+) -> dict[SharePartitionKey, set[int]]:  # fmt: skip
+    """Apply the acknowledgements of ``topics``' partitions (those that carry any); the offsets
+    they released, by partition (every partition acknowledging is a key)."""
+    released: dict[SharePartitionKey, set[int]] = {}
     for topic in topics:
         name = names.get(topic.topic_id)
         for partition in topic.partitions:
@@ -168,6 +176,7 @@ async def _acknowledge(
                 continue
             key = (topic.topic_id, partition.partition_index)
             answer = answers.setdefault(key, PartitionAnswer(*key))
+            released.setdefault(key, set())
             if name is None:
                 answer.acknowledge_error = errors.UNKNOWN_TOPIC_ID
             elif name not in readable:
@@ -184,11 +193,18 @@ async def _acknowledge(
                     answer.acknowledge_error = await manager.acknowledge(
                         share_key, loaded, member_id, batches
                     )
+                    if answer.acknowledge_error == errors.NONE:
+                        released[key] = {
+                            o for b in batches for o in range(b.first_offset, b.last_offset + 1)
+                            if b.type_of(o) == AcknowledgeType.RELEASE
+                        }  # fmt: skip
+    return released
 
 
 def _acquire(
     ctx: BrokerContext, manager: SharePartitionManager, loaded: LoadedPartition,
     share_key: ShareKey, topic: str, member_id: str, max_records: int, budget: int,
+    held: Container[int],
 ) -> tuple[bytes, list[Any]]:  # fmt: skip
     """Acquire from the log for ``member_id``: the batches holding acquired offsets and the
     acquired ranges."""
@@ -202,7 +218,8 @@ def _acquire(
         return b"", []
     batches = log_batches(partition_log, partition.next_fetch_offset(), hw, budget)
     ranges = manager.acquire(share_key, loaded, member_id,
-                             [(b.first_offset, b.last_offset) for b in batches], max_records)  # fmt: skip
+                             [(b.first_offset, b.last_offset) for b in batches], max_records,
+                             held)  # fmt: skip
     if not ranges:
         return b"", []
     data = b"".join(
@@ -269,17 +286,19 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> Any:
     readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names.values())
     answers: dict[SharePartitionKey, PartitionAnswer] = {}
     renew = request.version >= RENEW_VERSION and bool(body.is_renew_ack)
-    await _acknowledge(ctx, manager, group_id, member_id, names, readable, body.topics, renew,
-                       answers)  # fmt: skip
+    released = await _acknowledge(ctx, manager, group_id, member_id, names, readable,
+                                  body.topics, renew, answers)  # fmt: skip
     lock_ms = group_share_settings(ctx, group_id)[0].record_lock_duration_ms
     if epoch == FINAL_EPOCH:
         manager.release_member(group_id, member_id)
     else:
         await _fetch(ctx, manager, request, group_id, member_id, session_partitions, names,
-                     readable, answers, has_acks)  # fmt: skip
+                     readable, answers, released)  # fmt: skip
+    # Kafka 4.4 lists every partition of a new session, later the partitions with records, an
+    # error or an acknowledgement only.
     include = set(session_partitions) if epoch == INITIAL_EPOCH else set()
-    shown = [a for k, a in answers.items() if k in include or a.error or a.acquired
-             or a.acknowledge_error is not None]  # fmt: skip
+    shown = [a for k, a in answers.items()
+             if k in include or a.error or a.acquired or a.acknowledge_error is not None]  # fmt: skip
     topics: dict[uuid.UUID, list[Any]] = {}
     for answer in shown:
         topics.setdefault(answer.topic_id, []).append(_response_partition(answer))
@@ -294,10 +313,13 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> Any:
 async def _fetch(
     ctx: BrokerContext, manager: SharePartitionManager, request: Request, group_id: str,
     member_id: str, partitions: list[SharePartitionKey], names: dict[uuid.UUID, str],
-    readable: set[str], answers: dict[SharePartitionKey, PartitionAnswer], answered_acks: bool,
+    readable: set[str], answers: dict[SharePartitionKey, PartitionAnswer],
+    released: dict[SharePartitionKey, set[int]],
 ) -> None:  # fmt: skip
     """Acquire for every partition of the session, waiting up to ``MaxWaitMs`` while nothing
-    could be acquired."""
+    could be acquired — but not after acknowledgements (``released``: what they released,
+    which this fetch does not acquire: Kafka's fetch does not wait for the acknowledgements'
+    state write that makes them available)."""
     body = request.body
     deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
     max_records = body.max_records if body.max_records > 0 else 500
@@ -319,7 +341,8 @@ async def _fetch(
                 continue
             answer.error = errors.NONE
             data, acquired = _acquire(ctx, manager, loaded, (group_id, *key), name, member_id,
-                                      max_records - found, max(budget, 1))  # fmt: skip
+                                      max_records - found, max(budget, 1),
+                                      released.get(key, frozenset()))  # fmt: skip
             answer.records += data
             answer.acquired += acquired
             budget -= len(data)
@@ -328,7 +351,7 @@ async def _fetch(
                 break
         left = deadline - time.monotonic()
         failed = any(answers[k].error for k in partitions if k in answers)
-        if found or failed or answered_acks or left <= 0:
+        if found or failed or released or left <= 0:
             return
         waits = [asyncio.ensure_future(event.wait()) for event in woken]
         try:

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -162,9 +162,10 @@ class SharePartitionManager:
         member_id: str,
         batches: Sequence[tuple[int, int]],
         max_records: int,
+        held: Container[int] = frozenset(),
     ) -> list[AcquiredRange]:
         """Acquire for ``member_id`` (nothing to persist: an acquisition is not written)."""
-        ranges = loaded.partition.acquire(member_id, batches, max_records, self.now_ms())
+        ranges = loaded.partition.acquire(member_id, batches, max_records, self.now_ms(), held)
         if ranges:
             self._schedule(key, loaded)
         return ranges

@@ -17,7 +17,7 @@ The object lives on the event loop's thread: nothing here takes a lock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Container, Iterable, Iterator, Sequence
 
 import attrs
 
@@ -107,11 +107,13 @@ class SharePartition:
         batches: Iterable[tuple[int, int]],
         max_records: int,
         now_ms: float,
+        held: Container[int] = frozenset(),
     ) -> list[AcquiredRange]:
         """Acquire for ``member_id`` from the log batches ``batches`` (each ``(first offset,
         last offset)``, in log order, as read from :meth:`next_fetch_offset`); whole batches,
         until ``max_records`` records are acquired; the acquired offsets as ranges of one
-        delivery count each."""
+        delivery count each. ``held``: AVAILABLE offsets not to acquire now (released by the
+        request that fetches)."""
         deadline = now_ms + self.config.record_lock_duration_ms
         acquired: list[tuple[int, int]] = []  # (offset, delivery count)
         for first, last in batches:
@@ -121,7 +123,7 @@ class SharePartition:
                 continue
             for offset in range(max(first, self.start_offset), min(last + 1, self.end_offset)):
                 record = self._records[offset]
-                if record.state == RecordState.AVAILABLE:
+                if record.state == RecordState.AVAILABLE and offset not in held:
                     self._lock(offset, record, member_id, deadline)
                     acquired.append((offset, record.delivery_count))
             if last < self.end_offset:
