@@ -129,6 +129,14 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         36: (0, 2),  # SaslAuthenticate
         50: (0, 0),  # DescribeUserScramCredentials
         51: (0, 0),  # AlterUserScramCredentials
+        # Transactions (issue 38): the classic protocol's versions (transaction version 1).
+        24: (0, 3),  # AddPartitionsToTxn: v4+ is brokers' verification
+        25: (0, 4),  # AddOffsetsToTxn
+        26: (0, 4),  # EndTxn: v5 is transaction version 2
+        27: (1, 2),  # WriteTxnMarkers: a coordinator's markers to a partition leader
+        28: (0, 4),  # TxnOffsetCommit
+        65: (0, 0),  # DescribeTransactions
+        66: (0, 2),  # ListTransactions
     }
 
 
