@@ -36,6 +36,7 @@ from differential.scenarios import (
     quotas,
     records,
     retention,
+    share_fetch,
     share_groups,
     topic_ids,
     transactions,
@@ -48,7 +49,8 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "groups_by_id": groups_by_id, "durability": durability,
             "retention": retention, "admin": admin, "compaction": compaction,
             "configs": configs, "acls": acls, "quotas": quotas,
-            "transactions": transactions, "share_groups": share_groups}  # fmt: skip
+            "transactions": transactions, "share_groups": share_groups,
+            "share_fetch": share_fetch}  # fmt: skip
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
@@ -98,7 +100,8 @@ def test_scenarios_use_the_highest_versions_both_sides_serve(clusters: Clusters)
 #: The share-group scenarios run in py311-share (marker ``share``).
 SCENARIO_PARAMS = [
     pytest.param(name, marks=pytest.mark.transactions) if name.startswith("transactions.")
-    else pytest.param(name, marks=pytest.mark.share) if name.startswith("share_groups.")
+    else pytest.param(name, marks=pytest.mark.share)
+    if name.startswith(("share_groups.", "share_fetch."))
     else name
     for name in sorted(SCENARIOS)
 ]  # fmt: skip
