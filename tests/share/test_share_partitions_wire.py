@@ -67,8 +67,10 @@ def topic_id(server: InProcessServer) -> uuid.UUID:
 class Member:
     """One share-group member's raw requests, keeping its session epoch."""
 
-    def __init__(self, server: InProcessServer, tid: uuid.UUID, member_id: str) -> None:
-        self.client = RawClient(server.address(0))
+    def __init__(
+        self, server: InProcessServer, tid: uuid.UUID, member_id: str, broker: int = 0
+    ) -> None:
+        self.client = RawClient(server.address(broker))
         self.tid = tid
         self.member_id = member_id
         self.epoch = 0
