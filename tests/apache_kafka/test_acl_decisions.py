@@ -335,13 +335,28 @@ def _metadata_answers(c: _Client, user: str, ids: dict[str, uuid.UUID]) -> dict[
     }  # fmt: skip
 
 
+def _commit(c: _Client, group: str) -> int:
+    """A standalone commit (no generation): the group is made, Empty, on both sides."""
+    Topic = nested(messages.OffsetCommitRequest, "OffsetCommitRequestTopic")
+    part = Topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=0,
+                                              committed_leader_epoch=-1, committed_metadata="")  # fmt: skip
+    request = messages.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+        topics=[Topic(name="orders", partitions=[part])])  # fmt: skip
+    return int(c.call(request, 8).topics[0].partitions[0].error_code)
+
+
 def _group_answers(c: _Client) -> dict[str, Any]:
     described = c.call(messages.DescribeGroupsRequest(groups=["g", "h"],
                                                       include_authorized_operations=True), 5)  # fmt: skip
-    return {"describe groups": [
-        (g.group_id, int(g.error_code), g.group_state,
-         g.authorized_operations & ~GROUP_CONFIG_OPERATIONS)
-        for g in described.groups]}  # fmt: skip
+    listed = c.call(messages.ListGroupsRequest(states_filter=[]), 4)
+    return {
+        "describe groups": [(g.group_id, int(g.error_code), g.group_state,
+                             g.authorized_operations & ~GROUP_CONFIG_OPERATIONS)
+                            for g in described.groups],
+        # A group the principal may not Describe is hidden, unless it may Describe the cluster.
+        "list groups": (int(listed.error_code), sorted(g.group_id for g in listed.groups)),
+    }  # fmt: skip
 
 
 def _cluster_answers(c: _Client) -> dict[str, Any]:
@@ -397,6 +412,8 @@ def _topic_answers(c: _Client) -> dict[str, Any]:
 def _api_answers(port: int) -> dict[str, dict[str, Any]]:
     """Each user's answers; then whether each user's auto-created topic exists (admin asks)."""
     admin = _Client(port, "admin")
+    wait_for(lambda: all(_commit(admin, group) == 0 for group in ("g", "h")), 60,
+             "the groups' coordinator")  # fmt: skip
     listed = admin.call(messages.MetadataRequest(topics=None, allow_auto_topic_creation=False), 12)
     ids = {t.name: t.topic_id for t in listed.topics}
     found = {}
@@ -450,5 +467,7 @@ def test_every_api_answers_each_principal_as_kafka(
             (31, False), (0, True), (31, False), (0, True)]  # fmt: skip
         assert [expected[u]["elect leaders"][0] for u in USERS] == [31, 31, 31, 0]
         assert expected["carol"]["metadata by id"] == [("orders", 0, True), (None, 29, True)]
+        assert [expected[u]["list groups"] for u in USERS] == [
+            (0, ["g"]), (0, ["g", "h"]), (0, ["g"]), (0, ["g", "h"])]  # fmt: skip
     finally:
         server.stop()

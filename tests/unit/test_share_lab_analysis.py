@@ -5,6 +5,7 @@ tests/share/test_share_lab_workload.py (py311-share)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ METRICS = {
     "share-records-held-past-lock",
     "share-duplicates-accepted",
     "share-records-lost",
+    "share-records-unconfirmed",
     "share-delivery-latency-p50-ms",
     "share-delivery-latency-p99-ms",
     "share-accept-latency-p50-ms",
@@ -191,3 +193,31 @@ def test_a_garbled_log_line_is_named() -> None:
     with pytest.raises(LogFormatError, match=r"a's log, line 1: 'd 1.0 0 0 1 0 1.0 maybe'"):
         steps(strategy="simple", partitions=1, members=logs, producer=[],
               events=[RunEvent(0.0, "start", "initial")], end=1.0)  # fmt: skip
+
+
+def test_a_killed_member_s_unanswered_acceptance_is_unconfirmed_not_lost() -> None:
+    """b accepted records 1 and 2 and was killed before it logged the answer: record 1 came back
+    (its acceptance was not applied) and a accepted it; record 2 never came back."""
+    a = [_delivery(101.0, 0, 1, "accept"), _ack(101.1, 0, "accept"),
+         _delivery(104.0, 1, 2, "accept"), _ack(104.1, 1, "accept")]  # fmt: skip
+    b = [_delivery(101.0, 1, 1, "accept"), _delivery(101.0, 2, 1, "accept")]
+    logs = [MemberLog("a", tuple(a), 100.0, None), MemberLog("b", tuple(b), 100.0, 101.05)]
+    (step,) = steps(strategy="simple", partitions=2, members=logs, producer=PRODUCER[:3],
+                    events=[RunEvent(100.0, "start", "initial")], end=106.0)  # fmt: skip
+    assert (step.lost, step.unconfirmed, step.held_past_lock) == (0, 1, 1)
+    # The same b still running: its silence is no kill, record 2 is lost.
+    running = [logs[0], MemberLog("b", tuple(b), 100.0, None)]
+    (step,) = steps(strategy="simple", partitions=2, members=running, producer=PRODUCER[:3],
+                    events=[RunEvent(100.0, "start", "initial")], end=106.0)  # fmt: skip
+    assert (step.lost, step.unconfirmed) == (1, 0)
+
+
+def test_a_missing_share_consumer_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def without_confluent(name: str, *args: Any) -> Any:
+        return None if name == "confluent_kafka" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_confluent)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'confluent-kafka>=2.16'$"):
+        next(_workload().simulate({}, 1, "simple"))

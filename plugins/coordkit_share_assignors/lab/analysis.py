@@ -22,7 +22,10 @@ Each step covers a window of the run (step 0 from the consumers' start to the fi
   lapsed (its member stalled, was killed, or left without acknowledging);
 * ``duplicates_accepted``: acceptances the brokers confirmed for a record already accepted;
 * ``lost``: acknowledged records sent in the window that no member accepted or rejected (0 is
-  right: rejected records are archived on purpose);
+  right: rejected records are archived on purpose), but for ``unconfirmed`` ones;
+* ``unconfirmed``: records unsettled but delivered to a member killed before it logged the
+  brokers' answer to its acknowledgement (the brokers may have applied it: then nobody gets them
+  again; else they come back after their lock and are settled);
 * latencies: send → first delivery, and send → acceptance, for the records sent in the window.
 """
 
@@ -96,6 +99,7 @@ class ShareStep:
     duplicates_accepted: int
     sent: int  # acknowledged records sent in the window
     lost: int
+    unconfirmed: int
     delivery_latencies: tuple[float, ...] = attrs.field(repr=False)
     accept_latencies: tuple[float, ...] = attrs.field(repr=False)
     kind: str = SHARE_KIND
@@ -199,6 +203,12 @@ def steps(
                 lapsed.append(d)
         first_delivery.setdefault(d.seq, d.time)
         previous[d.seq] = d
+    confirmed = {(a.member, a.seq) for a in acks}
+    ended = {log.name for log in members if log.ended is not None}
+    # A killed member's last acknowledgements may have been applied without its log saying so.
+    unknown = {
+        d.seq for d in deliveries if d.member in ended and (d.member, d.seq) not in confirmed
+    }
     accepted: dict[int, float] = {}
     settled: set[int] = set()
     duplicates: list[float] = []
@@ -250,7 +260,8 @@ def steps(
                 held_past_lock=sum(1 for d in lapsed if within(d.time)),
                 duplicates_accepted=sum(1 for t in duplicates if within(t)),
                 sent=len(in_window),
-                lost=sum(1 for s in in_window if s not in settled),
+                lost=sum(1 for s in in_window if s not in settled and s not in unknown),
+                unconfirmed=sum(1 for s in in_window if s not in settled and s in unknown),
                 delivery_latencies=tuple(
                     first_delivery[s] - acked[s] for s in in_window if s in first_delivery
                 ),

@@ -17,14 +17,15 @@ brokers. A seeded schedule of ``events`` then runs, ``gap`` seconds apart: a mem
 killed with SIGKILL (its acquired records come back after their lock, its partitions after its
 session), one restarts (acknowledges, leaves, a new process joins), or one stalls for one and a
 half locks holding the records it just got, then accepts them (a slow consumer: the brokers have
-given them to others, or to it again, by then). Brokers are not crashed: a share partition's
-in-flight state on coordkit lives with its leader (acknowledgements are stored, acquisitions
-are not), so a crash is a separate study.
+given them to others, or to it again, by then). Brokers are not crashed here (not built: the
+host has no command to stop one, as ``real-clients``' has); a share partition's acquisitions are
+not persisted, on Kafka as on coordkit, so a crash would release them all at once.
 
 Every member records each delivery (with the brokers' delivery count) and the brokers' answer to
 each acknowledgement; the steps (one window per event, see :mod:`.analysis`) give the metrics:
 ``share-delivery-balance-cv``, ``share-redeliveries``, ``share-records-held-past-lock``,
-``share-duplicates-accepted``, ``share-records-lost`` (must be 0) and the latencies send → first
+``share-duplicates-accepted``, ``share-records-lost`` (must be 0), ``share-records-unconfirmed``
+and the latencies send → first
 delivery and send → acceptance (p50, p99).
 
 Events repeat with the seed, and so does which records are released or rejected; timings vary
@@ -242,6 +243,14 @@ SHARE_METRICS = (
         "records",
         "lower",
         lambda s: float(s.lost),
+    ),
+    ShareMetric(
+        "share-records-unconfirmed",
+        "records sent in the window, unsettled, that a member killed before it logged the brokers' "
+        "answer to its acknowledgement had got (the brokers may have applied it)",
+        "records",
+        "lower",
+        lambda s: float(s.unconfirmed),
     ),
     ShareMetric(
         "share-delivery-latency-p50-ms",
