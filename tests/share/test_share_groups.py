@@ -22,9 +22,20 @@ from confluent_kafka.admin import (
 )
 from confluent_kafka.admin import ResourceType as ConfigResourceType
 
+from coordkit.engine.acls import AclAdmin
 from coordkit.engine.config import EngineConfig
+from coordkit.kafka.acls import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
 from coordkit.protocol import messages
 from coordkit.serve import errors
+from coordkit.serve.broker_config import parse_broker_configs
 from coordkit.serve.classes import nested
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer, in_process_fixture  # noqa: F401
@@ -471,3 +482,54 @@ def describe_at(server: InProcessServer, broker: int) -> Any:
         return described
     finally:
         client.close()
+
+
+def test_under_the_authorizer_share_group_apis_need_the_groups_and_topics_acls(
+    in_process: InProcessFactory,
+) -> None:
+    """Kafka 4.4's KafkaApis: ShareGroupHeartbeat needs Read on the group (30) and Describe on
+    every subscribed topic (29), nothing created without them; ShareGroupDescribe needs
+    Describe on the group (Read implies it)."""
+    settings = parse_broker_configs(
+        ["authorizer.class.name=kafka.security.authorizer.AclAuthorizer"]
+    ).serve_settings()
+    served = in_process(1, settings=settings)
+    store = served.server.cluster.admin_store
+
+    def grant(kind: ResourceType, name: str, operation: AclOperation) -> None:
+        entry = AccessControlEntry("User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
+        AclAdmin(store).add([AclBinding(ResourcePattern(kind, name, PatternType.LITERAL), entry)])
+
+    grant(ResourceType.CLUSTER, "kafka-cluster", AclOperation.CREATE)
+    grant(ResourceType.TOPIC, "jobs", AclOperation.DESCRIBE)
+    wait_for_call(lambda: make_topics(served, {"jobs": 2}) is None)
+    member = Raw(served)
+    try:
+        assert member.beat(["jobs"]).error_code == 30
+        assert store.exists("/brokers/topics/__consumer_offsets") is None
+        grant(ResourceType.GROUP, GROUP, AclOperation.READ)
+        find_coordinator(served)
+        assert member.beat(["jobs", "secret"]).error_code == 29
+        assert member.beat(["jobs"]).error_code == errors.NONE
+        client = RawClient(served.address(0))
+        try:
+            asked = Describe(group_ids=[GROUP, "other"], include_authorized_operations=False)
+            groups = client.call(asked, 1).groups
+            # The refused first, as Kafka's KafkaApis answers them.
+            assert [(g.group_id, g.error_code) for g in groups] == [("other", 30), (GROUP, 0)]
+        finally:
+            client.close()
+    finally:
+        member.close()
+
+
+def wait_for_call(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        try:
+            if check():
+                return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)

@@ -7,7 +7,7 @@ Heartbeats are answered at once with the member's epoch and, when it changed, it
 ``coordkit_register_share_assignors``). Under an authorizer, as Kafka 4.4's ``KafkaApis``: a
 heartbeat needs Read on the group (GROUP_AUTHORIZATION_FAILED) and Describe on every topic it
 subscribes to (TOPIC_AUTHORIZATION_FAILED), nothing changed in the group; ShareGroupDescribe
-answers GROUP_AUTHORIZATION_FAILED for a group without Describe.
+answers GROUP_AUTHORIZATION_FAILED for a group without Describe (those first, as Kafka).
 """
 
 from __future__ import annotations
@@ -115,19 +115,14 @@ async def handle_share_group_describe(ctx: BrokerContext, request: Request) -> A
     may_describe = allowed_names(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_ids)
     asked = [g for g in group_ids if g in may_describe]
     groups = await ctx.blocking(lambda: coordinator(ctx).share_group_describe(asked))
-    by_id = {g.group_id: g for g in groups}
     names = await _topic_names(ctx, groups)
-    described = []
-    for group_id in group_ids:
-        group = by_id.get(group_id)
-        if group is None:
-            described.append(
-                DescribedGroup(
-                    error_code=GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
-                    members=[], authorized_operations=NO_AUTHORIZED_OPERATIONS,
-                )
-            )  # fmt: skip
-            continue
+    # Kafka's KafkaApis: the groups refused Describe answered first, then the coordinator's.
+    described = [
+        DescribedGroup(error_code=GROUP_AUTHORIZATION_FAILED, group_id=group_id, group_state="",
+                       members=[], authorized_operations=NO_AUTHORIZED_OPERATIONS)
+        for group_id in group_ids if group_id not in may_describe
+    ]  # fmt: skip
+    for group in groups:
         members = [
             DescribedMember(
                 member_id=m.member_id,
