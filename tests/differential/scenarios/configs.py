@@ -243,14 +243,15 @@ CLIENT_METRICS, GROUP = 16, 32
 LISTING = {"ListConfigResources": 1}
 
 
-#: Kafka 4.4's group configs (asked by name: Kafka also lists an internal one whose broker
-#: config only the Kafka cluster is given, ``group.consumer.assignor.offload.enable``).
+#: Kafka 4.4's group configs, asked by name: but for ``share.assignment.interval.ms``, whose
+#: broker config only the Kafka cluster is given (``clusters.KAFKA_ONLY_CONFIGS``), as it is
+#: ``group.consumer.assignor.offload.enable``, an internal one Kafka lists then.
 GROUP_CONFIGS = (
     "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
     "consumer.assignment.interval.ms", "share.session.timeout.ms", "share.heartbeat.interval.ms",
     "share.record.lock.duration.ms", "share.delivery.count.limit",
-    "share.partition.max.record.locks", "share.auto.offset.reset", "share.assignment.interval.ms",
-    "share.isolation.level", "share.renew.acknowledge.enable", "streams.session.timeout.ms",
+    "share.partition.max.record.locks", "share.auto.offset.reset", "share.isolation.level",
+    "share.renew.acknowledge.enable", "streams.session.timeout.ms",
     "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
     "streams.initial.rebalance.delay.ms", "streams.assignment.interval.ms",
     "streams.rack.aware.assignment.tags", "streams.assignor.name",
