@@ -195,7 +195,9 @@ def test_the_persisted_state_leaves_acquisitions_out_and_restores() -> None:
     sp.acknowledge("m1", [ack(0, 0, ACCEPT), ack(2, 3, RELEASE), ack(4, 4, REJECT)], 1)
     sp.acquire("m2", [(0, 9)], 500, 2)  # 2..3 again, delivery 2
     state = sp.persisted(leader_epoch=3, state_epoch=1)
-    assert state == ShareState(1, 3, 1, (
+    # Written with the start offset from before the acknowledgement, as Kafka writes it.
+    assert state == ShareState(0, 3, 1, (
+        StateBatch(0, 0, RecordState.ACKNOWLEDGED, 1),
         StateBatch(1, 1, RecordState.AVAILABLE, 0),
         StateBatch(2, 3, RecordState.AVAILABLE, 1),
         StateBatch(4, 4, RecordState.ARCHIVED, 1),
@@ -245,3 +247,17 @@ def test_records_held_back_are_left_for_a_later_fetch() -> None:
     assert sp.acknowledge("m1", [ack(0, 3, RELEASE, ACCEPT, RELEASE, ACCEPT)], 1) == 0
     assert sp.acquire("m1", [(0, 3)], 500, 2, held={0, 2}) == []
     assert sp.acquire("m2", [(0, 3)], 500, 3) == [AcquiredRange(0, 0, 2), AcquiredRange(2, 2, 2)]
+
+
+def test_a_change_is_written_with_the_start_offset_from_before_it() -> None:
+    """Kafka 4.4 writes an acknowledgement's state with the start offset it had before, and the
+    moved start offset with the next change (recorded: DescribeShareGroupOffsets right after an
+    acknowledgement of 0-3 gives start offset 0, the four counted as delivered)."""
+    sp = partition()
+    sp.acquire("m1", [(0, 5)], 500, 0)
+    sp.acknowledge("m1", [ack(0, 3, ACCEPT)], 1)
+    assert sp.start_offset == 4
+    assert sp.persisted(0, 0) == ShareState(0, 0, 0, (StateBatch(0, 3, 2, 1),))
+    sp.acknowledge("m1", [ack(4, 4, REJECT)], 2)
+    assert sp.persisted(0, 0) == ShareState(4, 0, 0, (StateBatch(4, 4, 4, 1),))
+    assert SharePartition.restored(sp.persisted(0, 0)).start_offset == 5

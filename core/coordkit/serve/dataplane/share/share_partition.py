@@ -66,6 +66,11 @@ class SharePartition:
         self._records: dict[int, InFlightRecord] = {}
         #: The ACQUIRED records (a subset of ``_records``), for lock expiry and releases.
         self._acquired: dict[int, InFlightRecord] = {}
+        #: The start offset the next write carries, and the settled records from there to the
+        #: start offset: Kafka writes a change's state with the start offset it had before the
+        #: change and moves the start offset once the write is done (the next write carries it).
+        self.written_start = start_offset
+        self._trail: dict[int, InFlightRecord] = {}
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -169,6 +174,7 @@ class SharePartition:
                 if record is None or record.member_id != member_id or offset in seen:
                     return errors.INVALID_RECORD_STATE
                 seen.add(offset)
+        self._begin_change()
         for batch in batches:
             for offset in range(max(batch.first_offset, self.start_offset), batch.last_offset + 1):
                 kind = AcknowledgeType(batch.type_of(offset))
@@ -195,13 +201,14 @@ class SharePartition:
         return self._release(self.acquired_by(member_id))
 
     def _release(self, offsets: Iterable[int]) -> bool:
-        released = False
-        for offset in offsets:
+        releasing = list(offsets)
+        if not releasing:
+            return False
+        self._begin_change()
+        for offset in releasing:
             self._acquired.pop(offset).release(self.config.delivery_count_limit)
-            released = True
-        if released:
-            self._advance_start()
-        return released
+        self._advance_start()
+        return True
 
     def move_start_to(self, log_start: int) -> bool:
         """The log's start moved to ``log_start`` (retention, DeleteRecords): records before it
@@ -215,22 +222,30 @@ class SharePartition:
         self.start_offset = log_start
         self.end_offset = max(self.end_offset, log_start)
         self._advance_start()
+        self._begin_change()  # the records before the log start are gone: written from here
         return True
 
     def _advance_start(self) -> None:
-        """Move the start offset over the ACKNOWLEDGED and ARCHIVED records at the front."""
+        """Move the start offset over the ACKNOWLEDGED and ARCHIVED records at the front (kept
+        for the next write, see :attr:`written_start`)."""
         offset = self.start_offset
         while offset < self.end_offset and self._records[offset].state in _DONE:
-            del self._records[offset]
+            self._trail[offset] = self._records.pop(offset)
             offset += 1
         self.start_offset = offset
+
+    def _begin_change(self) -> None:
+        """A change to be written begins: it is written with the start offset as it is now."""
+        self.written_start = self.start_offset
+        self._trail.clear()
 
     # -- persisted state ----------------------------------------------------------------------
 
     def persisted(self, leader_epoch: int, state_epoch: int) -> ShareState:
-        """What is persisted of this partition: an ACQUIRED record as it was before it was
-        acquired (AVAILABLE, one delivery fewer), since an acquisition is not written; trailing
-        records never delivered are left out."""
+        """What is persisted of this partition, from :attr:`written_start` (as Kafka writes
+        it: DescribeShareGroupOffsets shows the same start offset and lag): an ACQUIRED record as
+        it was before it was acquired (AVAILABLE, one delivery fewer), since an acquisition is not
+        written; trailing records never delivered are left out."""
         batches: list[StateBatch] = []
         for offset, state, count in self._settled():
             last = batches[-1] if batches else None
@@ -248,11 +263,11 @@ class SharePartition:
             and (batches[-1].delivery_count == 0)
         ):
             batches.pop()
-        return ShareState(self.start_offset, leader_epoch, state_epoch, tuple(batches))
+        return ShareState(self.written_start, leader_epoch, state_epoch, tuple(batches))
 
     def _settled(self) -> Iterator[tuple[int, RecordState, int]]:
-        for offset in range(self.start_offset, self.end_offset):
-            record = self._records[offset]
+        for offset in range(self.written_start, self.end_offset):
+            record = self._records.get(offset) or self._trail[offset]
             if record.state == RecordState.ACQUIRED:
                 yield offset, RecordState.AVAILABLE, record.delivery_count - 1
             else:
@@ -274,6 +289,7 @@ class SharePartition:
                 )
             partition.end_offset = batch.last_offset + 1
         partition._advance_start()
+        partition._begin_change()
         return partition
 
 
