@@ -242,9 +242,15 @@ def test_a_principal_without_acls_is_refused_and_nothing_is_written(
     grow = messages.CreatePartitionsRequest(topics=[GrowTopic(name="u", count=3, assignments=None)],
                                             timeout_ms=5_000, validate_only=False)  # fmt: skip
     assert client.call(grow, 3).results[0].error_code == 29  # Read gives no Alter
-    # configs: DescribeConfigs / AlterConfigs on the topic, or on the cluster for a broker
+    # configs: DescribeConfigs / AlterConfigs on the topic, the group (Kafka 4's GROUP
+    # resource), or on the cluster for a broker and client metrics (Kafka's ConfigHelper)
     assert _describe_configs(client, 2, "u") == (29, "Topic authorization failed.")
     assert _describe_configs(client, 4, "0") == (31, "Cluster authorization failed.")
+    assert _describe_configs(client, 32, "g") == (30, "Group authorization failed.")
+    assert _describe_configs(client, 16, "m") == (31, "Cluster authorization failed.")
+    _grant(store, ResourceType.GROUP, "g", AclOperation.DESCRIBE_CONFIGS)
+    wait_for(lambda: _describe_configs(client, 32, "g")[0] == 0, what="DescribeConfigs on g")
+    assert _describe_configs(client, 32, "h")[0] == 30
     Alterable = nested(messages.IncrementalAlterConfigsRequest, "AlterConfigsResource")
     alter = messages.IncrementalAlterConfigsRequest(validate_only=False, resources=[Alterable(
         resource_type=2, resource_name="t", configs=[Alterable.AlterableConfig(

@@ -124,8 +124,10 @@ def check_authorizer(strategies: Strategies, configs: Mapping[str, str]) -> None
             raise BrokerConfigError(f"--config {AUTHORIZER_CLASS_CONFIG}: {exc}") from None
 
 
-#: Config resource types (DescribeConfigs, AlterConfigs): a topic's, or the cluster's.
+#: Config resource types (DescribeConfigs, AlterConfigs) checked on a resource of their own: a
+#: topic's and (Kafka 4) a group's; the others (brokers, loggers, client metrics) on the cluster.
 _TOPIC_CONFIGS = 2
+_GROUP_CONFIGS = 32
 #: Kafka's default messages of the errors (``Errors.message()``).
 AUTHORIZATION_MESSAGES = {
     TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
@@ -137,9 +139,13 @@ AUTHORIZATION_MESSAGES = {
 def config_refusal(
     ctx: BrokerContext, resource_type: int, name: str, operation: AclOperation
 ) -> int | None:
-    """Kafka's KafkaApis for a config resource: ``operation`` (DescribeConfigs, AlterConfigs) on
-    the topic for a topic, on the cluster for the others; the error code when refused."""
+    """Kafka's ConfigHelper and KafkaApis for a config resource: ``operation``
+    (DescribeConfigs, AlterConfigs) on the topic for a topic, on the group for a group, on the
+    cluster for the others; the error code when refused."""
     if resource_type == _TOPIC_CONFIGS:
         return None if allowed(ctx, operation, ResourceType.TOPIC, name) else (
             TOPIC_AUTHORIZATION_FAILED)  # fmt: skip
+    if resource_type == _GROUP_CONFIGS:
+        return None if allowed(ctx, operation, ResourceType.GROUP, name) else (
+            GROUP_AUTHORIZATION_FAILED)  # fmt: skip
     return None if cluster_allowed(ctx, operation) else CLUSTER_AUTHORIZATION_FAILED
