@@ -86,6 +86,10 @@ in ``protocols`` adds the cooperative safety checks. A partitioner declares ``ke
 when keys do not place records and ``chooses_partitions = False`` when records must name their
 partition.
 
+Share-partition assignors (KIP-932) have their suite too: subclass
+:class:`~coordkit.testing.share_assignors.ShareAssignorTests` and override its
+``share_assignor`` fixture (``balanced`` and ``sticky`` class attributes declare the rest).
+
 Other options: ``--coordkit-timeout SECONDS`` bounds every wait for an asynchronous outcome
 (default 20; a bound on a failing test, never a timed assertion), ``--coordkit-examples N`` the
 hypothesis examples per property (default 60), ``--coordkit-no-shrink`` reports a failing example
