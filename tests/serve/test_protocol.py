@@ -137,6 +137,18 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         28: (0, 4),  # TxnOffsetCommit
         65: (0, 0),  # DescribeTransactions
         66: (0, 2),  # ListTransactions
+        # Client quotas and config resources (issue 35), Kafka 4.4's versions.
+        48: (0, 1),  # DescribeClientQuotas
+        49: (0, 1),  # AlterClientQuotas
+        74: (0, 1),  # ListConfigResources
+        # Share groups (issue 37): the versions Kafka 4.4's share consumers negotiate.
+        76: (1, 1),  # ShareGroupHeartbeat
+        77: (1, 1),  # ShareGroupDescribe
+        78: (1, 2),  # ShareFetch
+        79: (1, 2),  # ShareAcknowledge
+        90: (0, 1),  # DescribeShareGroupOffsets
+        91: (0, 0),  # AlterShareGroupOffsets
+        92: (0, 0),  # DeleteShareGroupOffsets
     }
 
 

@@ -44,3 +44,19 @@ def test_a_new_leader_resumes_the_share_partition(in_process: InProcessFactory) 
     assert acquired(second.fetch(max_records=12)) == [(5, 5, 2), (6, 11, 1)]
     second.acknowledge([(5, 11, [ACCEPT])])
     assert acquired(second.fetch(wait_ms=300)) == []
+
+
+def test_a_closed_connection_ends_its_share_session(in_process: InProcessFactory) -> None:
+    """Kafka 4.4 ends a share session with its connection: the member's records go to others
+    at once, not when their lock (a minute here) runs out."""
+    settings = parse_broker_configs(["group.share.record.lock.duration.ms=60000"]).serve_settings()
+    server = in_process(brokers=1, settings=settings)
+    _topic(server, TOPIC, 1, 1)
+    tid = topic_id(server)
+    gone, staying = Member(server, tid, "m-gone"), Member(server, tid, "m-staying")
+    gone.fetch(wait_ms=0)
+    staying.fetch(wait_ms=0)
+    produce(server, 4, batch=4)
+    assert acquired(gone.fetch()) == [(0, 3, 1)]
+    gone.client.close()
+    assert acquired(staying.fetch(wait_ms=10_000)) == [(0, 3, 2)]

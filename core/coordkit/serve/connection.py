@@ -7,6 +7,7 @@ context variable set when the connection opens is that connection's for every ha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import attrs
@@ -42,6 +43,11 @@ principal: ContextVar[KafkaPrincipal] = ContextVar("principal", default=ANONYMOU
 #: ``SASL_SSL``, ...; empty outside a connection): Metadata and FindCoordinator answer each
 #: broker's endpoint of that listener.
 listener_name: ContextVar[str] = ContextVar("listener_name", default="")
+
+
+#: What to do when the connection closes (the listener calls each, in order, once it is closed;
+#: ``None`` outside a connection): Kafka's share sessions end with their connection.
+on_close: ContextVar[list[Callable[[], None]] | None] = ContextVar("on_close", default=None)
 
 
 def kafka_host(peer: object) -> str:

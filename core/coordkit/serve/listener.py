@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Callable
 
 from coordkit.protocol import FrameReader, KafkaCodec, ProtocolError
 from coordkit.serve.connection import (
@@ -33,6 +34,7 @@ from coordkit.serve.connection import (
     client_host,
     kafka_host,
     listener_name,
+    on_close,
     principal,
 )
 from coordkit.serve.context import BrokerContext
@@ -120,6 +122,8 @@ class BrokerListener:
             else None
         )
         frames = FrameReader(self.codec)
+        closing_calls: list[Callable[[], None]] = []
+        on_close.set(closing_calls)
         try:
             while not self.closing() and (data := await reader.read(READ_CHUNK)):
                 for frame in frames.feed(data):
@@ -166,6 +170,13 @@ class BrokerListener:
                 await writer.wait_closed()
             except (ConnectionError, asyncio.CancelledError):
                 pass
+            # A client that went away, not this broker stopping (its state stays as it was).
+            for call in closing_calls if not self.closing() else ():
+                try:
+                    call()
+                except Exception:
+                    log.exception("broker %s: closing the connection from %s failed",
+                                  self.ctx.broker_id, _address(peer))  # fmt: skip
 
 
 def _address(peer: object) -> str:

@@ -6,8 +6,9 @@ A request names its group, member and share-session epoch (:mod:`~coordkit.serve
 share.share_session`): 0 opens the member's session (a ShareFetch carrying acknowledgements
 then: INVALID_REQUEST; ShareAcknowledge may not open one: INVALID_SHARE_SESSION_EPOCH); -1 closes
 it (its acknowledgements applied, nothing fetched, the member's acquired records released); any
-other must be the session's (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH). The
-coordinator is not asked whether the member holds the partition (Kafka does not).
+other must be the session's (SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH); a session
+ends with the connection it was opened on (the member's records released). The coordinator is
+not asked whether the member holds the partition (Kafka does not).
 
 Acknowledgements come first and are stored before the answer (``AcknowledgeErrorCode`` per
 partition, see :meth:`~coordkit.serve.dataplane.share.share_partition.SharePartition.acknowledge`).
@@ -33,6 +34,7 @@ import time
 import uuid
 import weakref
 from collections.abc import Container, Iterable
+from functools import partial
 from typing import Any
 
 import attrs
@@ -56,6 +58,7 @@ from coordkit.serve.authorization import (
     allowed_names,
 )
 from coordkit.serve.classes import nested
+from coordkit.serve.connection import on_close
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.share.in_flight import (
     AcknowledgementBatch,
@@ -103,12 +106,22 @@ def share_partitions(ctx: BrokerContext) -> SharePartitionManager:
     manager = _managers.get(ctx)
     if manager is None:
         manager = _managers[ctx] = SharePartitionManager(
-            StorePersister(ctx.broker.store), ctx.settings.share, ctx.blocking
-        )
+            StorePersister(ctx.broker.store), ctx.settings.share, ctx.blocking,
+            leads=partial(_leads, ctx),
+        )  # fmt: skip
         listeners = getattr(ctx.broker.group_coordinator, "share_group_listeners", None)
         if listeners is not None:
             listeners.add(manager)
     return manager
+
+
+def _leads(ctx: BrokerContext, topic_id: uuid.UUID, partition: int, leader_epoch: int) -> bool:
+    """Whether ``ctx``'s broker leads the partition in ``leader_epoch``."""
+    name = ctx.topic_ids.name_of(topic_id)
+    if name is None:
+        return False
+    found = ctx.leadership((name, partition))
+    return found is not None and found == (ctx.broker_id, leader_epoch)
 
 
 @attrs.define
@@ -274,7 +287,11 @@ async def handle_share_fetch(ctx: BrokerContext, request: Request) -> Any:
             if has_acks:
                 return _fetch_error(errors.INVALID_REQUEST,
                                     "acknowledgements in a share fetch opening a session")  # fmt: skip
-            session_partitions = list(manager.sessions.open(session_key, requested).partitions)
+            session = manager.sessions.open(session_key, requested)
+            closing = on_close.get()
+            if closing is not None:
+                closing.append(partial(manager.connection_closed, session))
+            session_partitions = list(session.partitions)
             await manager.revalidate([(group_id, *k) for k in session_partitions])
         else:
             session = manager.sessions.next(session_key, epoch)

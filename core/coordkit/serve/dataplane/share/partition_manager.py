@@ -31,7 +31,11 @@ from coordkit.serve import errors
 from coordkit.serve.dataplane.share.in_flight import AcknowledgementBatch, AcquiredRange
 from coordkit.serve.dataplane.share.persister import StaleStateError, StorePersister
 from coordkit.serve.dataplane.share.share_partition import SharePartition, SharePartitionConfig
-from coordkit.serve.dataplane.share.share_session import DEFAULT_MAX_SESSIONS, ShareSessionCache
+from coordkit.serve.dataplane.share.share_session import (
+    DEFAULT_MAX_SESSIONS,
+    ShareSession,
+    ShareSessionCache,
+)
 
 log = logging.getLogger("coordkit.serve.share")
 
@@ -74,8 +78,13 @@ class SharePartitionManager:
         settings: ShareSettings,
         run_blocking: Callable[[Callable[[], Any]], Awaitable[Any]],
         clock: Callable[[], float] = time.monotonic,
+        leads: Callable[[uuid.UUID, int, int], bool] = lambda _t, _p, _e: True,
     ) -> None:
+        """``leads(topic id, partition, leader epoch)``: whether this broker still leads the
+        partition in that epoch (a leader that lost it writes nothing more: Kafka's share
+        coordinator refuses a write of an older leader epoch)."""
         self.persister = persister
+        self._leads = leads
         self.settings = settings
         self._run_blocking = run_blocking
         self._clock = clock
@@ -198,6 +207,10 @@ class SharePartitionManager:
         return errors.NONE
 
     async def _write(self, key: ShareKey, loaded: LoadedPartition) -> None:
+        """:raises StaleStateError: this broker no longer leads the partition in the epoch it
+        was loaded under, or another leader wrote its state since."""
+        if not self._leads(key[1], key[2], loaded.leader_epoch):
+            raise StaleStateError(f"{key}: no longer led in leader epoch {loaded.leader_epoch}")
         async with loaded.writing:
             state = loaded.partition.persisted(loaded.leader_epoch, loaded.state_epoch)
             version = loaded.version
@@ -211,6 +224,13 @@ class SharePartitionManager:
             if key[0] == group_id and loaded.partition.release_member(member_id):
                 self._changed_in_background(key, loaded)
         self.sessions.remove((group_id, member_id))
+
+    def connection_closed(self, session: ShareSession) -> None:
+        """The connection ``session`` was opened on closed: the session ends, and its member's
+        records are released (Kafka 4.4's ``SharePartitionManager`` on a disconnect) — unless
+        the member opened another session since."""
+        if self.sessions.get(session.key) is session:
+            self.release_member(*session.key)
 
     def _changed_in_background(self, key: ShareKey, loaded: LoadedPartition) -> None:
         self._schedule(key, loaded)
