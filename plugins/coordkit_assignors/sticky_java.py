@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.kafka.java import java_string_hashcode
 from coordkit.strategies.assignment import java_string_key
 
 _INITIAL_CAPACITY = 16

@@ -86,6 +86,12 @@ def test_configs_kafka_writes_are_coordkits_bytes_and_read_by_coordkit(
     following.start()
     try:
         _alter(admin, "topic", "k", retention_ms="5000")
+        # Several keys: the node's key order is a Properties' (by hash bucket; retention.ms,
+        # segment.ms and segment.bytes share one, in the order they were set), not sorted.
+        many = {"retention.ms": "6000", "segment.ms": "70000", "cleanup.policy": "compact",
+                "min.insync.replicas": "1", "max.message.bytes": "100000",
+                "segment.bytes": "1048576", "delete.retention.ms": "1000"}  # fmt: skip
+        _alter(admin, "topic", "k", **{k.replace(".", "_"): v for k, v in many.items()})
         _alter(admin, "broker", "1", message_max_bytes="2000000")
         # The cluster-wide defaults: librdkafka cannot name the empty broker, so raw.
         node = kafka.nodes[1]
@@ -103,7 +109,7 @@ def test_configs_kafka_writes_are_coordkits_bytes_and_read_by_coordkit(
 
         configs = ConfigAdmin(store)
         expected = {
-            (TOPICS, "k"): {"retention.ms": "5000"},
+            (TOPICS, "k"): many,
             (BROKERS, "1"): {"message.max.bytes": "2000000"},
             (BROKERS, layout.DEFAULT_BROKER): {"log.retention.bytes": "123456"},
         }
@@ -116,7 +122,7 @@ def test_configs_kafka_writes_are_coordkits_bytes_and_read_by_coordkit(
         for entity in ("topics/k", "brokers/1", "brokers/<default>"):
             assert layout.encode_config_change(entity) in notified
         # coordkit's brokers follow Kafka's change notifications.
-        wait_for(lambda: following.value("k", "retention.ms") == 5000, WAIT_SECONDS)
+        wait_for(lambda: following.value("k", "retention.ms") == 6000, WAIT_SECONDS)
         _alter(admin, "topic", "k", retention_ms="9000")
         wait_for(lambda: following.value("k", "retention.ms") == 9000, WAIT_SECONDS)
     finally:

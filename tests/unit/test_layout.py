@@ -123,6 +123,24 @@ def test_topic_assignment_uses_string_partition_keys() -> None:
     assert encoded == {"version": 1, "partitions": {"0": [1, 2], "1": [2, 1], "2": [1, 2]}}
 
 
+def test_config_node_keys_in_kafka_3_9_order() -> None:
+    # Kafka 3.9's bytes for these topic configs, set in this order by an IncrementalAlterConfigs
+    # (recorded from tests/apache_kafka/test_configs_layout.py's broker): by the hash bucket of a
+    # Properties, retention.ms, segment.ms and segment.bytes sharing one in the order set.
+    config = {"retention.ms": "6000", "segment.ms": "70000", "cleanup.policy": "compact",
+              "min.insync.replicas": "1", "max.message.bytes": "100000",
+              "segment.bytes": "1048576", "delete.retention.ms": "1000"}  # fmt: skip
+    kafka = (
+        b'{"version":1,"config":{"cleanup.policy":"compact","max.message.bytes":"100000",'
+        b'"min.insync.replicas":"1","retention.ms":"6000","segment.ms":"70000",'
+        b'"segment.bytes":"1048576","delete.retention.ms":"1000"}}'
+    )
+    assert layout.TOPIC_CONFIG.encode(TopicConfig(config=config)) == kafka
+    decoded = layout.TOPIC_CONFIG.decode(kafka, "/config/topics/t")
+    assert decoded == TopicConfig(config=config)
+    assert layout.TOPIC_CONFIG.encode(decoded) == kafka
+
+
 def test_consumer_registration_round_trip() -> None:
     for raw in (SEED_CONSUMER, SEED_CONSUMER_WHITELIST):
         registration = layout.CONSUMER_REGISTRATION.decode(raw, "/consumers/g/ids/c")

@@ -20,7 +20,6 @@ Values are not checked here: the caller checks them (AlterClientQuotas, ``coordk
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
@@ -30,7 +29,7 @@ import attrs
 
 from coordkit.errors import BadVersionError, LayoutError, NodeExistsError, NoNodeError
 from coordkit.kafka import layout
-from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.kafka.model import TopicConfig
 from coordkit.store import MetadataStore
 
 USER = "user"
@@ -143,28 +142,10 @@ def quota_text(quota_type: str, value: float) -> str:
     return java_double_text(value)
 
 
-def properties_order(config: Mapping[str, str]) -> dict[str, str]:
-    """``config`` in the order Kafka 3.9 writes a ``java.util.Properties`` (a
-    ``ConcurrentHashMap`` of 16 slots up to 12 keys: by spread hash, then insertion), so the
-    node's bytes are Kafka's."""
-    table = 16
-    while len(config) >= table * 3 // 4:
-        table *= 2
-    keys = list(config)
-
-    def slot(key: str) -> int:
-        h = java_string_hashcode(key) & 0xFFFFFFFF
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (table - 1)
-
-    return {k: config[k] for k in sorted(keys, key=lambda k: (slot(k), keys.index(k)))}
-
-
 def encode_properties(config: Mapping[str, str]) -> bytes:
-    """A config node as Kafka 3.9's ``ConfigEntityZNode.encode`` writes it: its keys in the
-    order of :func:`properties_order` (coordkit's :data:`~coordkit.kafka.layout.TOPIC_CONFIG`
-    sorts them, which is Kafka's bytes only for one key)."""
-    document = {"version": 1, "config": properties_order(config)}
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    """A config node as Kafka 3.9's ``ConfigEntityZNode.encode`` writes it (its keys in Kafka's
+    order: :func:`coordkit.kafka.properties.properties_order`)."""
+    return layout.TOPIC_CONFIG.encode(TopicConfig(config=dict(config)))
 
 
 def _decode(data: bytes | None, path: str) -> dict[str, str]:

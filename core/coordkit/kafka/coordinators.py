@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from coordkit.strategies.assignment import java_string_key
+from coordkit.kafka.java import java_string_hashcode
 
 if TYPE_CHECKING:
     from coordkit.store import MetadataStore
@@ -29,15 +29,6 @@ DEFAULT_OFFSETS_PARTITIONS = 50
 DEFAULT_OFFSETS_REPLICATION_FACTOR = 3
 
 _INT_MIN = -(2**31)
-
-
-def java_string_hashcode(value: str) -> int:
-    """Java's ``String.hashCode()`` of ``value``: a signed 32-bit int over UTF-16 code units."""
-    h = 0
-    units = java_string_key(value)
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def kafka_abs(value: int) -> int:

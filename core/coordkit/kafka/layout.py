@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from coordkit.errors import LayoutError
+from coordkit.kafka.java import properties_order
 from coordkit.kafka.model import (
     BrokerInfo,
     ClusterId,
@@ -435,7 +436,8 @@ def _decode_offset(path: str, data: bytes) -> ConsumerOffset:
 
 
 def _encode_config(c: TopicConfig) -> bytes:
-    return _dump({"version": c.version, "config": dict(c.config)})
+    # Kafka's key order (a Properties' iteration), so that a node holds Kafka's bytes.
+    return _dump({"version": c.version, "config": properties_order(c.config)})
 
 
 def _decode_config(path: str, data: bytes) -> TopicConfig:

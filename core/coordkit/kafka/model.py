@@ -256,7 +256,9 @@ class ConsumerOffset:
 class TopicConfig:
     """``/config/topics/T``: per-topic configuration overrides (values are strings)."""
 
-    config: Mapping[str, str] = field(factory=dict, converter=_sorted_dict)
+    #: In the order the keys were set (a node's keys are written in Kafka's order from it:
+    #: :func:`coordkit.kafka.java.properties_order`); equality ignores the order.
+    config: Mapping[str, str] = field(factory=dict, converter=dict)
     version: int = field(default=1, validator=_at_least(1))
 
     @config.validator

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.kafka.java import java_string_hashcode
 from coordkit.strategies.assignment import (
     GroupSubscription,
     MemberSubscription,

@@ -29,7 +29,7 @@ from coordkit.engine.quotas import (
     java_double_text,
     quota_types,
 )
-from coordkit.kafka.coordinators import java_string_hashcode
+from coordkit.kafka.java import java_string_hashcode
 from coordkit.plugins import open_store
 from coordkit.support.terminal import visible
 
