@@ -116,7 +116,9 @@ def test_consume_transform_produce_is_exactly_once(server: InProcessServer) -> N
     committed = check.committed([TopicPartition("input", p) for p in range(3)], TIMEOUT)
     ends = [check.get_watermark_offsets(TopicPartition("input", p), TIMEOUT)[1] for p in range(3)]
     check.close()
-    assert [tp.offset for tp in committed] == ends
+    # A partition the seed's sticky partitioner left empty has no committed offset (-1001).
+    assert [tp.offset if end else max(tp.offset, 0) for tp, end in zip(committed, ends, strict=True)
+            ] == ends  # fmt: skip
 
 
 def test_aborted_records_are_never_read_committed(server: InProcessServer) -> None:
