@@ -21,7 +21,12 @@ from coordkit.engine.quotas import (
 )
 from coordkit.kafka import layout
 from coordkit.plugins import open_store
-from coordkit.serve.listeners.scram import new_credential, read_user_configs, write_user_configs
+from coordkit.serve.listeners.scram import (
+    new_credential,
+    read_user_configs,
+    user_path,
+    write_user_configs,
+)
 from coordkit.store import MetadataStore
 from coordkit.testing.waiting import wait_for
 
@@ -53,6 +58,8 @@ def test_names_are_sanitized_as_kafka_does() -> None:
     assert entity_path(entity) == "users/CN%3Dx%2CO%3Dy/clients/<default>"
     with pytest.raises(ValueError, match="no quota entity"):
         entity_path(ClientQuotaEntity.of(ip="1.2.3.4", user="u"))
+    # A SCRAM user's node is named the same way (its quotas and credentials share it).
+    assert user_path("a b*~") == "/config/users/a%20b%2A%7E"
 
 
 def test_quota_nodes_and_notifications(store: MetadataStore) -> None:

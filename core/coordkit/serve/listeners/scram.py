@@ -17,10 +17,10 @@ import hmac
 import re
 import secrets
 import unicodedata
-from urllib.parse import quote
 
 import attrs
 
+from coordkit.engine.quotas import sanitize
 from coordkit.errors import NoNodeError
 from coordkit.kafka import layout
 from coordkit.kafka.model import TopicConfig
@@ -95,8 +95,9 @@ def _normalize(text: str) -> bytes:
 
 
 def user_path(user: str) -> str:
-    """``/config/users/<user>``, the name as Kafka's ``Sanitizer.sanitize`` writes it."""
-    return f"{CONFIG_USERS}/{quote(user, safe='')}"
+    """``/config/users/<user>``, the name as Kafka's ``Sanitizer.sanitize`` writes it (``~`` as
+    ``%7E``, as Java's URLEncoder)."""
+    return f"{CONFIG_USERS}/{sanitize(user)}"
 
 
 def read_user_configs(store: MetadataStore, user: str) -> dict[str, str]:
@@ -146,7 +147,7 @@ def write_user_configs(store: MetadataStore, user: str, config: dict[str, str]) 
         store.create(path, data, make_parents=True)
     store.create(
         layout.CONFIG_CHANGE_PREFIX,
-        layout.encode_config_change(f"{USERS}/{quote(user, safe='')}"),
+        layout.encode_config_change(f"{USERS}/{sanitize(user)}"),
         sequential=True,
         make_parents=True,
     )
