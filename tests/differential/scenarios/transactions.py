@@ -167,12 +167,31 @@ def completed(side: Side, at: int, transactional_id: str, state: str) -> str:
     return state
 
 
+#: What a coordinator answers while ``__transaction_state``'s new partitions settle (Kafka's
+#: leaders load them a moment after FindCoordinator names them): NOT_COORDINATOR,
+#: COORDINATOR_LOAD_IN_PROGRESS.
+SETTLING = (16, 14)
+
+
+def ready(side: Side, transactional_id: str) -> tuple[int, Any]:
+    """The coordinator's index and its first InitProducerId answer that is not one of
+    :data:`SETTLING` (the coordinator asked again meanwhile)."""
+
+    def answered() -> Any:
+        at = coordinator(side, transactional_id)
+        answer = init(side, transactional_id, at)
+        return None if answer.error_code in SETTLING else (at, answer)
+
+    found: tuple[int, Any] = wait_for(answered, WAIT_SECONDS,
+                                      f"{side.name}: {transactional_id}'s coordinator loaded")  # fmt: skip
+    return found
+
+
 def begun(side: Side, suffix: str = "txn") -> tuple[str, str, int, tuple[int, int]]:
     """A topic, a transactional id, its coordinator's index and its producer (id, epoch 0)."""
     topic, transactional_id = side.topic(), side.group(suffix)
     side.create_topic(topic)
-    at = coordinator(side, transactional_id)
-    answer = init(side, transactional_id, at)
+    at, answer = ready(side, transactional_id)
     assert answer.error_code == 0, f"{side.name}: InitProducerId answered {answer.error_code}"
     return topic, transactional_id, at, (answer.producer_id, answer.producer_epoch)
 
@@ -184,8 +203,8 @@ def init_producer_id(side: Side) -> list[Any]:
     transaction.max.timeout.ms (15 minutes) INVALID_TRANSACTION_TIMEOUT; an empty id
     INVALID_REQUEST."""
     transactional_id = side.group("txn")
-    at = coordinator(side, transactional_id)
-    first, second = init(side, transactional_id, at), init(side, transactional_id, at)
+    at, first = ready(side, transactional_id)
+    second = init(side, transactional_id, at)
     return [
         first, second, first.producer_id == second.producer_id,
         init(side, transactional_id, (at + 1) % side.size).error_code,
