@@ -101,17 +101,22 @@ _managers: weakref.WeakKeyDictionary[BrokerContext, SharePartitionManager] = (
 
 
 def share_partitions(ctx: BrokerContext) -> SharePartitionManager:
-    """The broker's share-partition manager (made on first use, and told by the broker's
-    share-group coordinator when members leave and groups are deleted)."""
+    """The broker's share-partition manager (made on first use, and told by the process's
+    share-group coordinators when members leave and groups are deleted)."""
     manager = _managers.get(ctx)
     if manager is None:
         manager = _managers[ctx] = SharePartitionManager(
             StorePersister(ctx.broker.store), ctx.settings.share, ctx.blocking,
             leads=partial(_leads, ctx),
         )  # fmt: skip
-        listeners = getattr(ctx.broker.group_coordinator, "share_group_listeners", None)
-        if listeners is not None:
-            listeners.add(manager)
+        # Told by every share-group coordinator of the process: a group's coordinator may sit
+        # on another of its brokers than the partition's leader.
+        replicas = ctx.logs.replicas
+        brokers = [c.broker for c in getattr(replicas, "contexts", {}).values()]
+        for broker in {id(b): b for b in [ctx.broker, *brokers]}.values():
+            listeners = getattr(broker.group_coordinator, "share_group_listeners", None)
+            if listeners is not None:
+                listeners.add(manager)
     return manager
 
 
