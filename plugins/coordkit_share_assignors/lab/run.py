@@ -233,14 +233,21 @@ class ShareRun:
             "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
         )
         resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[entry])
-        try:
-            for future in admin.incremental_alter_configs([resource]).values():
-                future.result(60)
-        except Exception as exc:
-            raise LabError(
-                f"the brokers ({self.spec.broker}) refused the share group's config "
-                f"share.auto.offset.reset=earliest: {exc}"
-            ) from None
+        # Just started brokers may not answer at once (a loaded machine): retry until the
+        # start-up's deadline, then say what the last answer was.
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            try:
+                for future in admin.incremental_alter_configs([resource]).values():
+                    future.result(30)
+                return
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    raise LabError(
+                        f"the brokers ({self.spec.broker}) refused the share group's config "
+                        f"share.auto.offset.reset=earliest: {type(exc).__name__}: {exc}"
+                    ) from None
+                time.sleep(1.0)
 
     def _start_producer(self) -> None:
         settings = {
