@@ -81,6 +81,10 @@ def _sorted_dict(value: Mapping[str, Any]) -> dict[str, Any]:
     return dict(sorted(dict(value).items()))
 
 
+def _dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(value)
+
+
 @frozen(order=True)
 class TopicPartition:
     """A partition of a topic, written ``topic-partition``."""
@@ -258,7 +262,7 @@ class TopicConfig:
 
     #: In the order the keys were set (a node's keys are written in Kafka's order from it:
     #: :func:`coordkit.kafka.java.properties_order`); equality ignores the order.
-    config: Mapping[str, str] = field(factory=dict, converter=dict)
+    config: Mapping[str, str] = field(factory=dict, converter=_dict)
     version: int = field(default=1, validator=_at_least(1))
 
     @config.validator
