@@ -3,7 +3,8 @@ for AlterClientQuotas (users, a user's client ids, client ids, addresses, each b
 default) is read by coordkit (:class:`~coordkit.engine.quotas.ClientQuotas`) and is byte for byte
 what coordkit writes for the same quotas, with the same change notifications; what coordkit
 writes is what Kafka's broker then describes; a user's SCRAM credential and quotas share its
-node either way; removing a quota deletes the same nodes on both."""
+node either way; removing a quota deletes the same nodes on both. Run by py311-tools with
+kafka-configs' quota commands (marked slow: out of the default run's budget)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from coordkit.store import MetadataStore
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient
+
+pytestmark = pytest.mark.slow
 
 WAIT_SECONDS = 60
 

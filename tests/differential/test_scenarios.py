@@ -97,11 +97,13 @@ def test_scenarios_use_the_highest_versions_both_sides_serve(clusters: Clusters)
 
 #: The transaction scenarios run in their own env (py311-transactions, marker
 #: ``transactions``), out of the default run's budget.
-#: The share-group scenarios run in py311-share (marker ``share``).
+#: The share-group scenarios run in py311-share (marker ``share``), the client-quota ones in
+#: py311-tools with kafka-configs' quota commands (marker ``quotas``).
 SCENARIO_PARAMS = [
     pytest.param(name, marks=pytest.mark.transactions) if name.startswith("transactions.")
     else pytest.param(name, marks=pytest.mark.share)
     if name.startswith(("share_groups.", "share_fetch."))
+    else pytest.param(name, marks=pytest.mark.quotas) if name.startswith("quotas.")
     else name
     for name in sorted(SCENARIOS)
 ]  # fmt: skip
