@@ -5,13 +5,15 @@ with gaps between their offsets, emptied batches, a delete horizon, Kafka's ``.c
 swaps, ``cleaner-offset-checkpoint``); then a Kafka 3.9 broker of the same id, on the same chroot
 and directory, serves exactly the records coordkit served, at their offsets, and its own cleaner
 goes on from coordkit's checkpoint: more updates written to Kafka are cleaned by Kafka, and a
-consumer from the start sees each key's latest value."""
+consumer from the start sees each key's latest value. Run by py311-mixed with the mixed clusters
+(marked slow: out of the default run's budget)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
@@ -19,6 +21,8 @@ from coordkit.serve.dataplane import kafka_files
 from coordkit.testing.servers import KafkaCluster, StandaloneZooKeeper
 from coordkit.testing.waiting import wait_for
 from serve.conftest import ServeProcess
+
+pytestmark = pytest.mark.slow
 
 CHROOT = "/compacted"
 TOPIC = "profiles"
