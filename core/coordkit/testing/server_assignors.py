@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from typing import Any
 
 import hypothesis
 import pytest
@@ -34,18 +33,22 @@ from hypothesis import strategies as st
 from coordkit.strategies.target_assignment import (
     GroupSpec,
     MemberSpec,
-    PartitionAssignorError,
     ServerAssignor,
     ServerAssignorTraits,
     TargetAssignment,
     TopicDescriber,
-    TopicDescription,
 )
 from coordkit.testing.backends import NOT_APPLICABLE
+from coordkit.testing.target_assignment import (
+    RACKS,
+    TargetAssignorChecks,
+    draw_member_names,
+    draw_topics,
+    show,
+    subscribed_partitions,
+)
 
 __all__ = ["ServerAssignorTests", "server_groups"]
-
-RACKS = ("rack-a", "rack-b", "rack-c")
 
 
 @st.composite
@@ -62,32 +65,9 @@ def server_groups(
     members in a random order with random subscriptions (``identical``: the same), racks and
     instance ids, and (``current``) a random valid current target, stale topics included;
     ``racks=False``: no partition racks."""
-    topic_count = draw(st.integers(1, 5), label="topics")
-    with_racks = racks and draw(st.booleans(), label="racks")
-    id_numbers = draw(
-        st.lists(st.integers(0, 2**128 - 1), min_size=topic_count, max_size=topic_count,
-                 unique=True),
-        label="topic ids",
-    )  # fmt: skip
-    described = []
-    for t in range(topic_count):
-        partitions = draw(st.integers(0, 12), label="partitions")
-        partition_racks = (
-            [
-                draw(st.sets(st.sampled_from(RACKS), min_size=1, max_size=2))
-                for _ in range(partitions)
-            ]
-            if with_racks
-            else None
-        )
-        topic_id = uuid.UUID(int=id_numbers[t])
-        described.append(TopicDescription(topic_id, f"topic-{t}", partitions, partition_racks))
+    described = draw_topics(draw, max_topics=5, max_partitions=12, racks=racks, loads=False)
     ids = [d.topic_id for d in described]
-    names = draw(
-        st.lists(st.sampled_from([f"m{i}" for i in range(12)]), min_size=min_members,
-                 max_size=max_members, unique=True),
-        label="members",
-    )  # fmt: skip
+    names = draw_member_names(draw, pool=12, min_members=min_members, max_members=max_members)
     shared = draw(st.lists(st.sampled_from(ids), unique=True, min_size=1), label="topics")
     members: dict[str, MemberSpec] = {}
     for name in names:
@@ -111,27 +91,20 @@ def server_groups(
     return GroupSpec(members), TopicDescriber(described)
 
 
-def _subscribed(group: GroupSpec, topics: TopicDescriber) -> set[tuple[uuid.UUID, int]]:
-    return {
-        (t, p)
-        for t in group.subscribed_topic_ids()
-        for p in range(topics.num_partitions(t))
-    }  # fmt: skip
-
-
-def _show(items: Any, limit: int = 6) -> str:
-    listed = sorted(items, key=str)
-    text = ", ".join(str(x) for x in listed[:limit])
-    return text + (f" and {len(listed) - limit} more" if len(listed) > limit else "")
-
-
 @pytest.mark.coordkit_kit("server-assignor")
-class ServerAssignorTests:
+class ServerAssignorTests(TargetAssignorChecks):
     """Subclass and override the ``server_assignor`` fixture."""
 
     @pytest.fixture
     def server_assignor(self) -> ServerAssignor:
         pytest.fail("override the server_assignor fixture (see coordkit.testing.server_assignors)")
+
+    @pytest.fixture
+    def target_assignor(self, server_assignor: ServerAssignor) -> ServerAssignor:
+        return server_assignor
+
+    def random_groups(self) -> st.SearchStrategy[tuple[GroupSpec, TopicDescriber]]:
+        return server_groups()
 
     @pytest.fixture
     def traits(self, server_assignor: ServerAssignor) -> ServerAssignorTraits:
@@ -148,10 +121,6 @@ class ServerAssignorTests:
         override to exempt documented cases."""
         return True
 
-    def test_declares_a_name(self, server_assignor: ServerAssignor) -> None:
-        assert isinstance(server_assignor.name, str)
-        assert server_assignor.name
-
     def test_every_subscribed_partition_is_assigned_exactly_once_to_a_subscriber(
         self, server_assignor: ServerAssignor, coordkit_hypothesis_settings: hypothesis.settings
     ) -> None:
@@ -160,42 +129,17 @@ class ServerAssignorTests:
         def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
             group, topics = case
             owners = server_assignor.assign(group, topics).owners()
-            wanted = _subscribed(group, topics)
+            wanted = subscribed_partitions(group, topics)
             missing = wanted - owners.keys()
-            assert not missing, f"exactly once: {_show(missing)} assigned to no member"
+            assert not missing, f"exactly once: {show(missing)} assigned to no member"
             twice = {tp: ms for tp, ms in owners.items() if len(ms) > 1}
-            assert not twice, f"exactly once: assigned to several members: {_show(twice.items())}"
+            assert not twice, f"exactly once: assigned to several members: {show(twice.items())}"
             extra = owners.keys() - wanted
-            assert not extra, f"only subscribed partitions: {_show(extra)} handed out"
+            assert not extra, f"only subscribed partitions: {show(extra)} handed out"
             for (topic_id, p), (member,) in owners.items():
                 assert topic_id in group.members[member].subscribed_topic_ids, (
                     f"only to subscribers: {member!r} got {topics.name(topic_id)}-{p}"
                 )
-
-        check()
-
-    def test_every_member_is_in_the_result(
-        self, server_assignor: ServerAssignor, coordkit_hypothesis_settings: hypothesis.settings
-    ) -> None:
-        @coordkit_hypothesis_settings
-        @given(case=server_groups())
-        def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
-            group, topics = case
-            got = set(server_assignor.assign(group, topics).members)
-            assert got == set(group.members), f"members {sorted(got)} for {sorted(group.members)}"
-
-        check()
-
-    def test_deterministic(
-        self, server_assignor: ServerAssignor, coordkit_hypothesis_settings: hypothesis.settings
-    ) -> None:
-        @coordkit_hypothesis_settings
-        @given(case=server_groups())
-        def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
-            group, topics = case
-            first = server_assignor.assign(group, topics)
-            again = server_assignor.assign(group, topics)
-            assert again == first, f"deterministic: {again.as_sets()} after {first.as_sets()}"
 
         check()
 
@@ -212,15 +156,6 @@ class ServerAssignorTests:
             assert again == first, f"fixed point: {first.as_sets()} became {again.as_sets()}"
 
         check()
-
-    def test_a_subscription_to_an_unknown_topic_is_refused(
-        self, server_assignor: ServerAssignor
-    ) -> None:
-        topics = TopicDescriber.from_counts({"t": 3})
-        unknown = uuid.UUID(int=7)
-        group = GroupSpec({"a": MemberSpec([unknown]), "b": MemberSpec([unknown])})
-        with pytest.raises(PartitionAssignorError):
-            server_assignor.assign(group, topics)
 
     def test_balanced_within_one_for_identical_subscriptions(
         self,
@@ -265,6 +200,6 @@ class ServerAssignorTests:
                 if member == leaving:
                     continue
                 lost = {(t, p) for t, ps in had.items() for p in ps - after[member].get(t, set())}
-                assert not lost, f"sticky: {leaving!r} left and {member!r} lost {_show(lost)}"
+                assert not lost, f"sticky: {leaving!r} left and {member!r} lost {show(lost)}"
 
         check()

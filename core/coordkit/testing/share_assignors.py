@@ -35,17 +35,21 @@ from hypothesis import strategies as st
 from coordkit.strategies.share_assignment import (
     GroupSpec,
     MemberSpec,
-    PartitionAssignorError,
     ShareAssignor,
     ShareAssignorTraits,
     TopicDescriber,
     TopicDescription,
 )
 from coordkit.testing.backends import NOT_APPLICABLE
+from coordkit.testing.target_assignment import (
+    RACKS,
+    TargetAssignorChecks,
+    draw_member_names,
+    draw_topics,
+    subscribed_partitions,
+)
 
 __all__ = ["ShareAssignorTests", "share_groups"]
-
-RACKS = ("rack-a", "rack-b", "rack-c")
 
 
 @st.composite
@@ -62,38 +66,9 @@ def share_groups(
     loads sometimes), members in a random order with random subscriptions (``identical``: the
     same) and racks, and (``current``) a random current target in which a partition may be held
     by several members."""
-    topic_count = draw(st.integers(1, 4), label="topics")
-    with_racks = racks and draw(st.booleans(), label="racks")
-    with_loads = draw(st.booleans(), label="loads")
-    id_numbers = draw(
-        st.lists(st.integers(0, 2**128 - 1), min_size=topic_count, max_size=topic_count,
-                 unique=True),
-        label="topic ids",
-    )  # fmt: skip
-    described = []
-    for t in range(topic_count):
-        partitions = draw(st.integers(0, 10), label="partitions")
-        partition_racks = (
-            [draw(st.sets(st.sampled_from(RACKS), min_size=1, max_size=2))
-             for _ in range(partitions)]
-            if with_racks
-            else None
-        )  # fmt: skip
-        loads = (
-            draw(st.lists(st.integers(0, 50), min_size=partitions, max_size=partitions))
-            if with_loads
-            else None
-        )
-        described.append(
-            TopicDescription(uuid.UUID(int=id_numbers[t]), f"topic-{t}", partitions,
-                             partition_racks, loads)
-        )  # fmt: skip
+    described = draw_topics(draw, max_topics=4, max_partitions=10, racks=racks, loads=True)
     ids = [d.topic_id for d in described]
-    names = draw(
-        st.lists(st.sampled_from([f"m{i}" for i in range(14)]), min_size=min_members,
-                 max_size=max_members, unique=True),
-        label="members",
-    )  # fmt: skip
+    names = draw_member_names(draw, pool=14, min_members=min_members, max_members=max_members)
     shared = draw(st.lists(st.sampled_from(ids), unique=True, min_size=1), label="topics")
     members: dict[str, MemberSpec] = {}
     for name in names:
@@ -111,25 +86,20 @@ def share_groups(
     return GroupSpec(members), TopicDescriber(described)
 
 
-def _subscribed(group: GroupSpec, topics: TopicDescriber) -> set[tuple[uuid.UUID, int]]:
-    return {
-        (t, p)
-        for t in group.subscribed_topic_ids()
-        for p in range(topics.num_partitions(t))
-    }  # fmt: skip
-
-
-def _partition_count(group: GroupSpec, topics: TopicDescriber) -> int:
-    return len(_subscribed(group, topics))
-
-
 @pytest.mark.coordkit_kit("share-assignor")
-class ShareAssignorTests:
+class ShareAssignorTests(TargetAssignorChecks):
     """Subclass and override the ``share_assignor`` fixture."""
 
     @pytest.fixture
     def share_assignor(self) -> ShareAssignor:
         pytest.fail("override the share_assignor fixture (see coordkit.testing.share_assignors)")
+
+    @pytest.fixture
+    def target_assignor(self, share_assignor: ShareAssignor) -> ShareAssignor:
+        return share_assignor
+
+    def random_groups(self) -> st.SearchStrategy[tuple[GroupSpec, TopicDescriber]]:
+        return share_groups()
 
     @pytest.fixture
     def traits(self, share_assignor: ShareAssignor) -> ShareAssignorTraits:
@@ -141,10 +111,6 @@ class ShareAssignorTests:
         coordinator hands no such partitions over); override to exempt it."""
         return False
 
-    def test_declares_a_name(self, share_assignor: ShareAssignor) -> None:
-        assert isinstance(share_assignor.name, str)
-        assert share_assignor.name
-
     def test_hands_out_only_subscribed_partitions_and_every_one_of_them(
         self, share_assignor: ShareAssignor, coordkit_hypothesis_settings: hypothesis.settings
     ) -> None:
@@ -153,7 +119,7 @@ class ShareAssignorTests:
         def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
             group, topics = case
             owners = share_assignor.assign(group, topics).owners()
-            wanted = _subscribed(group, topics)
+            wanted = subscribed_partitions(group, topics)
             if self.keeps_topics_nobody_subscribes(share_assignor):
                 subscribed = group.subscribed_topic_ids()
                 owners = {tp: ms for tp, ms in owners.items() if tp[0] in subscribed}
@@ -168,40 +134,6 @@ class ShareAssignorTests:
                     )
 
         check()
-
-    def test_every_member_is_in_the_result(
-        self, share_assignor: ShareAssignor, coordkit_hypothesis_settings: hypothesis.settings
-    ) -> None:
-        @coordkit_hypothesis_settings
-        @given(case=share_groups())
-        def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
-            group, topics = case
-            got = set(share_assignor.assign(group, topics).members)
-            assert got == set(group.members), f"members {sorted(got)} for {sorted(group.members)}"
-
-        check()
-
-    def test_deterministic(
-        self, share_assignor: ShareAssignor, coordkit_hypothesis_settings: hypothesis.settings
-    ) -> None:
-        @coordkit_hypothesis_settings
-        @given(case=share_groups())
-        def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
-            group, topics = case
-            first = share_assignor.assign(group, topics)
-            again = share_assignor.assign(group, topics)
-            assert again == first, f"deterministic: {again.as_sets()} after {first.as_sets()}"
-
-        check()
-
-    def test_a_subscription_to_an_unknown_topic_is_refused(
-        self, share_assignor: ShareAssignor
-    ) -> None:
-        topics = TopicDescriber.from_counts({"t": 3})
-        unknown = uuid.UUID(int=7)
-        group = GroupSpec({"a": MemberSpec([unknown]), "b": MemberSpec([unknown])})
-        with pytest.raises(PartitionAssignorError):
-            share_assignor.assign(group, topics)
 
     def test_balanced_for_identical_subscriptions(
         self,
@@ -225,7 +157,7 @@ class ShareAssignorTests:
             target = share_assignor.assign(group, topics)
             counts = Counter(target.counts())
             assert max(counts.values()) - min(counts.values()) <= 1, f"balanced: {dict(counts)}"
-            partitions = _partition_count(group, topics)
+            partitions = len(subscribed_partitions(group, topics))
             if partitions >= len(group.members):
                 shared = {tp: ms for tp, ms in target.owners().items() if len(ms) > 1}
                 assert not shared, f"balanced: shared while partitions suffice: {shared}"
@@ -248,7 +180,7 @@ class ShareAssignorTests:
         @given(case=share_groups(identical=True, current=False, racks=False, min_members=1))
         def check(case: tuple[GroupSpec, TopicDescriber]) -> None:
             group, topics = case
-            hypothesis.assume(_partition_count(group, topics) > len(group.members))
+            hypothesis.assume(len(subscribed_partitions(group, topics)) > len(group.members))
             before = share_assignor.assign(group, topics)
             joined = dict(group.with_assignment(before).members)
             some = next(iter(group.members.values()))
