@@ -40,6 +40,7 @@ from differential.scenarios import (
     share_groups,
     topic_ids,
     transactions,
+    txn_offsets,
 )
 
 #: The scenario modules, by API family (imported for their registrations).
@@ -51,6 +52,8 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "configs": configs, "acls": acls, "quotas": quotas,
             "transactions": transactions, "share_groups": share_groups,
             "share_fetch": share_fetch}  # fmt: skip
+#: Modules adding scenarios to a family above (imported for their registrations).
+MORE_OF_A_FAMILY = (txn_offsets,)
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 

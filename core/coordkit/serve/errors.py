@@ -81,6 +81,7 @@ BROKER_ID_NOT_REGISTERED = 102
 INCONSISTENT_TOPIC_ID = 103
 REBOOTSTRAP_REQUIRED = 129
 INVALID_RECORD = 87
+UNSTABLE_OFFSET_COMMIT = 88
 #: Share groups (KIP-932): an acknowledgement of a record its member does not hold; a share
 #: session unknown, or of another epoch; the limit of share sessions reached.
 INVALID_RECORD_STATE = 121

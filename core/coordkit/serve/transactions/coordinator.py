@@ -45,7 +45,7 @@ from coordkit.serve.transactions.metadata import (
     TxnState,
 )
 from coordkit.serve.transactions.state_manager import TransactionStateManager
-from coordkit.serve.transactions.txn_offsets import PendingTxnOffsets
+from coordkit.serve.transactions.txn_offsets import pending_txn_offsets
 
 log = logging.getLogger("coordkit.serve.transactions")
 
@@ -80,7 +80,7 @@ class TransactionCoordinator:
         self.markers = TransactionMarkerChannelManager(ctx)
         #: The offsets producers committed inside transactions to the groups this broker
         #: coordinates (the group coordinator's part, kept beside: see .txn_offsets).
-        self.txn_offsets = PendingTxnOffsets()
+        self.txn_offsets = pending_txn_offsets(ctx)
         #: Kafka's in-memory ``lastProducerEpoch``: the epoch before the last bump, by id.
         self._last_epochs: dict[str, int] = {}
         self._tasks: set[asyncio.Task[None]] = set()

@@ -24,6 +24,7 @@ from coordkit.engine.groups.protocol import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from coordkit.errors import StoreError
 from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
@@ -37,6 +38,7 @@ from coordkit.serve.authorization import (
 )
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.transactions.coordinator import coordinator_of
 from coordkit.strategies.offsets import OffsetAndMetadata
 
 CommitResponse = messages.OffsetCommitResponse
@@ -64,6 +66,8 @@ COMMIT_INSTANCE_VERSION = 7
 FETCH_TOP_ERROR_VERSION = 2
 FETCH_EPOCH_VERSION = 5
 FETCH_GROUPS_VERSION = 8
+#: OffsetFetch v7+ may require stable offsets (KIP-447).
+FETCH_STABLE_VERSION = 7
 
 
 def _commit(
@@ -194,9 +198,19 @@ def _fetch(
     asked: Asked,
     member_id: str | None = None,
     member_epoch: int = -1,
-) -> OffsetFetchResponse:
+    require_stable: bool = False,
+) -> tuple[OffsetFetchResponse, set[TopicPartition]]:
+    """The group's committed offsets, and (``require_stable``) its partitions with an offset
+    pending in an open transaction, read first: a transaction's marker stores its offsets
+    before it forgets them, so a partition not pending then has them committed after."""
     if not group_id:
-        return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID)
+        return OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID), set()
+    unstable: set[TopicPartition] = set()
+    if require_stable:
+        try:
+            unstable = coordinator_of(ctx).txn_offsets.unstable(group_id)
+        except StoreError:
+            return OffsetFetchResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE), set()
     partitions = None
     if asked is not None:
         # A topic asked for by an id no topic has is answered UNKNOWN_TOPIC_ID by the caller.
@@ -208,7 +222,7 @@ def _fetch(
             if p >= 0
         ]
     request = OffsetFetchRequest(group_id, partitions, member_id, member_epoch)
-    return coordinator(ctx).offset_fetch(request)
+    return coordinator(ctx).offset_fetch(request), unstable
 
 
 def _answers(
@@ -230,6 +244,8 @@ def _answers(
 def _partition(
     cls: Any, version: int, index: int, value: OffsetAndMetadata | None, code: int
 ) -> Any:
+    """A partition's answer (no offset with an error)."""
+    value = None if code else value
     answer = cls(
         partition_index=index,
         committed_offset=-1 if value is None else value.offset,
@@ -239,6 +255,14 @@ def _partition(
     if version >= FETCH_EPOCH_VERSION:
         answer.committed_leader_epoch = -1 if value is None else value.leader_epoch
     return answer
+
+
+def _stable(code: int, topic: str, index: int, unstable: set[TopicPartition]) -> int:
+    """A partition's code: UNSTABLE_OFFSET_COMMIT for one with an offset pending in an open
+    transaction, asked with ``require_stable`` (Kafka's ``fetchOffsets``), unless refused."""
+    if not code and TopicPartition(topic, index) in unstable:
+        return errors.UNSTABLE_OFFSET_COMMIT
+    return code
 
 
 def _describable(
@@ -281,13 +305,14 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
             for g in body.groups
         ]
 
-        def fetch_all() -> list[OffsetFetchResponse]:
+        def fetch_all() -> list[tuple[OffsetFetchResponse, set[TopicPartition]]]:
             return [
-                _fetch(ctx, group_id, asked, *member)
+                _fetch(ctx, group_id, asked, member[0], member[1], body.require_stable)
                 for (group_id, asked), member in zip(asked_groups, members, strict=True)
             ]
 
-        answers = await ctx.blocking(fetch_all)
+        fetched = await ctx.blocking(fetch_all)
+        answers = [answer for answer, _ in fetched]
         ids: dict[str, Any] = {}
         if by_id:
             # Topics answered by name (all of a group's, or asked by id): their ids.
@@ -300,7 +325,7 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
         allowed_groups, described = _describable(
             ctx, [g for g, _ in asked_groups], answers, every_asked
         )
-        for (group_id, asked), answer in zip(asked_groups, answers, strict=True):
+        for (group_id, asked), (answer, unstable) in zip(asked_groups, fetched, strict=True):
             if group_id not in allowed_groups:
                 groups.append(FetchGroup(group_id=group_id, error_code=GROUP_AUTHORIZATION_FAILED,
                                          topics=[]))  # fmt: skip
@@ -318,8 +343,8 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
                         code = TOPIC_AUTHORIZATION_FAILED
                     entry = FetchGroupTopic(
                         partitions=[
-                            _partition(FetchGroupPartition, version, index,
-                                       None if code else value, code)
+                            _partition(FetchGroupPartition, version, index, value,
+                                       _stable(code, topic, index, unstable))
                             for index, value in partitions
                         ],
                     )  # fmt: skip
@@ -335,7 +360,10 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
     asked = (
         None if body.topics is None else [(t.name, list(t.partition_indexes)) for t in body.topics]
     )
-    answer = await ctx.blocking(lambda: _fetch(ctx, body.group_id, asked))
+    stable = version >= FETCH_STABLE_VERSION and body.require_stable
+    answer, unstable = await ctx.blocking(
+        lambda: _fetch(ctx, body.group_id, asked, require_stable=stable)
+    )
     allowed_groups, described = _describable(ctx, [body.group_id], [answer], asked)
     error = int(answer.error) if allowed_groups else GROUP_AUTHORIZATION_FAILED
     if error and version >= FETCH_TOP_ERROR_VERSION:
@@ -345,9 +373,10 @@ async def handle_offset_fetch(ctx: BrokerContext, request: Request) -> Any:
         FetchTopic(
             name=topic,
             partitions=[
-                _partition(FetchPartition, version, index,
-                           None if error or topic not in described else value,
-                           error or (0 if topic in described else TOPIC_AUTHORIZATION_FAILED))
+                _partition(FetchPartition, version, index, value,
+                           error or _stable(0 if topic in described
+                                            else TOPIC_AUTHORIZATION_FAILED, topic, index,
+                                            unstable))
                 for index, value in partitions
             ],
         )

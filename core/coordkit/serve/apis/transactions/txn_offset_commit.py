@@ -8,16 +8,20 @@ As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: Write on the transactiona
 cluster does not have is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not coordinate the group
 answers NOT_COORDINATOR; metadata longer than Kafka's ``offset.metadata.max.bytes`` (4096) is
 OFFSET_METADATA_TOO_LARGE; an epoch older than one the producer committed with before,
-INVALID_PRODUCER_EPOCH. Versions 0-4 (v5 adds AddOffsetsToTxn's work under transaction version
-2, v6 names topics by id: not served). The member id and generation of v3+ (KIP-447) are not
-checked against the group.
+INVALID_PRODUCER_EPOCH; a group id no store can hold, INVALID_GROUP_ID. From v3 (KIP-447) the
+member id, generation and group instance id are checked against the group as Kafka's group
+coordinator checks them (``validateTransactionalOffsetCommit``: ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), for every partition that got that far. Versions 0-4 (v5
+adds AddOffsetsToTxn's work under transaction version 2, v6 names topics by id: not served).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
+from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.kafka.model import TopicPartition
@@ -32,42 +36,68 @@ from coordkit.serve.authorization import (
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.transactions.coordinator import coordinator_of
-from coordkit.strategies.offsets import OffsetAndMetadata
+from coordkit.strategies.offsets import (
+    InvalidOffsetRequestError,
+    OffsetAndMetadata,
+    validate_group_id,
+)
 
 Response = messages.TxnOffsetCommitResponse
 TopicAnswer = nested(Response, "TxnOffsetCommitResponseTopic")
 PartitionAnswer = nested(Response, "TxnOffsetCommitResponsePartition")
 
 VERSIONS = (0, 4)
+#: v3+ name the committing member: its id, generation and group instance id (KIP-447).
+MEMBER_VERSION = 3
 #: Kafka's ``offset.metadata.max.bytes`` default.
 OFFSET_METADATA_MAX_BYTES = 4096
 OFFSET_METADATA_TOO_LARGE = 12
 
 
 def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
+    """Each partition's code, the offsets held pending (store work: off the loop)."""
     body = request.body
     wanted = {(t.name, p.partition_index): p for t in body.topics for p in t.partitions}
     if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
         return dict.fromkeys(wanted, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
         return dict.fromkeys(wanted, GROUP_AUTHORIZATION_FAILED)
+    try:
+        validate_group_id(body.group_id)
+    except InvalidOffsetRequestError:
+        return dict.fromkeys(wanted, errors.INVALID_GROUP_ID)
     group_coordinator = ctx.broker.group_coordinator
     if not ctx.leads((OFFSETS_TOPIC, group_coordinator.partition_for(body.group_id))):
         return dict.fromkeys(wanted, errors.NOT_COORDINATOR)
-    pending = coordinator_of(ctx).txn_offsets
-    if body.producer_epoch < pending.epoch_of(body.producer_id):
-        return dict.fromkeys(wanted, errors.INVALID_PRODUCER_EPOCH)
     readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in wanted))
     codes: dict[tuple[str, int], int] = {}
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-    now = int(time.time() * 1000)
-    for tp, partition in wanted.items():
-        metadata = partition.committed_metadata or ""
+    for tp in wanted:
         if tp[0] not in readable:
             codes[tp] = TOPIC_AUTHORIZATION_FAILED
         elif ctx.leadership(tp) is None:
             codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
-        elif len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
+    # The rest reach the group coordinator (Kafka's KafkaApis filters the above first).
+    rest = [tp for tp in wanted if tp not in codes]
+    if not rest:
+        return codes
+    pending = coordinator_of(ctx).txn_offsets
+    if body.producer_epoch < pending.epoch_of(body.group_id, body.producer_id):
+        return {**codes, **dict.fromkeys(rest, errors.INVALID_PRODUCER_EPOCH)}
+    if request.version >= MEMBER_VERSION:
+        member = group_coordinator.validate_txn_offset_commit(
+            body.group_id,
+            body.member_id,
+            body.generation_id_or_member_epoch,
+            body.group_instance_id,
+        )
+        if member is not ErrorCode.NONE:
+            return {**codes, **dict.fromkeys(rest, int(member))}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    now = int(time.time() * 1000)
+    for tp in rest:
+        partition = wanted[tp]
+        metadata = partition.committed_metadata or ""
+        if len(metadata.encode()) > OFFSET_METADATA_MAX_BYTES:
             codes[tp] = OFFSET_METADATA_TOO_LARGE
         elif partition.committed_offset < 0:
             codes[tp] = errors.INVALID_REQUEST
@@ -78,12 +108,14 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
                 partition.committed_offset, metadata, commit_timestamp=now, leader_epoch=epoch
             )
     if offsets:
-        pending.add(body.producer_id, body.producer_epoch, body.group_id, offsets)
+        held = pending.add(body.producer_id, body.producer_epoch, body.group_id, offsets)
+        if held is not ErrorCode.NONE:
+            codes.update(dict.fromkeys(((tp.topic, tp.partition) for tp in offsets), int(held)))
     return codes
 
 
 async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> Any:
-    codes = _codes(ctx, request)
+    codes = await ctx.blocking(functools.partial(_codes, ctx, request))
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), code in codes.items():
         by_topic.setdefault(topic, []).append(

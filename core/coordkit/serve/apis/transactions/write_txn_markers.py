@@ -12,8 +12,9 @@ NOT_LEADER_OR_FOLLOWER, one the cluster does not have UNKNOWN_TOPIC_OR_PARTITION
 A marker to a ``__consumer_offsets`` partition ends the producer's offsets committed inside the
 transaction (TxnOffsetCommit) to the groups of that partition, which this broker coordinates:
 stored as committed with a commit marker, dropped with an abort
-(:mod:`coordkit.serve.transactions.txn_offsets`); offsets the store did not take are kept and the
-partition answered COORDINATOR_NOT_AVAILABLE, so that the coordinator sends the marker again.
+(:mod:`coordkit.serve.transactions.txn_offsets`, which reads them from the store on a broker
+that took the partition over); offsets the store did not take are kept and the partition
+answered COORDINATOR_NOT_AVAILABLE, so that the coordinator sends the marker again.
 
 Version 1 (Kafka 3.9's and 4's baseline, flexible) and 2 (KIP-1228: the transaction version of
 the marker, which a leader without partition verification does not need).
@@ -23,10 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 from typing import Any
 
-from coordkit.errors import StoreError
 from coordkit.kafka.acls import AclOperation
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.protocol import Request, messages
@@ -37,8 +36,6 @@ from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log_transactions import append_end_txn_marker
 from coordkit.serve.dataplane.transaction_index import EndTxnMarker
 from coordkit.serve.transactions.coordinator import coordinator_of
-
-log = logging.getLogger("coordkit.serve")
 
 Response = messages.WriteTxnMarkersResponse
 MarkerResult = nested(Response, "WritableTxnMarkerResult")
@@ -71,21 +68,10 @@ def _append(ctx: BrokerContext, marker: Any, topic: str, partition: int) -> tupl
 async def _end_txn_offsets(ctx: BrokerContext, marker: Any, partition: int) -> int:
     """The producer's pending offsets of the groups of offsets partition ``partition``
     stored (commit) or dropped (abort)."""
-    group_coordinator = ctx.broker.group_coordinator
     pending = coordinator_of(ctx).txn_offsets
-    found = pending.pending(marker.producer_id,
-                            lambda group: group_coordinator.partition_for(group) == partition)  # fmt: skip
-    if marker.transaction_result:
-        storage = group_coordinator.offset_storage
-        try:
-            for group, offsets in found.items():
-                await ctx.blocking(functools.partial(storage.commit, group, offsets))
-        except StoreError as exc:
-            log.warning("broker %s: offsets of producer %s not stored: %s", ctx.broker_id,
-                        marker.producer_id, exc)  # fmt: skip
-            return errors.COORDINATOR_NOT_AVAILABLE
-    pending.discard(marker.producer_id, list(found))
-    return errors.NONE
+    end = functools.partial(pending.end, partition, marker.producer_id,
+                            bool(marker.transaction_result))  # fmt: skip
+    return int(await ctx.blocking(end))
 
 
 async def handle_write_txn_markers(ctx: BrokerContext, request: Request) -> Any:

@@ -1,0 +1,168 @@
+"""Scenarios of offsets committed inside a transaction (issue 38, family ``transactions``): what
+the group's coordinator answers an OffsetFetch with ``require_stable`` while a transaction's
+offsets are pending (Kafka's ``OffsetMetadataManager.fetchOffsets``: UNSTABLE_OFFSET_COMMIT for
+each partition with a pending offset, the committed offsets without ``require_stable``), before
+and after EndTxn commit and abort; and TxnOffsetCommit v3+'s checks of the committing member
+(``validateTransactionalOffsetCommit``: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+FENCED_INSTANCE_ID).
+
+The markers are written after EndTxn is answered: a scenario waits for the offsets to settle
+(the pending ones stored or dropped) before it compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from coordkit.protocol import messages
+from coordkit.testing.waiting import wait_for
+from differential import requests as rq
+from differential.harness import WAIT_SECONDS, Side, scenario
+from differential.scenarios.groups import stable_member
+from differential.scenarios.transactions import (
+    ADD_OFFSETS,
+    DESCRIBE_TRANSACTIONS,
+    TXN,
+    TXN_OFFSET_COMMIT,
+    begun,
+    completed,
+    end_txn,
+)
+
+UNSTABLE_OFFSET_COMMIT = 88
+OFFSETS = {
+    **TXN,
+    "AddOffsetsToTxn": ADD_OFFSETS,
+    "TxnOffsetCommit": TXN_OFFSET_COMMIT,
+    "OffsetCommit": rq.OFFSET_COMMIT,
+    "OffsetFetch": rq.OFFSET_FETCH,
+    "DescribeTransactions": DESCRIBE_TRANSACTIONS,
+}
+
+
+def add_offsets(side: Side, at: int, transactional_id: str, producer: tuple[int, int],
+                group: str) -> int:  # fmt: skip
+    Request: Any = messages.AddOffsetsToTxnRequest
+    request = Request(transactional_id=transactional_id, producer_id=producer[0],
+                      producer_epoch=producer[1], group_id=group)  # fmt: skip
+    return int(side.call(at, request, ADD_OFFSETS).error_code)
+
+
+def txn_offset_commit(
+    side: Side,
+    transactional_id: str,
+    producer: tuple[int, int],
+    group: str,
+    offsets: Mapping[tuple[str, int], int],
+    *,
+    member: tuple[str, int] = ("", -1),
+    instance_id: str | None = None,
+) -> list[Any]:
+    """TxnOffsetCommit at the group's coordinator: (topic, partition, code) of each offset."""
+    Request: Any = messages.TxnOffsetCommitRequest
+    topics: dict[str, list[Any]] = {}
+    for (topic, partition), offset in offsets.items():
+        topics.setdefault(topic, []).append(Request.TxnOffsetCommitRequestPartition(
+            partition_index=partition, committed_offset=offset, committed_leader_epoch=-1,
+            committed_metadata="m"))  # fmt: skip
+    request = Request(
+        transactional_id=transactional_id, group_id=group, producer_id=producer[0],
+        producer_epoch=producer[1], member_id=member[0], generation_id_or_member_epoch=member[1],
+        group_instance_id=instance_id,
+        topics=[Request.TxnOffsetCommitRequestTopic(name=t, partitions=p)
+                for t, p in topics.items()],
+    )  # fmt: skip
+    answer = side.call(side.coordinator(group), request, TXN_OFFSET_COMMIT)
+    return sorted((t.name, p.partition_index, p.error_code) for t in answer.topics
+                  for p in t.partitions)  # fmt: skip
+
+
+def fetched(side: Side, group: str, topic: str, partitions: list[int] | None,
+            *, stable: bool) -> list[Any]:  # fmt: skip
+    """OffsetFetch v10 at the group's coordinator of ``partitions`` of ``topic`` (``None``:
+    every partition of the group's): the group's error and (topic, partition, committed
+    offset, code) of each partition answered."""
+    asked = None if partitions is None else {topic: partitions}
+    request = rq.offset_fetch({group: asked}, require_stable=stable, ids=side.topic_id)
+    answer = side.call(side.coordinator(group), request, rq.OFFSET_FETCH).groups[0]
+    names = {side.topic_id(topic): topic}
+    return [answer.error_code, sorted(
+        (names.get(t.topic_id, "another topic"), p.partition_index, p.committed_offset,
+         p.error_code)
+        for t in answer.topics for p in t.partitions)]  # fmt: skip
+
+
+@scenario("transactions.offset_fetch_require_stable", versions=OFFSETS)
+def offset_fetch_require_stable(side: Side) -> list[Any]:
+    """Partition 0 committed at 3, partition 1 at 2, then a transaction commits partition 0 at
+    5: OffsetFetch with require_stable answers partition 0 UNSTABLE_OFFSET_COMMIT (no offset),
+    partition 1 and 2 as committed (2, none), and so does a fetch of all the group's offsets
+    (partition 0 UNSTABLE_OFFSET_COMMIT, partition 1); without require_stable partition 0 is
+    3. EndTxn commit: require_stable reads 5 once the marker is written. A second transaction
+    commits partition 0 at 9 and aborts: unstable, then 5 again."""
+    _, transactional_id, at, producer = begun(side)
+    topic = side.topic("in")
+    side.create_topic(topic, partitions=3)
+    group = side.group("stable")
+    committed = side.call(side.coordinator(group),
+                          rq.offset_commit(group, {(topic, 0): 3, (topic, 1): 2},
+                                           ids=side.topic_id), rq.OFFSET_COMMIT)  # fmt: skip
+    added = add_offsets(side, at, transactional_id, producer, group)
+    first = txn_offset_commit(side, transactional_id, producer, group, {(topic, 0): 5})
+    open_answers = [fetched(side, group, topic, [0, 1, 2], stable=True),
+                    fetched(side, group, topic, None, stable=True),
+                    fetched(side, group, topic, [0, 1, 2], stable=False)]  # fmt: skip
+    ended = end_txn(side, at, transactional_id, producer, True)
+
+    def settled(offset: int) -> Any:
+        found = fetched(side, group, topic, [0, 1, 2], stable=True)
+        return found if found[1][0][2:] == (offset, 0) else None
+
+    after_commit = wait_for(lambda: settled(5), WAIT_SECONDS, f"{side.name}: offset 5 stable")
+    done = completed(side, at, transactional_id, "CompleteCommit")
+    again = add_offsets(side, at, transactional_id, producer, group)
+    second = txn_offset_commit(side, transactional_id, producer, group, {(topic, 0): 9})
+    pending = fetched(side, group, topic, [0, 1, 2], stable=True)
+    aborted = end_txn(side, at, transactional_id, producer, False)
+    settled_abort = completed(side, at, transactional_id, "CompleteAbort")
+    after_abort = wait_for(lambda: settled(5), WAIT_SECONDS, f"{side.name}: offset 5 again")
+    return [[t.error_code for t in committed.topics[0].partitions], added, first, open_answers,
+            ended, after_commit, done, again, second, pending, aborted, settled_abort,
+            after_abort, fetched(side, group, topic, [0, 1, 2], stable=False)]  # fmt: skip
+
+
+@scenario("transactions.txn_offset_commit_members", versions={**OFFSETS, "JoinGroup": rq.JOIN_GROUP,
+                                                               "SyncGroup": rq.SYNC_GROUP})  # fmt: skip
+def txn_offset_commit_members(side: Side) -> list[Any]:
+    """TxnOffsetCommit v4 to a classic group of one member (generation 1): the member at its
+    generation, and a producer outside the group (no member, generation -1), are taken; the
+    member at another generation or at -1 ILLEGAL_GENERATION; an unknown member
+    UNKNOWN_MEMBER_ID. To a group of one static member: its instance id with another member id
+    FENCED_INSTANCE_ID, an unknown instance id UNKNOWN_MEMBER_ID. To a group that does not
+    exist: generation 1 ILLEGAL_GENERATION, -1 taken."""
+    topic, transactional_id, at, producer = begun(side)
+    dynamic, static, missing = side.group("dynamic"), side.group("static"), side.group("none")
+    member = stable_member(side, dynamic)
+    fixed = stable_member(side, static, instance_id="instance-1")
+    added = [add_offsets(side, at, transactional_id, producer, g)
+             for g in (dynamic, static, missing)]  # fmt: skip
+
+    def commit(group: str, **options: Any) -> list[Any]:
+        return txn_offset_commit(side, transactional_id, producer, group, {(topic, 0): 1},
+                                 **options)  # fmt: skip
+
+    answers = [
+        commit(dynamic, member=(member.member_id, member.generation)),
+        commit(dynamic),
+        commit(dynamic, member=(member.member_id, member.generation + 1)),
+        commit(dynamic, member=(member.member_id, -1)),
+        commit(dynamic, member=("unknown-member", member.generation)),
+        commit(static, member=(fixed.member_id, fixed.generation), instance_id="instance-1"),
+        commit(static, member=("another-member", fixed.generation), instance_id="instance-1"),
+        commit(static, member=(fixed.member_id, fixed.generation), instance_id="instance-2"),
+        commit(missing, member=("", 1)),
+        commit(missing),
+    ]
+    ended = end_txn(side, at, transactional_id, producer, False)
+    return [added, answers, ended, completed(side, at, transactional_id, "CompleteAbort")]
