@@ -31,6 +31,7 @@ import pytest
 
 from coordkit.errors import MissingDependencyError
 from coordkit.lab import LabError
+from coordkit.lab.kafka_host import KAFKA_VERSION
 from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.lab.clients.analysis import (
     CLIENTS_KIND,
@@ -39,8 +40,7 @@ from coordkit_assignors.lab.clients.analysis import (
     RunEvent,
     steps,
 )
-from coordkit_assignors.lab.clients.kafka_host import KAFKA_SERVER_ASSIGNORS, KAFKA_VERSION
-from coordkit_assignors.lab.clients.run import RunSpec, run_clients
+from coordkit_assignors.lab.clients.run import KAFKA_SERVER_ASSIGNORS, RunSpec, run_clients
 from coordkit_assignors.lab.clients.workload import (
     CLASSIC_STRATEGIES,
     KAFKA_STRATEGIES,

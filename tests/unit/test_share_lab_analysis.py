@@ -23,7 +23,7 @@ from coordkit_share_assignors.lab.analysis import (
     steps,
 )
 from coordkit_share_assignors.lab.consumer import first_action
-from coordkit_share_assignors.lab.kafka_host import kafka_settings
+from coordkit_share_assignors.lab.run import kafka_settings
 from coordkit_share_assignors.lab.workload import KAFKA_STRATEGIES, parse_strategy
 
 METRICS = {

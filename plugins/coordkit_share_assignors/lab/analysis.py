@@ -37,26 +37,14 @@ from collections.abc import Iterable, Sequence
 import attrs
 import numpy as np
 
+from coordkit.lab.processes import ProcessLog, RunEvent, acknowledged
+
 SHARE_KIND = "share-groups"
 ACTIONS = ("accept", "release", "reject", "hold")
 
 
-@attrs.frozen
-class MemberLog:
-    """One share consumer process: its log's lines, when it started, when it stopped (killed,
-    exited) or ``None`` if it ran to the end."""
-
-    name: str
-    lines: tuple[str, ...]
-    started: float
-    ended: float | None
-
-
-@attrs.frozen
-class RunEvent:
-    time: float
-    label: str
-    kind: str
+#: One share consumer process's log (its lines, when it started and stopped).
+MemberLog = ProcessLog
 
 
 @attrs.frozen
@@ -154,16 +142,6 @@ def parse_member(log: MemberLog) -> tuple[list[Delivery], list[Acknowledgement]]
         except ValueError as exc:
             raise LogFormatError(f"{log.name}'s log, line {number}: {line!r}: {exc}") from None
     return deliveries, acks
-
-
-def acknowledged(lines: Iterable[str]) -> dict[int, float]:
-    """Records the brokers acknowledged to the producer: seq → send time."""
-    out = {}
-    for line in lines:
-        words = line.split()
-        if words[:1] == ["a"] and len(words) == 5:
-            out[int(words[1])] = float(words[4])
-    return out
 
 
 def _running(log: MemberLog, since: float, until: float) -> float:

@@ -1,41 +1,31 @@
 """One ``share-groups`` run: the processes (brokers, producer, share consumers), the events, the
 logs.
 
-Every process is started with a pipe on stdin that ends when this side closes it (or dies): each
-child then ends too, so none outlives the run; on the way out (done or failing) every child still
-running is killed and waited for.
+The processes are started, watched and stopped as :mod:`coordkit.lab.processes` does for every
+lab workload of real clients; this module says which, with what settings, and when a member got
+its records.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
 import attrs
 
 from coordkit.lab import LabError
-from coordkit_share_assignors.lab.analysis import MemberLog, RunEvent, ShareStep, steps
+from coordkit.lab.processes import STARTUP_SECONDS, LabProcess, LabProcesses, RunEvent, drain
+from coordkit_share_assignors.lab.analysis import MemberLog, ShareStep, steps
 
 TOPIC = "lab-share-records"
 GROUP = "lab-share-group"
-#: Seconds coordkit's brokers may take to start and create the topic (a loaded machine is slow).
-STARTUP_SECONDS = 120.0
-#: Seconds Kafka's controller and brokers (JVMs) may take to start and create the topic.
-KAFKA_STARTUP_SECONDS = 300.0
 #: Seconds a member may take to get its first records (start-up, joining, the assignment).
 SETTLE_SECONDS = 120.0
 #: Seconds the members may take to settle every acknowledged record at the end.
 DRAIN_SECONDS = 60.0
-#: Seconds a process may take to stop when asked.
-STOP_SECONDS = 30.0
 #: Seconds the producer may take to stop: its last acknowledgements (a minute at most) first.
 PRODUCER_STOP_SECONDS = 90.0
 
@@ -86,67 +76,22 @@ class RunSpec:
         ]
 
 
-class _Child:
-    """A child process, its output in files, its stdin a pipe kept open."""
-
-    def __init__(self, name: str, argv: list[str], directory: Path) -> None:
-        self.name = name
-        self.stdout_path = directory / f"{name}.out"
-        self.stderr_path = directory / f"{name}.err"
-        with self.stdout_path.open("w") as out, self.stderr_path.open("w") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, *argv], stdin=subprocess.PIPE, stdout=out, stderr=err,
-                text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
-            )  # fmt: skip
-        self.started = time.time()
-        self.ended: float | None = None
-
-    @property
-    def stdin(self) -> IO[str]:
-        assert self.process.stdin is not None
-        return self.process.stdin
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        if self.running():
-            self.process.kill()
-        self.process.wait(STOP_SECONDS)
-        self._close()
-
-    def terminate(self, timeout: float = STOP_SECONDS) -> None:
-        """SIGTERM, and wait: the child finishes what it does and exits (killed if it hangs)."""
-        if self.running():
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(STOP_SECONDS)
-        self._close()
-
-    def _close(self) -> None:
-        if self.ended is None:
-            self.ended = time.time()
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
-
-    def output(self) -> str:
-        return self.stdout_path.read_text(errors="replace")
-
-    def errors(self, tail: int = 1500) -> str:
-        text = self.stderr_path.read_text(errors="replace").strip()
-        return text[-tail:] if text else "(nothing on stderr)"
+def kafka_settings(configs: Mapping[str, str]) -> dict[str, str]:
+    """The broker configs the workload gives coordkit, as Kafka 4.4 takes them: its lower bounds
+    (``group.share.min.*``: 15 s locks, 45 s sessions, 5 s heartbeats by default) moved down to
+    the values set, and Kafka's own assignor left in place."""
+    out = {k: v for k, v in configs.items() if k != "group.share.assignors"}
+    for name in ("record.lock.duration.ms", "session.timeout.ms", "heartbeat.interval.ms"):
+        value = configs.get(f"group.share.{name}")
+        if value is not None:
+            out[f"group.share.min.{name}"] = value
+    return out
 
 
 class _Member:
     """A share consumer's process and its log, read as it grows."""
 
-    def __init__(self, child: _Child, log: Path) -> None:
+    def __init__(self, child: LabProcess, log: Path) -> None:
         self.child = child
         self.log = log
         self.alive = True
@@ -179,41 +124,22 @@ class ShareRun:
         self.spec = spec
         self.strategy = strategy
         self.directory = directory
-        self.children: list[_Child] = []
+        self.processes = LabProcesses(directory)
         self.members: list[_Member] = []
         self.events: list[RunEvent] = []
-        self.host: _Child | None = None
-        self.producer: _Child | None = None
+        self.producer: LabProcess | None = None
         self.bootstrap = ""
-
-    def _start(self, name: str, argv: list[str]) -> _Child:
-        child = _Child(name, argv, self.directory)
-        self.children.append(child)
-        return child
 
     def _start_host(self) -> None:
         spec = self.spec
-        argv = [str(spec.brokers), TOPIC, str(spec.partitions), str(spec.replication_factor)]
+        configs = spec.broker_configs()
         if spec.broker == "kafka":
-            module, startup = "kafka_host", KAFKA_STARTUP_SECONDS
-            argv.append(str(self.directory / "kafka"))
-        else:
-            module, startup = "broker_host", STARTUP_SECONDS
-        argv = ["-m", f"coordkit_share_assignors.lab.{module}", *argv, *spec.broker_configs()]
-        host = self.host = self._start("brokers", argv)
-        deadline = time.monotonic() + startup
-        while "ready" not in host.output().split("\n"):
-            if not host.running() or time.monotonic() > deadline:
-                raise LabError(
-                    f"the brokers ({spec.broker}) did not start within {startup:.0f} s: "
-                    f"{host.errors()}"
-                )
-            time.sleep(0.1)
-        addresses = [
-            words[2] for words in map(str.split, host.output().splitlines())
-            if words[:1] == ["broker"] and len(words) == 3
-        ]  # fmt: skip
-        self.bootstrap = ",".join(addresses)
+            named = kafka_settings(dict(word.split("=", 1) for word in configs))
+            configs = [f"{name}={value}" for name, value in named.items()]
+        host = self.processes.start_brokers(
+            spec.broker, spec.brokers, TOPIC, spec.partitions, spec.replication_factor, configs
+        )
+        self.bootstrap = host.bootstrap
 
     def _earliest(self) -> None:
         """The group starts at the topic's first record (its ``share.auto.offset.reset``), so a
@@ -256,7 +182,7 @@ class ShareRun:
             "rate": self.spec.rate,
             "log": str(self.directory / "producer.log"),
         }
-        self.producer = self._start(
+        self.producer = self.processes.start(
             "producer", ["-m", "coordkit_share_assignors.lab.producer", json.dumps(settings)]
         )
 
@@ -274,7 +200,7 @@ class ShareRun:
             "release": spec.release,
             "reject": spec.reject,
         }
-        child = self._start(
+        child = self.processes.start(
             name, ["-m", "coordkit_share_assignors.lab.consumer", json.dumps(settings)]
         )
         member = _Member(child, log)
@@ -282,19 +208,7 @@ class ShareRun:
         return member
 
     def close(self) -> None:
-        # The brokers first, told by the end of their stdin: Kafka's host kills its JVMs
-        # before the run's directory, which holds their data, is removed.
-        if self.host is not None and self.host.running():
-            self.host._close()
-            try:
-                self.host.process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
-        for child in self.children:
-            try:
-                child.kill()
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        self.processes.close()
 
     # -- the run
     def run(self) -> list[ShareStep]:
@@ -319,7 +233,7 @@ class ShareRun:
         time.sleep(spec.gap)
         assert self.producer is not None
         self.producer.terminate(PRODUCER_STOP_SECONDS)
-        if self.producer.process.returncode not in (None, 0):
+        if self.producer.failed():
             raise LabError(
                 f"the producer ({self.strategy}) exited with status "
                 f"{self.producer.process.returncode}: {self.producer.errors()}"
@@ -385,19 +299,10 @@ class ShareRun:
     def _wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            for child, name in ((self.host, "the brokers"), (self.producer, "the producer")):
-                if child is not None and not child.running():
-                    raise LabError(
-                        f"{name} ({self.strategy}) stopped while waiting for {what}: "
-                        f"{child.errors()}"
-                    )
-            for member in self.members:
-                if member.alive and not member.child.running():
-                    raise LabError(
-                        f"{member.child.name} ({self.strategy}) exited with status "
-                        f"{member.child.process.returncode} while waiting for {what}: "
-                        f"{member.child.errors()}"
-                    )
+            self.processes.check_running(
+                what, self.strategy, {"the producer": self.producer},
+                [m.child for m in self.members if m.alive],
+            )  # fmt: skip
             if time.monotonic() > deadline:
                 raise LabError(
                     f"{self.strategy}: no {what} within {timeout:.0f} s (do the brokers serve "
@@ -413,19 +318,11 @@ class ShareRun:
 
     def _drain(self) -> None:
         """Wait until the members settled every acknowledged record (or DRAIN_SECONDS)."""
-        acked = set()
-        for line in (self.directory / "producer.log").read_text().splitlines():
-            words = line.split()
-            if words[:1] == ["a"]:
-                acked.add(int(words[1]))
-        deadline = time.monotonic() + DRAIN_SECONDS
-        while time.monotonic() < deadline:
-            settled: set[int] = set()
-            for member in self.members:
-                settled |= member.settled()
-            if acked <= settled:
-                return
-            time.sleep(0.2)
+        drain(
+            self.directory / "producer.log",
+            lambda: set().union(*(member.settled() for member in self.members)),
+            DRAIN_SECONDS,
+        )
 
 
 def run_share_groups(spec: RunSpec, strategy: str) -> list[ShareStep]:

@@ -17,9 +17,10 @@ brokers. A seeded schedule of ``events`` then runs, ``gap`` seconds apart: a mem
 killed with SIGKILL (its acquired records come back after their lock, its partitions after its
 session), one restarts (acknowledges, leaves, a new process joins), or one stalls for one and a
 half locks holding the records it just got, then accepts them (a slow consumer: the brokers have
-given them to others, or to it again, by then). Brokers are not crashed here (not built: the
-host has no command to stop one, as ``real-clients``' has); a share partition's acquisitions are
-not persisted, on Kafka as on coordkit, so a crash would release them all at once.
+given them to others, or to it again, by then). Brokers are not crashed here (no event of the
+schedule does it, though the brokers' host, :mod:`coordkit.lab.serve_host`, could): a share
+partition's acquisitions are not persisted, on Kafka as on coordkit, so a crash would release them
+all at once.
 
 Every member records each delivery (with the brokers' delivery count) and the brokers' answer to
 each acknowledgement; the steps (one window per event, see :mod:`.analysis`) give the metrics:
@@ -43,10 +44,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordkit.errors import MissingDependencyError
-from coordkit.lab import FunctionMetric, LabError
+from coordkit.lab import FunctionMetric, LabError, refuse_out_of_range
+from coordkit.lab.kafka_host import require_kafka
 from coordkit.plugins import get_plugin_manager
 from coordkit_share_assignors.lab.analysis import SHARE_KIND, ShareStep
-from coordkit_share_assignors.lab.kafka_host import require_kafka
 from coordkit_share_assignors.lab.run import RunSpec, ShareEvent, run_share_groups
 
 if TYPE_CHECKING:
@@ -133,26 +134,19 @@ class ShareGroupsWorkload:
         brokers, partitions = int(params["brokers"]), int(params["partitions"])
         consumers, rate = int(params["consumers"]), float(params["rate"])
         release, reject = float(params["release"]), float(params["reject"])
-        problems = [
-            f"{name}={value} (needs {need})"
-            for name, value, ok, need in (
-                ("brokers", brokers, brokers >= 2, ">= 2"),
-                ("partitions", partitions, 1 <= partitions <= 1000, "1..1000"),
-                ("consumers", consumers, 1 <= consumers <= 50, "1..50"),
-                ("events", params["events"], 0 <= int(params["events"]) <= 100, "0..100"),
-                ("rate", rate, 1 <= rate <= 5000, "1..5000 records/s"),
-                ("lock_ms", params["lock_ms"], 1000 <= int(params["lock_ms"]) <= 60_000,
-                 "1000..60000"),
-                ("session_ms", params["session_ms"], int(params["session_ms"]) >= 1000,
-                 ">= 1000"),
-                ("release", release, 0 <= release <= 0.5, "0..0.5"),
-                ("reject", reject, 0 <= reject <= 0.5, "0..0.5"),
-                ("gap", params["gap"], 0 <= float(params["gap"]) <= 60, "0..60 s"),
-            )
-            if not ok
-        ]  # fmt: skip
-        if problems:
-            raise LabError(f"workload {self.name!r}: " + ", ".join(problems))
+        refuse_out_of_range(self.name, (
+            ("brokers", brokers, brokers >= 2, ">= 2"),
+            ("partitions", partitions, 1 <= partitions <= 1000, "1..1000"),
+            ("consumers", consumers, 1 <= consumers <= 50, "1..50"),
+            ("events", params["events"], 0 <= int(params["events"]) <= 100, "0..100"),
+            ("rate", rate, 1 <= rate <= 5000, "1..5000 records/s"),
+            ("lock_ms", params["lock_ms"], 1000 <= int(params["lock_ms"]) <= 60_000,
+             "1000..60000"),
+            ("session_ms", params["session_ms"], int(params["session_ms"]) >= 1000, ">= 1000"),
+            ("release", release, 0 <= release <= 0.5, "0..0.5"),
+            ("reject", reject, 0 <= reject <= 0.5, "0..0.5"),
+            ("gap", params["gap"], 0 <= float(params["gap"]) <= 60, "0..60 s"),
+        ))  # fmt: skip
         rng = random.Random(seed)
         live = consumers
         events = []
@@ -188,7 +182,7 @@ class ShareGroupsWorkload:
         assignor, broker = parse_strategy(strategy, manager)
         require_client()
         if broker == "kafka":
-            require_kafka()
+            require_kafka("the share-groups strategy simple@kafka")
         spec = attrs.evolve(
             self.generate({**self.defaults, **params}, seed), assignor=assignor, broker=broker
         )

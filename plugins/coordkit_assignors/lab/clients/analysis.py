@@ -28,25 +28,13 @@ from collections.abc import Iterable, Sequence
 import attrs
 import numpy as np
 
+from coordkit.lab.processes import ProcessLog, RunEvent, acknowledged
+
 CLIENTS_KIND = "clients"
 
 
-@attrs.frozen
-class ConsumerLog:
-    """One consumer process: its log's lines, when it started, and when it stopped consuming
-    (killed, exited) or ``None`` if it ran to the end."""
-
-    name: str
-    lines: tuple[str, ...]
-    started: float
-    ended: float | None
-
-
-@attrs.frozen
-class RunEvent:
-    time: float
-    label: str
-    kind: str
+#: One consumer process's log (its lines, when it started and stopped).
+ConsumerLog = ProcessLog
 
 
 @attrs.frozen
@@ -131,16 +119,6 @@ def receipts(log: ConsumerLog) -> list[Receipt]:
                     float(words[5]),
                 )
             )
-    return out
-
-
-def acknowledged(lines: Iterable[str]) -> dict[int, float]:
-    """Acknowledged records of the producer's log: seq → send time."""
-    out = {}
-    for line in lines:
-        words = line.split()
-        if words[:1] == ["a"] and len(words) == 5:
-            out[int(words[1])] = float(words[4])
     return out
 
 

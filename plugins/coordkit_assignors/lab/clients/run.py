@@ -1,43 +1,37 @@
 """One ``real-clients`` run: the processes (brokers, producer, consumers), the events, the logs.
 
-Every process is started with a pipe on stdin that this side never writes to (but the broker
-host's commands): each child ends when its stdin ends, so none outlives the run even if the
-process running the workload dies; on the way out (done or failing) every child still running is
-killed and waited for.
+The processes are started, watched and stopped as :mod:`coordkit.lab.processes` does for every
+lab workload of real clients; this module says which, with what settings, and when the group has
+settled.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import attrs
 
 from coordkit.lab import LabError
-from coordkit_assignors.lab.clients.analysis import ClientStep, ConsumerLog, RunEvent, steps
+from coordkit.lab.processes import LabProcess, LabProcesses, RunEvent, drain
+from coordkit_assignors.lab.clients.analysis import ClientStep, ConsumerLog, steps
 
 TOPIC = "lab-records"
 GROUP = "lab-group"
-#: Seconds the brokers may take to start and create the topic (a loaded machine is slow).
-STARTUP_SECONDS = 120.0
-#: Seconds Kafka's controller and brokers (JVMs) may take to start and create the topic.
-KAFKA_STARTUP_SECONDS = 300.0
+#: Kafka's own server-side assignors, which the ``consumer-*@kafka`` strategies may name.
+KAFKA_SERVER_ASSIGNORS = ("uniform", "range")
+#: Seconds a broker may take to stop when crashed.
+BROKER_STOP_SECONDS = 120.0
 #: Seconds the group may take to own every partition again after an event.
 SETTLE_SECONDS = 120.0
 #: Seconds without an ownership change after which a complete group counts as settled.
 QUIET_SECONDS = 1.0
 #: Seconds the consumers may take to read every acknowledged record at the end.
 DRAIN_SECONDS = 60.0
-#: Seconds a process may take to stop when asked.
-STOP_SECONDS = 30.0
 
 
 @attrs.frozen
@@ -69,71 +63,10 @@ class RunSpec:
     server_assignors: tuple[str, ...] = ("uniform", "range")
 
 
-class _Child:
-    """A child process, its output in files, its stdin a pipe kept open."""
-
-    def __init__(self, name: str, argv: list[str], directory: Path) -> None:
-        self.name = name
-        self.stdout_path = directory / f"{name}.out"
-        self.stderr_path = directory / f"{name}.err"
-        with self.stdout_path.open("w") as out, self.stderr_path.open("w") as err:
-            self.process = subprocess.Popen(
-                [sys.executable, *argv],
-                stdin=subprocess.PIPE,
-                stdout=out,
-                stderr=err,
-                text=True,
-                env=dict(os.environ, PYTHONUNBUFFERED="1"),
-            )
-        self.started = time.time()
-        self.ended: float | None = None
-
-    @property
-    def stdin(self) -> IO[str]:
-        assert self.process.stdin is not None
-        return self.process.stdin
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def kill(self) -> None:
-        if self.running():
-            self.process.kill()
-        self.process.wait(STOP_SECONDS)
-        self._close()
-
-    def terminate(self) -> None:
-        """SIGTERM, and wait: the child finishes what it does and exits (killed if it hangs)."""
-        if self.running():
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(STOP_SECONDS)
-        self._close()
-
-    def _close(self) -> None:
-        if self.ended is None:
-            self.ended = time.time()
-        if self.process.stdin is not None and not self.process.stdin.closed:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
-
-    def output(self) -> str:
-        return self.stdout_path.read_text(errors="replace")
-
-    def errors(self, tail: int = 1500) -> str:
-        text = self.stderr_path.read_text(errors="replace").strip()
-        return text[-tail:] if text else "(nothing on stderr)"
-
-
 class _ConsumerState:
     """A consumer's log read as it grows: what it owns, when that last changed."""
 
-    def __init__(self, child: _Child, log: Path) -> None:
+    def __init__(self, child: LabProcess, log: Path) -> None:
         self.child = child
         self.log = log
         self.offset = 0
@@ -170,54 +103,41 @@ class ClientsRun:
         self.spec = spec
         self.strategy = strategy
         self.directory = directory
-        self.children: list[_Child] = []
+        self.processes = LabProcesses(directory)
         self.consumers: list[_ConsumerState] = []
         self.events: list[RunEvent] = []
         self.live_brokers: list[int] = []
-        self.host: _Child | None = None
-        self.producer: _Child | None = None
+        self.producer: LabProcess | None = None
         self.bootstrap = ""
 
     # -- processes
-    def _start(self, name: str, argv: list[str]) -> _Child:
-        child = _Child(name, argv, self.directory)
-        self.children.append(child)
-        return child
+    def _broker_configs(self) -> list[str]:
+        """The consumer groups' (KIP-848) session, heartbeat and server-side assignors, by
+        Kafka's names; Kafka's brokers take the session and heartbeat as their bounds too (their
+        shortest is 45 s and 5 s) and offer their own assignors."""
+        spec = self.spec
+        session, heartbeat = spec.session_ms, self._heartbeat_ms()
+        timing = [
+            f"group.consumer.session.timeout.ms={session}",
+            f"group.consumer.heartbeat.interval.ms={heartbeat}",
+        ]
+        if spec.broker == "kafka":
+            return [
+                f"group.consumer.assignors={','.join(KAFKA_SERVER_ASSIGNORS)}",
+                *timing,
+                f"group.consumer.min.session.timeout.ms={session}",
+                f"group.consumer.min.heartbeat.interval.ms={heartbeat}",
+            ]
+        return [f"group.consumer.assignors={','.join(spec.server_assignors)}", *timing]
 
     def _start_host(self) -> None:
         spec = self.spec
-        argv = [
-            str(spec.brokers),
-            TOPIC,
-            str(spec.partitions),
-            str(spec.replication_factor),
-            str(spec.session_ms),
-            str(self._heartbeat_ms()),
-        ]
-        if spec.broker == "kafka":
-            argv = ["-m", "coordkit_assignors.lab.clients.kafka_host", *argv]
-            argv.append(str(self.directory / "kafka"))
-            startup = KAFKA_STARTUP_SECONDS
-        else:
-            argv = ["-m", "coordkit_assignors.lab.clients.broker_host", *argv]
-            argv.append(",".join(spec.server_assignors))
-            startup = STARTUP_SECONDS
-        host = self.host = self._start("brokers", argv)
-        deadline = time.monotonic() + startup
-        while "ready" not in host.output().split("\n"):
-            if not host.running() or time.monotonic() > deadline:
-                raise LabError(
-                    f"the brokers ({spec.broker}) did not start within {startup:.0f} s: "
-                    f"{host.errors()}"
-                )
-            time.sleep(0.1)
-        addresses = {}
-        for line in host.output().splitlines():
-            words = line.split()
-            if words[:1] == ["broker"] and len(words) == 3:
-                addresses[int(words[1])] = words[2]
-        self.live_brokers = sorted(addresses)
-        self.bootstrap = ",".join(addresses[b] for b in self.live_brokers)
+        host = self.processes.start_brokers(
+            spec.broker, spec.brokers, TOPIC, spec.partitions, spec.replication_factor,
+            self._broker_configs(),
+        )  # fmt: skip
+        self.live_brokers = sorted(host.addresses)
+        self.bootstrap = host.bootstrap
 
     def _settings(self, name: str) -> dict[str, Any]:
         return {
@@ -229,7 +149,7 @@ class ClientsRun:
 
     def _start_producer(self) -> None:
         settings = {**self._settings("producer"), "rate": self.spec.rate}
-        self.producer = self._start(
+        self.producer = self.processes.start(
             "producer",
             ["-m", "coordkit_assignors.lab.clients.producer", json.dumps(settings)],
         )
@@ -251,7 +171,7 @@ class ClientsRun:
             "heartbeat_ms": self._heartbeat_ms(),
             "max_poll_ms": max(30_000, 3 * session),
         }
-        child = self._start(
+        child = self.processes.start(
             name, ["-m", "coordkit_assignors.lab.clients.consumer", json.dumps(settings)]
         )
         state = _ConsumerState(child, Path(settings["log"]))
@@ -259,19 +179,7 @@ class ClientsRun:
         return state
 
     def close(self) -> None:
-        # The brokers first, told by the end of their stdin: Kafka's host kills its JVMs
-        # before the run's directory, which holds their data, is removed.
-        if self.spec.broker == "kafka" and self.host is not None and self.host.running():
-            self.host._close()
-            try:
-                self.host.process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                pass
-        for child in self.children:
-            try:
-                child.kill()
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        self.processes.close()
 
     # -- the run
     def run(self) -> list[ClientStep]:
@@ -331,22 +239,17 @@ class ClientsRun:
                 replacement = self._start_consumer()
                 return f"{victim.child.name} restarts as {replacement.child.name}"
             case "broker-failure":
-                host = self.host
+                host = self.processes.host
                 assert host is not None
                 broker = self.live_brokers.pop(event.pick % len(self.live_brokers))
-                host.stdin.write(f"stop-broker {broker}\n")
-                host.stdin.flush()
-                self._wait(
-                    f"broker {broker} to stop",
-                    lambda: f"stopped {broker}" in host.output().split("\n"),
-                    STARTUP_SECONDS,
-                )
+                self._wait(f"broker {broker} to stop", host.stop_broker(broker),
+                           BROKER_STOP_SECONDS)  # fmt: skip
                 return f"broker {broker} crashes"
         joined = self._start_consumer()
         return f"{joined.child.name} joins"
 
-    def _check_running(self, child: _Child, what: str) -> None:
-        if child.process.returncode not in (None, 0):
+    def _check_running(self, child: LabProcess, what: str) -> None:
+        if child.failed():
             raise LabError(
                 f"{what} ({self.strategy}) exited with status {child.process.returncode}: "
                 f"{child.errors()}"
@@ -355,20 +258,10 @@ class ClientsRun:
     def _wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            for child in self.children:
-                if child in (self.host, self.producer) and not child.running():
-                    raise LabError(
-                        f"{'the brokers' if child is self.host else 'the producer'} "
-                        f"({self.strategy}) stopped while waiting for {what}: "
-                        f"{child.errors()}"
-                    )
-            for state in self.consumers:
-                if state.alive and not state.child.running():
-                    raise LabError(
-                        f"{state.child.name} ({self.strategy}) exited with status "
-                        f"{state.child.process.returncode} while waiting for {what}: "
-                        f"{state.child.errors()}"
-                    )
+            self.processes.check_running(
+                what, self.strategy, {"the producer": self.producer},
+                [s.child for s in self.consumers if s.alive],
+            )  # fmt: skip
             if time.monotonic() > deadline:
                 raise LabError(
                     f"{self.strategy}: no {what} within {timeout:.0f} s; "
@@ -402,20 +295,13 @@ class ClientsRun:
 
     def _drain(self) -> None:
         """Wait until the consumers received every acknowledged record (or DRAIN_SECONDS)."""
-        acked = set()
-        for line in (self.directory / "producer.log").read_text().splitlines():
-            words = line.split()
-            if words[:1] == ["a"]:
-                acked.add(int(words[1]))
-        deadline = time.monotonic() + DRAIN_SECONDS
-        while time.monotonic() < deadline:
-            received: set[int] = set()
+
+        def received() -> set[int]:
             for state in self.consumers:
                 state.refresh()
-                received |= state.seqs
-            if acked <= received:
-                return
-            time.sleep(0.2)
+            return set().union(*(state.seqs for state in self.consumers))
+
+        drain(self.directory / "producer.log", received, DRAIN_SECONDS)
 
 
 def run_clients(spec: RunSpec, strategy: str) -> list[ClientStep]:

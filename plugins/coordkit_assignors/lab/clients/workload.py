@@ -18,7 +18,7 @@ of ``consumers`` consumer processes of one client library with one assignor: the
   ``confluent-kafka/consumer-range@kafka``): the same run, schedule and clients with Apache
   Kafka 4.4 as the brokers (KRaft: one controller, which is never crashed, and ``brokers``
   brokers; Kafka's own server assignors; the jars of ``bash kafka-dist/fetch.sh``, see
-  :mod:`.kafka_host`). A broker crash there is a SIGKILL of that broker's JVM.
+  :mod:`coordkit.lab.kafka_host`). A broker crash there is a SIGKILL of that broker's JVM.
 
 A seeded schedule of ``events`` then runs: a consumer joins, one is
 killed with SIGKILL, one restarts (leaves cleanly, a new process joins), and — unless
@@ -52,11 +52,16 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from coordkit.errors import MissingDependencyError
-from coordkit.lab import FunctionMetric, LabError
+from coordkit.lab import FunctionMetric, LabError, refuse_out_of_range
+from coordkit.lab.kafka_host import require_kafka
 from coordkit.plugins import get_plugin_manager
 from coordkit_assignors.lab.clients.analysis import CLIENTS_KIND, ClientStep
-from coordkit_assignors.lab.clients.kafka_host import KAFKA_SERVER_ASSIGNORS, require_kafka
-from coordkit_assignors.lab.clients.run import ClientEvent, RunSpec, run_clients
+from coordkit_assignors.lab.clients.run import (
+    KAFKA_SERVER_ASSIGNORS,
+    ClientEvent,
+    RunSpec,
+    run_clients,
+)
 
 if TYPE_CHECKING:
     from coordkit.plugins import PluginManager
@@ -178,21 +183,15 @@ class RealClientsWorkload:
     def generate(self, params: Mapping[str, Any], seed: int) -> RunSpec:
         brokers, partitions = int(params["brokers"]), int(params["partitions"])
         consumers, rate = int(params["consumers"]), float(params["rate"])
-        problems = [
-            f"{name}={value} (needs {need})"
-            for name, value, ok, need in (
-                ("brokers", brokers, brokers >= 2, ">= 2"),
-                ("partitions", partitions, 1 <= partitions <= 1000, "1..1000"),
-                ("consumers", consumers, 1 <= consumers <= partitions, "1..partitions"),
-                ("events", params["events"], 0 <= int(params["events"]) <= 100, "0..100"),
-                ("rate", rate, 1 <= rate <= 5000, "1..5000 records/s"),
-                ("session_ms", params["session_ms"], int(params["session_ms"]) >= 500, ">= 500"),
-                ("gap", params["gap"], 0 <= float(params["gap"]) <= 60, "0..60 s"),
-            )
-            if not ok
-        ]
-        if problems:
-            raise LabError(f"workload {self.name!r}: " + ", ".join(problems))
+        refuse_out_of_range(self.name, (
+            ("brokers", brokers, brokers >= 2, ">= 2"),
+            ("partitions", partitions, 1 <= partitions <= 1000, "1..1000"),
+            ("consumers", consumers, 1 <= consumers <= partitions, "1..partitions"),
+            ("events", params["events"], 0 <= int(params["events"]) <= 100, "0..100"),
+            ("rate", rate, 1 <= rate <= 5000, "1..5000 records/s"),
+            ("session_ms", params["session_ms"], int(params["session_ms"]) >= 500, ">= 500"),
+            ("gap", params["gap"], 0 <= float(params["gap"]) <= 60, "0..60 s"),
+        ))  # fmt: skip
         rng = random.Random(seed)
         live, broken = consumers, 0
         events = []
@@ -234,7 +233,7 @@ class RealClientsWorkload:
         parts = parse_strategy(strategy, manager)
         require_client(parts.client)
         if parts.broker == "kafka":
-            require_kafka()
+            require_kafka("the real-clients strategies on Kafka")
         spec = self.generate({**self.defaults, **params}, seed)
         spec = attrs.evolve(
             spec,

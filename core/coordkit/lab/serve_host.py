@@ -1,12 +1,14 @@
-"""The ``share-groups`` workload's brokers: coordkit's Kafka server (what ``coordkit serve`` runs)
-in a process of its own, on a private memory store, with one topic created.
+"""A lab workload's brokers: coordkit's Kafka server (what ``coordkit serve`` runs) in a process of
+its own, on a private memory store, with one topic created, taking commands on stdin so the
+workload can crash one broker mid-run (``coordkit serve`` has no such control).
 
-Run as ``python -m coordkit_share_assignors.lab.broker_host BROKERS TOPIC PARTITIONS RF
-[KEY=VALUE ...]``: the ``KEY=VALUE`` words are broker configs by Kafka's names, as ``coordkit
-serve --config`` takes them (``group.share.assignors=load-balanced``,
-``group.share.record.lock.duration.ms=3000``, ...), refused in one line when wrong. It prints
-``broker <id> <host:port>`` per broker, then ``ready``. End of stdin (the workload closed it, or
-died) stops everything: the host never outlives the workload.
+Run as ``python -m coordkit.lab.serve_host BROKERS TOPIC PARTITIONS RF [KEY=VALUE ...]``: the
+``KEY=VALUE`` words are broker configs by Kafka's names, as ``coordkit serve --config`` takes them
+(``group.consumer.assignors=uniform,range``, ``group.share.record.lock.duration.ms=3000``, ...),
+refused in one line (status 2) when wrong; the others keep Kafka's defaults, as on ``coordkit
+serve``. It prints ``broker <id> <host:port>`` per broker, then ``ready``; on stdin,
+``stop-broker <id>`` crashes that broker (``stopped <id>`` when done). End of stdin (the
+workload closed it, or died) stops everything: the host never outlives the workload.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ def _say(*words: object) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from coordkit.engine import EngineConfig
     from coordkit.serve import KafkaServer
     from coordkit.serve.broker_config import BrokerConfigError, parse_broker_configs
 
@@ -35,18 +36,11 @@ def main(argv: list[str]) -> None:
     except BrokerConfigError as exc:
         print(exc, file=sys.stderr, flush=True)
         sys.exit(2)
-    config = configs.engine_config(
-        EngineConfig(
-            group_initial_rebalance_delay=0.5,
-            offsets_topic_num_partitions=min(10, 2 * brokers),
-            offsets_topic_replication_factor=min(factor, brokers),
-        )
-    )
     server = KafkaServer(
-        f"memory://lab-share-{uuid.uuid4().hex[:12]}",
+        f"memory://lab-{uuid.uuid4().hex[:12]}",
         list(range(brokers)),
         port=0,
-        config=config,
+        config=configs.engine_config(),
         settings=configs.serve_settings(),
     )
 
@@ -54,7 +48,7 @@ def main(argv: list[str]) -> None:
         for broker_id, address in server.addresses.items():
             _say("broker", broker_id, address)
         _say("ready")
-        threading.Thread(target=_stop_at_end_of_stdin, args=(server,), daemon=True).start()
+        threading.Thread(target=_commands, args=(server,), daemon=True).start()
 
     with server.running():
         server.cluster.wait_settled(timeout=SETTLE_SECONDS)
@@ -63,11 +57,15 @@ def main(argv: list[str]) -> None:
         asyncio.run(server.serve(ready))
 
 
-def _stop_at_end_of_stdin(server: object) -> None:
+def _commands(server: object) -> None:
     from coordkit.serve import KafkaServer
 
     assert isinstance(server, KafkaServer)
-    sys.stdin.read()
+    for line in sys.stdin:
+        words = line.split()
+        if words[:1] == ["stop-broker"] and len(words) == 2:
+            server.stop_broker(int(words[1]))
+            _say("stopped", words[1])
     server.stop()
 
 

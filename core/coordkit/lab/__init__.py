@@ -31,7 +31,7 @@ without any change to the lab.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 import attrs
@@ -270,6 +270,14 @@ def coerce_param(workload: str, key: str, default: Param, value: Any) -> Param:
         except (TypeError, ValueError):
             raise LabError(f"{where} must be a number, got {value!r}") from None
     return str(value)
+
+
+def refuse_out_of_range(workload: str, checks: Iterable[tuple[str, Any, bool, str]]) -> None:
+    """One :class:`LabError` naming every parameter out of its range: ``checks`` are (name,
+    value, whether it is in range, the range as the user reads it)."""
+    problems = [f"{name}={value} (needs {need})" for name, value, ok, need in checks if not ok]
+    if problems:
+        raise LabError(f"workload {workload!r}: " + ", ".join(problems))
 
 
 def params_json(params: Params) -> str:

@@ -1,26 +1,27 @@
-"""The ``real-clients`` workload's reference brokers: a real Apache Kafka 4.4 cluster in KRaft
-mode, run the way :mod:`.broker_host` runs coordkit's, for the ``...@kafka`` strategies.
+"""A lab workload's reference brokers: a real Apache Kafka 4.4 cluster in KRaft mode, run the way
+:mod:`.serve_host` runs coordkit's, for the ``...@kafka`` strategies of the workloads that start
+real clients (``real-clients``, ``share-groups``).
 
-Run as ``python -m coordkit_assignors.lab.clients.kafka_host BROKERS TOPIC PARTITIONS RF
-SESSION_MS HEARTBEAT_MS DIRECTORY``. It starts one KRaft controller (``process.roles=controller``,
-never crashed: it stands where coordkit's store stands) and ``BROKERS`` broker JVMs (ids 0..),
-creates the topic, prints ``broker <id> <host:port>`` per broker, then ``ready``; on stdin,
-``stop-broker <id>`` SIGKILLs that broker's JVM (``stopped <id>`` when it is gone). End of stdin
-(the workload closed it, or died) kills every JVM; started through ``setpriv --pdeathsig`` where
-there is one, they die with this process too.
+Run as ``python -m coordkit.lab.kafka_host BROKERS TOPIC PARTITIONS RF DIRECTORY [KEY=VALUE ...]``
+(broker configs by Kafka's names, what the workload gives coordkit's brokers too, as Kafka takes
+them). It starts one KRaft controller (``process.roles=controller``, never crashed: it stands where
+coordkit's store stands) and ``BROKERS`` broker JVMs (ids 0..), creates the topic, prints
+``broker <id> <host:port>`` per broker, then ``ready``; on stdin, ``stop-broker <id>`` SIGKILLs
+that broker's JVM (``stopped <id>`` when it is gone). End of stdin (the workload closed it, or
+died) kills every JVM; started through ``setpriv --pdeathsig`` where there is one, they die with
+this process too. Kafka 4.4 serves share groups as formatted (its ``share.version`` feature at 1).
 
 The jars are the ones ``bash kafka-dist/fetch.sh`` puts in ``.cache/kafka/4.4.0`` (or
 ``$COORDKIT_KAFKA_HOME/4.4.0``); :func:`require_kafka` names the fix when they or Java are
-missing. The brokers get Kafka's defaults but for what the workload sets on coordkit too: the
-session and heartbeat of consumer groups (``group.consumer.*``), classic groups' shortest
-session and initial rebalance delay, the offsets topic's size, and small JVMs (``-Xmx``
-:data:`BROKER_HEAP`, the serial collector, the quick compiler only: two shared cores).
+missing. The brokers get Kafka's defaults but for the configs given, the internal topics' sizes
+(one or two partitions, replicated as the topic) and small JVMs (``-Xmx`` :data:`BROKER_HEAP`,
+the serial collector, the quick compiler only: two shared cores).
 """
 
 from __future__ import annotations
 
+import base64
 import os
-import random
 import shutil
 import signal
 import socket
@@ -34,8 +35,6 @@ from pathlib import Path
 from coordkit.errors import MissingDependencyError
 
 KAFKA_VERSION = "4.4.0"
-#: Kafka's own server-side assignors, which the ``consumer-*@kafka`` strategies may name.
-KAFKA_SERVER_ASSIGNORS = ("uniform", "range")
 HOME_VARIABLE = "COORDKIT_KAFKA_HOME"
 FETCH_HINT = "bash kafka-dist/fetch.sh"
 BROKER_HEAP = "256m"
@@ -46,8 +45,9 @@ CONTROLLER_ID = 1000
 READY_SECONDS = 180.0
 
 
-def kafka_lib() -> Path:
-    """The fetched jars of Kafka :data:`KAFKA_VERSION`, found as the test fixtures find them."""
+def kafka_lib(what: str) -> Path:
+    """The fetched jars of Kafka :data:`KAFKA_VERSION`, found as the test fixtures find them;
+    ``what`` (``the real-clients strategies on Kafka``) names who needs them in the error."""
     configured = os.environ.get(HOME_VARIABLE)
     if configured:
         home = Path(configured) / KAFKA_VERSION
@@ -61,28 +61,27 @@ def kafka_lib() -> Path:
         ]
         if not roots:
             raise MissingDependencyError(
-                f"the real-clients strategies on Kafka need Apache Kafka {KAFKA_VERSION}'s jars: "
-                f"no folder holding kafka-dist/fetch.sh up from {Path.cwd()}; run the lab from "
-                f"coordkit's project folder after {FETCH_HINT}, or set {HOME_VARIABLE}"
+                f"{what}: Apache Kafka {KAFKA_VERSION}'s jars are needed, and no folder holds "
+                f"kafka-dist/fetch.sh up from {Path.cwd()}; run the lab from coordkit's project "
+                f"folder after {FETCH_HINT}, or set {HOME_VARIABLE}"
             )
         home = roots[0] / ".cache" / "kafka" / KAFKA_VERSION
     if not (home / "lib.manifest").is_file():  # written last by fetch.sh: the jars are complete
         raise MissingDependencyError(
-            f"the real-clients strategies on Kafka need Apache Kafka {KAFKA_VERSION}'s jars "
+            f"{what}: Apache Kafka {KAFKA_VERSION}'s jars are needed "
             f"({home / 'lib.manifest'} is missing); run: {FETCH_HINT}"
         )
     return home / "lib"
 
 
-def require_kafka() -> tuple[str, Path]:
+def require_kafka(what: str = "the lab's Kafka brokers") -> tuple[str, Path]:
     """Java and the jars, or one line naming what to install."""
     java = shutil.which("java")
     if java is None:
         raise MissingDependencyError(
-            "the real-clients strategies on Kafka need Java 17+: "
-            "apt-get install openjdk-17-jdk-headless"
+            f"{what}: Java 17+ is needed: apt-get install openjdk-17-jdk-headless"
         )
-    return java, kafka_lib()
+    return java, kafka_lib(what)
 
 
 def _say(*words: object) -> None:
@@ -95,6 +94,30 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _cluster_id() -> str:
+    """A cluster id as Kafka's storage tool takes one: a UUID's 16 bytes in URL-safe base64, no
+    padding, not starting with '-' (it would read as an option)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def internal_topics(brokers: int, factor: int) -> dict[str, str]:
+    """The internal topics small, replicated as the workload's topic: a JVM per partition
+    would not start them on two cores in time."""
+    replicas = str(min(factor, brokers))
+    return {
+        "transaction.state.log.num.partitions": "2",
+        "transaction.state.log.replication.factor": replicas,
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "2",
+        "share.coordinator.state.topic.replication.factor": replicas,
+        "share.coordinator.state.topic.min.isr": "1",
+        "auto.create.topics.enable": "false",
+    }
+
+
 class KafkaNodes:
     """The controller and brokers: their configuration, storage and JVMs."""
 
@@ -104,9 +127,8 @@ class KafkaNodes:
         self.ports = {node: _free_port() for node in [CONTROLLER_ID, *range(brokers)]}
         self.processes: dict[int, subprocess.Popen[bytes]] = {}
         self.cluster_id = _cluster_id()
-        voters = f"{CONTROLLER_ID}@127.0.0.1:{self.ports[CONTROLLER_ID]}"
         common = {
-            "controller.quorum.voters": voters,
+            "controller.quorum.voters": f"{CONTROLLER_ID}@127.0.0.1:{self.ports[CONTROLLER_ID]}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "num.network.threads": "2",
@@ -211,11 +233,11 @@ class KafkaNodes:
 
     def log_tail(self, node: int) -> str:
         folder = self.directory / f"node{node}"
-        text = ""
-        for name in ("server.log", "console.log"):
-            path = folder / name
-            if path.exists():
-                text += path.read_text(errors="replace")
+        text = "".join(
+            (folder / name).read_text(errors="replace")
+            for name in ("server.log", "console.log")
+            if (folder / name).exists()
+        )
         return text[-1500:] or "(no log)"
 
     def kill(self, node: int) -> None:
@@ -230,18 +252,6 @@ class KafkaNodes:
                 self.kill(node)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-
-
-def _cluster_id() -> str:
-    """A cluster id as Kafka's storage tool takes one: a UUID's 16 bytes in URL-safe base64, no
-    padding, not starting with '-' (it would read as an option)."""
-    import base64
-
-    while True:
-        raw = uuid.UUID(int=random.getrandbits(128)).bytes
-        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 _LOG_CONFIG = """status = warn
@@ -259,38 +269,13 @@ logger.state.level = warn
 """
 
 
-def broker_settings(
-    brokers: int, factor: int, session_ms: int, heartbeat_ms: int
-) -> dict[str, str]:
-    """What the brokers get beyond Kafka's defaults: the settings the workload gives coordkit."""
-    return {
-        "group.consumer.assignors": ",".join(KAFKA_SERVER_ASSIGNORS),
-        "group.consumer.session.timeout.ms": str(session_ms),
-        "group.consumer.min.session.timeout.ms": str(session_ms),
-        "group.consumer.heartbeat.interval.ms": str(heartbeat_ms),
-        "group.consumer.min.heartbeat.interval.ms": str(heartbeat_ms),
-        "group.min.session.timeout.ms": "100",  # coordkit's lab default; Kafka's is 6 s
-        "group.initial.rebalance.delay.ms": "500",
-        "offsets.topic.num.partitions": str(min(10, 2 * brokers)),
-        "offsets.topic.replication.factor": str(min(factor, brokers)),
-        "transaction.state.log.num.partitions": "2",
-        "transaction.state.log.replication.factor": str(min(factor, brokers)),
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.num.partitions": "2",
-        "share.coordinator.state.topic.replication.factor": str(min(factor, brokers)),
-        "share.coordinator.state.topic.min.isr": "1",
-        "auto.create.topics.enable": "false",
-    }
-
-
 def _wait_ready(nodes: KafkaNodes, brokers: int, topic: str, partitions: int, factor: int) -> None:
     """Every broker registered, the topic created and each partition led with a full ISR."""
     # NewTopic is confluent-kafka's documented import, though its stubs do not re-export it (the
     # type env, without confluent-kafka, sees no error to ignore).
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined,unused-ignore]
 
-    bootstrap = ",".join(nodes.address(b) for b in range(brokers))
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": ",".join(nodes.address(b) for b in range(brokers))})
     deadline = time.monotonic() + READY_SECONDS
     created = False
     while True:
@@ -309,8 +294,7 @@ def _wait_ready(nodes: KafkaNodes, brokers: int, topic: str, partitions: int, fa
             time.sleep(0.5)
             continue
         if not created:
-            future = admin.create_topics([NewTopic(topic, partitions, factor)])[topic]
-            future.result(timeout=60)
+            admin.create_topics([NewTopic(topic, partitions, factor)])[topic].result(timeout=60)
             created = True
             continue
         found = metadata.topics.get(topic)
@@ -323,11 +307,10 @@ def _wait_ready(nodes: KafkaNodes, brokers: int, topic: str, partitions: int, fa
 
 def main(argv: list[str]) -> None:
     brokers, topic, partitions, factor = int(argv[0]), argv[1], int(argv[2]), int(argv[3])
-    session_ms, heartbeat_ms, directory = int(argv[4]), int(argv[5]), Path(argv[6])
-    settings = broker_settings(brokers, factor, session_ms, heartbeat_ms)
-    nodes = KafkaNodes(brokers, settings, directory)
-    # SIGTERM as end of stdin: the JVMs go first.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    directory = Path(argv[4])
+    configs = dict(word.split("=", 1) for word in argv[5:])
+    nodes = KafkaNodes(brokers, {**internal_topics(brokers, factor), **configs}, directory)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # as end of stdin: the JVMs go first
     try:
         nodes.format()
         nodes.start()
