@@ -21,6 +21,7 @@ QUOTA_USER, QUOTA_CLIENT, QUOTA_IP, CONFIG_GROUP, SUBSCRIPTION = (
     "tools-u", "tools-cl", "10.9.8.7", "tools-cg", "tools-sub")  # fmt: skip
 B = "--bootstrap-server"
 RECORDS = "".join(f"k{i}:v{i}\n" for i in range(4))
+LINGER = "linger.ms=1000"
 
 
 #: What a member of a classic group sends (kcat -G, the console consumer with --group).
@@ -166,13 +167,16 @@ SCRIPT: tuple[Command, ...] = (
     topics("topics-alter-partitions", "--alter", "--topic", OTHER, "--partitions", "3"),
     topics("topics-alter-assignment", "--alter", "--topic", CONFIGURED, "--partitions", "2",
            "--replica-assignment", "0:1,1:2"),
-    # kcat: produce, metadata, consume, query, a group
-    kcat("kcat-produce", "-P", "-t", TOPIC, "-p", "0", "-K:", "-l", "{dir}/records.txt",
-         files=(("records.txt", RECORDS),), default=True),
-    kcat("kcat-produce-stdin", "-P", "-t", TOPIC, "-p", "1", "-K:", input=RECORDS),
+    # kcat: produce, metadata, consume, query, a group. Each produce lingers a second, so its four
+    # records go in one batch on both clusters: with librdkafka's 5 ms a loaded machine split
+    # them into two, and kafka-log-dirs' sizes differed by a batch header (61 bytes).
+    kcat("kcat-produce", "-P", "-t", TOPIC, "-p", "0", "-K:", "-X", LINGER, "-l",
+         "{dir}/records.txt", files=(("records.txt", RECORDS),), default=True),
+    kcat("kcat-produce-stdin", "-P", "-t", TOPIC, "-p", "1", "-K:", "-X", LINGER, input=RECORDS),
     # Records in every partition: a consumer that reads them all has a position in each, whatever
     # the order it fetched them in (its commit on leaving then names every partition).
-    kcat("kcat-produce-partition-2", "-P", "-t", TOPIC, "-p", "2", "-K:", input=RECORDS),
+    kcat("kcat-produce-partition-2", "-P", "-t", TOPIC, "-p", "2", "-K:", "-X", LINGER,
+         input=RECORDS),
     kcat("kcat-metadata", "-L", "-t", TOPIC, normalise=kcat_metadata),
     kcat("kcat-metadata-json", "-L", "-J", "-t", TOPIC, normalise=kcat_metadata_json),
     kcat("kcat-consume", "-C", "-t", TOPIC, "-p", "0", "-o", "beginning", "-e", "-f",
