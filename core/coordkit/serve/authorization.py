@@ -5,11 +5,22 @@ the client's address as Kafka's ACL hosts name it (``127.0.0.1``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 
+from coordkit.engine.acls import AclAdmin
 from coordkit.engine.strategies import Strategies
-from coordkit.errors import UnknownNameError
-from coordkit.kafka.acls import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from coordkit.errors import LayoutError, UnknownNameError
+from coordkit.kafka.acls import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    WILDCARD,
+    WILDCARD_PRINCIPAL,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from coordkit.serve import connection
 from coordkit.serve.broker_config import BrokerConfigError
 from coordkit.serve.context import BrokerContext
@@ -21,6 +32,8 @@ from coordkit.strategies.authorization import (
     AuthorizerConfigError,
     authorizer_name,
 )
+
+log = logging.getLogger("coordkit.serve")
 
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
@@ -65,6 +78,51 @@ def allowed_names(
     unique = list(dict.fromkeys(names))
     decisions = authorize(ctx, [Action(operation, kind, name) for name in unique])
     return {name for name, ok in zip(unique, decisions, strict=True) if ok}
+
+
+def allowed_by_resource_type(ctx: BrokerContext, operation: AclOperation,
+                             kind: ResourceType) -> bool:  # fmt: skip
+    """Whether the principal may do ``operation`` on some resource of type ``kind`` (Kafka's
+    ``Authorizer.authorizeByResourceType``, its default, over the ACLs in the store): allowed
+    on a name no ACL names (a super user; ``allow.everyone.if.no.acl.found``), else an ALLOW
+    of it on the wildcard, or on a literal or prefix that no DENY of a literal of that name or
+    of a prefix of it dominates; a DENY on the wildcard refuses."""
+    if ctx.authorizer is None or allowed(ctx, operation, kind, "hardcode"):
+        return True
+    principal, host = str(connection.principal.get()), client_address()
+    admin = AclAdmin(ctx.broker.store)
+    denied: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+    granted: dict[PatternType, set[str]] = {PatternType.LITERAL: set(), PatternType.PREFIXED: set()}
+    for pattern in admin.patterns():
+        if pattern.type != kind:
+            continue
+        try:
+            entries, _ = admin.read(pattern)
+        except LayoutError as exc:  # an ACL node nobody can read: refuse rather than guess
+            log.warning("%s refused on every %s: %s", operation.name, kind.name, exc)
+            return False
+        for entry in entries:
+            if (entry.host not in (host, WILDCARD)
+                    or entry.principal not in (principal, WILDCARD_PRINCIPAL)
+                    or entry.operation not in (operation, AclOperation.ALL)):  # fmt: skip
+                continue
+            if entry.permission == AclPermissionType.DENY:
+                if pattern.pattern_type == PatternType.LITERAL and pattern.name == WILDCARD:
+                    return False
+                denied[pattern.pattern_type].add(pattern.name)
+            elif entry.permission == AclPermissionType.ALLOW:
+                if pattern.pattern_type == PatternType.LITERAL and pattern.name == WILDCARD:
+                    return True
+                granted[pattern.pattern_type].add(pattern.name)
+    for pattern_type, names in granted.items():
+        for name in names:
+            if pattern_type == PatternType.LITERAL and name in denied[PatternType.LITERAL]:
+                continue
+            if not any(
+                name[:end] in denied[PatternType.PREFIXED] for end in range(1, len(name) + 1)
+            ):
+                return True
+    return False
 
 
 #: The schema's default of an ``authorized_operations`` field: not asked for (``Int.MinValue``).

@@ -4,10 +4,11 @@ its transaction coordinator (:mod:`coordkit.serve.transactions.coordinator`: the
 with its epoch bumped, fencing older producers).
 
 Authorization as Kafka's ``KafkaApis.handleInitProducerIdRequest``: Write on the transactional
-id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED). An idempotent producer is not checked: Kafka wants
-IdempotentWrite on the cluster or Write on any topic, and coordkit's authorizers are not asked
-about a resource type as a whole (so nobody is refused whom Kafka would let in). Below v4,
-PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH (KIP-588).
+id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs IdempotentWrite on the
+cluster or Write on some topic (Kafka's ``authorizeByResourceType``, see
+:func:`~coordkit.serve.authorization.allowed_by_resource_type`), else
+CLUSTER_AUTHORIZATION_FAILED. Below v4, PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH
+(KIP-588).
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from coordkit.errors import LayoutError, StoreError
 from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
-from coordkit.serve.authorization import allowed
+from coordkit.serve.authorization import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    allowed,
+    allowed_by_resource_type,
+    cluster_allowed,
+)
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.producer_state import NO_PRODUCER_ID
 from coordkit.serve.transactions.coordinator import coordinator_of
@@ -42,6 +48,17 @@ async def handle_init_producer_id(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     if body.transactional_id is not None:
         return await _transactional(ctx, request)
+    # Kafka's KafkaApis: IdempotentWrite on the cluster, or Write on some topic.
+    if not cluster_allowed(ctx, AclOperation.IDEMPOTENT_WRITE):
+        try:
+            writes = await ctx.blocking(
+                lambda: allowed_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)
+            )
+        except StoreError as exc:
+            log.warning("broker %s: the topic ACLs not read: %s", ctx.broker_id, exc)
+            return _refused(errors.COORDINATOR_NOT_AVAILABLE)
+        if not writes:
+            return _refused(CLUSTER_AUTHORIZATION_FAILED)
     supply = ctx.logs.producer_ids
     try:
         producer_id = await ctx.blocking(lambda: supply.next_id(ctx.broker.store, ctx.broker_id))
