@@ -23,8 +23,9 @@ two forms (:mod:`vs_kafka.clusters`):
   used. A dead process is noticed after ``--failure-timeout`` seconds on both sides (coordkit's
   store session; Kafka's broker session and controller quorum fetch timeout);
 * transactions (``transactions``: :mod:`vs_kafka.transactions`): librdkafka's transactional
-  producer committing transactions in turn, then a read_committed consumer, on the one-process
-  form;
+  producer in a produce-only loop and in a consume-transform-produce loop, 1, 10 and 100 records
+  a transaction, on three ``coordkit serve --broker-id N`` processes sharing ZooKeeper, then
+  Redis (a row each), beside three Kafka nodes;
 * the cost of TLS and SASL (``security``: :mod:`vs_kafka.security`): produce and consume on
   PLAINTEXT, SSL and SASL_SSL/SCRAM listeners of the one-process form, each beside its side's
   PLAINTEXT figure (``÷ PLAINTEXT``); ``security-inter-broker`` (:mod:`vs_kafka.inter_broker`):
@@ -90,9 +91,7 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
         figures[name] = run()
 
     one_process = [
-        c
-        for c in args.case
-        if c in (*throughput.CASES, *groups.CASES, *consumer_protocol.CASES, *transactions.CASES)
+        c for c in args.case if c in (*throughput.CASES, *groups.CASES, *consumer_protocol.CASES)
     ]
     if one_process:
         with one_cluster(side, args.kafka_heap) as bootstrap:
@@ -101,7 +100,6 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
                 groups.run(bootstrap, case)
             if "consumer-protocol" in args.case:
                 consumer_protocol.run(bootstrap, case)
-            transactions.run(bootstrap, args.case, args.quick, case)
     if {"failover", "footprint"} & set(args.case):
         with broker_processes(side, args.kafka_heap, args.failure_timeout, log_dir) as cluster:
             if "failover" in args.case:
@@ -111,6 +109,7 @@ def measure(args: argparse.Namespace, side: str, log_dir: Path) -> dict[str, Fig
             if "footprint" in args.case:
                 footprint.run(cluster, args.memory_partitions, args.connections, case)
     processes.run(args, side, log_dir, case)
+    transactions.run(args, side, log_dir, case)
     if "security" in args.case:
         security.run(side, args.kafka_heap, args.records, case)
     inter_broker.run(args, side, case)

@@ -28,6 +28,7 @@ from typing import Protocol
 from coordkit.testing.servers import (
     KAFKA_KRAFT_VERSION,
     KafkaCluster,
+    RedisServer,
     StandaloneZooKeeper,
     fetch_metadata,
     kafka_tool,
@@ -43,6 +44,11 @@ SHARED_CONFIG = {
     "offsets.topic.num.partitions": "5",
     # KIP-848 groups heartbeat twice a second (vs_kafka.consumer_protocol).
     "group.consumer.heartbeat.interval.ms": "500",
+    # The transaction coordinator's topic as the Kafka fixture makes it (Kafka's defaults but
+    # the partition count): replication factor 3, min ISR 2 (vs_kafka.transactions).
+    "transaction.state.log.num.partitions": "5",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
 }
 #: Kafka's floor under the heartbeat interval (coordkit has no such setting).
 KAFKA_ONLY_CONFIG = {"group.consumer.min.heartbeat.interval.ms": "500"}
@@ -50,6 +56,8 @@ KAFKA_ONLY_CONFIG = {"group.consumer.min.heartbeat.interval.ms": "500"}
 START_TIMEOUT = 120.0
 #: Seconds a stopped coordkit broker may take to exit (Ctrl-C: it deregisters and closes).
 STOP_TIMEOUT = 30.0
+#: The stores :class:`ServeProcesses` can share (ZooKeeper unless a case asks for another).
+SHARED_STORES = ("zookeeper", "redis")
 
 
 def serve_command(*args: str) -> list[str]:
@@ -160,14 +168,21 @@ ZOOKEEPER_TICK = {"tickTime": "50", "minSessionTimeout": "100"}
 
 
 class ServeProcesses:
-    """``coordkit serve --broker-id N`` processes on one private ZooKeeper, whose sessions end
-    ``failure_timeout`` seconds after a process dies."""
+    """``coordkit serve --broker-id N`` processes on one private ZooKeeper (or Redis: ``store``),
+    whose sessions end ``failure_timeout`` seconds after a process dies."""
 
-    def __init__(self, failure_timeout: float, log_dir: Path) -> None:
-        self.zookeeper = StandaloneZooKeeper(extra_config=ZOOKEEPER_TICK).start()
-        self.url = (
-            f"zookeeper://{self.zookeeper.hosts}/vs-kafka?session_timeout={failure_timeout:g}"
-        )
+    def __init__(self, failure_timeout: float, log_dir: Path, store: str = "zookeeper") -> None:
+        self.store_server: StandaloneZooKeeper | RedisServer
+        if store == "zookeeper":
+            zookeeper = StandaloneZooKeeper(extra_config=ZOOKEEPER_TICK).start()
+            self.store_server = zookeeper
+            self.url = f"zookeeper://{zookeeper.hosts}/vs-kafka?session_timeout={failure_timeout:g}"
+        elif store == "redis":
+            redis = RedisServer().start()
+            self.store_server = redis
+            self.url = redis.url(prefix="vs-kafka", session_timeout=f"{failure_timeout:g}")
+        else:
+            raise ValueError(f"no shared store {store!r}; stores: {', '.join(SHARED_STORES)}")
         self.log_dir = log_dir
         self.processes: dict[int, subprocess.Popen[str]] = {}
         self.addresses: dict[int, str] = {}
@@ -239,7 +254,7 @@ class ServeProcesses:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        self.zookeeper.close()
+        self.store_server.close()
 
 
 _QUORUM_LEADER = re.compile(r"^LeaderId:\s*(\d+)", re.MULTILINE)
@@ -332,12 +347,20 @@ def broker_processes(
         cluster.close()
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, replicas: int = 3) -> None:
-    """Create ``name`` and wait until every partition has a leader and a full ISR."""
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replicas: int = 3,
+    config: dict[str, str] | None = None,
+) -> None:
+    """Create ``name`` (with the topic ``config`` given) and wait until every partition has a
+    leader and a full ISR."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, replicas)]).values():
+    for future in admin.create_topics([NewTopic(name, partitions, replicas,
+                                                config=config or {})]).values():  # fmt: skip
         future.result(60)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -79,10 +79,10 @@ class DataDirServeProcesses(ServeProcesses):
     ``data_dir/broker-N``), so that a restarted broker catches up from where it stopped as a
     Kafka broker does from its log directory."""
 
-    def __init__(self, failure_timeout: float, log_dir: Path) -> None:
+    def __init__(self, failure_timeout: float, log_dir: Path, store: str = "zookeeper") -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = log_dir / "data"
-        super().__init__(failure_timeout, log_dir)
+        super().__init__(failure_timeout, log_dir, store)
 
     def spawn(self, broker_id: int) -> None:
         log = (self.log_dir / f"coordkit-{broker_id}.log").open("a")
@@ -111,12 +111,13 @@ def topic_log_bytes(cluster: BrokerProcesses, broker: int, topic: str) -> int:
 
 @contextlib.contextmanager
 def process_cluster(
-    side: str, heap: str, failure_timeout: float, log_dir: Path
+    side: str, heap: str, failure_timeout: float, log_dir: Path, store: str = "zookeeper"
 ) -> Iterator[BrokerProcesses]:
+    """Three brokers of ``side``, a process each (coordkit's on the shared ``store``)."""
     cluster: BrokerProcesses = (
         KafkaNodes(heap, failure_timeout)
         if side == "kafka"
-        else DataDirServeProcesses(failure_timeout, log_dir / side)
+        else DataDirServeProcesses(failure_timeout, log_dir / f"{side}-{store}", store)
     )
     try:
         yield cluster
