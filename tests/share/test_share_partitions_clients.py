@@ -38,10 +38,15 @@ LOCK_MS = 2_000
 DELIVERY_LIMIT = 3
 #: A killed member's partitions are given to the others once its session times out.
 SESSION_MS = 6_000
+#: Under Kafka 4.4's lower bounds (15 s locks, 45 s sessions, 5 s heartbeats), moved down as a
+#: Kafka broker would need them moved (coordkit serve checks the same bounds at its start).
 CONFIGS = ("--config", f"group.share.record.lock.duration.ms={LOCK_MS}",
+           "--config", f"group.share.min.record.lock.duration.ms={LOCK_MS}",
            "--config", f"group.share.delivery.count.limit={DELIVERY_LIMIT}",
            "--config", f"group.share.session.timeout.ms={SESSION_MS}",
-           "--config", "group.share.heartbeat.interval.ms=1000")  # fmt: skip
+           "--config", f"group.share.min.session.timeout.ms={SESSION_MS}",
+           "--config", "group.share.heartbeat.interval.ms=1000",
+           "--config", "group.share.min.heartbeat.interval.ms=1000")  # fmt: skip
 WAIT_SECONDS = 90
 
 

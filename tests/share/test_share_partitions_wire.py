@@ -39,8 +39,9 @@ ACCEPT, RELEASE, REJECT = 1, 2, 3
 @pytest.fixture(name="server")
 def server_fixture(in_process: InProcessFactory) -> InProcessServer:
     settings = parse_broker_configs(
-        ["group.share.record.lock.duration.ms=1000", "group.share.delivery.count.limit=3"]
-    ).serve_settings()
+        ["group.share.record.lock.duration.ms=1000", "group.share.min.record.lock.duration.ms=1000",
+         "group.share.delivery.count.limit=3"]
+    ).serve_settings()  # fmt: skip
     served = in_process(brokers=1, settings=settings)
     admin = KafkaAdminClient(bootstrap_servers=served.bootstrap, request_timeout_ms=30_000)
     admin.create_topics([NewTopic(TOPIC, 1, 1)])

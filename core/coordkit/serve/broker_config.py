@@ -33,10 +33,12 @@ class ConfigKey:
 
     :param type: Kafka's type name (``int``, ``long``, ``short``, ``boolean``).
     :param at_least: the smallest value allowed (Kafka's ``atLeast`` validator), if any.
+    :param at_most: the largest value allowed (the high end of Kafka's ``between``), if any.
     :param target: ``engine`` or ``serve``: which settings object the value goes to; or
         ``topic``: a topic config's default only (:mod:`coordkit.serve.topic_configs` lists
         each topic config's broker synonyms); or ``store``: a parameter of the store URL
-        (:func:`store_url_for`).
+        (:func:`store_url_for`); or ``bound``: a bound other configs are checked against when
+        the broker starts (:data:`SHARE_BOUND_CHECKS`) and a group's configs when they are set.
     :param field: that object's attribute (for ``topic``: the topic config it defaults).
     :param convert: Kafka's value into the attribute's (e.g. milliseconds into seconds).
     """
@@ -49,6 +51,7 @@ class ConfigKey:
     field: str
     at_least: int | None = None
     convert: Callable[[Any], Any] = lambda value: value
+    at_most: int | None = None
 
     @property
     def default_text(self) -> str:
@@ -83,6 +86,8 @@ class ConfigKey:
             raise BrokerConfigError(f"{value} is out of range for a {self.type}")
         if self.at_least is not None and value < self.at_least:
             raise BrokerConfigError(f"{value} is below the minimum of {self.at_least}")
+        if self.at_most is not None and value > self.at_most:
+            raise BrokerConfigError(f"{value} is above the maximum of {self.at_most}")
         return value
 
 
@@ -169,13 +174,31 @@ CONFIGS: Mapping[str, ConfigKey] = {
         # share.delivery.count.limit, ... override the first three).
         ConfigKey("group.share.delivery.count.limit", "int", 5,
                   "How often a share group's record is delivered at most before it is archived.",
-                  "serve", "share_delivery_count_limit", 2),
+                  "serve", "share_delivery_count_limit", 2, at_most=10),
         ConfigKey("group.share.record.lock.duration.ms", "int", 30_000,
                   "How long a share group member holds the records it acquired.",
-                  "serve", "share_record_lock_duration_ms", 1_000),
+                  "serve", "share_record_lock_duration_ms", 1_000, at_most=3_600_000),
         ConfigKey("group.share.partition.max.record.locks", "int", 2_000,
                   "The most records in flight per share partition.",
-                  "serve", "share_partition_max_record_locks", 100),
+                  "serve", "share_partition_max_record_locks", 100, at_most=10_000),
+        ConfigKey("group.share.min.delivery.count.limit", "int", 2,
+                  "The lowest delivery count limit (the broker's and a group's).",
+                  "bound", "", 2, at_most=5),
+        ConfigKey("group.share.max.delivery.count.limit", "int", 10,
+                  "The highest delivery count limit (the broker's and a group's).",
+                  "bound", "", 5, at_most=25),
+        ConfigKey("group.share.min.record.lock.duration.ms", "int", 15_000,
+                  "The shortest record lock (the broker's and a group's).",
+                  "bound", "", 1_000, at_most=30_000),
+        ConfigKey("group.share.max.record.lock.duration.ms", "int", 60_000,
+                  "The longest record lock (the broker's and a group's).",
+                  "bound", "", 30_000, at_most=3_600_000),
+        ConfigKey("group.share.min.partition.max.record.locks", "int", 100,
+                  "The lowest record lock limit per share partition (the broker's and a group's).",
+                  "bound", "", 100, at_most=2_000),
+        ConfigKey("group.share.max.partition.max.record.locks", "int", 4_000,
+                  "The highest record lock limit per share partition (the broker's and a "
+                  "group's).", "bound", "", 2_000, at_most=10_000),
         ConfigKey("group.share.max.share.sessions", "int", 2_000,
                   "The most share sessions a broker keeps.", "serve", "share_max_share_sessions",
                   1),
@@ -192,7 +215,19 @@ CONFIGS: Mapping[str, ConfigKey] = {
                   "engine", "share_group_heartbeat_interval", 1, _seconds),
         ConfigKey("group.share.max.size", "int", 200,
                   "The most members a share group may have.",
-                  "engine", "share_group_max_size", 1),
+                  "engine", "share_group_max_size", 1, at_most=1_000),
+        ConfigKey("group.share.min.session.timeout.ms", "int", 45_000,
+                  "The shortest share group session (the broker's and a group's).",
+                  "bound", "", 1),
+        ConfigKey("group.share.max.session.timeout.ms", "int", 60_000,
+                  "The longest share group session (the broker's and a group's).",
+                  "bound", "", 1),
+        ConfigKey("group.share.min.heartbeat.interval.ms", "int", 5_000,
+                  "The shortest share group heartbeat interval (the broker's and a group's).",
+                  "bound", "", 1),
+        ConfigKey("group.share.max.heartbeat.interval.ms", "int", 15_000,
+                  "The longest share group heartbeat interval (the broker's and a group's).",
+                  "bound", "", 1),
         ConfigKey("offsets.topic.num.partitions", "int", 50,
                   "Partitions of __consumer_offsets (fixed once the topic exists).",
                   "engine", "offsets_topic_num_partitions", 1),
@@ -375,6 +410,50 @@ def store_url_for(url: str, configs: BrokerConfigs, option: str = "--config") ->
     return url
 
 
+#: Kafka 4.4's checks of the share-group configs at a broker's start, in its order
+#: (``GroupCoordinatorConfig``, then ``ShareGroupConfig``): ``(a, relation, b)``, Kafka's message
+#: ``a must be <relation> b``.
+SHARE_BOUND_CHECKS: tuple[tuple[str, str, str], ...] = (
+    ("group.share.max.heartbeat.interval.ms", ">=", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", ">=", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", "<=", "group.share.max.heartbeat.interval.ms"),
+    ("group.share.max.session.timeout.ms", ">=", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", ">=", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", "<=", "group.share.max.session.timeout.ms"),
+    ("group.share.heartbeat.interval.ms", "<", "group.share.session.timeout.ms"),
+    ("group.share.delivery.count.limit", ">=", "group.share.min.delivery.count.limit"),
+    ("group.share.max.delivery.count.limit", ">=", "group.share.delivery.count.limit"),
+    ("group.share.partition.max.record.locks", ">=",
+     "group.share.min.partition.max.record.locks"),
+    ("group.share.max.partition.max.record.locks", ">=",
+     "group.share.partition.max.record.locks"),
+    ("group.share.record.lock.duration.ms", ">=", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", ">=", "group.share.record.lock.duration.ms"),
+)  # fmt: skip
+_RELATIONS: Mapping[str, tuple[str, Callable[[int, int], bool]]] = {
+    ">=": ("greater than or equal to", lambda a, b: a >= b),
+    "<=": ("less than or equal to", lambda a, b: a <= b),
+    "<": ("less than", lambda a, b: a < b),
+}
+
+
+def check_share_bounds(configs: BrokerConfigs, option: str = "--config") -> None:
+    """Kafka 4.4 refuses to start a broker whose share-group session, heartbeat, record lock,
+    delivery count limit or record locks lie outside their ``group.share.min/max.*`` bounds.
+
+    :raises BrokerConfigError: the first check that fails, in Kafka's words and order.
+    """
+    for first, relation, second in SHARE_BOUND_CHECKS:
+        words, holds = _RELATIONS[relation]
+        a, b = configs.value(first), configs.value(second)
+        if not holds(a, b):
+            given = first if first in configs.values else second  # what the user set
+            raise BrokerConfigError(
+                f"{option} {given}={configs.value(given)}: {first} ({a}) must be {words} "
+                f"{second} ({b}), as Kafka 4.4 requires at a broker's start"
+            )
+
+
 def parse_broker_configs(words: Iterable[str], option: str = "--config") -> BrokerConfigs:
     """``KEY=VALUE`` words into configs; the last word for a key wins, as in Kafka's files.
 
@@ -406,4 +485,5 @@ def parse_broker_configs(words: Iterable[str], option: str = "--config") -> Brok
             f"{option} group.min.session.timeout.ms={low} is above "
             f"group.max.session.timeout.ms={high}: no session could be accepted"
         )
+    check_share_bounds(configs, option)
     return configs

@@ -248,7 +248,8 @@ def _broker_keys() -> dict[str, KafkaConfigKey]:
     for name, honoured in CONFIGS.items():
         keys[name] = KafkaConfigKey(
             name, honoured.type, None if honoured.default is None else honoured.default_text,
-            at_least=honoured.at_least, read_only=name in _STATIC_ONLY, doc=honoured.doc,
+            at_least=honoured.at_least, at_most=honoured.at_most, read_only=name in _STATIC_ONLY,
+            doc=honoured.doc,
         )  # fmt: skip
     for topic_key in TOPIC_KEYS.values():
         for synonym, _ in topic_key.synonyms:

@@ -76,16 +76,22 @@ class RunSpec:
         ]
 
 
-def kafka_settings(configs: Mapping[str, str]) -> dict[str, str]:
-    """The broker configs the workload gives coordkit, as Kafka 4.4 takes them: its lower bounds
-    (``group.share.min.*``: 15 s locks, 45 s sessions, 5 s heartbeats by default) moved down to
-    the values set, and Kafka's own assignor left in place."""
-    out = {k: v for k, v in configs.items() if k != "group.share.assignors"}
+def with_lower_bounds(configs: Mapping[str, str]) -> dict[str, str]:
+    """``configs`` with the lower bounds Kafka 4.4 checks them against at a broker's start
+    (``group.share.min.*``: 15 s locks, 45 s sessions, 5 s heartbeats by default), which
+    coordkit serve checks too, moved down to the values set."""
+    out = dict(configs)
     for name in ("record.lock.duration.ms", "session.timeout.ms", "heartbeat.interval.ms"):
         value = configs.get(f"group.share.{name}")
         if value is not None:
             out[f"group.share.min.{name}"] = value
     return out
+
+
+def kafka_settings(configs: Mapping[str, str]) -> dict[str, str]:
+    """The broker configs the workload gives coordkit, as Kafka 4.4 takes them: the same lower
+    bounds, and Kafka's own assignor left in place."""
+    return {k: v for k, v in with_lower_bounds(configs).items() if k != "group.share.assignors"}
 
 
 class _Member:
@@ -132,13 +138,12 @@ class ShareRun:
 
     def _start_host(self) -> None:
         spec = self.spec
-        configs = spec.broker_configs()
-        if spec.broker == "kafka":
-            named = kafka_settings(dict(word.split("=", 1) for word in configs))
-            configs = [f"{name}={value}" for name, value in named.items()]
+        given = dict(word.split("=", 1) for word in spec.broker_configs())
+        named = kafka_settings(given) if spec.broker == "kafka" else with_lower_bounds(given)
         host = self.processes.start_brokers(
-            spec.broker, spec.brokers, TOPIC, spec.partitions, spec.replication_factor, configs
-        )
+            spec.broker, spec.brokers, TOPIC, spec.partitions, spec.replication_factor,
+            [f"{name}={value}" for name, value in named.items()],
+        )  # fmt: skip
         self.bootstrap = host.bootstrap
 
     def _earliest(self) -> None:
