@@ -166,3 +166,26 @@ def txn_offset_commit_members(side: Side) -> list[Any]:
     ]
     ended = end_txn(side, at, transactional_id, producer, False)
     return [added, answers, ended, completed(side, at, transactional_id, "CompleteAbort")]
+
+
+@scenario("transactions.txn_offset_commit_verified", versions=OFFSETS)
+def txn_offset_commit_verified(side: Side) -> list[Any]:
+    """TxnOffsetCommit is verified with the transaction (KIP-890): a group whose offsets
+    partition the transaction never added is TRANSACTION_ABORTABLE and nothing is held (a
+    require_stable fetch finds the partition stable); once added, another epoch of the producer
+    INVALID_PRODUCER_EPOCH, another producer id INVALID_PRODUCER_ID_MAPPING; the producer's own
+    is taken."""
+    topic, transactional_id, at, producer = begun(side)
+    group = side.group("verified")
+
+    def commit(producer: tuple[int, int]) -> list[Any]:
+        return txn_offset_commit(side, transactional_id, producer, group, {(topic, 0): 1})
+
+    not_added = commit(producer)
+    held = fetched(side, group, topic, [0], stable=True)
+    added = add_offsets(side, at, transactional_id, producer, group)
+    answers = [commit((producer[0], producer[1] + 1)), commit((producer[0] + 1, producer[1])),
+               commit(producer), fetched(side, group, topic, [0], stable=True)]  # fmt: skip
+    ended = end_txn(side, at, transactional_id, producer, False)
+    return [not_added, held, added, answers, ended,
+            completed(side, at, transactional_id, "CompleteAbort")]  # fmt: skip

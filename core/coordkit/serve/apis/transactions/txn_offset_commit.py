@@ -8,7 +8,11 @@ As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: Write on the transactiona
 cluster does not have is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not coordinate the group
 answers NOT_COORDINATOR; metadata longer than Kafka's ``offset.metadata.max.bytes`` (4096) is
 OFFSET_METADATA_TOO_LARGE; an epoch older than one the producer committed with before,
-INVALID_PRODUCER_EPOCH; a group id no store can hold, INVALID_GROUP_ID. From v3 (KIP-447) the
+INVALID_PRODUCER_EPOCH; a group id no store can hold, INVALID_GROUP_ID. The write is verified
+with the producer's transaction as Kafka's group coordinator verifies it (KIP-890): its offsets
+partition added by AddOffsetsToTxn, the producer's id and epoch those of the transaction
+(TRANSACTION_ABORTABLE, INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH), so nothing is held
+that no marker would end. From v3 (KIP-447) the
 member id, generation and group instance id are checked against the group as Kafka's group
 coordinator checks them (``validateTransactionalOffsetCommit``: ILLEGAL_GENERATION,
 UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), for every partition that got that far. Versions 0-4 (v5
@@ -22,6 +26,7 @@ import time
 from typing import Any
 
 from coordkit.engine.groups.protocol import ErrorCode
+from coordkit.errors import StoreError
 from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.kafka.model import TopicPartition
@@ -36,6 +41,7 @@ from coordkit.serve.authorization import (
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.transactions.coordinator import coordinator_of
+from coordkit.serve.transactions.txn_offsets import verify_in_transaction
 from coordkit.strategies.offsets import (
     InvalidOffsetRequestError,
     OffsetAndMetadata,
@@ -83,6 +89,14 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     pending = coordinator_of(ctx).txn_offsets
     if body.producer_epoch < pending.epoch_of(body.group_id, body.producer_id):
         return {**codes, **dict.fromkeys(rest, errors.INVALID_PRODUCER_EPOCH)}
+    try:
+        verified = verify_in_transaction(ctx.broker.store, body.transactional_id,
+                                         (body.producer_id, body.producer_epoch),
+                                         group_coordinator.partition_for(body.group_id))  # fmt: skip
+    except StoreError:
+        verified = errors.COORDINATOR_NOT_AVAILABLE
+    if verified:
+        return {**codes, **dict.fromkeys(rest, verified)}
     if request.version >= MEMBER_VERSION:
         member = group_coordinator.validate_txn_offset_commit(
             body.group_id,
