@@ -125,16 +125,20 @@ def program_command(client: str, bootstrap: str, prefix: str, scratch: Path) -> 
     return [sys.executable, str(PROGRAMS / script), bootstrap, prefix]
 
 
-def run_program(client: str, cluster: ClusterUnderTest, scratch: Path) -> Run:
+def run_program(client: str, cluster: ClusterUnderTest, scratch: Path, again: bool = False) -> Run:
+    """The client's program against ``cluster``; ``again``: a second run, under names of its own
+    (the first run's topics and group are there), its output named as a first run's."""
     bootstrap = ",".join(f"{host}:{port}" for host, port in cluster.addresses)
-    command = program_command(client, bootstrap, f"rec-{client}", scratch)
+    prefix = f"rec-{client}"
+    command = program_command(client, bootstrap, f"{prefix}-again" if again else prefix, scratch)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=PROGRAM_TIMEOUT,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
         return Run(client, cluster.name, -1, "", f"timed out after {PROGRAM_TIMEOUT} s\n{stderr}")
-    return Run(client, cluster.name, done.returncode, done.stdout, done.stderr)
+    stdout = done.stdout.replace(f"{prefix}-again", prefix) if again else done.stdout
+    return Run(client, cluster.name, done.returncode, stdout, done.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -180,19 +184,36 @@ def normalised(recording: Any) -> Any:
     return walk(recording)
 
 
-@pytest.mark.parametrize("client", CLIENTS)
-def test_recording(client: str, runs: dict[tuple[str, str], Run],
-                   table: list[KnownDifference]) -> None:  # fmt: skip
-    kafka = normalised(runs[client, "kafka"].recording())
-    coordkit = normalised(runs[client, "coordkit"].recording())
+def oracle_differences(client: str, oracle: Run, coordkit: Any,
+                       table: list[KnownDifference]) -> tuple[list[Difference], list[Difference]]:  # fmt: skip
+    """The differences of coordkit's recording from Kafka's ``oracle`` run, and those the table
+    does not explain."""
+    kafka = normalised(oracle.recording())
     assert kafka["produced"] == PRODUCED
     assert kafka["watermarks"] == WATERMARKS
     assert kafka["group_committed"] == {f"rec-{client}-a:{p}": e for p, (_, e) in
                                         enumerate(WATERMARKS.values())}  # fmt: skip
-    name = f"{FAMILY}{client}"
-    found = differences(name, kafka, coordkit)
+    found = differences(f"{FAMILY}{client}", kafka, coordkit)
+    return found, [d for d in found if not any(row.covers(d) for row in table)]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_recording(client: str, runs: dict[tuple[str, str], Run], clusters: Clusters,
+                   table: list[KnownDifference]) -> None:  # fmt: skip
+    coordkit = normalised(runs[client, "coordkit"].recording())
+    oracle = runs[client, "kafka"]
+    try:
+        found, unexplained = oracle_differences(client, oracle, coordkit, table)
+    except AssertionError:
+        found, unexplained = [], [Difference(f"{FAMILY}{client}", "", "failed", "")]
+    if unexplained:
+        # The oracle's client may fail on the oracle: kafka-python 3.0.12's member has stopped
+        # heartbeating mid-rebalance on a loaded machine and Kafka removed it after its session.
+        # Kafka's side runs once more, alone; coordkit's recording stays the one compared.
+        with tempfile.TemporaryDirectory(prefix="coordkit-recordings-") as scratch:
+            oracle = run_program(client, clusters.kafka, Path(scratch), again=True)
+        found, unexplained = oracle_differences(client, oracle, coordkit, table)
     FOUND[client] = found
-    unexplained = [d for d in found if not any(row.covers(d) for row in table)]
     assert not unexplained, "\n".join(
         [
             "differences the table of docs/serve.md does not list:",
