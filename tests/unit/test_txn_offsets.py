@@ -81,7 +81,7 @@ def test_the_next_coordinator_reads_pending_offsets_back_and_commits_them(
     second.take_over()  # the partition moved: the first broker's writes are fenced now
     assert first.pending.add(7, 0, "g", {TP0: offset(9)}) is ErrorCode.NOT_COORDINATOR
     assert second.pending.unstable("g") == {TP0, TP1}
-    assert second.pending.epoch_of("other", 8) == 2
+    assert decode(node_path(0, 8), store.get(node_path(0, 8))[0]).producer_epoch == 2
     assert second.pending.end(0, 7, commit=True) is ErrorCode.NONE
     assert second.offset_storage.fetch("g") == {TP0: offset(5), TP1: offset(6)}
     assert second.pending.unstable("g") == set()

@@ -206,13 +206,6 @@ class PendingTxnOffsets:
                      partition, len(producers))  # fmt: skip
         return producers
 
-    def epoch_of(self, group_id: str, producer_id: int) -> int:
-        """The epoch ``producer_id`` last committed offsets of ``group_id``'s partition with
-        (-1: none pending)."""
-        with self._lock:
-            found = (self._loaded(self.host.partition_for(group_id)) or {}).get(producer_id)
-        return -1 if found is None else found.producer_epoch
-
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """The partitions of ``group_id`` with an offset pending in an open transaction (Kafka's
         ``hasPendingTransactionalOffsets``): what a ``require_stable`` OffsetFetch answers

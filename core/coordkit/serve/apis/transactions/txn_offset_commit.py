@@ -7,8 +7,7 @@ As Kafka's ``KafkaApis.handleTxnOffsetCommitRequest``: Write on the transactiona
 (GROUP_AUTHORIZATION_FAILED), Read on each topic (TOPIC_AUTHORIZATION_FAILED); a partition the
 cluster does not have is UNKNOWN_TOPIC_OR_PARTITION; a broker that does not coordinate the group
 answers NOT_COORDINATOR; metadata longer than Kafka's ``offset.metadata.max.bytes`` (4096) is
-OFFSET_METADATA_TOO_LARGE; an epoch older than one the producer committed with before,
-INVALID_PRODUCER_EPOCH; a group id no store can hold, INVALID_GROUP_ID. The write is verified
+OFFSET_METADATA_TOO_LARGE; a group id no store can hold, INVALID_GROUP_ID. The write is verified
 with the producer's transaction as Kafka's group coordinator verifies it (KIP-890): its offsets
 partition added by AddOffsetsToTxn, the producer's id and epoch those of the transaction
 (TRANSACTION_ABORTABLE, INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH), so nothing is held
@@ -87,8 +86,6 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     if not rest:
         return codes
     pending = coordinator_of(ctx).txn_offsets
-    if body.producer_epoch < pending.epoch_of(body.group_id, body.producer_id):
-        return {**codes, **dict.fromkeys(rest, errors.INVALID_PRODUCER_EPOCH)}
     try:
         verified = verify_in_transaction(ctx.broker.store, body.transactional_id,
                                          (body.producer_id, body.producer_epoch),
