@@ -15,10 +15,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -232,6 +233,117 @@ class LabProcesses:
                 pass
 
 
+class LabMember:
+    """A member's process (a consumer) and its log, read as it grows; ``alive`` until the run
+    kills or stops it."""
+
+    def __init__(self, child: LabProcess, log: Path) -> None:
+        self.child = child
+        self.log = log
+        self.alive = True
+
+    def lines(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def process_log(self) -> ProcessLog:
+        return ProcessLog(
+            self.child.name,
+            tuple(self.lines()),
+            self.child.started,
+            self.child.ended if not self.alive else None,
+        )
+
+    def report(self) -> str:
+        """What it did so far, for the error of a run that waited in vain."""
+        return f"{self.child.name} logged {len(self.lines())} lines"
+
+
+M = TypeVar("M", bound=LabMember)
+
+
+class LabRun(Generic[M]):
+    """What every run of real client processes does alike: its processes, its events, waiting
+    on its members while the brokers, the producer and the live members keep running."""
+
+    #: How the error of a run that waited in vain names a member, and a hint it gives.
+    member_word = "member"
+    timeout_hint = ""
+
+    def __init__(self, strategy: str, directory: Path) -> None:
+        self.strategy = strategy
+        self.directory = directory
+        self.processes = LabProcesses(directory)
+        self.members: list[M] = []
+        self.events: list[RunEvent] = []
+        self.producer: LabProcess | None = None
+        self.bootstrap = ""
+
+    def live(self) -> list[M]:
+        return [m for m in self.members if m.alive]
+
+    def pick(self, number: int) -> M:
+        """The live member an event's ``pick`` names."""
+        live = self.live()
+        return live[number % len(live)]
+
+    def producer_log(self) -> list[str]:
+        return (self.directory / "producer.log").read_text().splitlines()
+
+    def wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
+        """Until ``done()``; a process that stops meanwhile, or ``timeout`` seconds, is the
+        run's :class:`LabError`."""
+        deadline = time.monotonic() + timeout
+        while not done():
+            self.processes.check_running(
+                what,
+                self.strategy,
+                {"the producer": self.producer},
+                [m.child for m in self.live()],
+            )
+            if time.monotonic() > deadline:
+                raise LabError(
+                    f"{self.strategy}: no {what} within {timeout:.0f} s{self.timeout_hint}; "
+                    + "; ".join(m.report() for m in self.live())
+                    + f"; last {self.member_word}'s stderr: {self.members[-1].child.errors(600)}"
+                )
+            time.sleep(0.1)
+
+    def stop_producer(self, timeout: float = STOP_SECONDS) -> None:
+        """SIGTERM: it sends no more and waits for its last acknowledgements (``timeout``)."""
+        assert self.producer is not None
+        self.producer.terminate(timeout)
+        if self.producer.failed():
+            raise LabError(
+                f"the producer ({self.strategy}) exited with status "
+                f"{self.producer.process.returncode}: {self.producer.errors()}"
+            )
+
+    def close(self) -> None:
+        self.processes.close()
+
+
+S = TypeVar("S")
+
+
+class Runnable(Protocol[S]):
+    """A run: its steps, and the end of every process it started."""
+
+    def run(self) -> list[S]: ...
+
+    def close(self) -> None: ...
+
+
+def run_in_temporary_folder(prefix: str, make: Callable[[Path], Runnable[S]]) -> list[S]:
+    """``make``'s run in a new folder (``prefix``...), once; every process it started is gone
+    and the folder removed when this returns or raises."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as directory:
+        run = make(Path(directory))
+        try:
+            return run.run()
+        finally:
+            run.close()
+
+
 def acknowledged(lines: Iterable[str]) -> dict[int, float]:
     """The records the brokers acknowledged to the producer, from its log's ``a SEQ PARTITION
     OFFSET SENT`` lines: seq → send time."""
@@ -256,11 +368,14 @@ def drain(producer_log: Path, received: Callable[[], set[int]], timeout: float) 
 
 __all__: Sequence[str] = (
     "BrokerHost",
+    "LabMember",
     "LabProcess",
     "LabProcesses",
+    "LabRun",
     "ProcessLog",
     "RunEvent",
     "acknowledged",
     "drain",
     "lab_broker_configs",
+    "run_in_temporary_folder",
 )

@@ -8,17 +8,22 @@ settled.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from coordkit.lab import LabError
-from coordkit.lab.processes import LabProcess, LabProcesses, RunEvent, drain
-from coordkit_assignors.lab.clients.analysis import ClientStep, ConsumerLog, steps
+from coordkit.lab.processes import (
+    LabMember,
+    LabProcess,
+    LabRun,
+    RunEvent,
+    drain,
+    run_in_temporary_folder,
+)
+from coordkit_assignors.lab.clients.analysis import ClientStep, steps
 
 TOPIC = "lab-records"
 GROUP = "lab-group"
@@ -63,17 +68,18 @@ class RunSpec:
     server_assignors: tuple[str, ...] = ("uniform", "range")
 
 
-class _ConsumerState:
+class _ConsumerState(LabMember):
     """A consumer's log read as it grows: what it owns, when that last changed."""
 
     def __init__(self, child: LabProcess, log: Path) -> None:
-        self.child = child
-        self.log = log
+        super().__init__(child, log)
         self.offset = 0
         self.owned: set[int] = set()
         self.changed = child.started
         self.seqs: set[int] = set()
-        self.alive = True
+
+    def report(self) -> str:
+        return f"{self.child.name} owns {sorted(self.owned)}"
 
     def refresh(self) -> None:
         if not self.log.exists():
@@ -96,19 +102,15 @@ class _ConsumerState:
                 self.changed = float(words[1])
 
 
-class ClientsRun:
+class ClientsRun(LabRun[_ConsumerState]):
     """The processes of one run and what they did."""
 
+    member_word = "consumer"
+
     def __init__(self, spec: RunSpec, strategy: str, directory: Path) -> None:
+        super().__init__(strategy, directory)
         self.spec = spec
-        self.strategy = strategy
-        self.directory = directory
-        self.processes = LabProcesses(directory)
-        self.consumers: list[_ConsumerState] = []
-        self.events: list[RunEvent] = []
         self.live_brokers: list[int] = []
-        self.producer: LabProcess | None = None
-        self.bootstrap = ""
 
     # -- processes
     def _broker_configs(self) -> list[str]:
@@ -158,7 +160,7 @@ class ClientsRun:
         return max(100, self.spec.session_ms // 5)
 
     def _start_consumer(self) -> _ConsumerState:
-        name = f"consumer-{len(self.consumers)}"
+        name = f"consumer-{len(self.members)}"
         session = self.spec.session_ms
         # The consumer protocol's session and heartbeat are the brokers' (_start_host).
         settings = {
@@ -175,11 +177,8 @@ class ClientsRun:
             name, ["-m", "coordkit_assignors.lab.clients.consumer", json.dumps(settings)]
         )
         state = _ConsumerState(child, Path(settings["log"]))
-        self.consumers.append(state)
+        self.members.append(state)
         return state
-
-    def close(self) -> None:
-        self.processes.close()
 
     # -- the run
     def run(self) -> list[ClientStep]:
@@ -188,7 +187,7 @@ class ClientsRun:
         self._start_producer()
         for _ in range(spec.consumers):
             self._start_consumer()
-        start = min(c.child.started for c in self.consumers)
+        start = min(c.child.started for c in self.members)
         self.events.append(RunEvent(start, f"{spec.consumers} consumers start", "initial"))
         self._settle("the initial assignment", start)
         for event in spec.events:
@@ -198,42 +197,30 @@ class ClientsRun:
             self.events.append(RunEvent(at, label, event.action))
             self._settle(label, at, changes=event.action != "broker-failure")
         time.sleep(spec.gap)
-        assert self.producer is not None
-        self.producer.terminate()
-        self._check_running(self.producer, "the producer")
+        self.stop_producer()
         self._drain()
         end = time.time()
-        for state in self.consumers:
-            if state.alive:
-                state.child.kill()
+        for state in self.live():
+            state.child.kill()
         return steps(
             strategy=self.strategy,
             partitions=spec.partitions,
-            consumers=[
-                ConsumerLog(
-                    s.child.name,
-                    tuple(s.log.read_text().splitlines()) if s.log.exists() else (),
-                    s.child.started,
-                    s.child.ended if not s.alive else None,
-                )
-                for s in self.consumers
-            ],
-            producer=(self.directory / "producer.log").read_text().splitlines(),
+            consumers=[s.process_log() for s in self.members],
+            producer=self.producer_log(),
             events=self.events,
             start=start,
             end=end,
         )
 
     def _apply(self, event: ClientEvent) -> str:
-        live = [c for c in self.consumers if c.alive]
         match event.action:
             case "crash":
-                victim = live[event.pick % len(live)]
+                victim = self.pick(event.pick)
                 victim.child.kill()
                 victim.alive = False
                 return f"{victim.child.name} killed (SIGKILL)"
             case "restart":
-                victim = live[event.pick % len(live)]
+                victim = self.pick(event.pick)
                 victim.child.terminate()
                 victim.alive = False
                 replacement = self._start_consumer()
@@ -242,35 +229,11 @@ class ClientsRun:
                 host = self.processes.host
                 assert host is not None
                 broker = self.live_brokers.pop(event.pick % len(self.live_brokers))
-                self._wait(f"broker {broker} to stop", host.stop_broker(broker),
-                           BROKER_STOP_SECONDS)  # fmt: skip
+                self.wait(f"broker {broker} to stop", host.stop_broker(broker),
+                          BROKER_STOP_SECONDS)  # fmt: skip
                 return f"broker {broker} crashes"
         joined = self._start_consumer()
         return f"{joined.child.name} joins"
-
-    def _check_running(self, child: LabProcess, what: str) -> None:
-        if child.failed():
-            raise LabError(
-                f"{what} ({self.strategy}) exited with status {child.process.returncode}: "
-                f"{child.errors()}"
-            )
-
-    def _wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            self.processes.check_running(
-                what, self.strategy, {"the producer": self.producer},
-                [s.child for s in self.consumers if s.alive],
-            )  # fmt: skip
-            if time.monotonic() > deadline:
-                raise LabError(
-                    f"{self.strategy}: no {what} within {timeout:.0f} s; "
-                    + "; ".join(
-                        f"{s.child.name} owns {sorted(s.owned)}" for s in self.consumers if s.alive
-                    )
-                    + f"; last consumer's stderr: {self.consumers[-1].child.errors(600)}"
-                )
-            time.sleep(0.1)
 
     def _settle(self, what: str, since: float, *, changes: bool = True) -> None:
         """Wait until the running consumers own every partition, each at least one (when there
@@ -278,7 +241,7 @@ class ClientsRun:
         partitions = set(range(self.spec.partitions))
 
         def settled() -> bool:
-            live = [c for c in self.consumers if c.alive]
+            live = self.live()
             for state in live:
                 state.refresh()
             owned = set().union(*(c.owned for c in live))
@@ -291,27 +254,24 @@ class ClientsRun:
                 return False
             return time.time() - last >= QUIET_SECONDS
 
-        self._wait(f"settled group after {what!r}", settled, SETTLE_SECONDS)
+        self.wait(f"settled group after {what!r}", settled, SETTLE_SECONDS)
 
     def _drain(self) -> None:
         """Wait until the consumers received every acknowledged record (or DRAIN_SECONDS)."""
 
         def received() -> set[int]:
-            for state in self.consumers:
+            for state in self.members:
                 state.refresh()
-            return set().union(*(state.seqs for state in self.consumers))
+            return set().union(*(state.seqs for state in self.members))
 
         drain(self.directory / "producer.log", received, DRAIN_SECONDS)
 
 
 def run_clients(spec: RunSpec, strategy: str) -> list[ClientStep]:
     """Run ``spec`` once; every process it started is gone when this returns or raises."""
-    with tempfile.TemporaryDirectory(prefix="coordkit-lab-clients-") as directory:
-        run = ClientsRun(spec, strategy, Path(directory))
-        try:
-            return run.run()
-        finally:
-            run.close()
+    return run_in_temporary_folder(
+        "coordkit-lab-clients-", lambda directory: ClientsRun(spec, strategy, directory)
+    )
 
 
 __all__: Sequence[str] = ("ClientEvent", "ClientsRun", "RunSpec", "run_clients")
