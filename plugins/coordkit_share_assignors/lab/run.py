@@ -9,16 +9,22 @@ its records.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
 from coordkit.lab import LabError
-from coordkit.lab.processes import STARTUP_SECONDS, LabProcess, LabProcesses, RunEvent, drain
-from coordkit_share_assignors.lab.analysis import MemberLog, ShareStep, steps
+from coordkit.lab.processes import (
+    STARTUP_SECONDS,
+    LabMember,
+    LabRun,
+    RunEvent,
+    drain,
+    run_in_temporary_folder,
+)
+from coordkit_share_assignors.lab.analysis import ShareStep, steps
 
 TOPIC = "lab-share-records"
 GROUP = "lab-share-group"
@@ -94,16 +100,11 @@ def kafka_settings(configs: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in with_lower_bounds(configs).items() if k != "group.share.assignors"}
 
 
-class _Member:
+class _Member(LabMember):
     """A share consumer's process and its log, read as it grows."""
 
-    def __init__(self, child: LabProcess, log: Path) -> None:
-        self.child = child
-        self.log = log
-        self.alive = True
-
-    def lines(self) -> list[str]:
-        return self.log.read_text().splitlines() if self.log.exists() else []
+    def report(self) -> str:
+        return f"{self.child.name} got {self.delivered()} records"
 
     def delivered(self) -> int:
         return sum(1 for line in self.lines() if line.startswith("d "))
@@ -123,18 +124,14 @@ class _Member:
         return out
 
 
-class ShareRun:
+class ShareRun(LabRun[_Member]):
     """The processes of one run and what they did."""
 
+    timeout_hint = " (do the brokers serve share groups?)"
+
     def __init__(self, spec: RunSpec, strategy: str, directory: Path) -> None:
+        super().__init__(strategy, directory)
         self.spec = spec
-        self.strategy = strategy
-        self.directory = directory
-        self.processes = LabProcesses(directory)
-        self.members: list[_Member] = []
-        self.events: list[RunEvent] = []
-        self.producer: LabProcess | None = None
-        self.bootstrap = ""
 
     def _start_host(self) -> None:
         spec = self.spec
@@ -212,9 +209,6 @@ class ShareRun:
         self.members.append(member)
         return member
 
-    def close(self) -> None:
-        self.processes.close()
-
     # -- the run
     def run(self) -> list[ShareStep]:
         spec = self.spec
@@ -225,7 +219,7 @@ class ShareRun:
             self._start_member()
         start = min(m.child.started for m in self.members)
         self.events.append(RunEvent(start, f"{spec.consumers} consumers start", "initial"))
-        self._wait(
+        self.wait(
             "every member's first records",
             lambda: all(m.delivered() for m in self.members),
             SETTLE_SECONDS,
@@ -236,41 +230,25 @@ class ShareRun:
             label = self._apply(event)
             self.events.append(RunEvent(at, label, event.action))
         time.sleep(spec.gap)
-        assert self.producer is not None
-        self.producer.terminate(PRODUCER_STOP_SECONDS)
-        if self.producer.failed():
-            raise LabError(
-                f"the producer ({self.strategy}) exited with status "
-                f"{self.producer.process.returncode}: {self.producer.errors()}"
-            )
+        self.stop_producer(PRODUCER_STOP_SECONDS)
         self._drain()
         end = time.time()
-        for member in self.members:
-            if member.alive:
-                member.child.kill()
+        for member in self.live():
+            member.child.kill()
         return steps(
             strategy=self.strategy,
             partitions=spec.partitions,
-            members=[
-                MemberLog(
-                    m.child.name,
-                    tuple(m.lines()),
-                    m.child.started,
-                    m.child.ended if not m.alive else None,
-                )
-                for m in self.members
-            ],
-            producer=(self.directory / "producer.log").read_text().splitlines(),
+            members=[m.process_log() for m in self.members],
+            producer=self.producer_log(),
             events=self.events,
             end=end,
         )
 
     def _apply(self, event: ShareEvent) -> str:
         spec = self.spec
-        live = [m for m in self.members if m.alive]
         match event.action:
             case "crash":
-                victim = live[event.pick % len(live)]
+                victim = self.pick(event.pick)
                 victim.child.kill()
                 victim.alive = False
                 # Its acquired records come back after their lock, its partitions after its
@@ -278,48 +256,28 @@ class ShareRun:
                 time.sleep((spec.lock_ms + spec.session_ms) / 1e3)
                 return f"{victim.child.name} killed (SIGKILL)"
             case "restart":
-                victim = live[event.pick % len(live)]
+                victim = self.pick(event.pick)
                 victim.child.terminate()
                 victim.alive = False
                 new = self._start_member()
-                self._wait(f"{new.child.name}'s first records", lambda: new.delivered() > 0,
-                           SETTLE_SECONDS)  # fmt: skip
+                self.wait(f"{new.child.name}'s first records", lambda: new.delivered() > 0,
+                          SETTLE_SECONDS)  # fmt: skip
                 return f"{victim.child.name} restarts as {new.child.name}"
             case "stall":
-                victim = live[event.pick % len(live)]
+                victim = self.pick(event.pick)
                 victim.child.stdin.write(f"stall {spec.stall_seconds}\n")
                 victim.child.stdin.flush()
                 seen = len(victim.lines())
-                self._wait(
+                self.wait(
                     f"{victim.child.name} to stall and resume",
                     lambda: any(line.startswith("resume") for line in victim.lines()[seen:]),
                     SETTLE_SECONDS + spec.stall_seconds,
                 )
                 return f"{victim.child.name} stalls {spec.stall_seconds:g} s holding its records"
         joined = self._start_member()
-        self._wait(f"{joined.child.name}'s first records", lambda: joined.delivered() > 0,
-                   SETTLE_SECONDS)  # fmt: skip
+        self.wait(f"{joined.child.name}'s first records", lambda: joined.delivered() > 0,
+                  SETTLE_SECONDS)  # fmt: skip
         return f"{joined.child.name} joins"
-
-    def _wait(self, what: str, done: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            self.processes.check_running(
-                what, self.strategy, {"the producer": self.producer},
-                [m.child for m in self.members if m.alive],
-            )  # fmt: skip
-            if time.monotonic() > deadline:
-                raise LabError(
-                    f"{self.strategy}: no {what} within {timeout:.0f} s (do the brokers serve "
-                    f"share groups?); "
-                    + "; ".join(
-                        f"{m.child.name} got {m.delivered()} records"
-                        for m in self.members
-                        if m.alive
-                    )
-                    + f"; last member's stderr: {self.members[-1].child.errors(600)}"
-                )
-            time.sleep(0.1)
 
     def _drain(self) -> None:
         """Wait until the members settled every acknowledged record (or DRAIN_SECONDS)."""
@@ -332,12 +290,9 @@ class ShareRun:
 
 def run_share_groups(spec: RunSpec, strategy: str) -> list[ShareStep]:
     """Run ``spec`` once; every process it started is gone when this returns or raises."""
-    with tempfile.TemporaryDirectory(prefix="coordkit-lab-share-") as directory:
-        run = ShareRun(spec, strategy, Path(directory))
-        try:
-            return run.run()
-        finally:
-            run.close()
+    return run_in_temporary_folder(
+        "coordkit-lab-share-", lambda directory: ShareRun(spec, strategy, directory)
+    )
 
 
 __all__: Sequence[str] = ("RunSpec", "ShareEvent", "ShareRun", "run_share_groups")
