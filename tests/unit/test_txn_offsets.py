@@ -139,3 +139,16 @@ def test_the_layout_is_kafkas_offset_value_fields() -> None:
     assert found == {"version": 1, "producerEpoch": 1, "groups": {"g": [
         {"topic": "in", "partition": 0, "offset": 5, "leaderEpoch": 4, "metadata": "m",
          "commitTimestamp": 1_700_000_000_000}]}}  # fmt: skip
+
+
+def test_a_plain_commit_more_recent_than_the_transactions_offset_is_kept(
+    store: MetadataStore,
+) -> None:
+    broker = Broker(store)
+    broker.take_over()
+    broker.offset_storage.commit("g", {TP1: OffsetAndMetadata(1, "", 1_699_999_999_999)})
+    assert broker.pending.add(7, 0, "g", {TP0: offset(5), TP1: offset(6)}) is ErrorCode.NONE
+    later = OffsetAndMetadata(7, "plain", 1_700_000_000_001)
+    broker.offset_storage.commit("g", {TP0: later})
+    assert broker.pending.end(0, 7, commit=True) is ErrorCode.NONE
+    assert broker.offset_storage.fetch("g") == {TP0: later, TP1: offset(6)}

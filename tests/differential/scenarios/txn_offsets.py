@@ -189,3 +189,28 @@ def txn_offset_commit_verified(side: Side) -> list[Any]:
     ended = end_txn(side, at, transactional_id, producer, False)
     return [not_added, held, added, answers, ended,
             completed(side, at, transactional_id, "CompleteAbort")]  # fmt: skip
+
+
+@scenario("transactions.plain_commit_after_txn_offset_commit", versions=OFFSETS)
+def plain_commit_after_txn_offset_commit(side: Side) -> list[Any]:
+    """A transaction commits partitions 0 and 1 (5, 6), then a plain OffsetCommit commits
+    partition 0 (7): both stay unstable under require_stable until the marker; the
+    transaction's commit keeps the plain commit of partition 0, the more recent, and makes 6
+    partition 1's."""
+    _, transactional_id, at, producer = begun(side)
+    topic = side.topic("in")
+    side.create_topic(topic, partitions=2)
+    group = side.group("mixed")
+    added = add_offsets(side, at, transactional_id, producer, group)
+    held = txn_offset_commit(
+        side, transactional_id, producer, group, {(topic, 0): 5, (topic, 1): 6}
+    )
+    plain = side.call(side.coordinator(group), rq.offset_commit(group, {(topic, 0): 7},
+                                                                ids=side.topic_id),
+                      rq.OFFSET_COMMIT)  # fmt: skip
+    pending = fetched(side, group, topic, [0, 1], stable=True)
+    ended = end_txn(side, at, transactional_id, producer, True)
+    after = wait_for(lambda: (found := fetched(side, group, topic, [0, 1], stable=True))[1][1][3]
+                     == 0 and found, WAIT_SECONDS, f"{side.name}: the offsets settled")  # fmt: skip
+    return [added, held, [p.error_code for p in plain.topics[0].partitions], pending, ended,
+            after, completed(side, at, transactional_id, "CompleteCommit")]  # fmt: skip

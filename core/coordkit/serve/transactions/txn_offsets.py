@@ -8,7 +8,10 @@ that has one (:meth:`PendingTxnOffsets.unstable`). The transaction coordinator t
 marker to the group's ``__consumer_offsets`` partition, whose leader is the group's coordinator:
 with a commit marker the producer's pending offsets of the groups of that partition are stored
 as the groups' committed offsets (through the group coordinator's offset storage), with an abort
-marker they are dropped (:meth:`PendingTxnOffsets.end`).
+marker they are dropped (:meth:`PendingTxnOffsets.end`). A partition committed by a plain
+OffsetCommit after the transaction's offset keeps that commit, as Kafka keeps the most recent
+record of the two (Kafka orders them by their records' offsets in ``__consumer_offsets``,
+coordkit by their commit times, to the millisecond).
 
 **In the store**, beside the group's committed offsets, because the store is what a group
 coordinator taking over a partition reads (Kafka's reads the transactional offset records of
@@ -268,7 +271,14 @@ class PendingTxnOffsets:
                 for group, offsets in found.groups.items():
 
                     def store(fence: Check, group: str = group, offsets: Offsets = offsets) -> bool:
-                        storage.commit(group, offsets, fence=[fence])
+                        # Kafka keeps the most recent of a transactional and a plain commit of
+                        # a partition (by their records' offsets; here by their commit times).
+                        existing = storage.fetch(group, list(offsets))
+                        newer = {tp: value for tp, value in offsets.items()
+                                 if (old := existing.get(tp)) is None
+                                 or value.commit_timestamp > old.commit_timestamp}  # fmt: skip
+                        if newer:
+                            storage.commit(group, newer, fence=[fence])
                         return True
 
                     error = self._fenced_write(partition, f"group {group!r}: transactional "
