@@ -8,7 +8,8 @@ Both sides run with the same layout and settings: topics of 3 partitions, replic
 (:data:`vs_kafka.clusters.SHARED_CONFIG`); the same client, librdkafka's transactional producer
 (``linger.ms=5``, acks=all as every transactional producer), 100-byte records. Two loops, each with
 1, 10 and 100 records per transaction (:data:`BATCHES`), ``TRANSACTIONS`` transactions a run after
-a warm-up of ``WARM_UP`` transactions (so that Kafka's JIT and both sides' connections are warm):
+a warm-up of each loop (``WARM_UP`` transactions of 10 records: Kafka's JIT compiles the
+coordinator's and the group coordinator's paths, and both sides' connections are open):
 
 * ``txn produce N/txn`` — begin, produce N records (spread over the partitions), flush, commit;
 * ``txn c-t-p N/txn`` — consume-transform-produce: a read_committed consumer of a group takes up
@@ -42,7 +43,7 @@ TOPIC_CONFIG = {"min.insync.replicas": "2"}
 #: Records per transaction.
 BATCHES = (1, 10, 100)
 TRANSACTIONS = 200
-WARM_UP = 30
+WARM_UP = 100
 VALUE = b"x" * 100
 TIMEOUT = 60
 #: Seconds a loop may run before it gives up (its figures then count what it did).
@@ -179,12 +180,14 @@ def count_committed(bootstrap: str, topic: str, expected: int) -> int:
 
 def measure_all(bootstrap: str, transactions: int) -> dict[str, Figures]:
     """Every loop at every batch size on one cluster, after the warm-up."""
-    topics = ["txn-warm-up"]
+    topics = ["txn-warm-up", "txn-warm-up-input", "txn-warm-up-output"]
     for n in BATCHES:
         topics += [f"txn-produce-{n}", f"txn-input-{n}", f"txn-output-{n}"]
     for topic in topics:
         create_topic(bootstrap, topic, PARTITIONS, config=TOPIC_CONFIG)
     produce_loop(bootstrap, "txn-warm-up", 10, WARM_UP)
+    seed(bootstrap, "txn-warm-up-input", 10 * WARM_UP)
+    copy_loop(bootstrap, "txn-warm-up-input", "txn-warm-up-output", 10, 10 * WARM_UP)
     found: dict[str, Figures] = {}
     for n in BATCHES:
         found[f"txn produce {n}/txn"] = _reported(
