@@ -152,3 +152,20 @@ def test_a_plain_commit_more_recent_than_the_transactions_offset_is_kept(
     broker.offset_storage.commit("g", {TP0: later})
     assert broker.pending.end(0, 7, commit=True) is ErrorCode.NONE
     assert broker.offset_storage.fetch("g") == {TP0: later, TP1: offset(6)}
+
+
+def test_deleted_offsets_take_their_pending_ones(store: MetadataStore) -> None:
+    broker = Broker(store)
+    broker.take_over()
+    assert broker.pending.add(7, 0, "g", {TP0: offset(5), TP1: offset(6)}) is ErrorCode.NONE
+    assert broker.pending.add(7, 0, "h", {TP0: offset(1)}) is ErrorCode.NONE
+    assert broker.pending.add(8, 0, "g", {TP0: offset(2)}) is ErrorCode.NONE
+    assert broker.pending.drop("g", [TP0]) is ErrorCode.NONE  # OffsetDelete
+    assert broker.pending.unstable("g") == {TP1}
+    assert store.children("/coordkit/txn_offsets/0") == ["7"]  # producer 8 held nothing else
+    assert broker.pending.drop("g", None) is ErrorCode.NONE  # DeleteGroups
+    assert broker.pending.unstable("g") == set()
+    assert broker.pending.unstable("h") == {TP0}
+    assert broker.pending.end(0, 7, commit=True) is ErrorCode.NONE
+    assert broker.offset_storage.fetch("g") == {}
+    assert broker.offset_storage.fetch("h") == {TP0: offset(1)}

@@ -19,6 +19,7 @@ from coordkit.protocol import messages
 from coordkit.testing.waiting import wait_for
 from differential import requests as rq
 from differential.harness import WAIT_SECONDS, Side, scenario
+from differential.scenarios.admin import DELETE_GROUPS, OFFSET_DELETE
 from differential.scenarios.groups import stable_member
 from differential.scenarios.transactions import (
     ADD_OFFSETS,
@@ -214,3 +215,50 @@ def plain_commit_after_txn_offset_commit(side: Side) -> list[Any]:
                      == 0 and found, WAIT_SECONDS, f"{side.name}: the offsets settled")  # fmt: skip
     return [added, held, [p.error_code for p in plain.topics[0].partitions], pending, ended,
             after, completed(side, at, transactional_id, "CompleteCommit")]  # fmt: skip
+
+
+@scenario("transactions.deleted_offsets_take_pending_ones",
+          versions={**OFFSETS, "OffsetDelete": OFFSET_DELETE, "DeleteGroups": DELETE_GROUPS})  # fmt: skip
+def deleted_offsets_take_pending_ones(side: Side) -> list[Any]:
+    """A group committed partitions 0 and 1 (3, 4); a transaction commits them at 5 and 6;
+    OffsetDelete of partition 0 removes its pending offset too (require_stable finds it stable,
+    without an offset) and the transaction's commit gives only partition 1 its offset. A second
+    transaction commits partition 1 at 8 and DeleteGroups deletes the group: nothing is pending
+    and its commit leaves the group without offsets."""
+    _, transactional_id, at, producer = begun(side)
+    topic = side.topic("in")
+    side.create_topic(topic, partitions=2)
+    group = side.group("deleted")
+    coordinator = side.coordinator(group)
+    side.call(coordinator, rq.offset_commit(group, {(topic, 0): 3, (topic, 1): 4},
+                                            ids=side.topic_id), rq.OFFSET_COMMIT)  # fmt: skip
+    first = [add_offsets(side, at, transactional_id, producer, group),
+             txn_offset_commit(side, transactional_id, producer, group,
+                               {(topic, 0): 5, (topic, 1): 6})]  # fmt: skip
+    Delete: Any = messages.OffsetDeleteRequest
+    deleted = side.call(coordinator, Delete(group_id=group, topics=[Delete.OffsetDeleteRequestTopic(
+        name=topic, partitions=[Delete.OffsetDeleteRequestPartition(partition_index=0)])]),
+        OFFSET_DELETE)  # fmt: skip
+    after_delete = fetched(side, group, topic, [0, 1], stable=True)
+    ended = end_txn(side, at, transactional_id, producer, True)
+
+    def settled() -> Any:
+        found = fetched(side, group, topic, [0, 1], stable=True)
+        return found if all(p[3] == 0 for p in found[1]) else None
+
+    committed = wait_for(settled, WAIT_SECONDS, f"{side.name}: the offsets settled")
+    done = completed(side, at, transactional_id, "CompleteCommit")
+    second = [
+        add_offsets(side, at, transactional_id, producer, group),
+        txn_offset_commit(side, transactional_id, producer, group, {(topic, 1): 8}),
+    ]
+    groups = side.call(coordinator, messages.DeleteGroupsRequest(groups_names=[group]),
+                       DELETE_GROUPS)  # fmt: skip
+    after_group = fetched(side, group, topic, [0, 1], stable=True)
+    ended_again = end_txn(side, at, transactional_id, producer, True)
+    done_again = completed(side, at, transactional_id, "CompleteCommit")
+    return [first, deleted.error_code, [(t.name == topic, [(p.partition_index, p.error_code)
+                                        for p in t.partitions]) for t in deleted.topics],
+            after_delete, ended, committed, done, second,
+            [(r.group_id == group, r.error_code) for r in groups.results], after_group,
+            ended_again, done_again, fetched(side, group, topic, [0, 1], stable=False)]  # fmt: skip

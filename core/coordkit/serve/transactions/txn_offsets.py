@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -247,6 +247,37 @@ class PendingTxnOffsets:
             if error is ErrorCode.NONE:
                 producers[producer_id] = after
             return error
+
+    def drop(self, group_id: str, partitions: Collection[TopicPartition] | None) -> ErrorCode:
+        """Forget every producer's pending offsets of ``partitions`` of ``group_id`` (``None``:
+        all of the group's): its offsets were deleted (OffsetDelete, DeleteGroups), whose
+        tombstones remove the pending offsets of their partitions in Kafka too."""
+        partition = self.host.partition_for(group_id)
+        with self._lock:
+            try:
+                producers = self._loaded(partition)
+            except StoreError as exc:
+                log.warning("group %r: pending offsets not read: %s", group_id, exc)
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            for producer_id, found in list((producers or {}).items()):
+                held = found.groups.get(group_id, {})
+                kept = {} if partitions is None else {
+                    tp: value for tp, value in held.items() if tp not in partitions}  # fmt: skip
+                if len(kept) == len(held):
+                    continue
+                groups = {g: o for g, o in found.groups.items() if g != group_id}
+                if kept:
+                    groups[group_id] = kept
+                after = ProducerOffsets(found.producer_epoch, groups)
+                error = self._write(partition, producer_id, after if groups else None, exists=True)
+                if error is not ErrorCode.NONE:
+                    return error
+                assert producers is not None
+                if groups:
+                    producers[producer_id] = after
+                else:
+                    del producers[producer_id]
+            return ErrorCode.NONE
 
     # -- the transaction's marker --------------------------------------------------------------
 

@@ -7,15 +7,18 @@ OffsetDelete: a topic the cluster does not have, or a partition beyond its count
 UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees the request (Kafka's ``KafkaApis``); the
 coordinator's refusal of the whole request (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
 NOT_COORDINATOR) is the top-level error with no topics; otherwise each asked partition answers
-NONE or, for a topic the group subscribes to, GROUP_SUBSCRIBED_TO_TOPIC.
+NONE or, for a topic the group subscribes to, GROUP_SUBSCRIBED_TO_TOPIC. Offsets deleted take
+those pending in open transactions with them, as Kafka's tombstones do.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from coordkit.engine.groups import ErrorCode
 from coordkit.kafka.acls import AclOperation, ResourceType
+from coordkit.kafka.model import TopicPartition
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.groups.waiting import coordinator
@@ -26,6 +29,7 @@ from coordkit.serve.authorization import (
 )
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.transactions.coordinator import coordinator_of
 
 DeleteResponse = messages.DeleteGroupsResponse
 DeletedGroup = nested(DeleteResponse, "DeletableGroupResult")
@@ -51,6 +55,11 @@ async def handle_delete_groups(ctx: BrokerContext, request: Request) -> Any:
         ]
 
     codes = await ctx.blocking(delete)
+    # A deleted group's offsets pending in open transactions go with it (Kafka's tombstones).
+    pending = coordinator_of(ctx).txn_offsets
+    for name, code in zip(names, codes, strict=True):
+        if code == errors.NONE:
+            await ctx.blocking(functools.partial(pending.drop, name, None))
     results = [
         DeletedGroup(group_id=name, error_code=code, error_message=None)
         for name, code in zip(names, codes, strict=True)
@@ -81,6 +90,12 @@ async def handle_offset_delete(ctx: BrokerContext, request: Request) -> Any:
     error, codes = await ctx.blocking(lambda: engine.delete_offsets(body.group_id, asked))
     if error != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=int(error), throttle_time_ms=0, topics=[])
+    # The deleted offsets' pending ones in open transactions go with them (Kafka's tombstones).
+    deleted = [TopicPartition(topic, p) for topic, ps in asked.items()
+               if codes.get(topic, errors.NONE) == errors.NONE for p in ps]  # fmt: skip
+    if deleted:
+        pending = coordinator_of(ctx).txn_offsets
+        await ctx.blocking(functools.partial(pending.drop, body.group_id, deleted))
     topics = []
     for topic in body.topics:
         missing = unknown.get(topic.name, set())
