@@ -74,6 +74,7 @@ from coordkit.engine.groups.protocol import (
 )
 from coordkit.engine.groups.rebalance import Rebalancer
 from coordkit.engine.groups.topic_metadata import TopicMetadataWatch
+from coordkit.engine.groups.txn_offset_commit import validate_txn_offset_commit
 from coordkit.engine.share_groups.events import ShareGroupListeners
 from coordkit.engine.share_groups.group import ShareGroup
 from coordkit.engine.share_groups.heartbeat import ShareGroupHeartbeats, ShareGroupSettings
@@ -489,45 +490,9 @@ class GroupCoordinator(EngineObserver):
     def validate_txn_offset_commit(
         self, group_id: str, member_id: str, generation: int, group_instance_id: str | None
     ) -> ErrorCode:
-        """TxnOffsetCommit's member check (Kafka's ``validateTransactionalOffsetCommit``): a
-        producer outside any group (generation -1, no member) commits to an empty or unknown
-        group, and to a group with members too (older requests name no member); one naming a
-        member must name a current one (a static instance its holder) of the generation."""
+        """TxnOffsetCommit's member check (see :mod:`.txn_offset_commit`)."""
         found = self._lookup(group_id, create=False)
-        if isinstance(found, ErrorCode):
-            return found
-        if found is None:
-            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
-        if isinstance(found, ShareGroup):
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        with found.lock:
-            if isinstance(found, ConsumerGroup):
-                if found.dead:
-                    return ErrorCode.NOT_COORDINATOR
-                if generation < 0 and not found.members:
-                    return ErrorCode.NONE
-                member = found.members.get(member_id)
-                if member is None:
-                    return ErrorCode.UNKNOWN_MEMBER_ID
-                return (ErrorCode.NONE if generation == member.member_epoch
-                        else ErrorCode.ILLEGAL_GENERATION)  # fmt: skip
-            if found.is_(GroupState.DEAD):
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if generation < 0 and found.is_(GroupState.EMPTY):
-                return ErrorCode.NONE
-            if generation < 0 and not member_id and group_instance_id is None:
-                return ErrorCode.NONE
-            if group_instance_id is not None:
-                holder = found.static.get(group_instance_id)
-                if holder is None:
-                    return ErrorCode.UNKNOWN_MEMBER_ID
-                if holder != member_id:
-                    return ErrorCode.FENCED_INSTANCE_ID
-            if member_id not in found.members:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation != found.generation:
-                return ErrorCode.ILLEGAL_GENERATION
-            return ErrorCode.NONE
+        return validate_txn_offset_commit(found, member_id, generation, group_instance_id)
 
     # -- the consumer group protocol (KIP-848) --------------------------------------------------
 
