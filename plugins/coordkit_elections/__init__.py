@@ -1,6 +1,7 @@
-"""Election strategies: controller (``kafka``, ``latch``, ``warm-standby``) and partition leader
-(``offline``, ``offline-unclean``, ``reassign``, ``preferred``, ``controlled-shutdown``), plus the
-lab's broker-failure workload and its metrics."""
+"""Election strategies: controller (``kafka``, ``latch``, ``warm-standby``), partition leader
+(``offline``, ``offline-unclean``, ``reassign``, ``preferred``, ``controlled-shutdown``), group
+(and transaction) coordinator (``kafka``, ``murmur2``, ``rendezvous``) and group leader, plus the
+lab's broker-failure and coordinator-placement workloads and their metrics."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
     register(WarmStandbyControllerElection())
     for strategy in PARTITION_STRATEGIES:
         register(strategy)
-    from coordkit_elections.coordinator import KafkaGroupCoordinatorSelection
+    from coordkit_elections.coordinator import GROUP_COORDINATOR_STRATEGIES
     from coordkit_elections.group_leader import GROUP_LEADER_STRATEGIES
 
-    register(KafkaGroupCoordinatorSelection())
+    for coordinator_strategy in GROUP_COORDINATOR_STRATEGIES:
+        register(coordinator_strategy)
     for leader_strategy in GROUP_LEADER_STRATEGIES:
         register(leader_strategy)
 

@@ -1,5 +1,8 @@
-"""The partition leader election suite: what every ``PartitionLeaderElection`` promises, checked on
-random partitions (assignment, ISR, live and shutting-down brokers, a reassignment target).
+"""The election suites: what every ``PartitionLeaderElection`` and every group-coordinator
+strategy (``GroupCoordinatorSelection``) promises.
+
+The partition leader election suite, checked on random partitions (assignment, ISR, live and
+shutting-down brokers, a reassignment target):
 
 * a leader is a live replica (of the assignment or the target), and none is elected when no
   replica is live;
@@ -16,6 +19,27 @@ random partitions (assignment, ISR, live and shutting-down brokers, a reassignme
         @pytest.fixture
         def election(self):
             return MyElection()
+
+The group-coordinator suite (a group's ``__consumer_offsets`` partition, a transactional id's
+``__transaction_state`` partition), checked on random ids and partition counts:
+
+* ``partition_for(id, n)`` is a partition of the topic, ``0 <= p < n``, for every id (empty,
+  long, any Unicode text a Kafka string carries) and every count from 1 up;
+* it is deterministic: the same id and count give the same partition, in a new instance too
+  (coordkit brokers in other processes must agree on every id's coordinator);
+* many ids use every partition (a strategy that sends everything to one broker is refused);
+* a count below 1 is refused with ``ValueError``.
+
+::
+
+    from coordkit.testing.elections import GroupCoordinatorSelectionTests
+
+    class TestMyCoordinatorSelection(GroupCoordinatorSelectionTests):
+        @pytest.fixture
+        def selection(self):
+            return MyCoordinatorSelection()
+
+or ``pytest -p coordkit.testing --coordkit-group-coordinator NAME`` for a registered one.
 """
 
 from __future__ import annotations
@@ -36,7 +60,13 @@ from coordkit.strategies.elections import (
 )
 from coordkit.testing.properties import kit_settings
 
-__all__ = ["PartitionElectionTests", "election_inputs", "kit_settings"]
+__all__ = [
+    "GroupCoordinatorSelectionTests",
+    "PartitionElectionTests",
+    "coordinator_ids",
+    "election_inputs",
+    "kit_settings",
+]
 
 BROKERS = st.integers(0, 7)
 
@@ -168,3 +198,87 @@ class PartitionElectionTests:
             )
 
         check()
+
+
+# -- group coordinators ----------------------------------------------------------------------------
+
+#: Ids as clients name groups and transactional producers: any text a Kafka string carries
+#: (UTF-8, so no lone surrogates), empty and long ones included.
+coordinator_ids = st.text(st.characters(exclude_categories=["Cs"]), max_size=300)
+#: Partition counts: Kafka's small test clusters up to far more than its default of 50.
+PARTITION_COUNTS = st.integers(1, 1000)
+
+
+@pytest.mark.coordkit_kit("group-coordinator")
+class GroupCoordinatorSelectionTests:
+    """Subclass and override ``coordkit_group_coordinator_selection`` (or ``selection`` here),
+    or run ``pytest -p coordkit.testing --coordkit-group-coordinator NAME``."""
+
+    @pytest.fixture
+    def selection(self, coordkit_group_coordinator_selection: Any) -> Any:
+        return coordkit_group_coordinator_selection
+
+    def _partition(self, selection: Any, group_id: str, count: int) -> int:
+        partition = selection.partition_for(group_id, count)
+        assert isinstance(partition, int), (
+            f"partition_for({group_id!r}, {count}) returns an int, got {partition!r}"
+        )
+        assert not isinstance(partition, bool), f"partition_for returns a bool: {partition!r}"
+        return partition
+
+    def test_declares_kind_name_and_description(self, selection: Any) -> None:
+        assert selection.kind is ElectionKind.GROUP_COORDINATOR
+        assert isinstance(selection.name, str)
+        assert selection.name
+        assert isinstance(selection.description, str)
+        assert selection.description
+
+    def test_partition_is_in_range_for_every_id(
+        self, selection: Any, coordkit_hypothesis_settings: hypothesis.settings
+    ) -> None:
+        @coordkit_hypothesis_settings
+        @given(group_id=coordinator_ids, count=PARTITION_COUNTS)
+        def check(group_id: str, count: int) -> None:
+            partition = self._partition(selection, group_id, count)
+            assert 0 <= partition < count, (
+                f"partition_for({group_id!r}, {count}) = {partition}, not a partition of a "
+                f"{count}-partition topic"
+            )
+
+        check()
+
+    def test_deterministic_across_instances(
+        self, selection: Any, coordkit_hypothesis_settings: hypothesis.settings
+    ) -> None:
+        try:
+            fresh = type(selection)()
+        except TypeError:  # needs arguments: the same instance stands in for a new one
+            fresh = selection
+
+        @coordkit_hypothesis_settings
+        @given(group_id=coordinator_ids, count=PARTITION_COUNTS)
+        def check(group_id: str, count: int) -> None:
+            first = self._partition(selection, group_id, count)
+            assert self._partition(selection, group_id, count) == first, (
+                f"deterministic: partition_for({group_id!r}, {count}) gave {first}, then another"
+            )
+            assert self._partition(fresh, group_id, count) == first, (
+                f"deterministic: a new instance puts {group_id!r} elsewhere than {first}"
+            )
+
+        check()
+
+    @pytest.mark.parametrize("count", [1, 2, 7, 50])
+    def test_many_ids_use_every_partition(self, selection: Any, count: int) -> None:
+        ids = [f"app-{n}" for n in range(40 * count)] + [f"{n:08x}-txn" for n in range(40 * count)]
+        used = {self._partition(selection, group_id, count) for group_id in ids}
+        unused = sorted(set(range(count)) - used)
+        assert not unused, (
+            f"{len(ids)} ids over {count} partitions leave partitions {unused} without a group "
+            "(their brokers would never coordinate one)"
+        )
+
+    @pytest.mark.parametrize("count", [0, -1])
+    def test_a_count_below_one_is_refused(self, selection: Any, count: int) -> None:
+        with pytest.raises(ValueError, match=str(count)):
+            selection.partition_for("app-1", count)

@@ -2,8 +2,9 @@
 
 It adds the ``--coordkit-*`` options, the fixtures a third party overrides
 (``coordkit_store_backend``, ``coordkit_assignor``, ``coordkit_partition_election``,
-``coordkit_partitioner``), the markers, and the closing ``coordkit conformance`` summary. When a
-``--coordkit-store``/``-assignor``/``-election``/``-partitioner`` option is given, the matching
+``coordkit_group_coordinator_selection``, ``coordkit_partitioner``), the markers, and the closing
+``coordkit conformance`` summary. When a ``--coordkit-store``/``-assignor``/``-election``/
+``-group-coordinator``/``-partitioner`` option is given, the matching
 suite from :mod:`coordkit.testing.suites` is collected too (alone, when no path was given).
 
 Loaded in every pytest run of an environment with coordkit installed, it imports neither
@@ -39,6 +40,10 @@ _COMPONENT_OPTIONS = {
     "coordkit_store": ("coordkit_store_url", "coordkit.testing.suites.store"),
     "coordkit_assignor": ("coordkit_assignor_name", "coordkit.testing.suites.assignor"),
     "coordkit_election": ("coordkit_election_name", "coordkit.testing.suites.election"),
+    "coordkit_group_coordinator": (
+        "coordkit_group_coordinator_name",
+        "coordkit.testing.suites.group_coordinator",
+    ),
     "coordkit_partitioner": ("coordkit_partitioner_name", "coordkit.testing.suites.partitioner"),
 }
 
@@ -66,6 +71,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="NAME",
         help="run the partition leader election suite on the registered strategy NAME (repeatable)",
+    )
+    group.addoption(
+        "--coordkit-group-coordinator",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the group-coordinator suite on the registered strategy NAME (repeatable)",
     )
     group.addoption(
         "--coordkit-partitioner",
@@ -213,6 +225,25 @@ def coordkit_partition_election(coordkit_election_name: str) -> Any:
     """The partition leader election strategy the election suite checks."""
     return _registered(
         "election", lambda pm: pm.election("partition-leader", coordkit_election_name)
+    )
+
+
+@pytest.fixture(scope="session")
+def coordkit_group_coordinator_name() -> str:
+    _missing(
+        "group-coordinator strategy",
+        "--coordkit-group-coordinator NAME",
+        "coordkit_group_coordinator_selection",
+    )
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture(scope="session")
+def coordkit_group_coordinator_selection(coordkit_group_coordinator_name: str) -> Any:
+    """The group-coordinator strategy the group-coordinator suite checks."""
+    return _registered(
+        "group-coordinator strategy",
+        lambda pm: pm.group_coordinator_selection(coordkit_group_coordinator_name),
     )
 
 
