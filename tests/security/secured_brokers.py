@@ -158,6 +158,11 @@ def inter_broker_answers(connection: BrokerConnection, topic: str) -> dict[str, 
         nested(m.OffsetForLeaderEpochRequest, "OffsetForLeaderTopic")(topic=topic, partitions=[
             nested(m.OffsetForLeaderEpochRequest, "OffsetForLeaderPartition")(
                 partition=0, current_leader_epoch=-1, leader_epoch=0)])])  # fmt: skip
+    verify = m.AddPartitionsToTxnRequest(transactions=[
+        nested(m.AddPartitionsToTxnRequest, "AddPartitionsToTxnTransaction")(
+            transactional_id="t", producer_id=0, producer_epoch=0, verify_only=True, topics=[
+                nested(m.AddPartitionsToTxnRequest, "AddPartitionsToTxnTopic")(
+                    name=topic, partitions=[0])])])  # fmt: skip
     requests = {
         "UpdateMetadata": (m.UpdateMetadataRequest(**common, topic_states=[], live_brokers=[]), 7),
         "StopReplica": (m.StopReplicaRequest(**common, topic_states=[stop]), 3),
@@ -166,6 +171,8 @@ def inter_broker_answers(connection: BrokerConnection, topic: str) -> dict[str, 
         "AllocateProducerIds": (m.AllocateProducerIdsRequest(broker_id=2, broker_epoch=-1), 0),
         "Fetch": (fetch, 12),
         "OffsetForLeaderEpoch": (epochs, 4),
+        # A leader verifying a transactional Produce with the coordinator (KIP-890).
+        "AddPartitionsToTxn": (verify, 4),
     }
     answers: dict[str, Any] = {}
     for api, (body, version) in requests.items():
@@ -187,4 +194,5 @@ REFUSED = {
     "AllocateProducerIds": (31, []),
     "Fetch": (0, [29]),
     "OffsetForLeaderEpoch": (0, [29]),
+    "AddPartitionsToTxn": (31, []),
 }

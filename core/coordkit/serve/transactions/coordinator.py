@@ -206,6 +206,30 @@ class TransactionCoordinator:
                                    last_update_ms=now)  # fmt: skip
             return await self.states.write(ongoing)
 
+    async def verify_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TP]
+    ) -> dict[TP, int]:
+        """A partition leader's check that ``partitions`` are in the producer's transaction
+        (Kafka's ``handleVerifyPartitionsInTransaction``): each NONE if added, else
+        TRANSACTION_ABORTABLE; nothing written. The state's pending writes are not waited for:
+        the leader's append checks its own producer state again."""
+        if not transactional_id:
+            return dict.fromkeys(partitions, errors.INVALID_REQUEST)
+        async with self.states.lock(transactional_id):
+            error, found = await self.states.get(transactional_id)
+        if error or found is None:
+            code = error or errors.INVALID_PRODUCER_ID_MAPPING
+        elif found.producer_id != producer_id:
+            code = errors.INVALID_PRODUCER_ID_MAPPING
+        elif found.producer_epoch != producer_epoch:
+            code = errors.PRODUCER_FENCED
+        elif found.state.preparing:
+            code = errors.CONCURRENT_TRANSACTIONS
+        else:
+            return {tp: errors.NONE if tp in found.partitions else errors.TRANSACTION_ABORTABLE
+                    for tp in partitions}  # fmt: skip
+        return dict.fromkeys(partitions, code)
+
     # -- EndTxn ---------------------------------------------------------------------------------
 
     async def end_transaction(
