@@ -33,6 +33,7 @@ def _serve(*args: str) -> subprocess.CompletedProcess[str]:
         (["--port", "70000"], "--port '70000'"),
         (["--port", "65535", "--brokers", "2"], "--port 65535"),
         (["--placement", "nowhere"], "--placement 'nowhere'"),
+        (["--group-coordinator", "nowhere"], "--group-coordinator 'nowhere'"),
         (["--bogus"], "--bogus"),
         (["--store", "nosuch://x"], "nosuch"),
         (["--host", "no such host.invalid", "--port", "0"], "--host"),

@@ -3,5 +3,5 @@ process and the raw client, as tests/serve has them."""
 
 from __future__ import annotations
 
-from serve.conftest import raw_client  # noqa: F401 - a fixture
+from serve.conftest import raw_client, serve  # noqa: F401 - fixtures
 from serve.inprocess import in_process_fixture  # noqa: F401 - a fixture

@@ -27,6 +27,7 @@ from coordkit.cli.tree import DEFAULT_STORE_ENV
 from coordkit.engine import EngineConfig
 from coordkit.engine.strategies import Strategies
 from coordkit.errors import UnknownNameError
+from coordkit.plugins import get_plugin_manager
 from coordkit.serve import SUPPORTED, KafkaServer
 from coordkit.serve.authorization import check_authorizer
 from coordkit.serve.broker_config import (
@@ -106,6 +107,11 @@ def _print_configs(ctx: click.Context, _param: click.Parameter, value: bool) -> 
               metavar="DIR",
               help="Keep every broker's record logs on disk, broker N's in DIR/broker-N (Kafka's "
               "log.dirs), and load them when started again; default: in memory only.")  # fmt: skip
+@click.option("--group-coordinator", default="kafka", show_default=True, metavar="NAME",
+              help="Which partition of __consumer_offsets (a group) and of __transaction_state "
+              "(a transactional id) holds an id, so which broker coordinates it: kafka (Kafka's "
+              "abs(hashCode) % partitions), murmur2, rendezvous or a plugin's. Every process of "
+              "a cluster must name the same; Kafka's brokers always use kafka.")  # fmt: skip
 @placement_option
 def serve_command(
     store_url: str,
@@ -116,6 +122,7 @@ def serve_command(
     auto_create_topics: bool,
     config_words: tuple[str, ...],
     data_dir: Path | None,
+    group_coordinator: str,
     placement: str,
 ) -> None:
     """Run brokers that speak Kafka's protocol, on any store.
@@ -168,7 +175,13 @@ def serve_command(
             err=True,
         )
     _configure_logging()
-    config = configs.engine_config(EngineConfig(placement=placement))
+    try:
+        get_plugin_manager().group_coordinator_selection(group_coordinator)
+    except UnknownNameError as exc:
+        raise CommandError(f"--group-coordinator {group_coordinator!r}: {exc}") from None
+    config = configs.engine_config(
+        EngineConfig(placement=placement, group_coordinator=group_coordinator)
+    )
     # Resolved once here, the edge: the brokers and their coordinators are handed them.
     strategies = Strategies.from_plugins(config)
     for name in config.consumer_group_assignors:
