@@ -20,6 +20,7 @@ from coordkit.testing.waiting import wait_for
 from differential import requests as rq
 from differential.harness import WAIT_SECONDS, Side, scenario
 from differential.scenarios.admin import DELETE_GROUPS, OFFSET_DELETE
+from differential.scenarios.consumer_groups import Member as ConsumerMember
 from differential.scenarios.groups import stable_member
 from differential.scenarios.transactions import (
     ADD_OFFSETS,
@@ -262,3 +263,29 @@ def deleted_offsets_take_pending_ones(side: Side) -> list[Any]:
             after_delete, ended, committed, done, second,
             [(r.group_id == group, r.error_code) for r in groups.results], after_group,
             ended_again, done_again, fetched(side, group, topic, [0, 1], stable=False)]  # fmt: skip
+
+
+@scenario("transactions.txn_offset_commit_consumer_group",
+          versions={**OFFSETS, "ConsumerGroupHeartbeat": rq.CONSUMER_GROUP_HEARTBEAT})  # fmt: skip
+def txn_offset_commit_consumer_group(side: Side) -> list[Any]:
+    """TxnOffsetCommit v4 to a consumer group of the KIP-848 protocol with one member: the
+    member at its epoch is taken; at an older or a newer epoch ILLEGAL_GENERATION; an unknown
+    member UNKNOWN_MEMBER_ID; no member at epoch -1 (the group has a member) UNKNOWN_MEMBER_ID."""
+    topic, transactional_id, at, producer = begun(side)
+    group = side.group("modern")
+    member = ConsumerMember(side, group, [topic])
+    joined = member.join()["error_code"]
+    added = add_offsets(side, at, transactional_id, producer, group)
+
+    def commit(member_id: str, epoch: int) -> list[Any]:
+        return txn_offset_commit(side, transactional_id, producer, group, {(topic, 0): 1},
+                                 member=(member_id, epoch))  # fmt: skip
+
+    answers = [commit(member.member_id, member.epoch),
+               commit(member.member_id, member.epoch - 1),
+               commit(member.member_id, member.epoch + 1),
+               commit("unknown-member", member.epoch), commit("", -1)]  # fmt: skip
+    ended = end_txn(side, at, transactional_id, producer, False)
+    member.leave()
+    return [joined, member.epoch, added, answers, ended,
+            completed(side, at, transactional_id, "CompleteAbort")]  # fmt: skip

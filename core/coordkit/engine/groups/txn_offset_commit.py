@@ -3,7 +3,8 @@
 ``validateOffsetCommit`` with ``isTransactional``).
 
 A producer outside the group (no member, generation -1) commits to any group: an empty or unknown
-one, and one with members too (TxnOffsetCommit below v3 names no member). A request naming a
+one, and one with members too, of either protocol (TxnOffsetCommit below v3 names no member; a
+consumer group of Kafka 4.4 takes it as well). A request naming a
 member must name a current one (a static instance its holder: FENCED_INSTANCE_ID for another
 member id, UNKNOWN_MEMBER_ID for an instance nobody holds) of the group's generation
 (ILLEGAL_GENERATION); a group that does not exist takes generation -1 only. A consumer group of
@@ -33,17 +34,19 @@ def validate_txn_offset_commit(
         return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
     if isinstance(found, ConsumerGroup):
         with found.lock:
-            return _consumer_group(found, member_id, generation)
+            return _consumer_group(found, member_id, generation, group_instance_id)
     if not isinstance(found, Group):  # a share group's id: no offsets committed to it
         return ErrorCode.GROUP_ID_NOT_FOUND
     with found.lock:
         return _classic_group(found, member_id, generation, group_instance_id)
 
 
-def _consumer_group(group: ConsumerGroup, member_id: str, generation: int) -> ErrorCode:
+def _consumer_group(
+    group: ConsumerGroup, member_id: str, generation: int, group_instance_id: str | None
+) -> ErrorCode:
     if group.dead:
         return ErrorCode.NOT_COORDINATOR
-    if generation < 0 and not group.members:
+    if generation < 0 and (not group.members or (not member_id and group_instance_id is None)):
         return ErrorCode.NONE
     member = group.members.get(member_id)
     if member is None:
