@@ -130,7 +130,7 @@ def test_api_versions_advertises_what_is_served(serve: ServeFactory, raw_client:
         50: (0, 0),  # DescribeUserScramCredentials
         51: (0, 0),  # AlterUserScramCredentials
         # Transactions (issue 38): the classic protocol's versions (transaction version 1).
-        24: (0, 3),  # AddPartitionsToTxn: v4+ is brokers' verification
+        24: (0, 5),  # AddPartitionsToTxn: v4-5 are Kafka 3.9's leaders' verification (KIP-890)
         25: (0, 4),  # AddOffsetsToTxn
         26: (0, 4),  # EndTxn: v5 is transaction version 2
         27: (1, 2),  # WriteTxnMarkers: a coordinator's markers to a partition leader
