@@ -35,14 +35,17 @@ def coordkit_register_elections(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def coordkit_register_workloads(register: Callable[[Any], None]) -> None:
+    from coordkit_elections.coordinator_lab import COORDINATOR_PLACEMENT
     from coordkit_elections.lab import BROKER_FAILURES
 
     register(BROKER_FAILURES)
+    register(COORDINATOR_PLACEMENT)
 
 
 @hookimpl
 def coordkit_register_metrics(register: Callable[[Any], None]) -> None:
+    from coordkit_elections.coordinator_lab import COORDINATOR_METRICS
     from coordkit_elections.lab import ELECTION_METRICS
 
-    for metric in ELECTION_METRICS:
+    for metric in (*ELECTION_METRICS, *COORDINATOR_METRICS):
         register(metric)
