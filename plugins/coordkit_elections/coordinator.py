@@ -16,6 +16,7 @@ Kafka's brokers always use ``kafka``: another strategy is for clusters of coordk
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import ClassVar
 
@@ -81,7 +82,7 @@ class RendezvousGroupCoordinatorSelection:
     An id's scores do not depend on the partition count, so growing the topic moves an id only
     to a new partition that outscores its old one; shrinking it moves only the ids of the
     partitions removed. One hash of the id and a multiply-xorshift per partition: about 0.1 ms
-    for 50 partitions in CPython (Kafka's formula: 6 µs), once per FindCoordinator key.
+    for 50 partitions in CPython (Kafka's formula: 6 µs); the last 65,536 answers are kept.
     """
 
     name: ClassVar[str] = "rendezvous"
@@ -93,14 +94,21 @@ class RendezvousGroupCoordinatorSelection:
 
     def partition_for(self, group_id: str, num_partitions: int) -> int:
         _require_partitions(num_partitions)
-        digest = hashlib.blake2b(group_id.encode("utf-8"), digest_size=8).digest()
-        base = int.from_bytes(digest, "big")
-        best, best_score = 0, -1
-        for partition in range(num_partitions):
-            score = _mix64((base + (partition + 1) * _GOLDEN) & _MASK64)
-            if score > best_score:  # ties (2^-64) keep the lower partition
-                best, best_score = partition, score
-        return best
+        return _rendezvous_partition(group_id, num_partitions)
+
+
+# Listing groups and loading a partition's transactional ids ask for every id the store holds:
+# the answers of recent ids are kept (a pure function of its arguments; bounded).
+@functools.lru_cache(maxsize=1 << 16)
+def _rendezvous_partition(group_id: str, num_partitions: int) -> int:
+    digest = hashlib.blake2b(group_id.encode("utf-8"), digest_size=8).digest()
+    base = int.from_bytes(digest, "big")
+    best, best_score = 0, -1
+    for partition in range(num_partitions):
+        score = _mix64((base + (partition + 1) * _GOLDEN) & _MASK64)
+        if score > best_score:  # ties (2^-64) keep the lower partition
+            best, best_score = partition, score
+    return best
 
 
 #: The group-coordinator strategies this plugin registers.
