@@ -12,10 +12,11 @@ transactional ids (on ``__transaction_state``) are named by a scheme (``naming``
 
 Every id carries a traffic weight: Zipf over a seeded ranking of the ids (``zipf`` the exponent;
 0 gives every id the same weight), the requests its coordinator serves. Both internal topics
-are placed with Kafka's own replica placement (the registered ``kafka`` placement: round-robin
-preferred leaders from a seeded start broker, followers at a growing shift, as
-``AdminUtils.assignReplicasToBrokers`` without racks), and each partition is led by its
-preferred replica. Every strategy meets the same ids, weights and layouts.
+are placed by a registered replica placement (``placement``; by default ``kafka``, Kafka's own:
+round-robin preferred leaders from a seeded start broker, followers at a growing shift, as
+``AdminUtils.assignReplicasToBrokers`` without racks, which is also what the engine's default
+``kafka-rack-aware`` does on brokers without racks), and each partition is led by its preferred
+replica. Every strategy meets the same ids, weights and layouts.
 
 Three steps per strategy:
 
@@ -49,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from coordkit.lab import FunctionMetric, refuse_out_of_range, resolve_params
+from coordkit.errors import UnknownNameError
+from coordkit.lab import FunctionMetric, LabError, refuse_out_of_range, resolve_params
 from coordkit.strategies.elections import ElectionKind, offline_partition_leader
 from coordkit.strategies.placement import brokers_from
 
@@ -120,6 +122,7 @@ class CoordinatorPlacementWorkload:
         "partitions": 50,
         "resized_partitions": 60,
         "replication_factor": 3,
+        "placement": "kafka",
     }
     presets: Mapping[str, Mapping[str, Any]] = {
         "elections": {"naming": NAMINGS},
@@ -140,10 +143,14 @@ class CoordinatorPlacementWorkload:
         self, params: Mapping[str, Any], seed: int, manager: PluginManager | None = None
     ) -> PlacementCase:
         """The ids, weights and layouts of ``seed``; the internal topics are placed by the
-        ``kafka`` placement registered in ``manager`` (default: the process-wide one)."""
+        placement the parameters name, registered in ``manager`` (default: the process-wide
+        one)."""
         manager = manager or _default_manager()
-        placement = manager.placement("kafka")
         resolved = resolve_params(self, params)
+        try:
+            placement = manager.placement(str(resolved["placement"]))
+        except UnknownNameError as exc:
+            raise LabError(f"workload {self.name!r} parameter 'placement': {exc}") from None
         brokers, factor = int(resolved["brokers"]), int(resolved["replication_factor"])
         partitions, resized = int(resolved["partitions"]), int(resolved["resized_partitions"])
         groups, transactional = int(resolved["groups"]), int(resolved["transactional_ids"])
@@ -173,7 +180,7 @@ class CoordinatorPlacementWorkload:
         weights = tuple(1.0 / rank**zipf for rank in ranks)
         replicas = {
             topic: _layout(
-                placement, brokers, factor, partitions, resized, random.Random(rng.random())
+                placement, topic, brokers, factor, partitions, resized, random.Random(rng.random())
             )
             for topic in (OFFSETS, STATE)
         }
@@ -229,6 +236,7 @@ def _names(
 
 def _layout(
     placement: ReplicaPlacement,
+    topic: str,
     brokers: int,
     factor: int,
     partitions: int,
@@ -239,11 +247,14 @@ def _layout(
     the rest as Kafka adds partitions to it (the smaller size keeps the first ones)."""
     metadata = brokers_from(list(range(brokers)))
     layout = {
-        p: tuple(r) for p, r in placement.place(metadata, partitions, factor, rng=rng).items()
+        p: tuple(r)
+        for p, r in placement.place(metadata, partitions, factor, rng=rng, topic=topic).items()
     }
     if resized > partitions:
         # The partitions added, as the engine's CreatePartitions asks its placement for them.
-        added = placement.place(metadata, resized - partitions, factor, existing=layout, rng=rng)
+        added = placement.place(
+            metadata, resized - partitions, factor, existing=layout, rng=rng, topic=topic
+        )
         layout.update((p, tuple(r)) for p, r in added.items())
     return layout
 

@@ -90,6 +90,18 @@ def test_internal_topics_are_placed_as_kafka_places_them() -> None:
         assert all(len(set(r)) == 3 for r in replicas.values())
 
 
+def test_another_placement_places_the_internal_topics() -> None:
+    kafka = _workload().generate(SMALL, 2)
+    rendezvous = _workload().generate({**SMALL, "placement": "rendezvous"}, 2)
+    assert rendezvous.replicas != kafka.replicas
+    assert sorted(rendezvous.replicas[OFFSETS]) == list(range(12))
+    assert [s.event_kind for s in _steps("kafka", {"placement": "rendezvous"})] == [
+        "initial",
+        "resize",
+        "broker-failure",
+    ]
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -100,6 +112,7 @@ def test_internal_topics_are_placed_as_kafka_places_them() -> None:
         ({"zipf": -1.0}, r"zipf=-1.0"),
         ({"groups": 0, "transactional_ids": 0}, r"ids=0"),
         ({"brokres": 3}, r"has no parameter 'brokres'"),
+        ({"placement": "nowhere"}, r"parameter 'placement': unknown .*'nowhere'"),
     ],
 )
 def test_bad_parameters_name_the_parameter(params: dict[str, Any], message: str) -> None:
