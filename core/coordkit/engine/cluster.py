@@ -24,6 +24,10 @@ from coordkit.engine.controllership import (
     UnreadableControllerNodeError,
     check_controller_nodes,
 )
+from coordkit.engine.coordinator_choice import (
+    GroupCoordinatorMismatchError,
+    claim_group_coordinator,
+)
 from coordkit.engine.errors import EngineError
 from coordkit.engine.events import EngineObserver, Observers
 from coordkit.engine.groups.config import ConsumerConfig
@@ -127,11 +131,14 @@ class Cluster:
 
         :raises UnreadableControllerNodeError: ``/controller`` or ``/controller_epoch`` holds what
             no election can use (nothing is written then: no broker could become controller).
+        :raises GroupCoordinatorMismatchError: the cluster's brokers place group coordinators by
+            another strategy (``/coordkit/group_coordinator``).
         """
         self._admin_store = self._open()
         try:
             check_controller_nodes(self._admin_store)
-        except UnreadableControllerNodeError:
+            claim_group_coordinator(self._admin_store, self.strategies.group_coordinator.name)
+        except (UnreadableControllerNodeError, GroupCoordinatorMismatchError):
             self._admin_store.close()
             raise
         for root in layout.PERSISTENT_ROOTS:
