@@ -261,3 +261,17 @@ def test_a_change_is_written_with_the_start_offset_from_before_it() -> None:
     sp.acknowledge("m1", [ack(4, 4, REJECT)], 2)
     assert sp.persisted(0, 0) == ShareState(4, 0, 0, (StateBatch(4, 4, 4, 1),))
     assert SharePartition.restored(sp.persisted(0, 0)).start_offset == 5
+
+
+def test_records_of_aborted_transactions_are_archived_as_they_are_acquired() -> None:
+    """A read_committed fetch's aborted records: acquired, archived at once, never answered nor
+    delivered again (Kafka's ``filterAbortedTransactionalAcquiredRecords``)."""
+    sp = partition()
+    got = sp.acquire("m1", [(0, 2), (3, 5), (6, 6), (7, 9)], 500, 0, aborted={3, 4, 5})
+    assert got == [AcquiredRange(0, 2, 1), AcquiredRange(6, 9, 1)]
+    assert [state_of(sp, o) for o in (3, 4, 5)] == [RecordState.ARCHIVED] * 3
+    assert sp.acquired_by("m1") == [0, 1, 2, 6, 7, 8, 9]
+    assert sp.acknowledge("m1", [ack(0, 2, ACCEPT)], 1) == 0
+    assert sp.start_offset == 6  # over the accepted and the archived
+    assert sp.release_member("m1")
+    assert sp.acquire("m2", [(6, 6), (7, 9)], 500, 2) == [AcquiredRange(6, 9, 2)]

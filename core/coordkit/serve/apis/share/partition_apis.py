@@ -47,9 +47,11 @@ from coordkit.serve.apis.fetch import high_watermark
 from coordkit.serve.apis.metadata import node_endpoints
 from coordkit.serve.apis.share.offset_apis import SHARE_OFFSET_APIS
 from coordkit.serve.apis.share.share_reads import (
+    aborted_batches,
     group_share_settings,
     initial_offset,
     log_batches,
+    reads_committed,
 )
 from coordkit.serve.authorization import (
     GROUP_AUTHORIZATION_FAILED,
@@ -60,6 +62,7 @@ from coordkit.serve.authorization import (
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import on_close
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.dataplane.log_transactions import last_stable_offset
 from coordkit.serve.dataplane.share.in_flight import (
     AcknowledgementBatch,
     AcknowledgeType,
@@ -222,24 +225,33 @@ async def _acknowledge(
 def _acquire(
     ctx: BrokerContext, manager: SharePartitionManager, loaded: LoadedPartition,
     share_key: ShareKey, topic: str, member_id: str, max_records: int, budget: int,
-    held: Container[int],
-) -> tuple[bytes, list[Any]]:  # fmt: skip
-    """Acquire from the log for ``member_id``: the batches holding acquired offsets and the
-    acquired ranges."""
+    held: Container[int], committed: bool,
+) -> tuple[bytes, list[Any], bool]:  # fmt: skip
+    """Acquire from the log for ``member_id``: the batches holding acquired offsets, the
+    acquired ranges and whether records of aborted transactions were archived. ``committed``
+    (the group's ``share.isolation.level`` is read_committed): read below the last stable
+    offset, not the high watermark, and archive what aborted transactions wrote."""
     tp = (topic, share_key[2])
     partition_log = ctx.logs.get(tp)
-    hw = high_watermark(ctx, tp, partition_log)
+    upto = high_watermark(ctx, tp, partition_log)
+    if committed:
+        upto = last_stable_offset(partition_log, upto)
     partition = loaded.partition
     if partition_log.log_start > partition.start_offset:
         partition.move_start_to(partition_log.log_start)
     if not partition.can_acquire():
-        return b"", []
-    batches = log_batches(partition_log, partition.next_fetch_offset(), hw, budget)
+        return b"", [], False
+    batches = log_batches(partition_log, partition.next_fetch_offset(), upto, budget)
+    aborted = {
+        offset
+        for batch in (aborted_batches(partition_log, batches) if committed else ())
+        for offset in range(batch.first_offset, batch.last_offset + 1)
+    }
     ranges = manager.acquire(share_key, loaded, member_id,
                              [(b.first_offset, b.last_offset) for b in batches], max_records,
-                             held)  # fmt: skip
+                             held, aborted)  # fmt: skip
     if not ranges:
-        return b"", []
+        return b"", [], bool(aborted)
     data = b"".join(
         b.data
         for b in batches
@@ -247,7 +259,7 @@ def _acquire(
     )
     acquired = [AcquiredRecords(first_offset=r.first_offset, last_offset=r.last_offset,
                                 delivery_count=r.delivery_count) for r in ranges]  # fmt: skip
-    return data, acquired
+    return data, acquired, bool(aborted)
 
 
 def _response_partition(answer: PartitionAnswer) -> Any:
@@ -345,10 +357,12 @@ async def _fetch(
     body = request.body
     deadline = time.monotonic() + max(body.max_wait_ms, 0) / 1000
     max_records = body.max_records if body.max_records > 0 else 500
+    committed = reads_committed(ctx, group_id)
     while True:
         woken = [ctx.logs.changed(), manager.changed()]  # before reading: a change wakes us
         budget = body.max_bytes if body.max_bytes > 0 else 2**31 - 1
         found = 0
+        skipped = False  # aborted records archived: what follows them is read at once
         for key in partitions:
             answer = answers.setdefault(key, PartitionAnswer(*key))
             name = names.get(key[0])
@@ -362,9 +376,11 @@ async def _fetch(
             if loaded is None:
                 continue
             answer.error = errors.NONE
-            data, acquired = _acquire(ctx, manager, loaded, (group_id, *key), name, member_id,
-                                      max_records - found, max(budget, 1),
-                                      released.get(key, frozenset()))  # fmt: skip
+            data, acquired, archived = _acquire(
+                ctx, manager, loaded, (group_id, *key), name, member_id, max_records - found,
+                max(budget, 1), released.get(key, frozenset()), committed,
+            )  # fmt: skip
+            skipped = skipped or archived
             answer.records += data
             answer.acquired += acquired
             budget -= len(data)
@@ -375,6 +391,8 @@ async def _fetch(
         failed = any(answers[k].error for k in partitions if k in answers)
         if found or failed or released or left <= 0:
             return
+        if skipped:
+            continue
         waits = [asyncio.ensure_future(event.wait()) for event in woken]
         try:
             await asyncio.wait(waits, timeout=left, return_when=asyncio.FIRST_COMPLETED)

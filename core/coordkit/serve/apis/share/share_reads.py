@@ -1,21 +1,26 @@
 """What the share-partition apis read of a broker: a log's batches from an offset (a share fetch
-acquires whole batches), where a share partition without state starts
-(``share.auto.offset.reset``), and a group's share settings (its group configs over the broker's).
+acquires whole batches), the aborted ones among them (a read_committed share fetch archives them),
+where a share partition without state starts (``share.auto.offset.reset``), and a group's share
+settings (its group configs over the broker's).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
 from coordkit.engine.states import TP
+from coordkit.protocol import records
+from coordkit.protocol.records import BatchHeader
 from coordkit.serve.apis.fetch import high_watermark
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.log import PartitionLog
+from coordkit.serve.dataplane.log_transactions import aborted_transactions
 from coordkit.serve.dataplane.share.partition_manager import ShareSettings
 from coordkit.serve.dataplane.share.share_partition import SharePartitionConfig
 
@@ -24,6 +29,14 @@ RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
+ISOLATION_LEVEL = "share.isolation.level"
+
+#: A batch's attribute bits (Kafka's ``DefaultRecordBatch``).
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+#: A control record's key: its version and type (0 ABORT, Kafka's ``ControlRecordType``).
+_CONTROL_KEY = struct.Struct(">hh")
+_ABORT = 0
 
 #: Java's ``Duration.parse`` text (``PnDTnHnMn.nS``), as ``by_duration:`` takes it.
 _DURATION = re.compile(
@@ -37,6 +50,7 @@ class LogBatch:
     first_offset: int
     last_offset: int
     data: bytes
+    header: BatchHeader
 
 
 def log_batches(
@@ -59,9 +73,49 @@ def log_batches(
             data = segment.batches[position]
             if found and size + len(data) > max_bytes:
                 return found
-            found.append(LogBatch(header.base_offset, header.last_offset, data))
+            found.append(LogBatch(header.base_offset, header.last_offset, data, header))
             size += len(data)
         slot = 0
+    return found
+
+
+def _aborts(batch: LogBatch) -> bool:
+    """Whether ``batch`` is a transaction's ABORT marker (Kafka's ``containsAbortMarker``)."""
+    if not batch.header.attributes & _CONTROL:
+        return False
+    decoded = records.decode_batch(batch.data, verify_crc=False)
+    key = decoded.records[0].key if decoded.records else None
+    return (
+        key is not None
+        and len(key) >= _CONTROL_KEY.size
+        and (_CONTROL_KEY.unpack_from(key)[1] == _ABORT)
+    )
+
+
+def aborted_batches(partition_log: PartitionLog, batches: Sequence[LogBatch]) -> list[LogBatch]:
+    """The batches of aborted transactions among ``batches`` (read in log order), as Kafka's
+    ``SharePartition.fetchAbortedTransactionRecordBatches`` finds them: a producer's batches
+    from the first offset of each of its aborted transactions the log lists up to the
+    transaction's ABORT marker. Control batches are none of them."""
+    if not batches:
+        return []
+    listed = sorted(
+        aborted_transactions(partition_log, batches[0].first_offset, batches[-1].last_offset + 1),
+        key=lambda aborted: aborted.first_offset,
+        reverse=True,
+    )
+    aborting: set[int] = set()
+    found: list[LogBatch] = []
+    for batch in batches:
+        producer_id = batch.header.producer_id
+        if producer_id < 0:
+            continue
+        while listed and listed[-1].first_offset <= batch.last_offset:
+            aborting.add(listed.pop().producer_id)
+        if _aborts(batch):
+            aborting.discard(producer_id)
+        elif batch.header.attributes & _TRANSACTIONAL and producer_id in aborting:
+            found.append(batch)
     return found
 
 
@@ -109,6 +163,14 @@ def group_overrides(ctx: BrokerContext, group_id: str) -> Mapping[str, str]:
         return {}
     found: Mapping[str, str] = configs.overrides(group_id)
     return found
+
+
+def reads_committed(ctx: BrokerContext, group_id: str) -> bool:
+    """Whether ``group_id``'s share fetches read only below the last stable offset and never
+    deliver aborted records (its ``share.isolation.level``; Kafka 4.4's default
+    read_uncommitted)."""
+    level = group_overrides(ctx, group_id).get(ISOLATION_LEVEL, "read_uncommitted")
+    return level.strip().lower() == "read_committed"
 
 
 def group_share_settings(ctx: BrokerContext, group_id: str) -> tuple[SharePartitionConfig, str]:

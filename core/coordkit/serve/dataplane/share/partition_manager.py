@@ -172,9 +172,12 @@ class SharePartitionManager:
         batches: Sequence[tuple[int, int]],
         max_records: int,
         held: Container[int] = frozenset(),
+        aborted: Container[int] = frozenset(),
     ) -> list[AcquiredRange]:
-        """Acquire for ``member_id`` (nothing to persist: an acquisition is not written)."""
-        ranges = loaded.partition.acquire(member_id, batches, max_records, self.now_ms(), held)
+        """Acquire for ``member_id`` (nothing to persist: an acquisition is not written, nor
+        are the records of aborted transactions it archives, as Kafka's)."""
+        ranges = loaded.partition.acquire(member_id, batches, max_records, self.now_ms(), held,
+                                          aborted)  # fmt: skip
         if ranges:
             self._schedule(key, loaded)
         return ranges

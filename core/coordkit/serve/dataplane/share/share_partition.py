@@ -113,12 +113,15 @@ class SharePartition:
         max_records: int,
         now_ms: float,
         held: Container[int] = frozenset(),
+        aborted: Container[int] = frozenset(),
     ) -> list[AcquiredRange]:
         """Acquire for ``member_id`` from the log batches ``batches`` (each ``(first offset,
         last offset)``, in log order, as read from :meth:`next_fetch_offset`); whole batches,
         until ``max_records`` records are acquired; the acquired offsets as ranges of one
         delivery count each. ``held``: AVAILABLE offsets not to acquire now (released by the
-        request that fetches)."""
+        request that fetches). ``aborted``: offsets of aborted transactions (a read_committed
+        fetch): acquired, then ARCHIVED at once and left out of the answer, as Kafka's
+        ``filterAbortedTransactionalAcquiredRecords`` does — they are never delivered."""
         deadline = now_ms + self.config.record_lock_duration_ms
         acquired: list[tuple[int, int]] = []  # (offset, delivery count)
         for first, last in batches:
@@ -144,6 +147,14 @@ class SharePartition:
                 self._lock(offset, record, member_id, deadline)
                 acquired.append((offset, 1))
             self.end_offset = last + 1
+        if aborted:
+            delivered = []
+            for offset, count in acquired:
+                if offset in aborted:
+                    self._acquired.pop(offset).settle(RecordState.ARCHIVED)
+                else:
+                    delivered.append((offset, count))
+            acquired = delivered
         self._advance_start()
         return list(_ranges(acquired))
 
