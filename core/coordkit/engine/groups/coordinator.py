@@ -514,6 +514,10 @@ class GroupCoordinator(EngineObserver):
     def share_group_describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
         return self.share_groups.describe(group_ids)
 
+    def empty_share_group(self, group_id: str) -> tuple[int, str | None]:
+        """The share group an AlterShareGroupOffsets changes: found, or made empty and stored."""
+        return self.share_groups.empty_group(group_id)
+
     # -- DescribeGroups, ListGroups (see .listing) ----------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription:

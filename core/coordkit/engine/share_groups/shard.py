@@ -208,6 +208,25 @@ class ShareGroupShard:
                 ),
             )
 
+    # -- AlterShareGroupOffsets ----------------------------------------------------------------
+
+    def empty_group(self, group_id: str) -> tuple[int, str | None]:
+        """Ready ``group_id`` for an offset change as Kafka's ``alterShareGroupOffsets`` does:
+        found, or made and stored as an empty share group (ListGroups and DescribeGroups show it
+        then); GROUP_ID_NOT_FOUND for a group of another kind, NON_EMPTY_GROUP with members."""
+        group = self._group(group_id, create=True)
+        if isinstance(group, ShareGroupHeartbeatResponse):
+            return group.error, group.message
+        with group.lock:
+            if group.dead or self.hosting.group(group_id) is not group:
+                return ErrorCode.NOT_COORDINATOR, None
+            if group.members:
+                return NON_EMPTY_GROUP, None
+            error = self._persist(group)
+            if error is not ErrorCode.NONE:
+                self.hosting.replace(group, None)
+            return error, None
+
     # -- DeleteGroups --------------------------------------------------------------------------
 
     def delete(self, group: ShareGroup) -> int:

@@ -8,9 +8,10 @@ running broker):
   high watermark less the start offset less the records after it already acknowledged or
   archived (KIP-1226); a partition without state (an unknown group or topic included): start
   offset -1, lag -1, no error. No topics named: every topic the group has a state for.
-* Alter (the group must have no members: NON_EMPTY_GROUP): each partition starts afresh at the
-  given offset, with a new state epoch; a negative offset forgets the state (the partition
-  starts where ``share.auto.offset.reset`` says). Unknown topics and partitions:
+* Alter (a group that does not exist is made, an empty share group, as Kafka makes it; one
+  with members: NON_EMPTY_GROUP; one of another kind: GROUP_ID_NOT_FOUND): each partition
+  starts afresh at the given offset, with a new state epoch; a negative offset forgets the
+  state (the partition starts where ``share.auto.offset.reset`` says). Unknown topics and partitions:
   UNKNOWN_TOPIC_OR_PARTITION.
 * Delete (the group must exist, GROUP_ID_NOT_FOUND, and have no members): the topics' states
   go.
@@ -160,14 +161,15 @@ async def _partition_counts(ctx: BrokerContext, names: Iterable[str]) -> dict[st
     return await ctx.blocking(lambda: ctx.broker.group_coordinator.topic_partitions(wanted))
 
 
-def _empty_group_error(ctx: BrokerContext, group_id: str, *, must_exist: bool) -> int:
-    """The refusal of an offset change for ``group_id``, or NONE: Kafka changes the offsets of
-    an empty share group only (an absent one: Delete refuses it, Alter goes ahead)."""
+def _empty_group_error(ctx: BrokerContext, group_id: str) -> int:
+    """The refusal of a DeleteShareGroupOffsets for ``group_id``, or NONE: Kafka deletes the
+    offsets of an empty share group only (AlterShareGroupOffsets makes the group: see
+    :meth:`~coordkit.engine.share_groups.shard.ShareGroupShard.empty_group`)."""
     if not _hosts(ctx, group_id):
         return errors.NOT_COORDINATOR
     members = _members(ctx, group_id)
     if members is None:
-        return errors.GROUP_ID_NOT_FOUND if must_exist else errors.NONE
+        return errors.GROUP_ID_NOT_FOUND
     return errors.NON_EMPTY_GROUP if members else errors.NONE
 
 
@@ -181,14 +183,17 @@ _REFUSALS = {
 async def handle_alter_share_group_offsets(ctx: BrokerContext, request: Request) -> Any:
     body = request.body
     group_id = body.group_id
-    code = (
-        GROUP_AUTHORIZATION_FAILED
-        if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id)
-        else _empty_group_error(ctx, group_id, must_exist=False)
-    )
+    code, message = GROUP_AUTHORIZATION_FAILED, None
+    if allowed(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+        code = errors.NOT_COORDINATOR
+        if _hosts(ctx, group_id):
+            # Kafka's getOrMaybeCreateShareGroup: a group that does not exist is made (empty).
+            empty = ctx.broker.group_coordinator.empty_share_group
+            code, message = await ctx.blocking(partial(empty, group_id))
     if code:
         return AlterResponse(throttle_time_ms=0, error_code=code,
-                             error_message=_REFUSALS.get(code), responses=[])  # fmt: skip
+                             error_message=message or _REFUSALS.get(code),
+                             responses=[])  # fmt: skip
     names = [t.topic_name for t in body.topics]
     readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
     counts = await _partition_counts(ctx, names)
@@ -249,7 +254,7 @@ async def handle_delete_share_group_offsets(ctx: BrokerContext, request: Request
     code = (
         GROUP_AUTHORIZATION_FAILED
         if not allowed(ctx, AclOperation.DELETE, ResourceType.GROUP, group_id)
-        else _empty_group_error(ctx, group_id, must_exist=True)
+        else _empty_group_error(ctx, group_id)
     )
     if code:
         message = f"Group {group_id} not found." if code == errors.GROUP_ID_NOT_FOUND else (
