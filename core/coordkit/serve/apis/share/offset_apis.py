@@ -16,7 +16,9 @@ running broker):
 * Delete (the group must exist, GROUP_ID_NOT_FOUND, and have no members): the topics' states
   go.
 
-Another broker answers NOT_COORDINATOR. A share-partition leader in another process that holds
+The lag's high watermark is the leader's: read in this process, or asked of a leader in another
+(ListOffsets, as Kafka's ``NetworkPartitionMetadataClient``). Another broker answers
+NOT_COORDINATOR. A share-partition leader in another process that holds
 an altered or deleted state in memory reads it again when a member next opens a share session
 (:meth:`~coordkit.serve.dataplane.share.partition_manager.SharePartitionManager.revalidate`).
 """
@@ -32,6 +34,7 @@ from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.protocol import Request, messages
 from coordkit.serve import errors
 from coordkit.serve.apis.fetch import high_watermark
+from coordkit.serve.apis.share.leader_offsets import latest_offset
 from coordkit.serve.authorization import (
     GROUP_AUTHORIZATION_FAILED,
     TOPIC_AUTHORIZATION_FAILED,
@@ -86,10 +89,12 @@ def _members(ctx: BrokerContext, group_id: str) -> int | None:
     return len(found.members)
 
 
-def _lag(ctx: BrokerContext, topic: str, partition: int, state: ShareState) -> int:
-    """KIP-1226's lag, from the leader's high watermark when a broker of this process leads
-    the partition (-1 otherwise: the leader's high watermark is not at hand)."""
-    leadership = ctx.leadership((topic, partition))
+async def _lag(ctx: BrokerContext, topic: str, partition: int, state: ShareState) -> int:
+    """KIP-1226's lag, from the leader's high watermark: read where a broker of this process
+    leads the partition, else asked of the leader in its process
+    (:func:`~.leader_offsets.latest_offset`); -1 without a leader or an answer."""
+    tp = (topic, partition)
+    leadership = ctx.leadership(tp)
     replicas = ctx.logs.replicas
     if leadership is None:
         return -1
@@ -97,11 +102,15 @@ def _lag(ctx: BrokerContext, topic: str, partition: int, state: ShareState) -> i
     if leader is None and replicas is not None:
         leader = getattr(replicas, "contexts", {}).get(leadership[0])
     if leader is None:
-        return -1
-    partition_log = leader.logs.find((topic, partition))
-    if partition_log is None:
-        return -1
-    hw = high_watermark(leader, (topic, partition), partition_log)
+        asked = await ctx.blocking(partial(latest_offset, ctx, leadership[0], tp))
+        if asked is None:
+            return -1
+        hw = asked
+    else:
+        partition_log = leader.logs.find(tp)
+        if partition_log is None:
+            return -1
+        hw = high_watermark(leader, tp, partition_log)
     done = sum(
         b.last_offset - b.first_offset + 1 for b in state.batches if b.delivery_state in _DONE
     )
@@ -143,7 +152,7 @@ async def _describe_group(ctx: BrokerContext, version: int, group: Any) -> Any:
                     state = found[0]
                     row.start_offset, row.leader_epoch = state.start_offset, state.leader_epoch
                     if version >= LAG_VERSION:
-                        row.lag = _lag(ctx, name, partition, state)
+                        row.lag = await _lag(ctx, name, partition, state)
             rows.append(row)
         answer.topics.append(
             DescribeTopic(topic_name=name, topic_id=topic_id or NO_TOPIC_ID, partitions=rows)
