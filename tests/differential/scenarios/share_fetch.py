@@ -20,6 +20,8 @@ from coordkit.protocol import messages
 from coordkit.serve.classes import nested
 from differential import requests as rq
 from differential.harness import Connection, Side, scenario
+from differential.scenarios import configs
+from differential.scenarios import transactions as txn
 from differential.scenarios.consumer_groups import client_member_id, create_topics
 from differential.scenarios.share_groups import SHARE, ShareMember, settle
 
@@ -221,4 +223,41 @@ def offsets(side: Side) -> list[Any]:
     trace.append(describe_offsets(side, group, {topic: [0]}))
     unknown = side.group("never")
     trace.append(delete([topic], unknown))
+    return trace
+
+
+@scenario("share_fetch.read_committed",
+          versions={**FETCH, **txn.RECORDS, "IncrementalAlterConfigs": configs.INCREMENTAL})  # fmt: skip
+def read_committed(side: Side) -> list[Any]:
+    """A group of ``share.isolation.level=read_committed`` (IncrementalAlterConfigs): an aborted
+    transaction (0-1, its marker 2), a committed one (3-5, marker 6), a record without one (7)
+    and an open transaction (8-9): a fetch acquires up to the last stable offset (8), the
+    aborted records archived and left out (2-7 acquired, the markers among them); once the open
+    transaction commits (marker 10), the next fetch (accepting 2-7) acquires 8-10."""
+    topic = side.topic()
+    group = side.group()
+    configs.incremental(side, configs.GROUP, group,
+                        [("share.isolation.level", 0, "read_committed")])  # fmt: skip
+    joined(side, topic)
+    session = ShareSession(side, group, topic, "a")
+    trace: list[Any] = [session.fetch(wait_ms=0)["error_code"]]
+    transactional_id = side.group("txn")
+    at, answer = txn.ready(side, transactional_id)
+    producer = (answer.producer_id, answer.producer_epoch)
+    sequence = 0
+    for count, commit in ((2, False), (3, True)):
+        txn.add_partitions(side, at, transactional_id, producer, {topic: [0]})
+        txn.produce_txn(side, topic, transactional_id, producer, sequence, count)
+        sequence += count
+        trace.append(txn.end_txn(side, at, transactional_id, producer, commit))
+        trace.append(txn.completed(side, at, transactional_id,
+                                   "CompleteCommit" if commit else "CompleteAbort"))  # fmt: skip
+    produce(side, topic, 1)
+    txn.add_partitions(side, at, transactional_id, producer, {topic: [0]})
+    txn.produce_txn(side, topic, transactional_id, producer, sequence, 2)
+    trace.append(txn.stable_at(side, topic, 8))
+    trace.append(session.fetch(wait_ms=3_000))
+    trace.append(txn.end_txn(side, at, transactional_id, producer, True))
+    trace.append(txn.stable_at(side, topic, 11))
+    trace.append(session.fetch([(2, 7, [ACCEPT])], wait_ms=3_000))
     return trace
