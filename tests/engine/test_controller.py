@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,44 @@ def test_failover_when_the_controller_session_ends(
     assert cluster.history is not None
     assert cluster.history.violations() == []
     assert cluster.history.epochs() == [before.epoch, after.epoch]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_controller_stops_with_its_session_before_its_candidate_hears(
+    make_cluster: Callable[..., Any],
+    until: Callable[..., Any],
+    backend: Backend,
+    strategy: str,
+) -> None:
+    """The race CI once lost: the old controller's election candidate had not yet handled LOST
+    when its broker was back on a new session, so two brokers said they were controller. The
+    term ends with the session, whatever the candidate's thread is doing (Kafka's processExpire
+    resigns before the broker registers again)."""
+    cluster = make_cluster(3, config=EngineConfig(controller_election=strategy))
+    cluster.create_topic("a", 3, 2)
+    before = until(cluster, lambda v: len(v.partitions) == 3, "a to get leaders")
+    old = cluster.brokers[before.controller]
+    gate = threading.Event()
+    # Hold the old controller's candidate thread (a slow machine does this by itself).
+    old._candidate._worker.post(gate.wait, 30)
+    try:
+        backend.expire(cluster.raw_store(old.broker_id))
+        until(
+            cluster,
+            lambda v: v.epoch == before.epoch + 1 and old.broker_id in v.brokers,
+            "a new controller and the old broker back on a new session",
+        )
+        assert old.registered
+        assert not old.is_controller
+        holders = [b.broker_id for b in cluster.brokers.values() if b.is_controller]
+        assert len(holders) == 1
+        assert holders[0] != old.broker_id
+    finally:
+        gate.set()
+    after = until(cluster, lambda v: not v.offline(), "every partition led")
+    assert [b.broker_id for b in cluster.brokers.values() if b.is_controller] == [after.controller]
+    assert cluster.history is not None
+    assert cluster.history.violations() == []
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

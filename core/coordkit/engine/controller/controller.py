@@ -234,8 +234,14 @@ class Controller:
         self._events.mark(marks)
 
     def _on_session(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            # The term died with the session (its /controller was ephemeral). Stop acting now, on
+            # the store's thread, before the broker can register on a new session: Kafka's
+            # processExpire resigns before RegisterBrokerAndReelect, so a broker back on a new
+            # session is never still a controller beside the one elected meanwhile.
+            self._events.halt()
         # Whatever was in flight while the connection was down has an unknown outcome.
-        if state is SessionState.CONNECTED:
+        elif state is SessionState.CONNECTED:
             self._mark(Marks(everything=True))
 
     # -- requests (any thread) ----------------------------------------------------------------

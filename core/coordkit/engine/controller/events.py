@@ -125,6 +125,14 @@ class ControllerEventManager:
     def start(self) -> None:
         self._thread.start()
 
+    def halt(self) -> None:
+        """Stop taking work, without waiting for a pass in progress to end (safe on a store's
+        event thread: the pass may be waiting on that thread)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._fail_requests()
+
     def stop(self) -> None:
         with self._cond:
             self._stopped = True
