@@ -197,10 +197,12 @@ def test_committed_records_only_across_both_kinds_of_leader(cluster: MixedTransa
     finally:
         consumer.close()
     assert ends == [(0, 12), (0, 12)]
-    # Kafka's leader verifies with the coordinator: a batch of a partition never added is
-    # refused (a coordinator that does not answer AddPartitionsToTxn v4 has Kafka 3.9 skip the
-    # check with a warning and append it), and appended once the partition is added.
-    assert stray_batch_to_kafkas_leader(cluster) == [48, [0], 0, 0]
+    # Each leader verifies with the coordinator, of either kind: a batch of a partition never
+    # added is refused INVALID_TXN_STATE (a coordinator that does not answer AddPartitionsToTxn
+    # v4 has Kafka 3.9 skip the check with a warning and append it), and appended once the
+    # partition is added.
+    assert stray_batch(cluster, KAFKA) == [48, [0], 0, 0]
+    assert stray_batch(cluster, COORDKIT) == [48, [0], 0, 0]
 
 
 def call(address: str, request: Any, version: int) -> Any:
@@ -212,19 +214,25 @@ def call(address: str, request: Any, version: int) -> Any:
         connection.close()
 
 
-def stray_batch_to_kafkas_leader(cluster: MixedTransactions) -> list[Any]:
-    """Raw requests: a transactional batch to Kafka's partition (1) before the transaction
-    added it, AddPartitionsToTxn of it, the batch again, EndTxn abort: their error codes."""
+def stray_batch(cluster: MixedTransactions, leader: int) -> list[Any]:
+    """Raw requests: a transactional batch to the partition ``leader`` leads before the
+    transaction added it, AddPartitionsToTxn of it, the batch again, EndTxn abort: their error
+    codes."""
     coordinator = (cluster.coordkit.addresses[COORDKIT] if cluster.coordinator == COORDKIT
                    else cluster.kafka.node(KAFKA).address)  # fmt: skip
-    init = messages.InitProducerIdRequest(transactional_id=STRAY, transaction_timeout_ms=60_000,
+    partition = next(p for p, replicas in ASSIGNMENT.items() if replicas[0] == leader)
+    address = (cluster.coordkit.addresses[COORDKIT] if leader == COORDKIT
+               else cluster.kafka.node(KAFKA).address)  # fmt: skip
+    transactional_id = f"{STRAY}-{partition}"
+    init = messages.InitProducerIdRequest(transactional_id=transactional_id,
+                                          transaction_timeout_ms=60_000,
                                           producer_id=-1, producer_epoch=-1)  # fmt: skip
 
     def initialised() -> Any:
         answer = call(coordinator, init, INIT_PRODUCER_ID)
         return None if answer.error_code in SETTLING else answer
 
-    answer = wait_for(initialised, WAIT_SECONDS, f"InitProducerId of {STRAY}")
+    answer = wait_for(initialised, WAIT_SECONDS, f"InitProducerId of {transactional_id}")
     assert answer.error_code == 0, answer
     producer = (answer.producer_id, answer.producer_epoch)
 
@@ -232,20 +240,21 @@ def stray_batch_to_kafkas_leader(cluster: MixedTransactions) -> list[Any]:
         batch = rq.batch(1, producer_id=producer[0], producer_epoch=producer[1],
                          base_sequence=sequence, transactional=True,
                          first_timestamp=int(time.time() * 1000))  # fmt: skip
-        request = rq.produce(TOPIC, 1, batch)
-        request.transactional_id = STRAY
-        found = call(cluster.kafka.node(KAFKA).address, request, PRODUCE)
+        request = rq.produce(TOPIC, partition, batch)
+        request.transactional_id = transactional_id
+        found = call(address, request, PRODUCE)
         return int(found.responses[0].partition_responses[0].error_code)
 
     stray = produce(0)
     Add: Any = messages.AddPartitionsToTxnRequest
-    add = Add(v3_and_below_transactional_id=STRAY, v3_and_below_producer_id=producer[0],
+    add = Add(v3_and_below_transactional_id=transactional_id, v3_and_below_producer_id=producer[0],
               v3_and_below_producer_epoch=producer[1],
-              v3_and_below_topics=[Add.AddPartitionsToTxnTopic(name=TOPIC, partitions=[1])])  # fmt: skip
+              v3_and_below_topics=[Add.AddPartitionsToTxnTopic(name=TOPIC,
+                                                               partitions=[partition])])  # fmt: skip
     added = [p.partition_error_code
              for t in call(coordinator, add, ADD_PARTITIONS).results_by_topic_v3_and_below
              for p in t.results_by_partition]  # fmt: skip
     appended = produce(0)
-    end = messages.EndTxnRequest(transactional_id=STRAY, producer_id=producer[0],
+    end = messages.EndTxnRequest(transactional_id=transactional_id, producer_id=producer[0],
                                  producer_epoch=producer[1], committed=False)  # fmt: skip
     return [stray, added, appended, call(coordinator, end, END_TXN).error_code]

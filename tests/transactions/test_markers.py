@@ -1,7 +1,12 @@
 """The partition leader's side of transactions on ``coordkit serve`` (issue 38, step 1):
 transactional records produced with a transactional id, markers written by WriteTxnMarkers
 (replicated to the followers as any batch), a read_committed Fetch stopping at the last stable
-offset and listing the aborted transactions it read over, ListOffsets for read_committed."""
+offset and listing the aborted transactions it read over, ListOffsets for read_committed.
+
+The leaders here are asked for records of producers no coordinator knows (the markers come from
+the tests, not a coordinator), so they run with ``transaction.partition.verification.enable``
+false, as a Kafka leader would append them; the verification is tests/transactions/
+test_produce_verification.py's."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from coordkit.engine.states import TP
 from coordkit.protocol import messages
 from coordkit.protocol.records import decode_batches, encode_batch, new_batch
 from coordkit.serve import errors
+from coordkit.serve.context import ServeSettings
 from coordkit.serve.dataplane.log_transactions import last_stable_offset
 from serve.conftest import RawClient
 from serve.inprocess import InProcessFactory, InProcessServer
@@ -23,6 +29,7 @@ WriteTxnMarkers = messages.WriteTxnMarkersRequest
 READ_COMMITTED = 1
 FETCH_VERSION = 12
 TOPIC = "ledger"
+UNVERIFIED = ServeSettings(transaction_partition_verification_enable=False)
 
 
 def _produce(client: RawClient, tp: TP, pid: int, seq: int, *values: bytes) -> tuple[int, int]:
@@ -69,7 +76,7 @@ def _values(records: bytes) -> list[bytes | None]:
 
 
 def _setup(in_process: InProcessFactory, raw_client: Any) -> tuple[InProcessServer, RawClient]:
-    server = in_process(brokers=3)
+    server = in_process(brokers=3, settings=UNVERIFIED)
     _topic(server, TOPIC, 1, 3)
     return server, raw_client(server.address(_state(server, (TOPIC, 0)).leader))
 

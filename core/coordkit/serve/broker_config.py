@@ -170,6 +170,10 @@ CONFIGS: Mapping[str, ConfigKey] = {
         ConfigKey("transaction.state.log.min.isr", "int", 2,
                   "The min.insync.replicas __transaction_state is created with.",
                   "serve", "transaction_state_min_isr", 1),
+        ConfigKey("transaction.partition.verification.enable", "boolean", True,
+                  "Whether a partition leader verifies a transactional batch that opens a "
+                  "transaction with the transaction coordinator before appending it.",
+                  "serve", "transaction_partition_verification_enable"),
         # Share partitions (KIP-932), Kafka 4.4's ShareGroupConfig (a group's configs
         # share.delivery.count.limit, ... override the first three).
         ConfigKey("group.share.delivery.count.limit", "int", 5,

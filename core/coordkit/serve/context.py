@@ -91,6 +91,9 @@ class ServeSettings:
     transaction_state_num_partitions: int = 50
     transaction_state_replication_factor: int = 3
     transaction_state_min_isr: int = 2
+    #: Kafka's ``transaction.partition.verification.enable``: a leader verifies a transactional
+    #: batch opening a transaction with its coordinator before appending it (KIP-890 part 1).
+    transaction_partition_verification_enable: bool = True
 
     @property
     def share(self) -> ShareSettings:

@@ -52,6 +52,7 @@ from coordkit.serve.serving_cluster import ServingCluster
 from coordkit.serve.topic_configs import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, TopicConfigs
 from coordkit.serve.topic_ids import TopicIds, read_topic_ids
 from coordkit.serve.transactions.coordinator import close_coordinators, start_coordinators
+from coordkit.serve.transactions.verification import close_verifiers
 from coordkit.store.tree import children
 from coordkit.strategies.authorization import Authorizer
 
@@ -455,6 +456,7 @@ class KafkaServer:
                 for manager in self.log_managers:
                     await manager.close()
                 await close_coordinators(listener.ctx for listener in self.listeners)
+                close_verifiers(listener.ctx for listener in self.listeners)
 
     def stop_broker(self, broker_id: int, timeout: float = 30.0) -> None:
         """Crash broker ``broker_id`` while :meth:`serve` runs (from another thread): its

@@ -8,14 +8,18 @@ everybody's), and compare the coordinator's answers.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from coordkit.kafka.coordinators import coordinator_partition
 from coordkit.protocol import messages
+from coordkit.protocol.records import encode_batch
+from differential import requests as rq
 from differential.clusters import SHARED_CONFIGS
-from differential.harness import Side, scenario
+from differential.harness import Side, by_id, scenario
 from differential.scenarios.transactions import (
     RECORDS,
+    add_partitions,
     begun,
     completed,
     end_txn,
@@ -135,3 +139,89 @@ def add_partitions_as_a_broker(side: Side) -> list[Any]:
                                           verify_only=False)], names)  # fmt: skip
     verified = verify(side, at, [transaction(transactional_id, producer, {topic: [0]})], names)
     return [added, verified]
+
+
+# -- the partition leader's side: a transactional Produce verified before it is appended ------
+
+#: Produce v3-10's clients know no TRANSACTION_ABORTABLE; v11's do; v12+ has the leader add
+#: the partition (transaction version 2's producers).
+PRODUCE_DEFAULT_ERROR = 10
+PRODUCE_GENERIC_ERROR = 11
+
+
+def produce_raw(side: Side, topic: str, transactional_id: str, producer: tuple[int, int],
+                sequence: int, version: int, *, partition: int = 0) -> list[Any]:  # fmt: skip
+    """A transactional Produce of one record to ``partition`` at ``version``: the code, the
+    message, whether it got an offset, its log start offset."""
+    request = rq.produce(topic, partition, encode_batch(rq.batch(
+        1, producer_id=producer[0], producer_epoch=producer[1], base_sequence=sequence,
+        transactional=True, first_timestamp=int(time.time() * 1000))))  # fmt: skip
+    request.transactional_id = transactional_id
+    if version >= rq.PRODUCE:
+        by_id(side, request)
+    answer = side.call(side.leader(topic, partition), request, version)
+    result = answer.responses[0].partition_responses[0]
+    return [result.error_code, result.error_message, result.base_offset >= 0,
+            result.log_start_offset]  # fmt: skip
+
+
+def two_producers(side: Side, topic: str, transactional_id: str, producer: tuple[int, int],
+                  version: int) -> list[Any]:  # fmt: skip
+    """One Produce of two partitions whose transactional batches name two producer ids."""
+    request = rq.produce(topic, 0, encode_batch(rq.batch(
+        1, producer_id=producer[0], producer_epoch=producer[1], base_sequence=0,
+        transactional=True, first_timestamp=int(time.time() * 1000))))  # fmt: skip
+    partitions = request.topic_data[0].partition_data
+    partitions.append(type(partitions[0])(index=1, records=encode_batch(rq.batch(
+        1, producer_id=producer[0] + 1, producer_epoch=0, base_sequence=0, transactional=True,
+        first_timestamp=int(time.time() * 1000)))))  # fmt: skip
+    request.transactional_id = transactional_id
+    if version >= rq.PRODUCE:
+        by_id(side, request)
+    answer = side.call(side.leader(topic, 0), request, version)
+    return sorted((p.index, p.error_code) for p in answer.responses[0].partition_responses)
+
+
+def leaders_verify(side: Side, version: int) -> list[Any]:
+    """A raw transactional Produce at ``version``, as Kafka's leader verifies it with the
+    coordinator: a partition never added is refused (what the version's client knows), the
+    same once added is appended; another producer id's and an older epoch's are what the
+    coordinator says of them; batches of two producers in one request are refused whole
+    (whichever broker leads the partitions); after the commit the partition is out of the
+    transaction again."""
+    topic, transactional_id, at, producer = begun(side)
+    two = side.topic("two")
+    side.create_topic(two, partitions=2)
+    never_added = produce_raw(side, topic, transactional_id, producer, 0, version)
+    stranger = produce_raw(side, topic, transactional_id, (producer[0] + 1, 0), 0, version)
+    fenced = produce_raw(side, topic, transactional_id, (producer[0], producer[1] + 1), 0,
+                         version)  # fmt: skip
+    both = two_producers(side, two, transactional_id, producer, version)
+    added = add_partitions(side, at, transactional_id, producer, {topic: [0]})
+    appended = produce_raw(side, topic, transactional_id, producer, 0, version)
+    again = produce_raw(side, topic, transactional_id, producer, 1, version)
+    ended = end_txn(side, at, transactional_id, producer, True)
+    stable = stable_at(side, topic, 3)
+    done = completed(side, at, transactional_id, "CompleteCommit")
+    after = produce_raw(side, topic, transactional_id, producer, 2, version)
+    return [never_added, stranger, fenced, both, added, appended, again, ended, stable, done,
+            after]  # fmt: skip
+
+
+@scenario("transactions.produce_verified_v10",
+          versions={**RECORDS, "Produce": PRODUCE_DEFAULT_ERROR},
+          older_versions="Produce v10: a client before TRANSACTION_ABORTABLE, told "
+          "INVALID_TXN_STATE")  # fmt: skip
+def produce_verified_v10(side: Side) -> list[Any]:
+    """:func:`leaders_verify` at Produce v10: a partition never added INVALID_TXN_STATE "Partition
+    was not added to the transaction"."""
+    return leaders_verify(side, PRODUCE_DEFAULT_ERROR)
+
+
+@scenario("transactions.produce_verified_v11",
+          versions={**RECORDS, "Produce": PRODUCE_GENERIC_ERROR},
+          older_versions="Produce v11: the highest a producer of transaction version 1 sends "
+          "(Kafka's Java producer's), told TRANSACTION_ABORTABLE")  # fmt: skip
+def produce_verified_v11(side: Side) -> list[Any]:
+    """:func:`leaders_verify` at Produce v11: a partition never added TRANSACTION_ABORTABLE."""
+    return leaders_verify(side, PRODUCE_GENERIC_ERROR)

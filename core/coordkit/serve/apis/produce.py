@@ -33,6 +33,14 @@ record without key — with Kafka's ``LogValidator`` message and record errors �
 producer checks) — those last answered with the
 log start offset, as Kafka's leader answers what it refuses while appending.
 
+A transactional batch opening the producer's transaction in a partition is first verified with
+the transaction coordinator (KIP-890 part 1, ``transaction.partition.verification.enable``, on
+by default: see :mod:`coordkit.serve.transactions.verification`); a partition it does not verify
+is answered what Kafka's leader answers (INVALID_TXN_STATE "Partition was not added to the
+transaction", TRANSACTION_ABORTABLE from v11, NOT_ENOUGH_REPLICAS while the coordinator cannot
+tell) with log start offset -1, and nothing appended. Transactional batches of more than one
+producer in one request are INVALID_PRODUCER_ID_MAPPING for every partition.
+
 From Produce 10 a partition refused for another leader names the current leader and its endpoint
 (KIP-951); from 13 topics are named by id, and an id this process does not know is
 UNKNOWN_TOPIC_ID for each of its partitions.
@@ -61,7 +69,9 @@ from coordkit.serve.authorization import TOPIC_AUTHORIZATION_FAILED, allowed, al
 from coordkit.serve.classes import nested
 from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
+from coordkit.serve.dataplane.producer_state import VerificationGuard
 from coordkit.serve.topic_configs import MAX_MESSAGE_BYTES
+from coordkit.serve.transactions.verification import SupportedOperation, Unverified, verifier_of
 
 log = logging.getLogger("coordkit.serve")
 
@@ -131,7 +141,12 @@ def _transactional(data: bytes) -> bool:
 
 
 def _append(
-    ctx: BrokerContext, topic: str, partition: Any, acks: int, version: int
+    ctx: BrokerContext,
+    topic: str,
+    partition: Any,
+    acks: int,
+    version: int,
+    verified: VerificationGuard | None = None,
 ) -> tuple[Any, int]:
     """Append one partition's records; its answer and the offset acks=all waits for (-1: none)."""
     tp = (topic, partition.index)
@@ -176,7 +191,10 @@ def _append(
     try:
         if partition_log.config.compact:
             _refuse_keyless(batch, tp)
-        appended = partition_log.append(batch, epoch, verify_crc=False)
+        appended = partition_log.append(
+            batch, epoch, verify_crc=False, verified=verified,
+            verification=ctx.settings.transaction_partition_verification_enable,
+        )  # fmt: skip
     except _KeylessRecordsError as exc:
         log.info("broker %s: refused a produce to %s-%s: %s", ctx.broker_id, *tp, exc)
         answer.error_code = errors.INVALID_RECORD
@@ -225,6 +243,60 @@ def _refuse_keyless(batch: bytes, tp: TP) -> None:
     keyless = [i for i, record in enumerate(decoded.records) if record.key is None]
     if keyless:
         raise _KeylessRecordsError(keyless, tp)
+
+
+class _TransactionalBatches:
+    """A Produce request's transactional batches, checked with the coordinator before they
+    are appended (Kafka's ``ReplicaManager.handleProduceAppend``)."""
+
+    def __init__(self) -> None:
+        #: The partitions' (producer id, epoch).
+        self.producers: dict[TP, tuple[int, int]] = {}
+        #: The partitions the coordinator did not verify, with what the producer is told.
+        self.refused: dict[TP, Unverified] = {}
+        #: The guards the verified partitions append under.
+        self.guards: dict[TP, VerificationGuard] = {}
+
+    def add(self, tp: TP, records_field: bytes) -> None:
+        shape, batch = single_batch(records_field)
+        if shape or not _transactional(batch):
+            return
+        try:
+            header = records.read_batch_header(batch)
+        except ProtocolError:
+            return  # the append refuses it
+        if header.producer_id >= 0:
+            self.producers[tp] = (header.producer_id, header.producer_epoch)
+
+    async def verify(self, ctx: BrokerContext, transactional_id: str, version: int) -> None:
+        """Ask the coordinator about the partitions led here whose producer has no open
+        transaction in them."""
+        if not self.producers or not ctx.settings.transaction_partition_verification_enable:
+            return
+        (producer,) = set(self.producers.values())
+        for tp in self.producers:
+            error, _ = ctx.leader_error(tp)
+            if error:
+                continue  # answered by the append's own checks
+            guard = ctx.logs.get(tp).producers.start_verification(*producer)
+            if guard is not None:
+                self.guards[tp] = guard
+        if not self.guards:
+            return
+        self.refused = await verifier_of(ctx).verify(
+            transactional_id, producer, self.guards, SupportedOperation.for_produce(version)
+        )
+        if self.refused:
+            log.info("broker %s: transactional produce of %r refused: %s", ctx.broker_id,
+                     transactional_id, self.refused)  # fmt: skip
+
+
+def _unverified(partition: Any, refusal: Unverified) -> Any:
+    """A partition the coordinator did not verify: Kafka answers it before any append (no
+    offsets, log start offset -1)."""
+    return PartitionResponse(index=partition.index, error_code=refusal.code,
+                             error_message=refusal.message, base_offset=-1,
+                             log_append_time_ms=-1, log_start_offset=-1)  # fmt: skip
 
 
 def _topic_response(version: int, topic: Any, answers: list[Any]) -> Any:
@@ -315,6 +387,21 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         n for t in body.topic_data
         if (n := names.get(t.topic_id) if version >= TOPIC_ID_VERSION else t.name) is not None
     ))  # fmt: skip
+    transactional = _TransactionalBatches()
+    if body.transactional_id is not None:
+        for topic in body.topic_data:
+            name = names.get(topic.topic_id) if version >= TOPIC_ID_VERSION else topic.name
+            if name is not None and name in writable:
+                for partition in topic.partition_data:
+                    tp = (name, partition.index)
+                    if ctx.leader_error(tp)[0] != errors.UNKNOWN_TOPIC_OR_PARTITION:
+                        transactional.add(tp, bytes(partition.records or b""))
+        if len(set(transactional.producers.values())) > 1:
+            # Kafka's InvalidPidMappingException, the whole request's error.
+            if acks == 0:
+                raise CloseConnectionError("transactional records of more than one producer")
+            return _refused(version, body, errors.INVALID_PRODUCER_ID_MAPPING)
+        await transactional.verify(ctx, body.transactional_id, version)
     responses = []
     waits: list[tuple[Any, TP, int]] = []
     failed: list[tuple[str | None, int, int]] = []
@@ -322,6 +409,7 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
         name = names.get(topic.topic_id) if version >= TOPIC_ID_VERSION else topic.name
         answers = []
         for partition in topic.partition_data:
+            tp = (name or "", partition.index)
             if name is None:
                 answer, end = _unknown_id(partition), -1
             elif name not in writable:
@@ -329,8 +417,11 @@ async def handle_produce(ctx: BrokerContext, request: Request) -> Any:
                                            error_code=TOPIC_AUTHORIZATION_FAILED,
                                            log_append_time_ms=-1)  # fmt: skip
                 end = -1
+            elif tp in transactional.refused:
+                answer, end = _unverified(partition, transactional.refused[tp]), -1
             else:
-                answer, end = _append(ctx, name, partition, acks, version)
+                answer, end = _append(ctx, name, partition, acks, version,
+                                      transactional.guards.get(tp))  # fmt: skip
             answers.append(answer)
             if answer.error_code:
                 failed.append((name, answer.index, answer.error_code))

@@ -43,7 +43,11 @@ from coordkit.serve import errors
 from coordkit.serve.dataplane import log_validator
 from coordkit.serve.dataplane.log_config import LogConfig
 from coordkit.serve.dataplane.produced_batches import checked_batches
-from coordkit.serve.dataplane.producer_state import BatchMetadata, ProducerStates
+from coordkit.serve.dataplane.producer_state import (
+    BatchMetadata,
+    ProducerStates,
+    VerificationGuard,
+)
 from coordkit.serve.dataplane.segment import LogSegment, RollParams
 
 if TYPE_CHECKING:
@@ -166,12 +170,22 @@ class PartitionLog:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, data: bytes, leader_epoch: int, *, verify_crc: bool = True) -> Appended:
+    def append(
+        self,
+        data: bytes,
+        leader_epoch: int,
+        *,
+        verify_crc: bool = True,
+        verified: VerificationGuard | None = None,
+        verification: bool = False,
+    ) -> Appended:
         """Append every batch of a Produce request's records field as the leader.
 
         All batches are checked (magic 2, CRC-32C unless the caller checked it, lengths, record
         counts, codec, producer sequences) before any is kept, so a refused request appends
-        nothing.
+        nothing. With ``verification`` (the broker's ``transaction.partition.verification.
+        enable``) a batch opening a transaction needs the guard it was verified under,
+        ``verified`` (see :mod:`coordkit.serve.dataplane.producer_state`).
 
         :raises ProtocolError: a batch is malformed.
         """
@@ -179,7 +193,7 @@ class PartitionLog:
         pending: dict[int, tuple[int, int]] = {}
         verdicts: list[int | BatchMetadata] = []
         for header, _raw in checked:
-            verdict = self.producers.check(header, pending)
+            verdict = self.producers.check(header, pending, verified, verification=verification)
             if isinstance(verdict, int) and verdict != errors.NONE:
                 return Appended(verdict)
             verdicts.append(verdict)

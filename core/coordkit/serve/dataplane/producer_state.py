@@ -25,6 +25,13 @@ INVALID_RECORD (only coordinators write markers). The first offset of the oldest
 yet decided, or decided by a marker the high watermark has not passed, is the log's first
 unstable offset: read_committed consumers read below it (the last stable offset).
 
+Verification (KIP-890 part 1, :mod:`coordkit.serve.transactions.verification`): before a
+leader asks the coordinator about a producer's first transactional batch it takes a
+**verification guard** for the producer (:meth:`ProducerStates.start_verification`); any
+transactional batch or marker recorded for the producer clears it, and a transactional batch of a
+producer without an open transaction is appended only with the guard it was verified under
+(else INVALID_TXN_STATE, Kafka's "Record was not part of an ongoing transaction").
+
 Followers apply the same state from the batches they copy, so a new leader keeps deduplicating
 and knows the open transactions.
 
@@ -199,11 +206,23 @@ def _in_sequence(last: int, first: int) -> bool:
     return first == last + 1 or (first == 0 and last == _MAX_SEQUENCE)
 
 
+class VerificationGuard:
+    """The token of one verification of a producer's first transactional batch in a partition
+    (Kafka's ``VerificationGuard``): equal only to itself."""
+
+    __slots__ = ("producer_epoch",)
+
+    def __init__(self, producer_epoch: int) -> None:
+        self.producer_epoch = producer_epoch
+
+
 class ProducerStates:
     """The producer state of one partition's log."""
 
     def __init__(self) -> None:
         self._entries: dict[int, ProducerEntry] = {}
+        #: Producers being verified with their coordinator (Kafka's ``verificationStates``).
+        self._verifying: dict[int, VerificationGuard] = {}
         #: Open transactions: first offset → producer id (Kafka's ``ongoingTxns``).
         self._ongoing: dict[int, int] = {}
         #: Transactions a marker completed that the high watermark may not have passed yet:
@@ -220,13 +239,34 @@ class ProducerStates:
         """Every producer with a batch in the log, by id (DescribeProducers)."""
         return sorted(self._entries.items())
 
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        entry = self._entries.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
+    def start_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+        """The guard a leader verifies the producer's transactional batch under, ``None`` when
+        the producer's transaction is open here already (nothing to verify: Kafka's
+        ``maybeStartTransactionVerification``). A guard taken before is kept."""
+        if self.has_ongoing_transaction(producer_id):
+            return None
+        guard = self._verifying.get(producer_id)
+        if guard is None:
+            guard = self._verifying[producer_id] = VerificationGuard(producer_epoch)
+        return guard
+
     def check(
-        self, header: BatchHeader, pending: dict[int, tuple[int, int]]
+        self,
+        header: BatchHeader,
+        pending: dict[int, tuple[int, int]],
+        verified: VerificationGuard | None = None,
+        *,
+        verification: bool = False,
     ) -> int | BatchMetadata:
         """The verdict on a batch a leader is asked to append by a client: an error code
         (``NONE``: append it) or the metadata of the batch it duplicates. ``pending`` holds
         ``(epoch, last seq)`` of batches of the same request checked before it; this one is
-        added when accepted."""
+        added when accepted. With ``verification`` a transactional batch opening a transaction
+        needs the producer's current guard, ``verified``."""
         if header.attributes & CONTROL:
             return errors.INVALID_RECORD  # Kafka's LogValidator: clients write no markers
         producer_id = header.producer_id
@@ -241,6 +281,14 @@ class ProducerStates:
             for batch in entry.batches:
                 if (batch.first_seq, batch.last_seq) == (first, last):
                     return batch
+        if (
+            verification
+            and transactional
+            and not self.has_ongoing_transaction(producer_id)
+            and (verified is None or self._verifying.get(producer_id) is not verified)
+        ):
+            # Not verified, or its transaction ended since (Kafka checks this before sequences).
+            return errors.INVALID_TXN_STATE
         known = pending.get(producer_id)
         if known is None and entry is not None:
             known = (entry.epoch, entry.last_seq)
@@ -275,6 +323,9 @@ class ProducerStates:
         """Remember an appended batch (``header`` with its offsets assigned; ``batch``: its
         bytes, read for a control batch's marker). A marker that ends an open transaction
         returns it completed."""
+        if header.attributes & TRANSACTIONAL:
+            # The transaction is open here now, or a marker ended it: the guard has done its work.
+            self._verifying.pop(header.producer_id, None)
         if header.attributes & CONTROL:
             return self._record_marker(header, batch)
         if header.producer_id < 0 or header.base_sequence < 0:
