@@ -4,8 +4,9 @@ As Kafka's ``ReplicaManager.activeProducerState``: any replica holding the parti
 answers (the admin client asks the leader), with each producer's id, epoch, last sequence and
 the timestamp of its last batch, the coordinator epoch of its last transaction marker and the
 first offset of its open transaction (-1 when none: what ``kafka-transactions abort`` and
-``find-hanging`` read); a partition the broker holds no replica of is NOT_LEADER_OR_FOLLOWER, one
-the cluster does not have UNKNOWN_TOPIC_OR_PARTITION.
+``find-hanging`` read, the latter for every partition a broker holds, the internal topics'
+too); a partition the broker holds no replica of is NOT_LEADER_OR_FOLLOWER, one the cluster does
+not have UNKNOWN_TOPIC_OR_PARTITION.
 
 Under an authorizer each topic needs Read: else its partitions are TOPIC_AUTHORIZATION_FAILED
 with Kafka's message, before the topic's existence is looked at (``KafkaApis``).
@@ -44,9 +45,14 @@ def _describe(ctx: BrokerContext, topic: str, partition: int) -> Any:
     if state is None:
         answer.error_code = errors.UNKNOWN_TOPIC_OR_PARTITION
         return answer
-    partition_log = ctx.logs.find(tp)
-    if ctx.broker_id not in state.replicas or partition_log is None:
+    if ctx.broker_id not in state.replicas:
         answer.error_code = errors.NOT_LEADER_OR_FOLLOWER
+        return answer
+    partition_log = ctx.logs.find(tp)
+    if partition_log is None:
+        # A replica whose log nothing was written to yet: no producers. So are the partitions
+        # of __consumer_offsets and __transaction_state, whose state coordkit keeps in the
+        # store (Kafka's list a transaction's producer while its offsets are pending).
         return answer
     answer.active_producers = [
         Producer_(
