@@ -1,13 +1,15 @@
 """A blocking connection from one broker to another, speaking Kafka's protocol: the controller's
 requests to brokers (:mod:`coordkit.serve.control_plane.channel`) and a broker's ControlledShutdown to
-the controller (:mod:`coordkit.serve.control_plane.client`). One request at a time, each answered
+the controller (:mod:`coordkit.serve.control_plane.client`); :class:`BrokerConnections` keeps one
+to each broker a part talks to (a transaction coordinator's markers, a leader's verifications). One request at a time, each answered
 before the next; the versions are chosen from the peer's ApiVersions. The connection is opened by
 the process's :class:`~coordkit.serve.control_plane.connector.BrokerConnector` (TLS and SASL as the
 inter-broker listener asks)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordkit.protocol import APIS, KafkaCodec, messages
@@ -80,3 +82,58 @@ class BrokerConnection:
 
     def close(self) -> None:
         self._sock.close()
+
+
+class BrokerConnections:
+    """One connection per broker id, opened at its first use (``address_of`` gives the broker's
+    inter-broker address) and used by one call at a time; a call that fails drops its
+    connection, so the next one connects again. What a coordinator keeps to the leaders it
+    writes markers to, and a leader to the coordinators it asks to verify transactions."""
+
+    def __init__(self, client_id: str, connector: BrokerConnector,
+                 address_of: Callable[[int], tuple[str, int]]) -> None:  # fmt: skip
+        self.client_id = client_id
+        self._connector = connector
+        self._address_of = address_of
+        self._connections: dict[int, BrokerConnection] = {}
+        self._locks: dict[int, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def call(self, broker_id: int, request: Any, versions: tuple[int, int]) -> Any:
+        """``request`` to broker ``broker_id`` at the highest of ``versions`` both speak, and
+        its answer (blocking).
+
+        :raises UnservedVersionError: the broker speaks none of ``versions`` (the connection is
+            kept).
+        :raises OSError, ProtocolError, KeyError: the call failed (the broker is not
+            registered: ``KeyError``); the connection is dropped.
+        """
+        api = type(request).KAFKA_NAME.removesuffix("Request")
+        with self._guard:
+            lock = self._locks.setdefault(broker_id, threading.Lock())
+        with lock:
+            try:
+                connection = self._connection(broker_id)
+                return connection.call(request, connection.versions({api: versions})[api])
+            except UnservedVersionError:
+                raise
+            except BaseException:
+                self.drop(broker_id)
+                raise
+
+    def _connection(self, broker_id: int) -> BrokerConnection:
+        connection = self._connections.get(broker_id)
+        if connection is None:
+            connection = BrokerConnection(self._address_of(broker_id), self.client_id,
+                                          connector=self._connector)  # fmt: skip
+            self._connections[broker_id] = connection
+        return connection
+
+    def drop(self, broker_id: int) -> None:
+        connection = self._connections.pop(broker_id, None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        for broker_id in list(self._connections):
+            self.drop(broker_id)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import threading
 from collections.abc import Callable, Iterable
 
 import attrs
@@ -32,7 +31,7 @@ from coordkit.serve import errors
 from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
+from coordkit.serve.control_plane.connection import BrokerConnections, UnservedVersionError
 
 log = logging.getLogger("coordkit.serve.transactions")
 
@@ -62,10 +61,10 @@ class TransactionMarkerChannelManager:
 
     def __init__(self, ctx: BrokerContext, client_id: str = "coordkit-txn-markers") -> None:
         self.ctx = ctx
-        self.client_id = f"{client_id}-{ctx.broker_id}"
-        self._connections: dict[int, BrokerConnection] = {}
-        self._locks: dict[int, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self.connections = BrokerConnections(
+            f"{client_id}-{ctx.broker_id}", ctx.connector,
+            lambda broker: ctx.connector.address_of(dict(read_brokers(ctx.broker.store))[broker]),
+        )  # fmt: skip
 
     async def write(
         self, marker: TxnMarker, partitions: Iterable[TP], still_coordinator: Callable[[], bool]
@@ -105,8 +104,6 @@ class TransactionMarkerChannelManager:
 
     def _send(self, leader: int, partitions: list[TP], marker: TxnMarker) -> dict[TP, int]:
         """One WriteTxnMarkers to ``leader`` (blocking): each partition's code."""
-        with self._guard:
-            lock = self._locks.setdefault(leader, threading.Lock())
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
@@ -115,16 +112,12 @@ class TransactionMarkerChannelManager:
             transaction_result=marker.commit, coordinator_epoch=marker.coordinator_epoch,
             topics=[MarkerTopic(name=t, partition_indexes=p)
                     for t, p in by_topic.items()])])  # fmt: skip
-        with lock:
-            try:
-                connection = self._connection(leader)
-                version = connection.versions({"WriteTxnMarkers": (1, 1)})["WriteTxnMarkers"]
-                answer = connection.call(request, version)
-            except (OSError, ProtocolError, StoreError, UnservedVersionError, KeyError) as exc:
-                log.info("broker %s: markers to broker %s not sent: %s", self.ctx.broker_id,
-                         leader, exc)  # fmt: skip
-                self._drop(leader)
-                return dict.fromkeys(partitions, UNREACHABLE)
+        try:
+            answer = self.connections.call(leader, request, (1, 1))
+        except (OSError, ProtocolError, StoreError, UnservedVersionError, KeyError) as exc:
+            log.info("broker %s: markers to broker %s not sent: %s", self.ctx.broker_id,
+                     leader, exc)  # fmt: skip
+            return dict.fromkeys(partitions, UNREACHABLE)
         codes: dict[TP, int] = {}
         for result in answer.markers:
             for topic in result.topics:
@@ -132,21 +125,5 @@ class TransactionMarkerChannelManager:
                     codes[(topic.name, partition.partition_index)] = partition.error_code
         return {tp: codes.get(tp, UNREACHABLE) for tp in partitions}
 
-    def _connection(self, leader: int) -> BrokerConnection:
-        connection = self._connections.get(leader)
-        if connection is None:
-            info = dict(read_brokers(self.ctx.broker.store))[leader]
-            address = self.ctx.connector.address_of(info)
-            connection = BrokerConnection(address, self.client_id,
-                                          connector=self.ctx.connector)  # fmt: skip
-            self._connections[leader] = connection
-        return connection
-
-    def _drop(self, leader: int) -> None:
-        connection = self._connections.pop(leader, None)
-        if connection is not None:
-            connection.close()
-
     def close(self) -> None:
-        for leader in list(self._connections):
-            self._drop(leader)
+        self.connections.close()

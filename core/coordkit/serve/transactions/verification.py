@@ -41,7 +41,6 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import threading
 import weakref
 from collections.abc import Iterable
 
@@ -53,7 +52,7 @@ from coordkit.serve import errors
 from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.control_plane.connection import BrokerConnection, UnservedVersionError
+from coordkit.serve.control_plane.connection import BrokerConnections, UnservedVersionError
 from coordkit.serve.transactions.coordinator import coordinator_of
 
 log = logging.getLogger("coordkit.serve.transactions")
@@ -135,10 +134,10 @@ class AddPartitionsToTxnManager:
 
     def __init__(self, ctx: BrokerContext, client_id: str = "coordkit-txn-verification") -> None:
         self.ctx = ctx
-        self.client_id = f"{client_id}-{ctx.broker_id}"
-        self._connections: dict[int, BrokerConnection] = {}
-        self._locks: dict[int, threading.Lock] = {}
-        self._guard = threading.Lock()
+        self.connections = BrokerConnections(
+            f"{client_id}-{ctx.broker_id}", ctx.connector,
+            lambda broker: ctx.connector.address_of(dict(read_brokers(ctx.broker.store))[broker]),
+        )  # fmt: skip
 
     async def verify(
         self,
@@ -204,22 +203,16 @@ class AddPartitionsToTxnManager:
             transactional_id=transactional_id, producer_id=producer[0],
             producer_epoch=producer[1], verify_only=verify_only,
             topics=[Topic(name=t, partitions=p) for t, p in by_topic.items()])])  # fmt: skip
-        with self._guard:
-            lock = self._locks.setdefault(coordinator, threading.Lock())
-        with lock:
-            try:
-                connection = self._connection(coordinator)
-                version = connection.versions({"AddPartitionsToTxn": BROKER_VERSIONS})
-                answer = connection.call(request, version["AddPartitionsToTxn"])
-            except UnservedVersionError as exc:
-                log.warning("broker %s: transactional produce to %s not verified: %s",
-                            self.ctx.broker_id, partitions, exc)  # fmt: skip
-                return dict.fromkeys(partitions, errors.NONE)
-            except (OSError, ProtocolError, StoreError, KeyError) as exc:
-                log.info("broker %s: coordinator %s not asked to verify %s: %s",
-                         self.ctx.broker_id, coordinator, transactional_id, exc)  # fmt: skip
-                self._drop(coordinator)
-                return dict.fromkeys(partitions, NETWORK_EXCEPTION)
+        try:
+            answer = self.connections.call(coordinator, request, BROKER_VERSIONS)
+        except UnservedVersionError as exc:
+            log.warning("broker %s: transactional produce to %s not verified: %s",
+                        self.ctx.broker_id, partitions, exc)  # fmt: skip
+            return dict.fromkeys(partitions, errors.NONE)
+        except (OSError, ProtocolError, StoreError, KeyError) as exc:
+            log.info("broker %s: coordinator %s not asked to verify %s: %s",
+                     self.ctx.broker_id, coordinator, transactional_id, exc)  # fmt: skip
+            return dict.fromkeys(partitions, NETWORK_EXCEPTION)
         if answer.error_code:
             # A broker's client never sees CLUSTER_AUTHORIZATION_FAILED: the verification failed.
             code = answer.error_code
@@ -238,24 +231,8 @@ class AddPartitionsToTxnManager:
         # A partition the coordinator did not answer for was not verified.
         return {tp: codes.get(tp, errors.INVALID_TXN_STATE) for tp in partitions}
 
-    def _connection(self, coordinator: int) -> BrokerConnection:
-        connection = self._connections.get(coordinator)
-        if connection is None:
-            info = dict(read_brokers(self.ctx.broker.store))[coordinator]
-            address = self.ctx.connector.address_of(info)
-            connection = BrokerConnection(address, self.client_id,
-                                          connector=self.ctx.connector)  # fmt: skip
-            self._connections[coordinator] = connection
-        return connection
-
-    def _drop(self, coordinator: int) -> None:
-        connection = self._connections.pop(coordinator, None)
-        if connection is not None:
-            connection.close()
-
     def close(self) -> None:
-        for coordinator in list(self._connections):
-            self._drop(coordinator)
+        self.connections.close()
 
 
 _MANAGERS: weakref.WeakKeyDictionary[BrokerContext, AddPartitionsToTxnManager] = (
