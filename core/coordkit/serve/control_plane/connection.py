@@ -1,19 +1,23 @@
 """A blocking connection from one broker to another, speaking Kafka's protocol: the controller's
 requests to brokers (:mod:`coordkit.serve.control_plane.channel`) and a broker's ControlledShutdown to
 the controller (:mod:`coordkit.serve.control_plane.client`); :class:`BrokerConnections` keeps one
-to each broker a part talks to (a transaction coordinator's markers, a leader's verifications). One request at a time, each answered
-before the next; the versions are chosen from the peer's ApiVersions. The connection is opened by
-the process's :class:`~coordkit.serve.control_plane.connector.BrokerConnector` (TLS and SASL as the
-inter-broker listener asks)."""
+to each broker a part talks to (a transaction coordinator's markers, a leader's verifications).
+One request at a time, each answered before the next; the versions are chosen from the peer's
+ApiVersions. The connection is opened by the process's
+:class:`~coordkit.serve.control_plane.connector.BrokerConnector` (TLS and SASL as the inter-broker
+listener asks)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from coordkit.errors import CoordkitError
+from coordkit.kafka import layout
 from coordkit.protocol import APIS, KafkaCodec, messages
 from coordkit.serve.control_plane.connector import BrokerConnector
+from coordkit.store import MetadataStore
 
 SOCKET_TIMEOUT = 30.0
 
@@ -85,16 +89,16 @@ class BrokerConnection:
 
 
 class BrokerConnections:
-    """One connection per broker id, opened at its first use (``address_of`` gives the broker's
-    inter-broker address) and used by one call at a time; a call that fails drops its
-    connection, so the next one connects again. What a coordinator keeps to the leaders it
-    writes markers to, and a leader to the coordinators it asks to verify transactions."""
+    """One connection per broker id, opened at its first use (to the inter-broker endpoint of
+    the broker's registration in ``store``) and used by one call at a time; a call that fails
+    drops its connection, so the next one connects again. What a coordinator keeps to the
+    leaders it writes markers to, and a leader to the coordinators it asks to verify
+    transactions."""
 
-    def __init__(self, client_id: str, connector: BrokerConnector,
-                 address_of: Callable[[int], tuple[str, int]]) -> None:  # fmt: skip
+    def __init__(self, client_id: str, connector: BrokerConnector, store: MetadataStore) -> None:
         self.client_id = client_id
         self._connector = connector
-        self._address_of = address_of
+        self._store = store
         self._connections: dict[int, BrokerConnection] = {}
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -105,8 +109,8 @@ class BrokerConnections:
 
         :raises UnservedVersionError: the broker speaks none of ``versions`` (the connection is
             kept).
-        :raises OSError, ProtocolError, KeyError: the call failed (the broker is not
-            registered: ``KeyError``); the connection is dropped.
+        :raises OSError, ProtocolError: the call failed (or the broker's registration is not
+            readable); the connection is dropped.
         """
         api = type(request).KAFKA_NAME.removesuffix("Request")
         with self._guard:
@@ -124,10 +128,18 @@ class BrokerConnections:
     def _connection(self, broker_id: int) -> BrokerConnection:
         connection = self._connections.get(broker_id)
         if connection is None:
-            connection = BrokerConnection(self._address_of(broker_id), self.client_id,
+            connection = BrokerConnection(self._address(broker_id), self.client_id,
                                           connector=self._connector)  # fmt: skip
             self._connections[broker_id] = connection
         return connection
+
+    def _address(self, broker_id: int) -> tuple[str, int]:
+        path = layout.broker_path(broker_id)
+        try:
+            data, _ = self._store.get(path)
+            return self._connector.address_of(layout.BROKER.decode(data, path))
+        except CoordkitError as exc:
+            raise OSError(f"broker {broker_id}'s registration is not readable: {exc}") from None
 
     def drop(self, broker_id: int) -> None:
         connection = self._connections.pop(broker_id, None)

@@ -28,7 +28,6 @@ from coordkit.errors import StoreError
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
-from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.control_plane.connection import BrokerConnections, UnservedVersionError
@@ -61,10 +60,8 @@ class TransactionMarkerChannelManager:
 
     def __init__(self, ctx: BrokerContext, client_id: str = "coordkit-txn-markers") -> None:
         self.ctx = ctx
-        self.connections = BrokerConnections(
-            f"{client_id}-{ctx.broker_id}", ctx.connector,
-            lambda broker: ctx.connector.address_of(dict(read_brokers(ctx.broker.store))[broker]),
-        )  # fmt: skip
+        self.connections = BrokerConnections(f"{client_id}-{ctx.broker_id}", ctx.connector,
+                                             ctx.broker.store)  # fmt: skip
 
     async def write(
         self, marker: TxnMarker, partitions: Iterable[TP], still_coordinator: Callable[[], bool]
@@ -114,7 +111,7 @@ class TransactionMarkerChannelManager:
                     for t, p in by_topic.items()])])  # fmt: skip
         try:
             answer = self.connections.call(leader, request, (1, 1))
-        except (OSError, ProtocolError, StoreError, UnservedVersionError, KeyError) as exc:
+        except (OSError, ProtocolError, StoreError, UnservedVersionError) as exc:
             log.info("broker %s: markers to broker %s not sent: %s", self.ctx.broker_id,
                      leader, exc)  # fmt: skip
             return dict.fromkeys(partitions, UNREACHABLE)

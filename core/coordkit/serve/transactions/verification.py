@@ -49,7 +49,6 @@ from coordkit.errors import StoreError
 from coordkit.protocol import messages
 from coordkit.protocol.errors import ProtocolError
 from coordkit.serve import errors
-from coordkit.serve.apis.metadata import read_brokers
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.control_plane.connection import BrokerConnections, UnservedVersionError
@@ -134,10 +133,8 @@ class AddPartitionsToTxnManager:
 
     def __init__(self, ctx: BrokerContext, client_id: str = "coordkit-txn-verification") -> None:
         self.ctx = ctx
-        self.connections = BrokerConnections(
-            f"{client_id}-{ctx.broker_id}", ctx.connector,
-            lambda broker: ctx.connector.address_of(dict(read_brokers(ctx.broker.store))[broker]),
-        )  # fmt: skip
+        self.connections = BrokerConnections(f"{client_id}-{ctx.broker_id}", ctx.connector,
+                                             ctx.broker.store)  # fmt: skip
 
     async def verify(
         self,
@@ -209,7 +206,7 @@ class AddPartitionsToTxnManager:
             log.warning("broker %s: transactional produce to %s not verified: %s",
                         self.ctx.broker_id, partitions, exc)  # fmt: skip
             return dict.fromkeys(partitions, errors.NONE)
-        except (OSError, ProtocolError, StoreError, KeyError) as exc:
+        except (OSError, ProtocolError, StoreError) as exc:
             log.info("broker %s: coordinator %s not asked to verify %s: %s",
                      self.ctx.broker_id, coordinator, transactional_id, exc)  # fmt: skip
             return dict.fromkeys(partitions, NETWORK_EXCEPTION)
