@@ -10,10 +10,6 @@ A missing JDK or jar cache fails the test naming the install (never a skip)."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -25,12 +21,9 @@ from coordkit.protocol import messages
 from coordkit.protocol.records import encode_batch, new_batch
 from coordkit.serve.context import ServeSettings
 from coordkit.testing.servers.kafka_tools import (
-    JAVA_HINT,
     JVM_OPTIONS,
     KAFKA_KRAFT_VERSION,
-    MANIFEST,
-    kafka_cache_root,
-    kafka_home,
+    compile_java,
     kafka_tool,
     log4j_option,
     require_java,
@@ -50,30 +43,9 @@ TIMEOUT = 30
 WAIT_SECONDS = 60
 
 
-@functools.cache
 def java_classpath() -> str:
     """The program's classes (compiled once against Kafka 4.4's jars, cached) and the jars."""
-    require_java()
-    home = kafka_home(KAFKA_KRAFT_VERSION)
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.fail(f"javac is not installed; the Java clients need a JDK: {JAVA_HINT}")
-    jars = str(home / "lib" / "*")
-    digest = hashlib.sha256(JAVA_SOURCE.read_bytes() + (home / MANIFEST).read_bytes())
-    classes = kafka_cache_root().parent / "transactional-copy" / digest.hexdigest()[:16]
-    if not (classes / f"{JAVA_CLASS}.class").is_file():
-        staging = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        done = subprocess.run(
-            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp", jars,
-             str(JAVA_SOURCE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"javac failed on {JAVA_SOURCE.name}: {done.stderr}"
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-    return f"{classes}:{jars}"
+    return compile_java(JAVA_SOURCE, JAVA_CLASS)
 
 
 @pytest.fixture

@@ -8,12 +8,9 @@ A missing JDK, jar cache or confluent-kafka fails the test naming the install (n
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,12 +19,9 @@ from pathlib import Path
 import pytest
 
 from coordkit.testing.servers.kafka_tools import (
-    JAVA_HINT,
     JVM_OPTIONS,
     KAFKA_KRAFT_VERSION,
-    MANIFEST,
-    kafka_cache_root,
-    kafka_home,
+    compile_java,
     log4j_option,
     require_java,
     write_log_config,
@@ -45,30 +39,9 @@ JAVA_HEAP = "96m"
 JAVA_SIGTERM_STATUS = 143
 
 
-@functools.cache
 def java_classpath() -> str:
-    """The member's classes (compiled now if not cached) and Kafka's jars, as a classpath."""
-    require_java()
-    home = kafka_home(KAFKA_KRAFT_VERSION)
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.fail(f"javac is not installed; the Java member needs a JDK: {JAVA_HINT}")
-    jars = str(home / "lib" / "*")
-    digest = hashlib.sha256(JAVA_SOURCE.read_bytes() + (home / MANIFEST).read_bytes())
-    classes = kafka_cache_root().parent / "consumer-protocol-member" / digest.hexdigest()[:16]
-    if not (classes / f"{JAVA_CLASS}.class").is_file():
-        staging = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        done = subprocess.run(
-            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp", jars,
-             str(JAVA_SOURCE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"javac failed on {JAVA_SOURCE.name}: {done.stderr}"
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-    return f"{classes}:{jars}"
+    """The program's classes (compiled once against Kafka 4.4's jars, cached) and the jars."""
+    return compile_java(JAVA_SOURCE, JAVA_CLASS)
 
 
 def require(client: str) -> None:

@@ -5,11 +5,8 @@ install (never a skip)."""
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,15 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from coordkit.testing.servers.kafka_tools import (
-    JAVA_HINT,
     JVM_OPTIONS,
     KAFKA_KRAFT_VERSION,
-    MANIFEST,
-    kafka_cache_root,
-    kafka_home,
+    compile_java,
     log4j_option,
     require_java,
     write_log_config,
@@ -42,30 +34,9 @@ JAVA_HEAP = "96m"
 STOP_SECONDS = 30
 
 
-@functools.cache
 def java_classpath() -> str:
-    """The member's classes (compiled now if not cached) and Kafka's jars, as a classpath."""
-    require_java()
-    home = kafka_home(KAFKA_KRAFT_VERSION)
-    javac = shutil.which("javac")
-    if javac is None:
-        pytest.fail(f"javac is not installed; the Java member needs a JDK: {JAVA_HINT}")
-    jars = str(home / "lib" / "*")
-    digest = hashlib.sha256(JAVA_SOURCE.read_bytes() + (home / MANIFEST).read_bytes())
-    classes = kafka_cache_root().parent / "share-member" / digest.hexdigest()[:16]
-    if not (classes / f"{JAVA_CLASS}.class").is_file():
-        staging = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        done = subprocess.run(
-            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp", jars,
-             str(JAVA_SOURCE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"javac failed on {JAVA_SOURCE.name}: {done.stderr}"
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-    return f"{classes}:{jars}"
+    """The program's classes (compiled once against Kafka 4.4's jars, cached) and the jars."""
+    return compile_java(JAVA_SOURCE, JAVA_CLASS)
 
 
 class ShareMember:

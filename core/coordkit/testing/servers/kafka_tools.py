@@ -14,6 +14,7 @@ directory (tox runs the tests from the project root) or from this file (an edita
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import shutil
@@ -137,6 +138,38 @@ def kafka_home(version: str) -> Path:
 def classpath(version: str) -> str:
     """Every jar of the release, as Java's ``lib/*`` wildcard."""
     return str(kafka_home(version) / "lib" / "*")
+
+
+def compile_java(source: Path, main_class: str, version: str = KAFKA_KRAFT_VERSION) -> str:
+    """The classpath that runs ``main_class`` of the Java program ``source`` (one file): its
+    classes, compiled against Kafka ``version``'s jars once and cached beside the jar cache by the
+    digests of the source and the jars, and the jars.
+
+    :raises KafkaUnavailableError: no JDK (``javac``) or no jar cache, naming the install.
+    """
+    require_java()
+    home = kafka_home(version)
+    javac = shutil.which("javac")
+    if javac is None:
+        raise KafkaUnavailableError(
+            f"javac is not installed; {source.name} needs a JDK: {JAVA_HINT}"
+        )
+    jars = str(home / "lib" / "*")
+    digest = hashlib.sha256(source.read_bytes() + (home / MANIFEST).read_bytes()).hexdigest()
+    classes = kafka_cache_root().parent / "java-programs" / f"{source.stem}-{digest[:16]}"
+    if not (classes / f"{main_class}.class").is_file():
+        staging = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        done = subprocess.run(
+            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp", jars, str(source)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"javac failed on {source}: {done.stderr}")
+        shutil.rmtree(classes, ignore_errors=True)
+        staging.rename(classes)
+    return f"{classes}:{jars}"
 
 
 def log4j_option(version: str, config: Path) -> str:
