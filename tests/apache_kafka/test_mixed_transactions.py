@@ -31,6 +31,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from coordkit.engine.topics import TopicAdmin
+from coordkit.kafka.coordinators import coordinator_partition
 from coordkit.plugins import open_store
 from coordkit.protocol import messages
 from coordkit.serve.control_plane.connection import BrokerConnection
@@ -47,6 +48,9 @@ TOPIC = "exactly-once"
 ASSIGNMENT = {0: [COORDKIT, KAFKA], 1: [KAFKA, COORDKIT]}
 TRANSACTION_STATE = "__transaction_state"
 ONE_PARTITION = "transaction.state.log.num.partitions=1"
+OFFSETS_TOPIC = "__consumer_offsets"
+#: __consumer_offsets made beforehand with a partition on each kind: group coordinators of both.
+OFFSETS_ASSIGNMENT = {0: [COORDKIT], 1: [KAFKA]}
 WAIT_SECONDS = 90
 #: The raw requests' transactional id, and their versions (Kafka 3.9's Produce: up to v11).
 STRAY = "stray"
@@ -82,6 +86,7 @@ class MixedTransactions:
     def led_as_placed(self) -> bool:
         wanted = {(TOPIC, p): r for p, r in ASSIGNMENT.items()}
         wanted[(TRANSACTION_STATE, 0)] = [self.coordinator]
+        wanted.update({(OFFSETS_TOPIC, p): r for p, r in OFFSETS_ASSIGNMENT.items()})
         for (topic, partition), replicas in wanted.items():
             state = self.state(topic, partition)
             if state is None or state["leader"] != replicas[0]:
@@ -99,13 +104,15 @@ def cluster(
     chroot = f"/mixed-txn-{uuid.uuid4().hex[:8]}"
     url = f"zookeeper://{zookeeper.hosts}{chroot}?session_timeout=6"
     serve = ServeProcess(["--store", url, "--broker-id", str(COORDKIT), "--port", "0",
-                          "--config", ONE_PARTITION])  # fmt: skip
+                          "--config", ONE_PARTITION,
+                          "--config", f"offsets.topic.num.partitions={len(OFFSETS_ASSIGNMENT)}"])  # fmt: skip
     kafka = KafkaCluster(zookeeper=zookeeper.hosts, chroot=chroot, broker_ids=(KAFKA,),
                          other_brokers=(COORDKIT,),
                          properties={"transaction.partition.verification.enable": "true",
                                      "transaction.state.log.num.partitions": "1",
                                      "transaction.state.log.replication.factor": "1",
                                      "transaction.state.log.min.isr": "1",
+                                     "offsets.topic.num.partitions": str(len(OFFSETS_ASSIGNMENT)),
                                      "offsets.topic.replication.factor": "1"})  # fmt: skip
     mixed = MixedTransactions(url, kafka, serve, coordinator)
     try:
@@ -119,6 +126,11 @@ def cluster(
                                        "compression.type": "uncompressed",
                                        "unclean.leader.election.enable": "false"})  # fmt: skip
             admin.create_topic(TOPIC, len(ASSIGNMENT), 2, assignment=ASSIGNMENT)
+            # The group coordinators' placement: a partition of __consumer_offsets on each kind.
+            admin.create_topic(OFFSETS_TOPIC, len(OFFSETS_ASSIGNMENT), 1,
+                               assignment=OFFSETS_ASSIGNMENT,
+                               config={"cleanup.policy": "compact",
+                                       "compression.type": "producer"})  # fmt: skip
         finally:
             store.close()
         wait_for(mixed.led_as_placed, WAIT_SECONDS, "the partitions led as placed, ISRs full")
@@ -203,6 +215,50 @@ def test_committed_records_only_across_both_kinds_of_leader(cluster: MixedTransa
     # partition is added.
     assert stray_batch(cluster, KAFKA) == [48, [0], 0, 0]
     assert stray_batch(cluster, COORDKIT) == [48, [0], 0, 0]
+
+
+def group_of(partition: int) -> str:
+    """A group id whose coordinator is the leader of ``__consumer_offsets`` partition
+    ``partition`` (Kafka's placement, both kinds')."""
+    return next(name for name in (f"copiers-{n}" for n in range(1000))
+                if coordinator_partition(name, len(OFFSETS_ASSIGNMENT)) == partition)  # fmt: skip
+
+
+def committed_in_transaction(cluster: MixedTransactions, group: str, commit: bool) -> int:
+    """A transaction of confluent-kafka's producer writing a record and committing the group's
+    offset 7 of partition 0 in it (``send_offsets_to_transaction``), committed or aborted; the
+    group's committed offset after it, as a consumer reads it (-1001: none)."""
+    producer = Producer({"bootstrap.servers": cluster.bootstrap,
+                         "transactional.id": f"offsets-{group}-{commit}"})  # fmt: skip
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce(TOPIC, b"with-offsets", partition=0)
+        producer.send_offsets_to_transaction([TopicPartition(TOPIC, 0, 7)],
+                                             consumer.consumer_group_metadata(), 60)  # fmt: skip
+        if commit:
+            producer.commit_transaction(60)
+        else:
+            producer.abort_transaction(60)
+        found = consumer.committed([TopicPartition(TOPIC, 0)], timeout=60)
+        return int(found[0].offset)
+    finally:
+        consumer.close()
+
+
+def test_offsets_committed_with_the_transaction_on_either_group_coordinator(
+    cluster: MixedTransactions,
+) -> None:
+    """The group coordinator of either kind verifies TxnOffsetCommit with the transaction
+    coordinator of either kind (KIP-890: a coordkit group coordinator asks Kafka's transaction
+    coordinator over the wire, and Kafka's asks coordkit's), holds the offsets until the
+    transaction's marker, and makes them the group's on a commit only."""
+    for partition in OFFSETS_ASSIGNMENT:
+        group = group_of(partition)
+        assert committed_in_transaction(cluster, group, commit=False) < 0, group
+        assert committed_in_transaction(cluster, group, commit=True) == 7, group
 
 
 def call(address: str, request: Any, version: int) -> Any:

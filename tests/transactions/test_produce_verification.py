@@ -20,9 +20,12 @@ from coordkit.serve.context import ServeSettings
 from coordkit.serve.dataplane.producer_state import ProducerStates
 from coordkit.serve.dataplane.transaction_index import EndTxnMarker, end_txn_marker
 from coordkit.serve.transactions.verification import (
+    NETWORK_EXCEPTION,
     NOT_ADDED_MESSAGE,
     SupportedOperation,
+    handler_code,
     producer_error,
+    txn_offset_commit_error,
 )
 from coordkit.testing.waiting import wait_for
 from serve.conftest import RawClient
@@ -305,3 +308,22 @@ def test_what_the_producer_is_told(coordinator: int, operation: Any, told: Any) 
 ])  # fmt: skip
 def test_what_each_produce_version_knows(version: int, operation: Any) -> None:
     assert SupportedOperation.for_produce(version) is operation
+
+
+@pytest.mark.parametrize(
+    ("version", "coordinator", "answered"),
+    [
+        (4, errors.TRANSACTION_ABORTABLE, errors.TRANSACTION_ABORTABLE),
+        (3, errors.TRANSACTION_ABORTABLE, errors.INVALID_TXN_STATE),
+        (4, errors.PRODUCER_FENCED, errors.INVALID_PRODUCER_EPOCH),
+        (4, errors.CONCURRENT_TRANSACTIONS, errors.CONCURRENT_TRANSACTIONS),
+        (4, NETWORK_EXCEPTION, errors.COORDINATOR_LOAD_IN_PROGRESS),
+        (4, errors.COORDINATOR_NOT_AVAILABLE, errors.COORDINATOR_NOT_AVAILABLE),
+        (0, errors.INVALID_PRODUCER_ID_MAPPING, errors.INVALID_PRODUCER_ID_MAPPING),
+    ],
+)  # fmt: skip
+def test_what_a_txn_offset_commit_is_told(version: int, coordinator: int, answered: int) -> None:
+    """Kafka 4.4's group coordinator: the handler's translation for the request's version, then
+    ``CoordinatorOperationExceptionHelper``'s."""
+    operation = SupportedOperation.for_txn_offset_commit(version)
+    assert txn_offset_commit_error(handler_code(coordinator, operation)) == answered

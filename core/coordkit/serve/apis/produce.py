@@ -71,7 +71,12 @@ from coordkit.serve.connection import CloseConnectionError
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.dataplane.producer_state import VerificationGuard
 from coordkit.serve.topic_configs import MAX_MESSAGE_BYTES
-from coordkit.serve.transactions.verification import SupportedOperation, Unverified, verifier_of
+from coordkit.serve.transactions.verification import (
+    SupportedOperation,
+    Unverified,
+    produce_refusal,
+    verifier_of,
+)
 
 log = logging.getLogger("coordkit.serve")
 
@@ -283,9 +288,10 @@ class _TransactionalBatches:
                 self.guards[tp] = guard
         if not self.guards:
             return
-        self.refused = await verifier_of(ctx).verify(
-            transactional_id, producer, self.guards, SupportedOperation.for_produce(version)
-        )
+        operation = SupportedOperation.for_produce(version)
+        unverified = await verifier_of(ctx).verify(transactional_id, producer, self.guards,
+                                                   operation)  # fmt: skip
+        self.refused = {tp: produce_refusal(code, operation) for tp, code in unverified.items()}
         if self.refused:
             log.info("broker %s: transactional produce of %r refused: %s", ctx.broker_id,
                      transactional_id, self.refused)  # fmt: skip

@@ -41,11 +41,8 @@ import attrs
 
 from coordkit.engine.groups.protocol import ErrorCode
 from coordkit.errors import LayoutError, NodeExistsError, NoNodeError, StoreError
-from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.kafka.model import TopicPartition
-from coordkit.serve import errors
 from coordkit.serve.context import BrokerContext
-from coordkit.serve.transactions.metadata import TransactionMetadata, TxnState, state_path
 from coordkit.store import Check, Create, Delete, MetadataStore, SetData, paths
 from coordkit.strategies.offsets import OffsetAndMetadata, OffsetStorage
 from coordkit.support import jsontext
@@ -365,32 +362,3 @@ def pending_txn_offsets(ctx: BrokerContext) -> PendingTxnOffsets:
         return groups.hosting.version(partition) if groups.hosting.hosts(partition) else None
 
     return PendingTxnOffsets(groups, hosted_version, groups.persistence.fenced_write)
-
-
-def verify_in_transaction(
-    store: MetadataStore, transactional_id: str, producer: tuple[int, int], partition: int
-) -> int:
-    """Kafka's verification of a transactional write with the transaction coordinator (KIP-890,
-    ``transaction.partition.verification.enable``), for TxnOffsetCommit: the producer's
-    transaction, as the store holds it, must be open with offsets partition ``partition`` added
-    (AddOffsetsToTxn), else nothing is held that no marker would ever end. A code:
-    INVALID_PRODUCER_ID_MAPPING (another producer id, or no transaction), INVALID_PRODUCER_EPOCH
-    (another epoch), TRANSACTION_ABORTABLE (not open, or the partition not added).
-
-    :raises StoreError: the store could not be read."""
-    path = state_path(transactional_id)
-    try:
-        data, stat = store.get(path)
-        state = TransactionMetadata.decode(transactional_id, path, data, stat.version)
-    except NoNodeError:
-        return errors.INVALID_PRODUCER_ID_MAPPING
-    except LayoutError as exc:
-        log.warning("TxnOffsetCommit refused: %s", exc)
-        return errors.INVALID_PRODUCER_ID_MAPPING
-    if state.producer_id != producer[0]:
-        return errors.INVALID_PRODUCER_ID_MAPPING
-    if state.producer_epoch != producer[1]:
-        return errors.INVALID_PRODUCER_EPOCH
-    if state.state is not TxnState.ONGOING or (OFFSETS_TOPIC, partition) not in state.partitions:
-        return errors.TRANSACTION_ABORTABLE
-    return errors.NONE

@@ -34,6 +34,10 @@ INVALID_TXN_STATE says "Partition was not added to the transaction" and NOT_ENOU
 "Unable to verify the partition has been added to the transaction. Underlying error: <the
 coordinator's error>", Kafka's messages. A coordinator that does not serve v4 (an older Kafka)
 is not asked: the batch is appended, as Kafka's leader goes on with a warning.
+
+A group coordinator verifies a TxnOffsetCommit the same way (the group's ``__consumer_offsets``
+partition must be in the transaction), the answer read by :func:`handler_code` and then
+:func:`txn_offset_commit_error`, as Kafka 4.4's group coordinator reads it.
 """
 
 from __future__ import annotations
@@ -95,6 +99,13 @@ class SupportedOperation(enum.Enum):
             return cls.ADD_PARTITION
         return cls.GENERIC_ERROR if version > 10 else cls.DEFAULT_ERROR
 
+    @classmethod
+    def for_txn_offset_commit(cls, version: int) -> SupportedOperation:
+        """TxnOffsetCommit v4 knows TRANSACTION_ABORTABLE; v5+ is transaction version 2's."""
+        if version > 4:
+            return cls.ADD_PARTITION
+        return cls.GENERIC_ERROR if version > 3 else cls.DEFAULT_ERROR
+
 
 class Unverified:
     """One partition's refusal: the producer's error code and Kafka's message, if any."""
@@ -109,14 +120,22 @@ class Unverified:
         return f"Unverified({self.code}, {self.message!r})"
 
 
-def producer_error(coordinator_code: int, operation: SupportedOperation) -> Unverified:
-    """What the producer is told of a partition the coordinator answered ``coordinator_code``
-    (Kafka's ``AddPartitionsToTxnHandler`` then ``handleProduceAppend``'s translation)."""
-    code = coordinator_code
-    if code == errors.PRODUCER_FENCED:
-        code = errors.INVALID_PRODUCER_EPOCH
-    elif code == errors.TRANSACTION_ABORTABLE and operation is SupportedOperation.DEFAULT_ERROR:
-        code = errors.INVALID_TXN_STATE
+def handler_code(coordinator_code: int, operation: SupportedOperation) -> int:
+    """A partition's code as the coordinator answered it, as the asking broker reads it (Kafka's
+    ``AddPartitionsToTxnHandler``): PRODUCER_FENCED is INVALID_PRODUCER_EPOCH (what producers
+    handle), TRANSACTION_ABORTABLE INVALID_TXN_STATE for clients that do not know it."""
+    if coordinator_code == errors.PRODUCER_FENCED:
+        return errors.INVALID_PRODUCER_EPOCH
+    if coordinator_code == errors.TRANSACTION_ABORTABLE and (
+        operation is SupportedOperation.DEFAULT_ERROR
+    ):
+        return errors.INVALID_TXN_STATE
+    return coordinator_code
+
+
+def produce_refusal(code: int, operation: SupportedOperation) -> Unverified:
+    """What a producer is told of a partition its leader could not verify (``code``: as
+    :func:`handler_code` gives it), Kafka's ``handleProduceAppend``'s translation."""
     if code == errors.INVALID_TXN_STATE:
         return Unverified(code, NOT_ADDED_MESSAGE)
     if code in _RETRIABLE or (
@@ -125,6 +144,20 @@ def producer_error(coordinator_code: int, operation: SupportedOperation) -> Unve
         name = _RETRIABLE.get(code, "CONCURRENT_TRANSACTIONS")
         return Unverified(errors.NOT_ENOUGH_REPLICAS, UNVERIFIED_MESSAGE.format(name))
     return Unverified(code)
+
+
+def producer_error(coordinator_code: int, operation: SupportedOperation) -> Unverified:
+    """What the producer is told of a partition the coordinator answered ``coordinator_code``."""
+    return produce_refusal(handler_code(coordinator_code, operation), operation)
+
+
+def txn_offset_commit_error(code: int) -> int:
+    """What a TxnOffsetCommit is answered when its transaction was not verified (``code``: as
+    :func:`handler_code` gives it): Kafka's group coordinator's
+    ``CoordinatorOperationExceptionHelper`` turns a lost coordinator connection into
+    COORDINATOR_LOAD_IN_PROGRESS (older clients retry it without looking the coordinator up
+    again); the rest is answered as it is."""
+    return errors.COORDINATOR_LOAD_IN_PROGRESS if code == NETWORK_EXCEPTION else code
 
 
 class AddPartitionsToTxnManager:
@@ -142,9 +175,9 @@ class AddPartitionsToTxnManager:
         producer: tuple[int, int],
         partitions: Iterable[TP],
         operation: SupportedOperation,
-    ) -> dict[TP, Unverified]:
-        """The partitions of ``partitions`` the coordinator did not verify, with what the
-        producer is told; empty when every one is in the transaction."""
+    ) -> dict[TP, int]:
+        """The partitions of ``partitions`` the coordinator did not verify, with their codes as
+        :func:`handler_code` reads them; empty when every one is in the transaction."""
         wanted = sorted(set(partitions))
         coordinator = await self._coordinator(transactional_id)
         verify_only = operation is not SupportedOperation.ADD_PARTITION
@@ -157,7 +190,7 @@ class AddPartitionsToTxnManager:
             send = functools.partial(self._send, coordinator, transactional_id, producer,
                                      wanted, verify_only)  # fmt: skip
             codes = await self.ctx.blocking(send)
-        return {tp: producer_error(code, operation)
+        return {tp: handler_code(code, operation)
                 for tp, code in codes.items() if code != errors.NONE}  # fmt: skip
 
     async def _ask_own(

@@ -25,7 +25,6 @@ import time
 from typing import Any
 
 from coordkit.engine.groups.protocol import ErrorCode
-from coordkit.errors import StoreError
 from coordkit.kafka.acls import AclOperation, ResourceType
 from coordkit.kafka.coordinators import OFFSETS_TOPIC
 from coordkit.kafka.model import TopicPartition
@@ -40,7 +39,11 @@ from coordkit.serve.authorization import (
 from coordkit.serve.classes import nested
 from coordkit.serve.context import BrokerContext
 from coordkit.serve.transactions.coordinator import coordinator_of
-from coordkit.serve.transactions.txn_offsets import verify_in_transaction
+from coordkit.serve.transactions.verification import (
+    SupportedOperation,
+    txn_offset_commit_error,
+    verifier_of,
+)
 from coordkit.strategies.offsets import (
     InvalidOffsetRequestError,
     OffsetAndMetadata,
@@ -59,10 +62,11 @@ OFFSET_METADATA_MAX_BYTES = 4096
 OFFSET_METADATA_TOO_LARGE = 12
 
 
-def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
-    """Each partition's code, the offsets held pending (store work: off the loop)."""
+def _checked(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
+    """The codes of the partitions refused before the group coordinator is asked (Kafka's
+    ``KafkaApis`` checks): every partition's when the whole request is refused."""
     body = request.body
-    wanted = {(t.name, p.partition_index): p for t in body.topics for p in t.partitions}
+    wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
     if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
         return dict.fromkeys(wanted, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
@@ -71,8 +75,7 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
         validate_group_id(body.group_id)
     except InvalidOffsetRequestError:
         return dict.fromkeys(wanted, errors.INVALID_GROUP_ID)
-    group_coordinator = ctx.broker.group_coordinator
-    if not ctx.leads((OFFSETS_TOPIC, group_coordinator.partition_for(body.group_id))):
+    if not ctx.leads((OFFSETS_TOPIC, ctx.broker.group_coordinator.partition_for(body.group_id))):
         return dict.fromkeys(wanted, errors.NOT_COORDINATOR)
     readable = allowed_names(ctx, AclOperation.READ, ResourceType.TOPIC, (t for t, _ in wanted))
     codes: dict[tuple[str, int], int] = {}
@@ -81,19 +84,28 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
             codes[tp] = TOPIC_AUTHORIZATION_FAILED
         elif ctx.leadership(tp) is None:
             codes[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
-    # The rest reach the group coordinator (Kafka's KafkaApis filters the above first).
-    rest = [tp for tp in wanted if tp not in codes]
-    if not rest:
-        return codes
-    pending = coordinator_of(ctx).txn_offsets
-    try:
-        verified = verify_in_transaction(ctx.broker.store, body.transactional_id,
-                                         (body.producer_id, body.producer_epoch),
-                                         group_coordinator.partition_for(body.group_id))  # fmt: skip
-    except StoreError:
-        verified = errors.COORDINATOR_NOT_AVAILABLE
-    if verified:
-        return {**codes, **dict.fromkeys(rest, verified)}
+    return codes
+
+
+async def _verified(ctx: BrokerContext, request: Request) -> int:
+    """The transaction's verification with its coordinator (KIP-890, as Kafka 4.4's group
+    coordinator asks before it writes the offsets): the group's ``__consumer_offsets`` partition
+    must be in the producer's transaction (AddOffsetsToTxn added it), else nothing is held that
+    no marker would end."""
+    body = request.body
+    partition = (OFFSETS_TOPIC, ctx.broker.group_coordinator.partition_for(body.group_id))
+    operation = SupportedOperation.for_txn_offset_commit(request.version)
+    unverified = await verifier_of(ctx).verify(
+        body.transactional_id, (body.producer_id, body.producer_epoch), [partition], operation
+    )
+    return txn_offset_commit_error(unverified[partition]) if unverified else errors.NONE
+
+
+def _held(ctx: BrokerContext, request: Request, rest: list[tuple[str, int]]) -> dict[Any, int]:
+    """The verified partitions' codes, their offsets held pending (store work: off the loop)."""
+    body = request.body
+    wanted = {(t.name, p.partition_index): p for t in body.topics for p in t.partitions}
+    group_coordinator = ctx.broker.group_coordinator
     if request.version >= MEMBER_VERSION:
         member = group_coordinator.validate_txn_offset_commit(
             body.group_id,
@@ -102,7 +114,8 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
             body.group_instance_id,
         )
         if member is not ErrorCode.NONE:
-            return {**codes, **dict.fromkeys(rest, int(member))}
+            return dict.fromkeys(rest, int(member))
+    codes: dict[tuple[str, int], int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     now = int(time.time() * 1000)
     for tp in rest:
@@ -119,14 +132,30 @@ def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
                 partition.committed_offset, metadata, commit_timestamp=now, leader_epoch=epoch
             )
     if offsets:
+        pending = coordinator_of(ctx).txn_offsets
         held = pending.add(body.producer_id, body.producer_epoch, body.group_id, offsets)
         if held is not ErrorCode.NONE:
             codes.update(dict.fromkeys(((tp.topic, tp.partition) for tp in offsets), int(held)))
     return codes
 
 
+async def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
+    body = request.body
+    wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    codes = _checked(ctx, request)
+    # The rest reach the group coordinator (Kafka's KafkaApis filters the above first).
+    rest = [tp for tp in wanted if tp not in codes]
+    if not rest:
+        return codes
+    verified = await _verified(ctx, request)
+    if verified:
+        return {**codes, **dict.fromkeys(rest, verified)}
+    held = await ctx.blocking(functools.partial(_held, ctx, request, rest))
+    return {**codes, **held}
+
+
 async def handle_txn_offset_commit(ctx: BrokerContext, request: Request) -> Any:
-    codes = await ctx.blocking(functools.partial(_codes, ctx, request))
+    codes = await _codes(ctx, request)
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), code in codes.items():
         by_topic.setdefault(topic, []).append(
