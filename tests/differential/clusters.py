@@ -93,8 +93,8 @@ class ClusterUnderTest:
     broker_ids: tuple[int, ...]
     api_versions: Mapping[str, tuple[int, int]]
 
-    def side(self, run: Scenario) -> Side:
-        return Side(self.name, self.addresses, self.broker_ids, run)
+    def side(self, run: Scenario, salt: str = "") -> Side:
+        return Side(self.name, self.addresses, self.broker_ids, run, salt=salt)
 
 
 WARM_UP = Scenario("fixture.warm_up", lambda side: [], {})

@@ -574,6 +574,18 @@ class Recording:
         return {"raised": self.raised} if self.raised is not None else self.returned
 
 
+def renamed(data: object, old: str, new: str) -> object:
+    """``data`` with ``old`` replaced by ``new`` in every string and key (a recording made under
+    a salted prefix, read as if made under the plain one)."""
+    if isinstance(data, str):
+        return data.replace(old, new)
+    if isinstance(data, dict):
+        return {renamed(k, old, new): renamed(v, old, new) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(renamed(item, old, new) for item in data)
+    return data
+
+
 def record(run: Scenario, side: Side) -> Recording:
     """Run ``run`` on ``side`` and normalise what it returns."""
     normaliser = Normaliser(side.broker_ids, compare_messages=run.compare_messages)

@@ -20,6 +20,7 @@ from differential.harness import (
     highest_common_versions,
     known_differences,
     record,
+    renamed,
 )
 from differential.scenarios import (
     acls,
@@ -55,6 +56,8 @@ FAMILIES = {"metadata": metadata, "topics": metadata, "records": records, "group
             "share_fetch": share_fetch}  # fmt: skip
 #: Modules adding scenarios to a family above (imported for their registrations).
 MORE_OF_A_FAMILY = (txn_offsets, txn_verification)
+#: The salt of a Kafka side's second run (its names apart from the first's).
+RETRY_SALT = "r"
 #: Each scenario's differences, as the module's tests find them (for the stale-row check).
 FOUND: dict[str, list[Difference]] = {}
 
@@ -131,8 +134,20 @@ def test_scenario(name: str, clusters: Clusters, table: list[KnownDifference]) -
         f"the scenario failed on both sides:\nkafka: {kafka.detail}\ncoordkit: {coordkit.detail}"
     )
     found = differences(name, kafka.as_data(), coordkit.as_data())
-    FOUND[name] = found
     unexplained = [d for d in found if not any(row.covers(d) for row in table)]
+    if unexplained and kafka.raised is None:
+        # Kafka's side once more, alone, under names of its own: its timing on a loaded
+        # machine (a coordinator's metadata image trailing a topic's creation by a moment) can
+        # change what a scenario records. coordkit's recording stays the one compared, so a
+        # difference Kafka shows twice still fails.
+        again_side = clusters.kafka.side(run, salt=RETRY_SALT)
+        again = record(run, again_side)
+        plain = clusters.kafka.side(run).prefix
+        retried = differences(name, renamed(again.as_data(), again_side.prefix, plain),
+                              coordkit.as_data())  # fmt: skip
+        if not [d for d in retried if not any(row.covers(d) for row in table)]:
+            found, unexplained = retried, []
+    FOUND[name] = found
     raised = [f"{side}: {r.detail}" for side, r in (("kafka", kafka), ("coordkit", coordkit))
               if r.raised]  # fmt: skip
     assert not unexplained, "\n".join(
@@ -153,3 +168,18 @@ def test_no_row_of_the_table_is_stale(table: list[KnownDifference]) -> None:
         ):
             stale.append(str(row))
     assert not stale, "rows of the table that no difference needs:\n" + "\n".join(stale)
+
+
+def test_a_second_kafka_run_reads_as_the_first(clusters: Clusters) -> None:
+    """The retry of :func:`test_scenario` compares a Kafka run made under salted names as if
+    made under the scenario's own: on a scenario whose answers name its topic, the two runs
+    read the same, and the salted names are gone."""
+    run = SCENARIOS["metadata.missing_topic_auto_created"]
+    first = record(run, clusters.kafka.side(run, salt="s1"))
+    salted = clusters.kafka.side(run, salt="s2")
+    second = record(run, salted)
+    plain = clusters.kafka.side(run, salt="s1").prefix
+    assert second.raised is None, second.detail
+    assert renamed(second.as_data(), salted.prefix, plain) == first.as_data()
+    assert salted.prefix not in repr(renamed(second.as_data(), salted.prefix, plain))
+    assert plain in repr(first.as_data())
