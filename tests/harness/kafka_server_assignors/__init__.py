@@ -2,16 +2,14 @@
 (tests/unit/assignors/test_server_vs_kafka.py) and the benchmark (bench_server_assignors.py).
 
 ``KafkaServerAssignorHarness.java`` beside this file is compiled with javac against the jars of
-Kafka 4.4 (``.cache/kafka/4.4.0/lib``) on first use; the classes are cached under
-``.cache/kafka-server-assignors/<digest>`` (the digest covers the source and the jars' manifest).
+Kafka 4.4 (``.cache/kafka/4.4.0/lib``) on first use (``kafka_tools.compile_java``: the classes
+are cached under ``.cache/java-programs/``, by the digest of the source and the jars' manifest).
 A missing JDK or jar cache raises :class:`KafkaUnavailableError` naming the fix: tests fail with
 it, they never skip.
 """
 
 from __future__ import annotations
 
-import hashlib
-import shutil
 import subprocess
 import uuid
 from collections.abc import Sequence
@@ -25,12 +23,8 @@ from coordkit.strategies.target_assignment import (
     TopicDescriber,
 )
 from coordkit.testing.servers.kafka_tools import (
-    JAVA_HINT,
     KAFKA_KRAFT_VERSION,
-    MANIFEST,
-    KafkaUnavailableError,
-    kafka_cache_root,
-    kafka_home,
+    compile_java,
     require_java,
 )
 
@@ -42,29 +36,9 @@ def _signed(bits: int) -> int:
     return bits - (1 << 64) if bits >= 1 << 63 else bits
 
 
-def compiled_classes(version: str = KAFKA_KRAFT_VERSION) -> tuple[Path, str]:
-    """The harness's class folder (compiled now if not cached) and the classpath to run it."""
-    require_java()
-    home = kafka_home(version)
-    javac = shutil.which("javac")
-    if javac is None:
-        raise KafkaUnavailableError(f"javac is not installed; the harness needs a JDK: {JAVA_HINT}")
-    jars = str(home / "lib" / "*")
-    digest = hashlib.sha256(SOURCE.read_bytes() + (home / MANIFEST).read_bytes()).hexdigest()[:16]
-    classes = kafka_cache_root().parent / "kafka-server-assignors" / digest
-    if not (classes / f"{MAIN_CLASS}.class").is_file():
-        staging = classes.with_name(classes.name + ".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        done = subprocess.run(
-            [javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp", jars, str(SOURCE)],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise KafkaUnavailableError(f"javac failed on {SOURCE.name}: {done.stderr.strip()}")
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
-    return classes, f"{classes}:{jars}"
+def compiled_classpath(version: str = KAFKA_KRAFT_VERSION) -> str:
+    """The classpath that runs the harness (compiled now if not cached) against Kafka's jars."""
+    return compile_java(SOURCE, MAIN_CLASS, version)
 
 
 def encode(group: GroupSpec, topics: TopicDescriber, topic_ids: Sequence[uuid.UUID]) -> str:
@@ -101,7 +75,7 @@ class KafkaServerAssignors:
     groups handed to it."""
 
     def __init__(self, *, jvm_options: Sequence[str] = ("-Xms2g", "-Xmx4g")):
-        _classes, classpath = compiled_classes()
+        classpath = compiled_classpath()
         self._process = subprocess.Popen(
             [require_java(), *jvm_options, "-cp", classpath, MAIN_CLASS],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8",
