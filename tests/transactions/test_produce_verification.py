@@ -250,11 +250,11 @@ def test_a_verification_from_before_the_marker_lets_nothing_in() -> None:
     states = ProducerStates()
     producer = (7, 0)
     first = read_batch_header(_batch(producer, 0, b"a"))
-    guard = states.start_verification(*producer)
+    guard = states.start_verification(producer[0])
     assert guard is not None
     assert states.check(first, {}, guard, verification=True) == errors.NONE
     # Verified but not yet appended: a guard taken again is the same one.
-    assert states.start_verification(*producer) is guard
+    assert states.start_verification(producer[0]) is guard
     # The transaction's marker lands first (the coordinator aborted it meanwhile).
     marker = end_txn_marker(*producer, EndTxnMarker(commit=False, coordinator_epoch=0), 0)
     states.record(attrs.evolve(read_batch_header(marker), base_offset=5), marker)
@@ -264,12 +264,12 @@ def test_a_verification_from_before_the_marker_lets_nothing_in() -> None:
     assert states.check(first, {}, None, verification=False) == errors.NONE
     # A new verification gives a new guard, which lets it in; once appended the transaction is
     # open and its next batches need none.
-    fresh = states.start_verification(*producer)
+    fresh = states.start_verification(producer[0])
     assert fresh is not None
     assert fresh is not guard
     assert states.check(first, {}, fresh, verification=True) == errors.NONE
     states.record(attrs.evolve(first, base_offset=10))
-    assert states.start_verification(*producer) is None
+    assert states.start_verification(producer[0]) is None
     second = read_batch_header(_batch(producer, 1, b"b"))
     assert states.check(second, {}, None, verification=True) == errors.NONE
 

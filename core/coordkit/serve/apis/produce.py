@@ -283,7 +283,7 @@ class _TransactionalBatches:
             error, _ = ctx.leader_error(tp)
             if error:
                 continue  # answered by the append's own checks
-            guard = ctx.logs.get(tp).producers.start_verification(*producer)
+            guard = ctx.logs.get(tp).producers.start_verification(producer[0])
             if guard is not None:
                 self.guards[tp] = guard
         if not self.guards:

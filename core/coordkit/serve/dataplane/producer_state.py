@@ -210,10 +210,7 @@ class VerificationGuard:
     """The token of one verification of a producer's first transactional batch in a partition
     (Kafka's ``VerificationGuard``): equal only to itself."""
 
-    __slots__ = ("producer_epoch",)
-
-    def __init__(self, producer_epoch: int) -> None:
-        self.producer_epoch = producer_epoch
+    __slots__ = ()
 
 
 class ProducerStates:
@@ -243,7 +240,7 @@ class ProducerStates:
         entry = self._entries.get(producer_id)
         return entry is not None and entry.current_txn_first_offset >= 0
 
-    def start_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+    def start_verification(self, producer_id: int) -> VerificationGuard | None:
         """The guard a leader verifies the producer's transactional batch under, ``None`` when
         the producer's transaction is open here already (nothing to verify: Kafka's
         ``maybeStartTransactionVerification``). A guard taken before is kept."""
@@ -251,7 +248,7 @@ class ProducerStates:
             return None
         guard = self._verifying.get(producer_id)
         if guard is None:
-            guard = self._verifying[producer_id] = VerificationGuard(producer_epoch)
+            guard = self._verifying[producer_id] = VerificationGuard()
         return guard
 
     def check(

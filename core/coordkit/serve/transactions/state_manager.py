@@ -69,6 +69,12 @@ class TransactionStateManager:
         except (NoNodeError, LayoutError):
             return
 
+    async def read_partition_count(self) -> None:
+        """:meth:`refresh_partition_count` off the event loop, until the count is known (then
+        at no cost: a produce path asks this)."""
+        if self._partition_count is None:
+            await self.ctx.blocking(self.refresh_partition_count)
+
     def partition_for(self, transactional_id: str) -> int:
         selection = self.ctx.broker.strategies.group_coordinator
         return int(selection.partition_for(transactional_id, self.partition_count()))
@@ -185,7 +191,7 @@ class TransactionStateManager:
     async def transactional_ids(self) -> list[str]:
         """Every transactional id with a state in the store (ListTransactions, the sweeps)."""
         store = self.ctx.broker.store
-        await self.ctx.blocking(self.refresh_partition_count)
+        await self.read_partition_count()
         try:
             names = await self.ctx.blocking(lambda: store.children(STATE_ROOT))
         except NoNodeError:

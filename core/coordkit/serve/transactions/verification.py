@@ -206,7 +206,7 @@ class AddPartitionsToTxnManager:
         """The broker leading the id's ``__transaction_state`` partition, if any."""
         states = coordinator_of(self.ctx).states
         try:
-            await self.ctx.blocking(states.refresh_partition_count)
+            await states.read_partition_count()
         except StoreError as exc:
             log.info("broker %s: __transaction_state not read: %s", self.ctx.broker_id, exc)
         found = self.ctx.leadership(

@@ -62,11 +62,12 @@ OFFSET_METADATA_MAX_BYTES = 4096
 OFFSET_METADATA_TOO_LARGE = 12
 
 
-def _checked(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
-    """The codes of the partitions refused before the group coordinator is asked (Kafka's
-    ``KafkaApis`` checks): every partition's when the whole request is refused."""
+def _checked(
+    ctx: BrokerContext, request: Request, wanted: list[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
+    """The codes of the partitions of ``wanted`` refused before the group coordinator is asked
+    (Kafka's ``KafkaApis`` checks): every partition's when the whole request is refused."""
     body = request.body
-    wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
     if not allowed(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
         return dict.fromkeys(wanted, errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not allowed(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
@@ -142,7 +143,7 @@ def _held(ctx: BrokerContext, request: Request, rest: list[tuple[str, int]]) -> 
 async def _codes(ctx: BrokerContext, request: Request) -> dict[tuple[str, int], int]:
     body = request.body
     wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-    codes = _checked(ctx, request)
+    codes = _checked(ctx, request, wanted)
     # The rest reach the group coordinator (Kafka's KafkaApis filters the above first).
     rest = [tp for tp in wanted if tp not in codes]
     if not rest:
